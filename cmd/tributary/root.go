@@ -1,0 +1,16 @@
+package main
+
+import "github.com/spf13/cobra"
+
+// newRootCommand builds the command tree. Each subcommand lives in a file of
+// its own and is registered here.
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "tributary",
+		Short:         "Tributary: a Kafka-compatible log pipeline",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newVersionCommand())
+	return root
+}
