@@ -1,0 +1,23 @@
+// Package coord is the coordination service Tributary's brokers, consumer
+// groups, schema registry and jobs agree through: a tree of nodes with
+// ZooKeeper's semantics (sessions, ephemeral and sequential nodes, one-shot
+// watches, versioned compare-and-set, atomic multi-ops).
+//
+// Two implementations share this interface and one conformance suite
+// (coordtest): zkcoord, a real ZooKeeper ensemble, which is the product; and
+// memcoord, an in-process tree for a single process (`tributary dev`), whose
+// sessions, ephemeral nodes and watches behave the same way.
+//
+// The ZooKeeper layout (Kafka 0.8) under the optional chroot:
+//
+//	/brokers/ids/<id>                        ephemeral, broker registration JSON
+//	/brokers/topics/<topic>                  partition assignment JSON
+//	/controller                              ephemeral, the elected controller
+//	/controller_epoch                        controller epoch counter
+//	/config/topics/<topic>                   per-topic config overrides
+//	/consumers/<group>/ids/<consumer>        ephemeral, subscription
+//	/consumers/<group>/owners/<topic>/<p>    ephemeral, owning consumer id
+//	/consumers/<group>/offsets/<topic>/<p>   persistent, next offset to consume
+//
+// Errors are the sentinels of errors.go; implementations wrap them with %w.
+package coord

@@ -1,0 +1,9 @@
+// Package testenv finds the real servers and programs that integration tests
+// drive: ZooKeeper (a standalone server and a 3-node ensemble), kcat, and
+// Apache Kafka. `make test` starts the servers (scripts/with-servers.sh) and
+// exports their addresses through the environment; this package reads them.
+//
+// A test that needs a server calls the matching helper, which fails the test
+// with a message naming what is missing and how to get it. Nothing here skips
+// silently: a missing server in CI is a failure, not a pass.
+package testenv
