@@ -1,0 +1,58 @@
+// Package registry is Tributary's schema registry: the Confluent Schema
+// Registry REST API (so Confluent serializers work unchanged), the
+// compatibility levels built on schema/avro's resolution rules, and the
+// stores behind it.
+//
+// # API
+//
+// Registry.Handler serves GET /, the /subjects, /schemas, /compatibility and
+// /config endpoints with Confluent's bodies, content types
+// (application/vnd.schemaregistry.v1+json, application/vnd.schemaregistry+json,
+// application/json) and errors: {"error_code": N, "message": "..."} with
+// 40401..40408, 409, 42201..42203 and 50001 and their HTTP statuses (the
+// table is in apierror.go). Only AVRO schemas are accepted; schema
+// references are not supported (42201).
+//
+// Schema ids are global: one canonical schema (Avro Parsing Canonical
+// Form, compared by SHA-256) has one id across all subjects. Registering a
+// schema identical to a live version returns that version's id. A soft
+// delete hides a version unless ?deleted=true; a permanent delete needs a
+// soft delete first. A schema stays readable by id after its versions are
+// deleted, so old data can still be decoded.
+//
+// # Stores
+//
+// MemStore keeps everything in memory (one process, not durable).
+// CoordStore keeps it in the coordination service, normally ZooKeeper,
+// under RootPath (frozen layout):
+//
+//	/schema_registry/id_counter                           last id, decimal; compare-and-set incremented
+//	/schema_registry/schemas/<id>                         immutable JSON {id, schema, schemaType, fingerprint}
+//	/schema_registry/fingerprints/<sha256>                id, decimal; created with the schema in one multi-op
+//	/schema_registry/subjects/<subject>/versions/<n>      JSON {id, deleted}
+//	/schema_registry/config                               global level JSON {compatibilityLevel}, empty if unset
+//	/schema_registry/config/<subject>                     subject level JSON
+//
+// Subject names are path-escaped into one node name. Any number of
+// processes share one tree: ids come from the CAS counter, so two never
+// hand out the same id; the fingerprint node is created together with the
+// schema node, so two processes registering one schema concurrently agree
+// on one id (the loser's allocated id is a gap). Version numbers are claimed
+// by creating the version node; a process that loses the race re-reads the
+// subject and checks compatibility again.
+//
+// Each CoordStore serves schemas from a cache filled on first read and kept
+// forever (ids are immutable), and subjects and versions from a cache kept
+// fresh by watches: ChildrenW on subjects/ and on each subject's versions/,
+// and GetW on each subject node, which a soft delete touches in the same
+// multi-op as the version's flag. A process sees its own writes at once and
+// other processes' after the watch round trip. Compatibility levels are read
+// from the tree on use, so a level change holds at once everywhere. If the
+// session expires, the store fails every call with ErrStore: its owner must
+// open a new session and a new store (`tributary registry` exits so that its
+// supervisor restarts it).
+//
+// # Concurrency
+//
+// Registry, MemStore and CoordStore are safe for concurrent use.
+package registry
