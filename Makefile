@@ -8,9 +8,15 @@ VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 # Packages with concurrency get the race detector.
 RACE_PKGS := ./broker/...
+MODULE    := github.com/tributary/tributary
 TEST_TIMEOUT ?= 15m
+# Extra `go test` flags, e.g. make test TEST_FLAGS='-run TestEnsemble -v'.
+TEST_FLAGS ?=
+# bench-vs-kafka: records per run and runs per system (medians are reported).
+BENCH_RECORDS ?= 2000000
+BENCH_RUNS    ?= 3
 
-.PHONY: all build test test-unit deps fmt vet bench demo clean
+.PHONY: all build test test-unit deps fmt vet bench bench-vs-kafka demo clean
 
 all: build
 
@@ -24,10 +30,20 @@ deps:
 test: deps build vet
 	bash scripts/with-servers.sh $(MAKE) --no-print-directory test-unit
 
-# test-unit runs the Go tests; servers must already be running (see with-servers.sh).
+# test-unit runs the Go tests; servers must already be running (see
+# with-servers.sh). broker/... runs apart, under the race detector; both runs
+# happen even if the first fails, so one CI log shows every failure.
 test-unit:
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v '/broker') 
-	$(GO) test -count=1 -race -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
+	@pkgs=$$($(GO) list ./...) || exit 1; \
+	pkgs=$$(echo "$$pkgs" | grep -v -E '^$(MODULE)/broker(/|$$)'); \
+	rc=0; \
+	echo "$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) <packages outside broker/>"; \
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $$pkgs || rc=1; \
+	if [ -d broker ]; then \
+		echo "$(GO) test -count=1 -race -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(RACE_PKGS)"; \
+		$(GO) test -count=1 -race -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(RACE_PKGS) || rc=1; \
+	fi; \
+	exit $$rc
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
@@ -38,6 +54,17 @@ vet:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2x ./... 
+
+# bench-vs-kafka runs the same `tributary bench` commands against Apache Kafka
+# and our broker on this machine and prints one table of medians and ratios.
+bench-vs-kafka: build
+	BENCH_RECORDS=$(BENCH_RECORDS) BENCH_RUNS=$(BENCH_RUNS) bash scripts/bench-vs-kafka.sh
+
+# demo starts one broker on a temporary directory, round-trips a few records
+# through produce and consume, runs a short bench and stops the broker; it
+# needs no other service.
+demo: build
+	bash scripts/demo.sh
 
 clean:
 	rm -rf bin

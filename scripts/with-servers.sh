@@ -1,6 +1,118 @@
 #!/usr/bin/env bash
-# Runs a command with the test servers up and stops them afterwards, whatever
-# the command's outcome. Servers export their addresses through the
-# environment (TRIBUTARY_TEST_*), which the tests read.
+# with-servers.sh CMD [ARGS...]: runs CMD with the test servers up and stops
+# them afterwards, whatever CMD's outcome; exits with CMD's exit code.
+#
+# Servers (see scripts/zk.sh for ports and settings), state in a fresh temp dir:
+#   - a standalone ZooKeeper        TRIBUTARY_TEST_ZK=127.0.0.1:21810
+#   - a 3-node ZooKeeper ensemble   TRIBUTARY_TEST_ZK_ENSEMBLE=127.0.0.1:21811,...:21812,...:21813
+#     controlled by tests through   TRIBUTARY_TEST_ZK_ENSEMBLE_CTL (`$CTL stop 2`, `$CTL start 2`,
+#                                   `$CTL kill 2`), which finds the ensemble through
+#                                   TRIBUTARY_ZK_ENSEMBLE_DIR, exported too.
+#
+# TRIBUTARY_KEEP_SERVER_DIR=1 keeps the temp dir (server logs) after the run.
 set -euo pipefail
-exec "$@"
+
+here=$(cd "$(dirname "$0")" && pwd)
+if [ $# -eq 0 ]; then
+	echo "usage: with-servers.sh CMD [ARGS...]" >&2
+	exit 2
+fi
+
+# Servers of an earlier run that was killed outright (SIGKILL leaves its trap
+# no chance) would hold the ports: stop them when their run is gone.
+for old in "${TMPDIR:-/tmp}"/tributary-servers.*; do
+	[ -f "$old/owner.pid" ] || continue
+	owner=$(cat "$old/owner.pid")
+	if [ -r "/proc/$owner/cmdline" ] && tr '\0' ' ' <"/proc/$owner/cmdline" | grep -q with-servers; then
+		continue
+	fi
+	echo "with-servers: stopping servers left by a dead run in $old" >&2
+	TRIBUTARY_ZK_DIR=$old/zk-standalone bash "$here/zk.sh" stop || true
+	TRIBUTARY_ZK_ENSEMBLE_DIR=$old/zk-ensemble bash "$here/zk.sh" ensemble-stop || true
+	rm -rf "$old"
+done
+
+state=$(mktemp -d "${TMPDIR:-/tmp}/tributary-servers.XXXXXX")
+echo $$ >"$state/owner.pid"
+export TRIBUTARY_ZK_DIR=$state/zk-standalone
+export TRIBUTARY_ZK_ENSEMBLE_DIR=$state/zk-ensemble
+child=
+
+# shellcheck disable=SC2317 # run from the traps below
+stop_servers() {
+	local pidfile pid
+	# Stop in parallel; each stop waits for its process to be gone.
+	bash "$here/zk.sh" stop >/dev/null 2>&1 &
+	bash "$here/zk.sh" ensemble-stop >/dev/null 2>&1 &
+	wait
+	# Belt and braces: no process started from our state dir may outlive us,
+	# whatever a test did to the pid files.
+	for pidfile in "$state"/*/zk.pid "$state"/*/*/zk.pid; do
+		[ -f "$pidfile" ] || continue
+		pid=$(cat "$pidfile")
+		if tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF -- "$state/"; then
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+	done
+	if [ -n "${TRIBUTARY_KEEP_SERVER_DIR:-}" ]; then
+		echo "with-servers: server logs kept in $state" >&2
+	else
+		rm -rf "$state"
+	fi
+}
+
+# shellcheck disable=SC2317
+on_exit() {
+	local rc=$?
+	trap - EXIT INT TERM
+	stop_servers
+	exit "$rc"
+}
+
+# on_signal forwards the signal to CMD and waits for it, so CMD can clean up
+# before the servers it uses go away.
+# shellcheck disable=SC2317
+on_signal() {
+	local sig=$1 code=$2
+	trap - INT TERM
+	if [ -n "$child" ]; then
+		kill -"$sig" "$child" 2>/dev/null || true
+		wait "$child" 2>/dev/null || true
+	fi
+	exit "$code"
+}
+
+trap on_exit EXIT
+trap 'on_signal INT 130' INT
+trap 'on_signal TERM 143' TERM
+
+start=$SECONDS
+bash "$here/zk.sh" check-ports
+# Both at once: the JVMs start faster side by side than one after another.
+bash "$here/zk.sh" start >"$state/standalone.env" 2>"$state/standalone.err" &
+standalone_pid=$!
+bash "$here/zk.sh" ensemble-start >"$state/ensemble.env" 2>"$state/ensemble.err" &
+ensemble_pid=$!
+failed=
+wait "$standalone_pid" || failed=1
+wait "$ensemble_pid" || failed=1
+if [ -n "$failed" ]; then
+	cat "$state/standalone.err" "$state/ensemble.err" >&2
+	echo "with-servers: could not start the test servers (see above)" >&2
+	exit 1
+fi
+# shellcheck disable=SC1091
+source "$state/standalone.env"
+# shellcheck disable=SC1091
+source "$state/ensemble.env"
+echo "with-servers: ZooKeeper standalone $TRIBUTARY_TEST_ZK and ensemble $TRIBUTARY_TEST_ZK_ENSEMBLE up in $((SECONDS - start))s" >&2
+
+# In the background and waited for, so that a TERM or INT reaches our trap
+# at once instead of after CMD ends. `<&0` keeps CMD's stdin (a background
+# job would get /dev/null).
+"$@" <&0 &
+child=$!
+rc=0
+wait "$child" || rc=$?
+child=
+exit "$rc"

@@ -6,4 +6,10 @@
 // A test that needs a server calls the matching helper, which fails the test
 // with a message naming what is missing and how to get it. Nothing here skips
 // silently: a missing server in CI is a failure, not a pass.
+//
+// The servers are shared by every test package of a run, and go test runs
+// packages in parallel: tests use their own ZooKeeper chroot or paths, and a
+// test that stops an ensemble member (ControlEnsemble) restarts it before it
+// ends. Kafka is not started by `make test`; scripts/kafka.sh starts it for
+// benchmarks and for interoperability tests run by hand (Kafka).
 package testenv

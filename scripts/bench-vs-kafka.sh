@@ -1,0 +1,263 @@
+#!/usr/bin/env bash
+# bench-vs-kafka.sh: Apache Kafka and Tributary side by side on this machine,
+# driven by the same client (`tributary bench`) with the same arguments, and
+# one table of medians and ratios (tributary / kafka).
+#
+# Per run and per system, interleaved so that drift on a shared machine hits
+# both alike, on fresh topics of 6 partitions:
+#   bench produce  BENCH_RECORDS records of 100 bytes, acks=1, unthrottled
+#   bench consume  the same records back, one consumer
+#   bench e2e      BENCH_E2E_RECORDS records at BENCH_E2E_THROUGHPUT records/s:
+#                  latency at a fixed rate both can carry; unthrottled, it would
+#                  only measure the producer's queue (-1 for that anyway)
+#
+# Environment:
+#   BENCH_RECORDS         records per produce/consume run (default 2000000)
+#   BENCH_RUNS            runs per system; the table shows medians (default 3)
+#   BENCH_E2E_RECORDS     default BENCH_RECORDS/10
+#   BENCH_E2E_THROUGHPUT  default 20000
+#   BENCH_WARMUP_RECORDS  produced and consumed once per system before the
+#                         measured runs, so that neither is measured cold (a JVM
+#                         before its JIT warms up); 0 to skip (default 200000)
+#   BENCH_JAVA_TOOLS=1    also runs Kafka's own ProducerPerformance against both
+#   BENCH_DIR             parent dir of both systems' data (default: a temp dir,
+#                         removed afterwards); both on one disk by construction
+#   BENCH_KEEP=1          keep BENCH_DIR (logs, raw outputs)
+# Ports: Kafka 127.0.0.1:19092 (+controller 19093), Tributary 127.0.0.1:19192,
+# each plus TRIBUTARY_TEST_PORT_OFFSET.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+cd "$repo"
+
+records=${BENCH_RECORDS:-2000000}
+runs=${BENCH_RUNS:-3}
+e2e_records=${BENCH_E2E_RECORDS:-$((records / 10))}
+e2e_throughput=${BENCH_E2E_THROUGHPUT:-20000}
+warmup_records=${BENCH_WARMUP_RECORDS:-200000}
+offset=${TRIBUTARY_TEST_PORT_OFFSET:-0}
+kafka_addr=127.0.0.1:$((19092 + offset))
+tributary_addr=127.0.0.1:$((19192 + offset))
+bin=$repo/bin/tributary
+
+die() {
+	echo "bench-vs-kafka: $*" >&2
+	exit 1
+}
+say() { echo "bench-vs-kafka: $*" >&2; }
+
+for v in records runs e2e_records; do
+	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, not '${!v}'"
+done
+[[ $warmup_records =~ ^[0-9]+$ ]] || die "BENCH_WARMUP_RECORDS must be a number, not '$warmup_records'"
+command -v kcat >/dev/null || die "kcat not found: run \`make deps\`"
+
+if [ -n "${BENCH_DIR:-}" ]; then
+	mkdir -p "$BENCH_DIR"
+	dir=$(realpath "$BENCH_DIR")
+else
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/tributary-bench.XXXXXX")
+fi
+export TRIBUTARY_KAFKA_DIR=$dir/kafka
+export TRIBUTARY_KAFKA_DATA=$dir/kafka-data
+tributary_pid=
+
+stop_tributary() {
+	local deadline
+	[ -n "$tributary_pid" ] || return 0
+	kill -TERM "$tributary_pid" 2>/dev/null || true
+	deadline=$((SECONDS + 30))
+	while kill -0 "$tributary_pid" 2>/dev/null; do
+		if [ $SECONDS -ge $deadline ]; then
+			say "tributary broker ignored SIGTERM for 30s; killing it"
+			kill -KILL "$tributary_pid" 2>/dev/null || true
+		fi
+		sleep 0.1
+	done
+	wait "$tributary_pid" 2>/dev/null || true
+	tributary_pid=
+}
+
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	stop_tributary
+	bash "$here/kafka.sh" stop || true
+	if [ -n "${BENCH_KEEP:-}" ] || [ -n "${BENCH_DIR:-}" ]; then
+		say "logs and raw results kept in $dir"
+	else
+		rm -rf "$dir"
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+say "building bin/tributary"
+"${MAKE:-make}" --no-print-directory -s build
+
+bash "$here/kafka.sh" fetch
+say "starting Apache Kafka on $kafka_addr"
+bash "$here/kafka.sh" start >/dev/null
+
+say "starting tributary broker on $tributary_addr"
+mkdir -p "$dir/tributary" "$dir/tributary-data"
+cat >"$dir/tributary/server.properties" <<EOF
+broker.id=1
+listeners=PLAINTEXT://$tributary_addr
+log.dirs=$dir/tributary-data
+num.partitions=1
+EOF
+if nc -z -w 1 "${tributary_addr%:*}" "${tributary_addr##*:}" >/dev/null 2>&1; then
+	die "port $tributary_addr is already in use (or set TRIBUTARY_TEST_PORT_OFFSET)"
+fi
+"$bin" broker --config "$dir/tributary/server.properties" </dev/null >"$dir/tributary/broker.log" 2>&1 &
+tributary_pid=$!
+deadline=$((SECONDS + 60))
+until kcat -L -b "$tributary_addr" -m 3 2>/dev/null | grep -q ' 1 brokers:'; do
+	if ! kill -0 "$tributary_pid" 2>/dev/null; then
+		tail -n 30 "$dir/tributary/broker.log" >&2
+		tributary_pid=
+		die "tributary broker exited before serving on $tributary_addr"
+	fi
+	[ $SECONDS -lt $deadline ] || die "tributary broker not serving on $tributary_addr after 60s"
+	sleep 0.2
+done
+
+# perf_field FILE N: field N of a kafka-producer-perf-test line
+#   "N records sent, R records/sec (M MB/sec), A ms avg latency, X ms max latency,
+#    P50 ms 50th, P95 ms 95th, P99 ms 99th, P999 ms 99.9th."
+# fields: 1 records, 2 records/s, 3 MB/s, 4 avg, 5 max, 6 p50, 7 p95, 8 p99, 9 p99.9
+perf_field() {
+	local line
+	line=$(grep -E '^[0-9]+ records sent, ' "$1" | tail -n 1) ||
+		die "no kafka-producer-perf-test line in $1: $(head -c 300 "$1")"
+	echo "$line" | sed -E 's/^([0-9.]+) records sent, ([0-9.]+) records\/sec \(([0-9.]+) MB\/sec\), ([0-9.]+) ms avg latency, ([0-9.]+) ms max latency, ([0-9.]+) ms 50th, ([0-9.]+) ms 95th, ([0-9.]+) ms 99th, ([0-9.]+) ms 99\.9th\.?$/\1 \2 \3 \4 \5 \6 \7 \8 \9/' |
+		awk -v n="$2" -v f="$1" 'NF != 9 { print "bench-vs-kafka: cannot parse " f > "/dev/stderr"; exit 1 } { print $n }'
+}
+
+# consume_field FILE N: field N of the CSV line after kafka-consumer-perf-test's
+# header (4 MB.sec, 6 nMsg.sec).
+consume_field() {
+	awk -F', *' -v n="$2" -v f="$1" '
+		/^start\.time/ { header = 1; next }
+		header && NF >= 6 { v = $n; found = 1 }
+		END { if (!found) { print "bench-vs-kafka: no consumer-perf data line in " f > "/dev/stderr"; exit 1 } print v }
+	' "$1"
+}
+
+# run_bench SYSTEM ADDR RUN KIND ARGS...: one `tributary bench` run; its
+# output goes to $dir/results/SYSTEM.KIND.RUN.
+mkdir -p "$dir/results"
+run_bench() {
+	local system=$1 addr=$2 run=$3 kind=$4 out
+	shift 4
+	out=$dir/results/$system.$kind.$run
+	if [ "$run" = warmup ]; then
+		say "warm-up: $kind against $system"
+	else
+		say "run $run/$runs: $kind against $system"
+	fi
+	if ! "$bin" bench "$kind" --bootstrap "$addr" "$@" >"$out" 2>"$out.err"; then
+		cat "$out" "$out.err" >&2
+		die "bench $kind against $system ($addr) failed"
+	fi
+	# Parse now, so that a malformed line stops the run where it happened.
+	if [ "$kind" = consume ]; then
+		consume_field "$out" 6 >/dev/null || die "bench consume against $system printed no data line"
+	else
+		perf_field "$out" 2 >/dev/null || die "bench $kind against $system printed no perf-test line"
+	fi
+}
+
+# run_java_perf SYSTEM ADDR RUN: Kafka's own ProducerPerformance, for reference.
+run_java_perf() {
+	local system=$1 addr=$2 run=$3 out
+	out=$dir/results/$system.javaperf.$run
+	say "run $run/$runs: Kafka ProducerPerformance against $system"
+	if ! bash "$here/kafka.sh" run org.apache.kafka.tools.ProducerPerformance --topic "javaperf-r$run" \
+		--num-records "$records" --record-size 100 --throughput -1 \
+		--producer-props bootstrap.servers="$addr" acks=1 >"$out.raw" 2>"$out.err"; then
+		cat "$out.raw" "$out.err" >&2
+		die "ProducerPerformance against $system failed"
+	fi
+	# Progress lines come first; the summary is the last line.
+	tail -n 1 "$out.raw" >"$out"
+	perf_field "$out" 2 >/dev/null || die "ProducerPerformance against $system printed no summary line"
+}
+
+if [ "$warmup_records" -gt 0 ]; then
+	for system in kafka tributary; do
+		addr=$kafka_addr
+		[ "$system" = tributary ] && addr=$tributary_addr
+		run_bench "$system" "$addr" warmup produce --topic bench-warmup --records "$warmup_records" \
+			--record-size 100 --acks 1 --partitions 6
+		run_bench "$system" "$addr" warmup consume --topic bench-warmup --records "$warmup_records" \
+			--record-size 100 --partitions 6 --timeout-ms 30000
+	done
+fi
+
+for run in $(seq 1 "$runs"); do
+	for system in kafka tributary; do
+		addr=$kafka_addr
+		[ "$system" = tributary ] && addr=$tributary_addr
+		run_bench "$system" "$addr" "$run" produce --topic "bench-r$run" --records "$records" \
+			--record-size 100 --acks 1 --partitions 6
+	done
+	for system in kafka tributary; do
+		addr=$kafka_addr
+		[ "$system" = tributary ] && addr=$tributary_addr
+		run_bench "$system" "$addr" "$run" consume --topic "bench-r$run" --records "$records" \
+			--record-size 100 --partitions 6 --timeout-ms 30000
+	done
+	for system in kafka tributary; do
+		addr=$kafka_addr
+		[ "$system" = tributary ] && addr=$tributary_addr
+		run_bench "$system" "$addr" "$run" e2e --topic "bench-e2e-r$run" --records "$e2e_records" \
+			--record-size 100 --acks 1 --partitions 6 --throughput "$e2e_throughput" --timeout-ms 30000
+	done
+	if [ -n "${BENCH_JAVA_TOOLS:-}" ]; then
+		run_java_perf kafka "$kafka_addr" "$run"
+		run_java_perf tributary "$tributary_addr" "$run"
+	fi
+done
+
+# median FIELD_FN FIELD SYSTEM KIND: median over the runs.
+median() {
+	local fn=$1 field=$2 system=$3 kind=$4 run
+	for run in $(seq 1 "$runs"); do
+		"$fn" "$dir/results/$system.$kind.$run" "$field"
+	done | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+row() {
+	local label=$1 fn=$2 field=$3 kind=$4 k t
+	k=$(median "$fn" "$field" kafka "$kind")
+	t=$(median "$fn" "$field" tributary "$kind")
+	awk -v l="$label" -v k="$k" -v t="$t" 'BEGIN {
+		r = (k > 0) ? sprintf("%.2fx", t / k) : "n/a"
+		printf "| %-30s | %12.2f | %12.2f | %7s |\n", l, k, t, r
+	}'
+}
+
+echo
+echo "Apache Kafka vs Tributary, one machine, same client (tributary bench); medians of $runs runs"
+echo "produce/consume: $records records x 100 B, acks=1, 6 partitions; e2e: $e2e_records records at $e2e_throughput/s"
+echo "ratio = tributary / kafka (throughput: higher is better; latency: lower is better)"
+echo
+printf '| %-30s | %12s | %12s | %7s |\n' metric kafka tributary ratio
+printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..32})" "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..9})"
+row "produce records/s" perf_field 2 produce
+row "produce MB/s" perf_field 3 produce
+row "produce p99 ms" perf_field 8 produce
+row "consume records/s" consume_field 6 consume
+row "consume MB/s" consume_field 4 consume
+row "e2e p50 ms" perf_field 6 e2e
+row "e2e p99 ms" perf_field 8 e2e
+row "e2e p99.9 ms" perf_field 9 e2e
+if [ -n "${BENCH_JAVA_TOOLS:-}" ]; then
+	row "ProducerPerformance records/s" perf_field 2 javaperf
+	row "ProducerPerformance p99 ms" perf_field 8 javaperf
+fi

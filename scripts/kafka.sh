@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# Runs Apache Kafka (jars from Maven Central, scripts/kafka/pom.xml) as a
+# single KRaft node on loopback, for side-by-side benchmarks.
+#
+#   kafka.sh fetch             copies the jars into .cache/kafka/lib (once; again
+#                              only when scripts/kafka/pom.xml changes)
+#   kafka.sh start             formats and starts a broker; waits until it serves
+#                              (bounded) and prints `export TRIBUTARY_TEST_KAFKA=...`
+#   kafka.sh stop              stops it and waits until it is gone
+#   kafka.sh status
+#   kafka.sh run CLASS ARGS... runs a Java main on Kafka's classpath, e.g.
+#                              org.apache.kafka.tools.ProducerPerformance
+#
+# Environment:
+#   TRIBUTARY_KAFKA_DIR         state dir: config, logs, pid and, unless
+#                               TRIBUTARY_KAFKA_DATA is set, the data under data/
+#                               (default .cache/kafka/run)
+#   TRIBUTARY_KAFKA_DATA        log.dirs; put it on the same disk as the data of
+#                               whatever Kafka is compared with
+#   TRIBUTARY_TEST_PORT_OFFSET  added to the ports (default 0)
+#   KAFKA_HEAP_OPTS             default -Xmx1g -Xms1g
+#   KAFKA_WAIT_SECONDS          bound on the start wait (default 120)
+#
+# Ports (plus the offset): client 127.0.0.1:19092, controller 127.0.0.1:19093.
+# JVM flags are those of Kafka's own kafka-server-start.sh, so that a
+# comparison is against Kafka as it is shipped.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+offset=${TRIBUTARY_TEST_PORT_OFFSET:-0}
+port=$((19092 + offset))
+controller_port=$((19093 + offset))
+lib=$repo/.cache/kafka/lib
+# Absolute: the broker is recognised by its state dir in its command line.
+dir=$(realpath -m "${TRIBUTARY_KAFKA_DIR:-$repo/.cache/kafka/run}")
+data=$(realpath -m "${TRIBUTARY_KAFKA_DATA:-$dir/data}")
+wait_seconds=${KAFKA_WAIT_SECONDS:-120}
+
+die() {
+	echo "kafka.sh: $*" >&2
+	exit 1
+}
+say() { echo "kafka.sh: $*" >&2; }
+
+java_bin() { bash "$here/zk.sh" java; }
+
+pom_sum() { sha256sum "$here/kafka/pom.xml" | cut -d' ' -f1; }
+
+fetch() {
+	local java tmp
+	if [ -f "$lib/.pom.sha256" ] && [ "$(cat "$lib/.pom.sha256")" = "$(pom_sum)" ]; then
+		return
+	fi
+	command -v mvn >/dev/null || die "mvn not found: install Maven (Debian package maven)"
+	java=$(java_bin)
+	say "fetching Apache Kafka jars with Maven into $lib"
+	mkdir -p "$repo/.cache/kafka"
+	tmp=$(mktemp -d "$repo/.cache/kafka/lib.XXXXXX")
+	# Into a temp dir first: an interrupted fetch must not look complete.
+	if ! JAVA_HOME=$(dirname "$(dirname "$java")") mvn -B -q -Dstyle.color=never -f "$here/kafka/pom.xml" \
+		dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp" >&2; then
+		rm -rf "$tmp"
+		die "Maven could not fetch the Kafka jars (see above)"
+	fi
+	pom_sum >"$tmp/.pom.sha256"
+	rm -rf "$lib"
+	mv "$tmp" "$lib"
+}
+
+# alive: the broker of this state dir runs (command-line check against a
+# recycled pid, state check against an unreaped zombie).
+alive() {
+	local pid state
+	[ -f "$dir/kafka.pid" ] || return 1
+	pid=$(cat "$dir/kafka.pid")
+	[ -r "/proc/$pid/cmdline" ] || return 1
+	state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
+	[ "$state" != Z ] || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$dir/server.properties"
+}
+
+serving() {
+	kcat -L -b "127.0.0.1:$port" -m 3 2>/dev/null | grep -q ' 1 brokers:'
+}
+
+configure() {
+	mkdir -p "$dir/logs" "$data"
+	cat >"$dir/server.properties" <<EOF
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$controller_port
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$controller_port
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+controller.listener.names=CONTROLLER
+log.dirs=$data
+num.partitions=1
+auto.create.topics.enable=true
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+group.initial.rebalance.delay.ms=0
+EOF
+	cat >"$dir/log4j.properties" <<EOF
+log4j.rootLogger=INFO, FILE
+log4j.appender.FILE=org.apache.log4j.FileAppender
+log4j.appender.FILE.File=$dir/logs/server.log
+log4j.appender.FILE.layout=org.apache.log4j.PatternLayout
+log4j.appender.FILE.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.state.change.logger=WARN
+EOF
+}
+
+start() {
+	local java cluster_id deadline p
+	if alive; then
+		say "already running (pid $(cat "$dir/kafka.pid"), state in $dir)"
+		echo "export TRIBUTARY_TEST_KAFKA=127.0.0.1:$port"
+		return
+	fi
+	command -v kcat >/dev/null || die "kcat not found: run \`make deps\`"
+	command -v nc >/dev/null || die "nc not found: run \`make deps\`"
+	for p in "$port" "$controller_port"; do
+		if nc -z -w 1 127.0.0.1 "$p" >/dev/null 2>&1; then
+			die "port 127.0.0.1:$p is already in use (another Kafka? \`bash scripts/kafka.sh status\`; or set TRIBUTARY_TEST_PORT_OFFSET)"
+		fi
+	done
+	fetch
+	java=$(java_bin)
+	configure
+	local log4j=(-Dlog4j.configuration="file:$dir/log4j.properties" -Dkafka.logs.dir="$dir/logs")
+	if [ ! -f "$data/meta.properties" ]; then
+		cluster_id=$("$java" "${log4j[@]}" -cp "$lib/*" kafka.tools.StorageTool random-uuid)
+		"$java" "${log4j[@]}" -cp "$lib/*" kafka.tools.StorageTool format \
+			-t "$cluster_id" -c "$dir/server.properties" >"$dir/logs/format.out" 2>&1 ||
+			{ cat "$dir/logs/format.out" >&2; die "formatting $data failed"; }
+	fi
+	# shellcheck disable=SC2086
+	"$java" ${KAFKA_HEAP_OPTS:--Xmx1g -Xms1g} -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+		-XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -XX:MaxInlineLevel=15 \
+		-Djava.awt.headless=true "${log4j[@]}" -cp "$lib/*" kafka.Kafka "$dir/server.properties" \
+		</dev/null >"$dir/logs/kafka.out" 2>&1 &
+	echo $! >"$dir/kafka.pid"
+	deadline=$((SECONDS + wait_seconds))
+	until serving; do
+		if ! alive; then
+			tail -n 30 "$dir/logs/kafka.out" "$dir/logs/server.log" >&2 2>/dev/null || true
+			die "Kafka exited before serving on 127.0.0.1:$port"
+		fi
+		if [ $SECONDS -ge $deadline ]; then
+			tail -n 30 "$dir/logs/server.log" >&2 2>/dev/null || true
+			die "Kafka not serving on 127.0.0.1:$port after ${wait_seconds}s (still running, pid $(cat "$dir/kafka.pid"); \`bash scripts/kafka.sh stop\`)"
+		fi
+		sleep 0.2
+	done
+	say "Apache Kafka serving on 127.0.0.1:$port (state in $dir, data in $data)"
+	echo "export TRIBUTARY_TEST_KAFKA=127.0.0.1:$port"
+}
+
+stop() {
+	local pid deadline
+	if ! alive; then
+		rm -f "$dir/kafka.pid"
+		return
+	fi
+	pid=$(cat "$dir/kafka.pid")
+	kill -TERM "$pid" 2>/dev/null || true
+	deadline=$((SECONDS + 60))
+	while alive; do
+		if [ $SECONDS -ge $deadline ]; then
+			say "pid $pid still running 60s after SIGTERM; killing it"
+			kill -KILL "$pid" 2>/dev/null || true
+			deadline=$((SECONDS + 30))
+		fi
+		sleep 0.1
+	done
+	rm -f "$dir/kafka.pid"
+}
+
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+case "$cmd" in
+fetch) fetch ;;
+start) start ;;
+stop) stop ;;
+status)
+	if alive; then
+		echo "kafka 127.0.0.1:$port pid $(cat "$dir/kafka.pid") $(serving && echo serving || echo not-serving)"
+	else
+		echo "kafka 127.0.0.1:$port stopped"
+	fi
+	;;
+run)
+	[ $# -gt 0 ] || die "run needs a Java class name"
+	fetch
+	exec "$(java_bin)" -Xmx512m -Dlog4j.configuration="file:$here/kafka/tools-log4j.properties" \
+		-cp "$lib/*" "$@"
+	;;
+*)
+	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+	exit 2
+	;;
+esac
