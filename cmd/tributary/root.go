@@ -12,5 +12,11 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newVersionCommand())
+	root.AddCommand(newTopicsCommand())
+	root.AddCommand(newProduceCommand())
+	root.AddCommand(newConsumeCommand())
+	root.AddCommand(newBenchCommand())
+	root.AddCommand(newBrokerCommand())
+	root.AddCommand(newRegistryCommand())
 	return root
 }

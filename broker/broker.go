@@ -1,0 +1,580 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Broker is one Kafka-protocol server over a set of log directories.
+type Broker struct {
+	cfg     Config
+	logger  *slog.Logger
+	metrics *metrics
+	gather  prometheus.Gatherer
+	openLog logOpener
+
+	mu     sync.RWMutex
+	topics map[string]*topic
+	closed bool
+
+	pids *producerIDs
+
+	startMu    sync.Mutex
+	started    bool
+	ln         net.Listener
+	metricsLn  net.Listener
+	metricsSrv *http.Server
+	advHost    string
+	advPort    int32
+
+	// shutdownCtx is cancelled when Close begins, so long-polls return.
+	shutdownCtx    context.Context
+	shutdownCancel context.CancelFunc
+
+	connMu sync.Mutex
+	conns  map[net.Conn]struct{}
+	wg     sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+	done      chan struct{}
+}
+
+// topic is a topic's partitions; the slice never changes after creation.
+type topic struct {
+	name       string
+	partitions []*partition
+}
+
+// partition pairs a partition log with the fetch waiters watching it.
+type partition struct {
+	topic string
+	index int32
+	dir   string
+	log   PartitionLog
+
+	mu      sync.Mutex
+	waiters map[*waiter]struct{}
+}
+
+// Option adjusts a Broker beyond its Config; for tests and embedding.
+type Option func(*Broker)
+
+// withLogOpener replaces the storage engine, so that tests can run the
+// broker over an in-memory log.
+func withLogOpener(open logOpener) Option { return func(b *Broker) { b.openLog = open } }
+
+// New validates cfg, opens every partition found under the log directories
+// and returns a broker that is not yet listening (see Start and Serve).
+// logger may be nil (logs are discarded); reg may be nil (a private registry
+// is used). When cfg.MetricsListen is set, reg must also be a
+// prometheus.Gatherer (a *prometheus.Registry is).
+func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, opts ...Option) (*Broker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	var gather prometheus.Gatherer
+	if reg == nil {
+		r := prometheus.NewRegistry()
+		reg, gather = r, r
+	} else if g, ok := reg.(prometheus.Gatherer); ok {
+		gather = g
+	}
+	if cfg.MetricsListen != "" && gather == nil {
+		return nil, fmt.Errorf("%w: metrics.listen needs a registry that is also a prometheus.Gatherer", ErrInvalidConfig)
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("broker: registering metrics: %w", err)
+	}
+	b := &Broker{
+		cfg:     cfg,
+		logger:  logger,
+		metrics: m,
+		gather:  gather,
+		topics:  map[string]*topic{},
+		conns:   map[net.Conn]struct{}{},
+		done:    make(chan struct{}),
+	}
+	b.openLog = openStorageLog(cfg, logger)
+	for _, o := range opts {
+		o(b)
+	}
+	b.shutdownCtx, b.shutdownCancel = context.WithCancel(context.Background())
+	for _, d := range cfg.LogDirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("broker: log.dirs: %w", err)
+		}
+	}
+	if b.pids, err = openProducerIDs(filepath.Join(cfg.LogDirs[0], producerIDFile)); err != nil {
+		return nil, err
+	}
+	if err := b.loadTopics(); err != nil {
+		b.closeLogs()
+		return nil, err
+	}
+	return b, nil
+}
+
+// loadTopics discovers <topic>-<partition> directories in every log dir.
+func (b *Broker) loadTopics() error {
+	found := map[string]map[int32]string{}
+	for _, d := range b.cfg.LogDirs {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			return fmt.Errorf("broker: reading log dir: %w", err)
+		}
+		for _, e := range entries {
+			if !e.IsDir() {
+				continue
+			}
+			name, p, ok := parsePartitionDir(e.Name())
+			if !ok {
+				continue
+			}
+			if found[name] == nil {
+				found[name] = map[int32]string{}
+			}
+			if prev, dup := found[name][p]; dup {
+				return fmt.Errorf("broker: partition %s-%d is in two log dirs: %s and %s", name, p, prev, d)
+			}
+			found[name][p] = filepath.Join(d, e.Name())
+		}
+	}
+	names := make([]string, 0, len(found))
+	for n := range found {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		parts := found[name]
+		var n int32
+		for p := range parts {
+			n = max(n, p+1)
+		}
+		t := &topic{name: name}
+		for p := int32(0); p < n; p++ {
+			dir, ok := parts[p]
+			if !ok {
+				dir = filepath.Join(b.pickLogDir(), partitionDirName(name, p))
+				b.logger.Warn("partition directory missing; creating it empty", "topic", name, "partition", p, "dir", dir)
+			}
+			part, err := b.openPartition(name, p, dir)
+			if err != nil {
+				return err
+			}
+			t.partitions = append(t.partitions, part)
+		}
+		b.topics[name] = t
+		b.logger.Info("loaded topic", "topic", name, "partitions", n)
+	}
+	return nil
+}
+
+func (b *Broker) openPartition(name string, p int32, dir string) (*partition, error) {
+	l, err := b.openLog(dir)
+	if err != nil {
+		return nil, fmt.Errorf("broker: opening partition %s-%d: %w", name, p, err)
+	}
+	part := &partition{topic: name, index: p, dir: dir, log: l, waiters: map[*waiter]struct{}{}}
+	b.metrics.observeOffsets(part)
+	return part, nil
+}
+
+func partitionDirName(topic string, p int32) string {
+	return topic + "-" + strconv.Itoa(int(p))
+}
+
+func parsePartitionDir(name string) (string, int32, bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return "", 0, false
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 || strconv.Itoa(int(p)) != name[i+1:] {
+		return "", 0, false
+	}
+	if validateTopicName(name[:i]) != nil {
+		return "", 0, false
+	}
+	return name[:i], int32(p), true
+}
+
+// pickLogDir returns the log dir holding the fewest partitions, as Kafka
+// places new partitions. Callers hold b.mu (or run before serving).
+func (b *Broker) pickLogDir() string {
+	count := map[string]int{}
+	for _, t := range b.topics {
+		for _, p := range t.partitions {
+			count[filepath.Dir(p.dir)]++
+		}
+	}
+	best := b.cfg.LogDirs[0]
+	for _, d := range b.cfg.LogDirs[1:] {
+		if count[filepath.Clean(d)] < count[filepath.Clean(best)] {
+			best = d
+		}
+	}
+	return best
+}
+
+// validateTopicName applies Kafka's rules for topic names.
+func validateTopicName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty", ErrInvalidTopic)
+	case name == "." || name == "..":
+		return fmt.Errorf("%w: %q", ErrInvalidTopic, name)
+	case len(name) > 249:
+		return fmt.Errorf("%w: longer than 249 characters", ErrInvalidTopic)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: %q contains %q", ErrInvalidTopic, name, c)
+		}
+	}
+	return nil
+}
+
+// lookup returns the topic or nil.
+func (b *Broker) lookup(name string) *topic {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.topics[name]
+}
+
+// partitionOf returns the partition or nil.
+func (b *Broker) partitionOf(name string, p int32) *partition {
+	t := b.lookup(name)
+	if t == nil || p < 0 || int(p) >= len(t.partitions) {
+		return nil
+	}
+	return t.partitions[p]
+}
+
+// CreateTopic creates a topic with n partitions (n <= 0: num.partitions).
+func (b *Broker) CreateTopic(name string, n int32) error {
+	_, err := b.createTopic(name, n, false)
+	return err
+}
+
+// createTopic creates the topic; with existingOK an existing topic is
+// returned instead of ErrTopicExists.
+func (b *Broker) createTopic(name string, n int32, existingOK bool) (*topic, error) {
+	if err := validateTopicName(name); err != nil {
+		return nil, err
+	}
+	if n <= 0 {
+		n = b.cfg.NumPartitions
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, ErrClosed
+	}
+	if t, ok := b.topics[name]; ok {
+		if existingOK {
+			return t, nil
+		}
+		return nil, fmt.Errorf("%w: %s", ErrTopicExists, name)
+	}
+	t := &topic{name: name}
+	for p := int32(0); p < n; p++ {
+		dir := filepath.Join(b.pickLogDirLocked(t), partitionDirName(name, p))
+		part, err := b.openPartition(name, p, dir)
+		if err != nil {
+			for _, made := range t.partitions {
+				_ = made.log.Delete()
+			}
+			return nil, err
+		}
+		t.partitions = append(t.partitions, part)
+	}
+	b.topics[name] = t
+	b.logger.Info("created topic", "topic", name, "partitions", n)
+	return t, nil
+}
+
+// pickLogDirLocked is pickLogDir counting also the partitions of a topic
+// being created.
+func (b *Broker) pickLogDirLocked(pending *topic) string {
+	if len(b.cfg.LogDirs) == 1 {
+		return b.cfg.LogDirs[0]
+	}
+	count := map[string]int{}
+	add := func(t *topic) {
+		for _, p := range t.partitions {
+			count[filepath.Clean(filepath.Dir(p.dir))]++
+		}
+	}
+	for _, t := range b.topics {
+		add(t)
+	}
+	add(pending)
+	best := b.cfg.LogDirs[0]
+	for _, d := range b.cfg.LogDirs[1:] {
+		if count[filepath.Clean(d)] < count[filepath.Clean(best)] {
+			best = d
+		}
+	}
+	return best
+}
+
+// DeleteTopic deletes a topic and its data.
+func (b *Broker) DeleteTopic(name string) error {
+	b.mu.Lock()
+	t, ok := b.topics[name]
+	if ok {
+		delete(b.topics, name)
+	}
+	b.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	var errs []error
+	for _, p := range t.partitions {
+		p.wake()
+		b.metrics.forget(p)
+		if err := p.log.Delete(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	b.logger.Info("deleted topic", "topic", name)
+	return errors.Join(errs...)
+}
+
+// Topics returns the topic names and partition counts.
+func (b *Broker) Topics() map[string]int32 {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	out := make(map[string]int32, len(b.topics))
+	for n, t := range b.topics {
+		out[n] = int32(len(t.partitions))
+	}
+	return out
+}
+
+// Start binds the listener (and the metrics listener) and serves in the
+// background until ctx is cancelled or Close is called; both shut down
+// gracefully.
+func (b *Broker) Start(ctx context.Context) error {
+	b.startMu.Lock()
+	defer b.startMu.Unlock()
+	if b.started {
+		return ErrStarted
+	}
+	b.mu.RLock()
+	closed := b.closed
+	b.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	hostPort, err := listenerHostPort(b.cfg.Listeners)
+	if err != nil {
+		return err
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", hostPort)
+	if err != nil {
+		return fmt.Errorf("broker: listen on %s: %w", hostPort, err)
+	}
+	if err := b.setAdvertised(ln.Addr().(*net.TCPAddr)); err != nil {
+		ln.Close()
+		return err
+	}
+	if b.cfg.MetricsListen != "" {
+		mln, err := lc.Listen(ctx, "tcp", b.cfg.MetricsListen)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("broker: metrics.listen %s: %w", b.cfg.MetricsListen, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(b.gather, promhttp.HandlerOpts{}))
+		b.metricsLn = mln
+		b.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := b.metricsSrv.Serve(mln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				b.logger.Error("metrics server stopped", "err", err)
+			}
+		}()
+	}
+	b.ln = ln
+	b.started = true
+	b.wg.Add(2)
+	go b.acceptLoop()
+	go b.housekeeping()
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = b.Close()
+		case <-b.done:
+		}
+	}()
+	b.logger.Info("broker listening", "addr", ln.Addr().String(), "advertised",
+		net.JoinHostPort(b.advHost, strconv.Itoa(int(b.advPort))), "broker.id", b.cfg.BrokerID)
+	return nil
+}
+
+func (b *Broker) setAdvertised(bound *net.TCPAddr) error {
+	if b.cfg.AdvertisedListeners != "" {
+		hp, err := listenerHostPort(b.cfg.AdvertisedListeners)
+		if err != nil {
+			return err
+		}
+		host, port, _ := net.SplitHostPort(hp)
+		p, _ := strconv.Atoi(port)
+		b.advHost, b.advPort = host, int32(p)
+		return nil
+	}
+	host := bound.IP.String()
+	if bound.IP.IsUnspecified() {
+		// Kafka advertises the canonical host name for a wildcard
+		// listener; the loopback address is what works on one machine.
+		if h, err := os.Hostname(); err == nil && h != "" {
+			host = h
+		} else {
+			host = "127.0.0.1"
+		}
+	}
+	b.advHost, b.advPort = host, int32(bound.Port)
+	return nil
+}
+
+// Serve starts the broker and blocks until ctx is cancelled or Close is
+// called, then returns the result of the graceful shutdown.
+func (b *Broker) Serve(ctx context.Context) error {
+	if err := b.Start(ctx); err != nil {
+		return err
+	}
+	<-b.done
+	return b.closeErr
+}
+
+// Addr returns the address the broker listens on, "" before Start.
+func (b *Broker) Addr() string {
+	b.startMu.Lock()
+	defer b.startMu.Unlock()
+	if b.ln == nil {
+		return ""
+	}
+	return b.ln.Addr().String()
+}
+
+// MetricsAddr returns the address /metrics is served on, "" if none.
+func (b *Broker) MetricsAddr() string {
+	b.startMu.Lock()
+	defer b.startMu.Unlock()
+	if b.metricsLn == nil {
+		return ""
+	}
+	return b.metricsLn.Addr().String()
+}
+
+// Close shuts the broker down gracefully: it stops accepting, lets every
+// connection finish the requests it has read, then flushes and closes every
+// partition log. It is safe to call more than once.
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() {
+		b.startMu.Lock()
+		b.mu.Lock()
+		b.closed = true
+		b.mu.Unlock()
+		ln, msrv := b.ln, b.metricsSrv
+		b.startMu.Unlock()
+		b.shutdownCancel()
+		if ln != nil {
+			_ = ln.Close()
+		}
+		b.connMu.Lock()
+		for c := range b.conns {
+			// Unblocks the frame readers; handlers finish what was read.
+			_ = c.SetReadDeadline(time.Now())
+		}
+		b.connMu.Unlock()
+		b.wg.Wait()
+		if msrv != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = msrv.Shutdown(ctx)
+			cancel()
+		}
+		b.closeErr = b.closeLogs()
+		b.logger.Info("broker stopped", "err", b.closeErr)
+		close(b.done)
+	})
+	<-b.done
+	return b.closeErr
+}
+
+func (b *Broker) closeLogs() error {
+	b.mu.Lock()
+	topics := b.topics
+	b.topics = map[string]*topic{}
+	b.closed = true
+	b.mu.Unlock()
+	var errs []error
+	for _, t := range topics {
+		for _, p := range t.partitions {
+			if err := p.log.Flush(); err != nil {
+				errs = append(errs, fmt.Errorf("flush %s-%d: %w", t.name, p.index, err))
+			}
+			if err := p.log.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close %s-%d: %w", t.name, p.index, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// housekeeping applies retention every log.retention.check.interval.ms.
+func (b *Broker) housekeeping() {
+	defer b.wg.Done()
+	tick := time.NewTicker(b.cfg.RetentionCheckInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-b.shutdownCtx.Done():
+			return
+		case <-tick.C:
+		}
+		for _, p := range b.allPartitions() {
+			n, err := p.log.ApplyRetention()
+			if err != nil {
+				b.logger.Error("retention failed", "topic", p.topic, "partition", p.index, "err", err)
+				continue
+			}
+			if n > 0 {
+				b.logger.Info("retention deleted segments", "topic", p.topic, "partition", p.index, "segments", n)
+				b.metrics.observeOffsets(p)
+			}
+		}
+	}
+}
+
+func (b *Broker) allPartitions() []*partition {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	var out []*partition
+	for _, t := range b.topics {
+		out = append(out, t.partitions...)
+	}
+	return out
+}

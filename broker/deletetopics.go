@@ -1,0 +1,46 @@
+package broker
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handleDeleteTopics deletes topics by name (v0-v5 TopicNames, v6 Topics).
+// Deletion by topic id gets UNKNOWN_TOPIC_ID: topic ids are not kept.
+func (b *Broker) handleDeleteTopics(_ context.Context, r *request) (reply, error) {
+	req := r.msg.(*kmsg.DeleteTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	resp.SetVersion(req.Version)
+	del := func(name *string, id [16]byte) {
+		st := kmsg.NewDeleteTopicsResponseTopic()
+		st.Topic, st.TopicID = name, id
+		switch {
+		case name == nil:
+			st.ErrorCode = kerr.UnknownTopicID.Code
+		default:
+			err := b.DeleteTopic(*name)
+			switch {
+			case err == nil:
+			case errors.Is(err, ErrUnknownTopic):
+				st.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			default:
+				st.ErrorCode = kerr.KafkaStorageError.Code
+				st.ErrorMessage = kmsg.StringPtr(err.Error())
+			}
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if req.Version >= 6 {
+		for _, t := range req.Topics {
+			del(t.Topic, t.TopicID)
+		}
+	} else {
+		for _, n := range req.TopicNames {
+			del(kmsg.StringPtr(n), [16]byte{})
+		}
+	}
+	return kmsgReply{resp}, nil
+}

@@ -1,0 +1,308 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// waiter is a long-polling Fetch; appends to a partition it watches poke it.
+type waiter struct{ ch chan struct{} }
+
+func (p *partition) addWaiter(w *waiter) {
+	p.mu.Lock()
+	p.waiters[w] = struct{}{}
+	p.mu.Unlock()
+}
+
+func (p *partition) removeWaiter(w *waiter) {
+	p.mu.Lock()
+	delete(p.waiters, w)
+	p.mu.Unlock()
+}
+
+// wake pokes every waiter without blocking: a waiter already poked has a
+// pending wake-up and needs no second one.
+func (p *partition) wake() {
+	p.mu.Lock()
+	for w := range p.waiters {
+		select {
+		case w.ch <- struct{}{}:
+		default:
+		}
+	}
+	p.mu.Unlock()
+}
+
+// maxFetchWait caps a client's max_wait so that a silly value cannot pin a
+// connection for hours.
+const maxFetchWait = 5 * time.Minute
+
+// fetchSlot is one partition of a Fetch response whose records come from a
+// log view.
+type fetchSlot struct {
+	topic, part int
+	view        RecordView
+	topicName   string
+}
+
+// fetchReply is a Fetch response whose record sets are streamed from the
+// log at write time.
+type fetchReply struct {
+	b     *Broker
+	resp  *kmsg.FetchResponse
+	slots []fetchSlot
+}
+
+// handleFetch reads every requested partition and, until min_bytes are
+// available or max_wait passes, waits for appends to any of them.
+func (b *Broker) handleFetch(ctx context.Context, r *request) (reply, error) {
+	req := r.msg.(*kmsg.FetchRequest)
+	if req.Version >= 7 {
+		// Sessions are never handed out (SessionID 0 in every response), so
+		// a client may only send full fetches: epoch 0 (asking for a
+		// session, refused) or -1 (sessionless).
+		code := int16(0)
+		switch {
+		case req.SessionID != 0:
+			code = kerr.FetchSessionIDNotFound.Code
+		case req.SessionEpoch != 0 && req.SessionEpoch != -1:
+			code = kerr.InvalidFetchSessionEpoch.Code
+		}
+		if code != 0 {
+			resp := req.ResponseKind().(*kmsg.FetchResponse)
+			resp.SetVersion(req.Version)
+			resp.ErrorCode = code
+			return &fetchReply{b: b, resp: resp}, nil
+		}
+	}
+
+	parts := make([][]*partition, len(req.Topics))
+	w := &waiter{ch: make(chan struct{}, 1)}
+	for i, rt := range req.Topics {
+		parts[i] = make([]*partition, len(rt.Partitions))
+		for j, rp := range rt.Partitions {
+			if p := b.partitionOf(rt.Topic, rp.Partition); p != nil {
+				parts[i][j] = p
+				// Registered before the first read, so no append between the
+				// read and the wait goes unnoticed.
+				p.addWaiter(w)
+				defer p.removeWaiter(w)
+			}
+		}
+	}
+
+	wait := min(time.Duration(req.MaxWaitMillis)*time.Millisecond, maxFetchWait)
+	deadline := time.Now().Add(wait)
+	var timer *time.Timer
+	for {
+		rep, readable, hadError := b.readFetch(req, parts)
+		left := time.Until(deadline)
+		if readable >= int64(req.MinBytes) || hadError || left <= 0 || ctx.Err() != nil {
+			return rep, nil
+		}
+		rep.release()
+		if timer == nil {
+			timer = time.NewTimer(left)
+			defer timer.Stop()
+		}
+		select {
+		case <-w.ch:
+		case <-timer.C:
+			// One last read, so data that landed just now is not missed.
+			rep, _, _ := b.readFetch(req, parts)
+			return rep, nil
+		case <-ctx.Done():
+		}
+	}
+}
+
+// readFetch builds the response from the logs' current state. It returns
+// the bytes readable and whether any partition had an error.
+func (b *Broker) readFetch(req *kmsg.FetchRequest, parts [][]*partition) (*fetchReply, int64, bool) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.SetVersion(req.Version)
+	rep := &fetchReply{b: b, resp: resp}
+	remaining := int64(req.MaxBytes)
+	if req.Version < 3 || remaining < 0 {
+		remaining = int64(b.cfg.SocketRequestMaxBytes)
+	}
+	// KIP-74: the first partition with data returns at least one whole
+	// batch even past the limits, so that a consumer can always progress.
+	minOne := true
+	var readable int64
+	hadError := false
+	for i, rt := range req.Topics {
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic = rt.Topic
+		for j, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			// Empty, not null: librdkafka rejects a null record set
+			// ("invalid MessageSetSize -1"), and Kafka never sends one.
+			sp.RecordBatches = []byte{}
+			p := parts[i][j]
+			if p == nil {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				hadError = true
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			end := p.log.EndOffset()
+			start := p.log.StartOffset()
+			limit := min(int64(rp.PartitionMaxBytes), remaining)
+			switch {
+			case rp.FetchOffset > end || rp.FetchOffset < start:
+				sp.ErrorCode = kerr.OffsetOutOfRange.Code
+			case rp.FetchOffset == end || (limit <= 0 && !minOne):
+			default:
+				v, err := p.log.Read(rp.FetchOffset, int(max(limit, 0)))
+				switch {
+				case err != nil:
+					sp.ErrorCode = storageErrorCode(err)
+				case v.Len() == 0 || (!minOne && v.Len() > limit):
+					v.Release()
+				default:
+					rep.slots = append(rep.slots, fetchSlot{topic: i, part: len(st.Partitions), view: v, topicName: rt.Topic})
+					remaining -= v.Len()
+					readable += v.Len()
+					minOne = false
+				}
+			}
+			if sp.ErrorCode != 0 {
+				hadError = true
+			} else {
+				// Read after the log read: every offset returned is below it.
+				sp.HighWatermark = p.log.EndOffset()
+				sp.LastStableOffset = sp.HighWatermark
+				sp.LogStartOffset = p.log.StartOffset()
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return rep, readable, hadError
+}
+
+func (f *fetchReply) release() {
+	for _, s := range f.slots {
+		s.view.Release()
+	}
+	f.slots = nil
+}
+
+// markerLen is the size of the placeholder record set (frozen: the length
+// prefixes checked below assume it).
+const markerLen = 8
+
+// writeFrame encodes the response with a random marker as each streamed
+// partition's records, then writes the encoded bytes around the markers
+// and the log views in their place, fixing the length prefixes and the
+// frame size. Without slots, or when a marker is not found exactly once,
+// the records are copied into the response instead.
+func (f *fetchReply) writeFrame(w *connWriter, r *request) (int64, error) {
+	defer f.release()
+	if len(f.slots) == 0 {
+		return kmsgReply{f.resp}.writeFrame(w, r)
+	}
+	markers := make([][]byte, len(f.slots))
+	for i, s := range f.slots {
+		m := binary.BigEndian.AppendUint64(nil, rand.Uint64())
+		markers[i] = m
+		f.resp.Topics[s.topic].Partitions[s.part].RecordBatches = m
+	}
+	buf := w.scratch[:0]
+	buf = append(buf, 0, 0, 0, 0)
+	buf = kbin.AppendInt32(buf, r.corr)
+	if responseHeaderFlexible(r) {
+		buf = append(buf, 0)
+	}
+	buf = f.resp.AppendTo(buf)
+	w.scratch = buf
+
+	flexible := f.resp.IsFlexible()
+	var oldPrefix []byte
+	if flexible {
+		oldPrefix = kbin.AppendUvarint(nil, markerLen+1)
+	} else {
+		oldPrefix = kbin.AppendInt32(nil, markerLen)
+	}
+	type cut struct{ from, to int } // encoded bytes replaced by a view
+	cuts := make([]cut, len(f.slots))
+	from := 0
+	for i, m := range markers {
+		at := bytes.Index(buf[from:], m)
+		if at < 0 || bytes.Count(buf, m) != 1 || from+at < len(oldPrefix) ||
+			!bytes.Equal(buf[from+at-len(oldPrefix):from+at], oldPrefix) {
+			return f.writeCopied(w, r)
+		}
+		at += from
+		cuts[i] = cut{from: at - len(oldPrefix), to: at + markerLen}
+		from = at + markerLen
+	}
+
+	total := int64(len(buf) - 4)
+	for i, s := range f.slots {
+		total -= int64(cuts[i].to - cuts[i].from)
+		total += int64(len(recordsPrefix(flexible, s.view.Len()))) + s.view.Len()
+	}
+	if total > 1<<31-1 {
+		return 0, fmt.Errorf("fetch response of %d bytes does not fit a frame", total)
+	}
+	binary.BigEndian.PutUint32(buf, uint32(total))
+
+	var written int64
+	prev := 0
+	for i, s := range f.slots {
+		chunk := append(buf[prev:cuts[i].from:cuts[i].from], recordsPrefix(flexible, s.view.Len())...)
+		n, err := w.conn.Write(chunk)
+		written += int64(n)
+		if err != nil {
+			return written, err
+		}
+		vn, err := s.view.WriteTo(w.conn)
+		written += vn
+		if err != nil {
+			return written, err
+		}
+		if vn != s.view.Len() {
+			return written, fmt.Errorf("log view wrote %d of %d bytes", vn, s.view.Len())
+		}
+		f.b.metrics.bytesOut.WithLabelValues(s.topicName).Add(float64(vn))
+		prev = cuts[i].to
+	}
+	n, err := w.conn.Write(buf[prev:])
+	written += int64(n)
+	return written, err
+}
+
+// recordsPrefix is the length prefix of a record set of n bytes: nullable
+// bytes (int32) or, in flexible versions, compact nullable bytes
+// (uvarint n+1).
+func recordsPrefix(flexible bool, n int64) []byte {
+	if flexible {
+		return kbin.AppendUvarint(nil, uint32(n+1))
+	}
+	return kbin.AppendInt32(nil, int32(n))
+}
+
+// writeCopied is the fallback: record bytes are copied into the response.
+func (f *fetchReply) writeCopied(w *connWriter, r *request) (int64, error) {
+	for _, s := range f.slots {
+		data, err := s.view.Bytes()
+		if err != nil {
+			return 0, fmt.Errorf("reading log view: %w", err)
+		}
+		f.resp.Topics[s.topic].Partitions[s.part].RecordBatches = data
+		f.b.metrics.bytesOut.WithLabelValues(s.topicName).Add(float64(len(data)))
+	}
+	return kmsgReply{f.resp}.writeFrame(w, r)
+}

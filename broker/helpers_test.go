@@ -1,0 +1,96 @@
+package broker
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// testBroker is a broker serving on 127.0.0.1:0 for one test.
+type testBroker struct {
+	*Broker
+	cfg Config
+	reg *prometheus.Registry
+}
+
+// newTestBroker starts a broker over fresh log dirs; mutate adjusts the
+// config first. It is closed when the test ends.
+func newTestBroker(t testing.TB, mutate func(*Config), opts ...Option) *testBroker {
+	t.Helper()
+	cfg := Config{
+		Listeners:              "PLAINTEXT://127.0.0.1:0",
+		LogDirs:                []string{t.TempDir()},
+		RetentionCheckInterval: time.Hour,
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	return startTestBroker(t, cfg, opts...)
+}
+
+// startTestBroker starts a broker on exactly cfg (for restarts).
+func startTestBroker(t testing.TB, cfg Config, opts ...Option) *testBroker {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	level := slog.LevelWarn
+	if os.Getenv("BROKER_TEST_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	var out io.Writer = testWriter{t}
+	if _, fuzzing := t.(*testing.F); fuzzing {
+		// F.Log may not be called from inside the fuzz target.
+		out = io.Discard
+	}
+	logger := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: level}))
+	b, err := New(cfg, logger, reg, opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := b.Start(ctx); err != nil {
+		cancel()
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := b.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return &testBroker{Broker: b, cfg: cfg, reg: reg}
+}
+
+// testWriter sends broker logs to the test log, so they show on failure only.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+// newClient returns a franz-go client for the broker, closed at test end.
+func newClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	all := append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RetryTimeout(20 * time.Second)}, opts...)
+	cl, err := kgo.NewClient(all...)
+	if err != nil {
+		t.Fatalf("kgo.NewClient: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// testContext is bounded so that no test hangs.
+func testContext(t testing.TB, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}

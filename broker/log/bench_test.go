@@ -1,0 +1,82 @@
+package log
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/tributary/tributary/broker/log/logtest"
+)
+
+// benchBatch returns a batch of n records of 100-byte values.
+func benchBatch(n int) []byte {
+	vs := make([][]byte, n)
+	for i := range vs {
+		vs[i] = bytes.Repeat([]byte{byte('a' + i%26)}, 100)
+	}
+	return logtest.NewBatch(vs...)
+}
+
+func benchAppend(b *testing.B, batch []byte, records int) {
+	l := newLog(b, Config{RetentionMs: -1})
+	buf := make([]byte, len(batch))
+	b.SetBytes(int64(len(batch)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		copy(buf, batch) // Append patches the base offset in place
+		if _, err := l.Append(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*records)/b.Elapsed().Seconds(), "records/s")
+}
+
+func BenchmarkAppend100B(b *testing.B) {
+	for _, n := range []int{1, 50, 500} {
+		b.Run(map[int]string{1: "batch=1", 50: "batch=50", 500: "batch=500"}[n], func(b *testing.B) {
+			benchAppend(b, benchBatch(n), n)
+		})
+	}
+}
+
+// BenchmarkAppend1MiB appends 1 MiB batches (no fsync per append), to set
+// next to `dd bs=1M` on the same disk.
+func BenchmarkAppend1MiB(b *testing.B) {
+	batch := logtest.NewBatch(bytes.Repeat([]byte("x"), 1<<20-200))
+	benchAppend(b, batch, 1)
+}
+
+// BenchmarkReadSequential reads a 64 MiB log front to back in 1 MiB fetches
+// through Bytes (pread).
+func BenchmarkReadSequential(b *testing.B) {
+	l := newLog(b, Config{RetentionMs: -1, SegmentBytes: 16 << 20})
+	batch := benchBatch(50)
+	buf := make([]byte, len(batch))
+	for l.Size() < 64<<20 {
+		copy(buf, batch)
+		if _, err := l.Append(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(l.Size())
+	b.ResetTimer()
+	var records int64
+	for i := 0; i < b.N; i++ {
+		for off := int64(0); off < l.EndOffset(); {
+			v, err := l.Read(off, 1<<20)
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, err := v.Bytes()
+			v.Release()
+			if err != nil || len(p) == 0 {
+				b.Fatal(err, len(p))
+			}
+			n := int64(len(p) / len(batch))
+			records += n * 50
+			off += n * 50
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(records)/b.Elapsed().Seconds(), "records/s")
+}

@@ -1,0 +1,68 @@
+// Package log is Tributary's storage engine: one Log per topic partition,
+// holding Kafka record batches (magic 2) in segment files, byte for byte as
+// producers sent them with the assigned base offset patched in. It has no
+// network code; the broker serves Views of it with sendfile.
+//
+// # On-disk format (frozen)
+//
+// A partition directory "<topic>-<partition>" holds, per segment, files
+// named by the segment's base offset as 20 decimal digits:
+//
+//   - NNN.log: concatenated record batches, offsets increasing without gaps.
+//   - NNN.index: sparse offset index, 8-byte entries (relative offset uint32,
+//     position uint32), one before a batch each IndexIntervalBytes.
+//   - NNN.timeindex: 12-byte entries (timestamp int64, relative offset
+//     uint32): every batch below that offset has max timestamp <= timestamp.
+//     Written with each .index entry and once more when the segment is sealed.
+//
+// and, for the partition, NNN.snapshot (producer idempotence state after
+// every batch below NNN, CRC-32C protected; written at each roll and at
+// Close), recovery-point (offset below which all data was fsynced, with a
+// CRC) and .clean-shutdown (written last by Close, removed by Open).
+// All integers are big-endian. Index and snapshot files are replaced
+// atomically (write, fsync, rename).
+//
+// # Writing
+//
+// Append parses only batch headers: magic, lengths, record count, last
+// offset delta and the CRC-32C over attributes..end; records are never
+// decoded, compressed batches stay compressed. A byte slice of several
+// batches is appended all or nothing. The active segment rolls when the next
+// append would exceed SegmentBytes or it is older than SegmentMs (counted
+// from its creation or from Open).
+//
+// Idempotent producers (producer ID >= 0) are checked under the append lock:
+// a retry of one of the producer's last five batches returns the original
+// offsets with Duplicate set; with the same epoch the base sequence must
+// follow the last one (wrapping after MaxInt32 to 0); a newer epoch must
+// start at sequence 0; an older epoch is rejected. A producer the log does
+// not know may start at any sequence, as in Kafka >= 2.5 after its state
+// expired. Producer state is never expired here.
+//
+// # Durability and recovery
+//
+// Data is fsynced when a segment rolls, at Close, every FlushIntervalMessages
+// records (in the Append that crosses the count) and every FlushInterval (one
+// goroutine per Log, only when FlushInterval > 0). Each fsync advances the
+// recovery point. Open after a clean shutdown reads only the active segment's
+// index and the batch headers after its last entry. Without the marker, the
+// segments from the one holding the recovery point on are scanned with CRC
+// checks; the log is truncated at the first bad batch (later segments are
+// deleted) and their indexes rebuilt. Producer state comes from the newest
+// snapshot plus the batch headers after it. Recovery work therefore depends on
+// the unflushed tail, not on the size of the log.
+//
+// Index files that fail cheap checks (size, ordering, bounds) are rebuilt
+// when first used. Bytes are CRC-checked before a Read returns them unless
+// this process wrote or checked them already, so a corrupt byte is never
+// returned: Read returns ErrCorruption for a damaged batch instead.
+//
+// # Concurrency
+//
+// A Log is safe for concurrent use. Appends, rolls, retention and Close are
+// serialized; Read, StartOffset, EndOffset and OffsetForTimestamp run
+// concurrently with them and only see fully written batches. A View holds a
+// reference to its segment: a segment deleted by retention (or a Log closed)
+// stays readable through Views taken before, until they are released.
+// Different Logs share nothing.
+package log

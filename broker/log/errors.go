@@ -1,0 +1,33 @@
+package log
+
+import "errors"
+
+// Errors returned by a Log. Classify them with errors.Is; the returned error
+// usually wraps one of these with detail for the logs.
+var (
+	// ErrCorruptBatch: an appended record batch is malformed (length, magic,
+	// CRC, record count or last offset delta); nothing was written. Kafka: CORRUPT_MESSAGE.
+	ErrCorruptBatch = errors.New("log: corrupt record batch")
+	// ErrOffsetOutOfRange: the requested offset is below the log start offset.
+	ErrOffsetOutOfRange = errors.New("log: offset out of range")
+	// ErrClosed: the Log was closed or deleted.
+	ErrClosed = errors.New("log: closed")
+	// ErrOutOfOrderSequence: an idempotent batch's sequence does not follow the producer's last one.
+	ErrOutOfOrderSequence = errors.New("log: out of order sequence number")
+	// ErrInvalidProducerEpoch: an idempotent batch carries an epoch older than the producer's current one.
+	ErrInvalidProducerEpoch = errors.New("log: invalid producer epoch")
+	// ErrCorruption: data on disk failed validation; the affected bytes are never returned.
+	// Kafka: KAFKA_STORAGE_ERROR.
+	ErrCorruption = errors.New("log: on-disk corruption")
+	// ErrInvalidConfig: a Config field is out of range (see Config.Validate).
+	ErrInvalidConfig = errors.New("log: invalid config")
+)
+
+// errSegmentGone is internal: a reader raced with retention deleting its
+// segment and must look the offset up again.
+var errSegmentGone = errors.New("log: segment deleted")
+
+// errIndexSuspect is internal: an index file loaded from disk led a lookup to
+// a position that is not a batch boundary; the index is rebuilt and the
+// lookup retried.
+var errIndexSuspect = errors.New("log: index inconsistent with segment")

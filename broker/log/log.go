@@ -1,0 +1,584 @@
+package log
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Log is one topic partition: a directory of segments. It is safe for
+// concurrent use; Append calls are serialized, Read runs alongside them.
+type Log struct {
+	dir    string
+	cfg    Config
+	logger *slog.Logger
+
+	segs  atomic.Pointer[[]*segment] // sorted by base offset; copy on write
+	start atomic.Int64
+	end   atomic.Int64
+	size  atomic.Int64
+	shut  atomic.Bool
+
+	mu        sync.Mutex // appends, rolls, retention, close
+	closed    bool
+	active    *segment
+	producers *producerState
+	unflushed int64 // records appended since the last flush
+	scratch   []batchHeader
+	entryBuf  []byte
+
+	rpMu          sync.Mutex // the recovery-point file
+	recoveryPoint int64
+
+	// lastRollDone is closed when the most recent roll's background sync
+	// has finished.
+	lastRollDone chan struct{}
+
+	stop chan struct{}
+	wg   sync.WaitGroup // flush loop and roll syncs
+}
+
+// AppendResult describes where Append put a batch (or, for a duplicate,
+// where the original went).
+type AppendResult struct {
+	BaseOffset, LastOffset int64
+	MaxTimestamp           int64 // from the batch header
+	LogStartOffset         int64
+	Duplicate              bool // idempotent retry of an already-appended batch: nothing written, offsets are the original ones
+}
+
+// Open opens the partition log in dir ("<topic>-<partition>"), creating the
+// directory if needed and recovering after an unclean stop.
+func Open(dir string, cfg Config) (*Log, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	l := &Log{dir: dir, cfg: cfg, logger: cfg.Logger.With("log", dir), stop: make(chan struct{}), lastRollDone: make(chan struct{})}
+	close(l.lastRollDone)
+	if err := l.load(); err != nil {
+		l.releaseAll()
+		return nil, err
+	}
+	if cfg.FlushInterval > 0 {
+		l.wg.Add(1)
+		go l.flushLoop()
+	}
+	return l, nil
+}
+
+// Dir returns the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// StartOffset returns the log start offset (the first offset still stored).
+func (l *Log) StartOffset() int64 { return l.start.Load() }
+
+// EndOffset returns the log end offset: the offset the next record gets.
+func (l *Log) EndOffset() int64 { return l.end.Load() }
+
+// Size returns the bytes held in segment files.
+func (l *Log) Size() int64 { return l.size.Load() }
+
+// Append validates one or more concatenated magic-2 record batches and
+// appends them with consecutive offsets: all or nothing. The assigned base
+// offsets are written into batch itself (bytes 0..8 of each batch). An
+// idempotent retry of one of a producer's last five batches writes nothing
+// and returns the original offsets with Duplicate set; if several batches
+// are given and one is such a retry, none is written (as Kafka does).
+func (l *Log) Append(batch []byte) (AppendResult, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return AppendResult{}, ErrClosed
+	}
+	hs, err := validateBatches(batch, l.scratch[:0])
+	l.scratch = hs[:0]
+	if err != nil {
+		return AppendResult{}, err
+	}
+
+	var overlay map[int64]*producerEntry
+	next := l.active.next
+	var maxTs int64 = -1
+	var records int64
+	for i := range hs {
+		h := &hs[i]
+		if h.producerID >= 0 {
+			dup, err := l.producers.check(overlay, *h)
+			if err != nil {
+				return AppendResult{}, err
+			}
+			if dup != nil {
+				return AppendResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffset, MaxTimestamp: dup.maxTs,
+					LogStartOffset: l.start.Load(), Duplicate: true}, nil
+			}
+		}
+		h.baseOffset = next
+		if h.producerID >= 0 {
+			if overlay == nil {
+				overlay = map[int64]*producerEntry{}
+			}
+			update(overlay, l.producers, *h)
+		}
+		next += int64(h.lastOffsetDelta) + 1
+		maxTs = max(maxTs, h.maxTimestamp)
+		records += int64(h.recordCount)
+	}
+	first, last := hs[0].baseOffset, next-1
+
+	if l.shouldRoll(int64(len(batch)), last) {
+		if err := l.roll(); err != nil {
+			return AppendResult{}, err
+		}
+	}
+	if err := l.write(batch, hs, maxTs); err != nil {
+		return AppendResult{}, err
+	}
+	l.active.next = next
+	l.end.Store(next)
+	l.size.Add(int64(len(batch)))
+	if overlay != nil {
+		l.producers.apply(overlay)
+	}
+
+	l.unflushed += records
+	if l.cfg.FlushIntervalMessages > 0 && l.unflushed >= l.cfg.FlushIntervalMessages {
+		if err := l.flushLocked(); err != nil {
+			// The batch is written; only its durability is in doubt.
+			l.logger.Error("flush after append failed", "err", err)
+		}
+	}
+	return AppendResult{BaseOffset: first, LastOffset: last, MaxTimestamp: maxTs, LogStartOffset: l.start.Load()}, nil
+}
+
+func (l *Log) shouldRoll(n, lastOffset int64) bool {
+	s := l.active
+	size := s.size.Load()
+	if size == 0 {
+		return false
+	}
+	return size+n > l.cfg.SegmentBytes ||
+		l.cfg.Now().Sub(s.created) >= l.cfg.SegmentMs ||
+		lastOffset-s.base > math.MaxUint32 ||
+		size+n > math.MaxUint32
+}
+
+// write puts the validated batches at the end of the active segment with
+// their index entries; on failure it leaves the files as they were.
+func (l *Log) write(batch []byte, hs []batchHeader, maxTs int64) error {
+	s := l.active
+	pos := s.size.Load()
+	var newIdx []offsetEntry
+	var newTidx []timeEntry
+	ib, tb := l.entryBuf[:0], []byte(nil)
+	runningMax := s.maxTs.Load()
+	lastIndexed := s.lastIndexedPos
+	s.idxMu.RLock()
+	lastTimeRel := int64(-1) // the entry Close wrote at the end may share an offset with the next one
+	if n := len(s.tidx); n > 0 {
+		lastTimeRel = int64(s.tidx[n-1].rel)
+	}
+	s.idxMu.RUnlock()
+	p := pos
+	for _, h := range hs {
+		binary.BigEndian.PutUint64(batch[p-pos:], uint64(h.baseOffset))
+		if p > 0 && p-lastIndexed >= s.interval {
+			rel := uint32(h.baseOffset - s.base)
+			oe := offsetEntry{rel: rel, pos: uint32(p)}
+			newIdx, ib = append(newIdx, oe), oe.appendTo(ib)
+			if int64(rel) > lastTimeRel {
+				te := timeEntry{ts: runningMax, rel: rel}
+				newTidx, tb = append(newTidx, te), te.appendTo(tb)
+			}
+			lastIndexed = p
+		}
+		runningMax = max(runningMax, h.maxTimestamp)
+		p += h.size
+	}
+	l.entryBuf = ib[:0]
+
+	var err error
+	if len(ib) > 0 && s.idxFile == nil {
+		// Index writers open on the first entry: Open stays cheap.
+		err = s.openIndexWriters(false)
+	}
+	if err == nil {
+		_, err = s.file.WriteAt(batch, pos)
+	}
+	if err == nil && len(ib) > 0 {
+		s.idxMu.RLock()
+		ni, nt := len(s.idx), len(s.tidx)
+		s.idxMu.RUnlock()
+		if _, err = s.idxFile.WriteAt(ib, int64(ni)*offsetIndexEntrySize); err == nil && len(tb) > 0 {
+			_, err = s.timeFile.WriteAt(tb, int64(nt)*timeIndexEntrySize)
+		}
+		if err != nil {
+			s.idxFile.Truncate(int64(ni) * offsetIndexEntrySize)
+			s.timeFile.Truncate(int64(nt) * timeIndexEntrySize)
+		}
+	}
+	if err != nil {
+		if terr := s.file.Truncate(pos); terr != nil {
+			l.logger.Error("cannot undo a failed append", "segment", s.base, "err", terr)
+		}
+		return fmt.Errorf("log: append to segment %d: %w", s.base, err)
+	}
+	if len(newIdx) > 0 {
+		s.idxMu.Lock()
+		s.idx = append(s.idx, newIdx...)
+		s.tidx = append(s.tidx, newTidx...)
+		s.idxMu.Unlock()
+		s.lastIndexedPos = lastIndexed
+	}
+	s.maxTs.Store(max(runningMax, maxTs))
+	s.markVerified(pos, p)
+	s.size.Store(p)
+	return nil
+}
+
+// sealActive writes the active segment's closing time-index entry and hands
+// back its index writers, which the caller syncs and closes.
+func (l *Log) sealActive() (idxFile, timeFile *os.File, err error) {
+	s := l.active
+	if s.next > s.base && s.timeFile == nil {
+		if err := s.openIndexWriters(false); err != nil {
+			return nil, nil, err
+		}
+	}
+	if s.next > s.base {
+		rel := uint32(s.next - s.base)
+		s.idxMu.Lock()
+		n := len(s.tidx)
+		if n == 0 || s.tidx[n-1].rel < rel {
+			te := timeEntry{ts: s.maxTs.Load(), rel: rel}
+			if _, err := s.timeFile.WriteAt(te.appendTo(nil), int64(n)*timeIndexEntrySize); err != nil {
+				s.idxMu.Unlock()
+				return nil, nil, err
+			}
+			s.tidx = append(s.tidx, te)
+		}
+		s.idxMu.Unlock()
+	}
+	idxFile, timeFile = s.idxFile, s.timeFile
+	s.idxFile, s.timeFile = nil, nil
+	return idxFile, timeFile, nil
+}
+
+func syncClose(fs ...*os.File) error {
+	var errs []error
+	for _, f := range fs {
+		if f != nil {
+			errs = append(errs, f.Sync(), f.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// roll seals the active segment and starts a new one at the end offset. The
+// old segment is fsynced in the background, as Kafka does, so an append
+// never waits for a whole segment to reach the disk; the recovery point
+// moves past it only once that sync is done, in roll order.
+func (l *Log) roll() error {
+	old := l.active
+	idxFile, timeFile, err := l.sealActive()
+	if err != nil {
+		return fmt.Errorf("log: seal segment %d: %w", old.base, err)
+	}
+	s, err := createSegment(l.dir, old.next, old.interval, l.cfg.Now())
+	if err != nil {
+		syncClose(idxFile, timeFile)
+		return fmt.Errorf("log: roll: %w", err)
+	}
+	segs := *l.segs.Load()
+	ns := make([]*segment, len(segs), len(segs)+1)
+	copy(ns, segs)
+	ns = append(ns, s)
+	l.segs.Store(&ns)
+	l.active = s
+	snapshot := l.producers.encode()
+
+	old.acquire() // the background sync's reference
+	prev, done := l.lastRollDone, make(chan struct{})
+	l.lastRollDone = done
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		defer close(done)
+		defer old.release()
+		err := errors.Join(old.file.Sync(), syncClose(idxFile, timeFile),
+			writeFileAtomic(snapshotPath(l.dir, s.base), snapshot), syncDir(l.dir))
+		pruneSnapshots(l.dir)
+		<-prev
+		if err != nil {
+			l.logger.Error("sync of rolled segment failed", "segment", old.base, "err", err)
+			return
+		}
+		l.setRecoveryPoint(s.base)
+	}()
+	l.logger.Debug("rolled segment", "base", s.base)
+	return nil
+}
+
+// Flush fsyncs the active segment and advances the recovery checkpoint, so
+// that recovery after a crash starts no earlier than here. Appends continue
+// while the sync runs.
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	s, end, rolled := l.active, l.end.Load(), l.lastRollDone
+	l.unflushed = 0
+	s.acquire()
+	l.mu.Unlock()
+	defer s.release()
+	if err := s.file.Sync(); err != nil {
+		return fmt.Errorf("log: flush: %w", err)
+	}
+	<-rolled // earlier segments must be on disk before the checkpoint passes them
+	l.setRecoveryPoint(end)
+	return nil
+}
+
+func (l *Log) flushLocked() error {
+	l.unflushed = 0
+	if err := l.active.file.Sync(); err != nil {
+		return err
+	}
+	<-l.lastRollDone
+	l.setRecoveryPoint(l.end.Load())
+	return nil
+}
+
+// flushLoop implements FlushInterval: a goroutine per Log, stopped by Close.
+func (l *Log) flushLoop() {
+	defer l.wg.Done()
+	t := time.NewTicker(l.cfg.FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			l.mu.Lock()
+			pending := l.unflushed > 0 && !l.closed
+			l.mu.Unlock()
+			if pending {
+				if err := l.Flush(); err != nil && !errors.Is(err, ErrClosed) {
+					l.logger.Error("periodic flush failed", "err", err)
+				}
+			}
+		}
+	}
+}
+
+// Close syncs the log, writes the producer snapshot, the recovery point and
+// the clean-shutdown marker. Views still held stay readable until released.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.shut.Store(true)
+	close(l.stop)
+	l.mu.Unlock()
+	l.wg.Wait()
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var errs []error
+	idxFile, timeFile, err := l.sealActive()
+	errs = append(errs, err, l.active.file.Sync(), syncClose(idxFile, timeFile))
+	end := l.end.Load()
+	errs = append(errs, l.producers.writeSnapshot(l.dir, end))
+	pruneSnapshots(l.dir)
+	l.setRecoveryPoint(end)
+	if err := errors.Join(errs...); err == nil {
+		// Only a fully synced log may skip recovery next time.
+		errs = append(errs, writeFileAtomic(cleanShutdownPath(l.dir), nil), syncDir(l.dir))
+	}
+	l.releaseAll()
+	return errors.Join(errs...)
+}
+
+func (l *Log) releaseAll() {
+	if p := l.segs.Load(); p != nil {
+		for _, s := range *p {
+			s.release()
+		}
+	}
+}
+
+// Delete closes the log and removes its directory (DeleteTopics).
+func (l *Log) Delete() error {
+	l.mu.Lock()
+	alreadyClosed := l.closed
+	l.mu.Unlock()
+	if !alreadyClosed {
+		if err := l.Close(); err != nil {
+			l.logger.Warn("close before delete", "err", err)
+		}
+	}
+	return os.RemoveAll(l.dir)
+}
+
+// Read returns a View of whole batches starting with the one that contains
+// offset, up to maxBytes (but always at least that first batch). An offset
+// at or past the end gives an empty View; below the start, ErrOffsetOutOfRange.
+// The caller must Release the View.
+func (l *Log) Read(offset int64, maxBytes int) (*View, error) {
+	for attempt := 0; ; attempt++ {
+		v, err := l.readOnce(offset, maxBytes)
+		if errors.Is(err, errSegmentGone) && attempt < 100 {
+			continue
+		}
+		return v, err
+	}
+}
+
+func (l *Log) readOnce(offset int64, maxBytes int) (*View, error) {
+	if l.shut.Load() {
+		return nil, ErrClosed
+	}
+	if start := l.start.Load(); offset < start {
+		return nil, fmt.Errorf("%w: offset %d below log start %d", ErrOffsetOutOfRange, offset, start)
+	}
+	if offset >= l.end.Load() {
+		return &View{}, nil
+	}
+	segs := *l.segs.Load()
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset }) - 1
+	if i < 0 {
+		return nil, fmt.Errorf("%w: offset %d below log start %d", ErrOffsetOutOfRange, offset, l.start.Load())
+	}
+	for ; i < len(segs); i++ {
+		s := segs[i]
+		if !s.acquire() {
+			return nil, errSegmentGone
+		}
+		v, err := l.readSegment(s, offset, maxBytes)
+		if err != nil || v != nil {
+			if v == nil {
+				s.release()
+			}
+			return v, err
+		}
+		s.release()
+	}
+	return &View{}, nil
+}
+
+// readSegment returns nil, nil if the segment has no batch at or after offset.
+func (l *Log) readSegment(s *segment, offset int64, maxBytes int) (*View, error) {
+	f, err := s.logFile()
+	if err != nil {
+		return nil, err
+	}
+	for try := 0; ; try++ {
+		v, err := readFrom(s, f, offset, maxBytes)
+		if err == nil || try > 0 {
+			return v, err
+		}
+		_, _, trusted, _ := s.indexes()
+		if trusted || !(errors.Is(err, errIndexSuspect) || errors.Is(err, ErrCorruption)) {
+			return nil, err
+		}
+		// A damaged index file may have sent the walk astray; rebuild and
+		// look again. The appender lock keeps the active segment still.
+		l.logger.Warn("rebuilding index after a failed lookup", "segment", s.base, "err", err)
+		l.mu.Lock()
+		rerr := s.rebuildIndexes(err.Error())
+		l.mu.Unlock()
+		if rerr != nil {
+			return nil, rerr
+		}
+	}
+}
+
+func readFrom(s *segment, f *os.File, offset int64, maxBytes int) (*View, error) {
+	// Loading the indexes may shrink the segment (a rebuild that finds
+	// damage), so the limit is read after.
+	if _, _, _, err := s.indexes(); err != nil {
+		return nil, err
+	}
+	limit := s.size.Load()
+	pos, h, found, err := s.find(f, offset, limit)
+	if err != nil || !found {
+		return nil, err
+	}
+	end, err := s.boundary(f, pos, h.size, maxBytes, limit)
+	if err != nil {
+		return nil, err
+	}
+	good, err := s.verify(f, pos, end, h.baseOffset)
+	if err != nil {
+		return nil, err
+	}
+	return &View{seg: s, file: f, pos: pos, n: good - pos}, nil
+}
+
+// OffsetForTimestamp returns the base offset and max timestamp of the first
+// batch whose max timestamp is >= ts (ListOffsets by time; records are not
+// decoded, so the answer is at batch granularity). ok is false if no batch
+// is that recent.
+func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, ok bool) {
+	if l.shut.Load() {
+		return 0, 0, false
+	}
+	for _, s := range *l.segs.Load() {
+		if !s.acquire() {
+			continue
+		}
+		off, bts, found, err := s.firstAtOrAfter(ts)
+		s.release()
+		if err != nil {
+			l.logger.Warn("timestamp lookup", "segment", s.base, "err", err)
+			return 0, 0, false
+		}
+		if found {
+			return off, bts, true
+		}
+	}
+	return 0, 0, false
+}
+
+func (s *segment) firstAtOrAfter(ts int64) (int64, int64, bool, error) {
+	largest, err := s.largestTimestamp()
+	if err != nil || largest < ts {
+		return 0, 0, false, err
+	}
+	f, err := s.logFile()
+	if err != nil {
+		return 0, 0, false, err
+	}
+	_, tidx, _, err := s.indexes()
+	if err != nil {
+		return 0, 0, false, err
+	}
+	limit := s.size.Load()
+	pos, h, found, err := s.find(f, s.base+int64(lastBelow(tidx, ts)), limit)
+	for err == nil && found {
+		if h.maxTimestamp >= ts {
+			return h.baseOffset, h.maxTimestamp, true, nil
+		}
+		pos += h.size
+		if pos >= limit {
+			break
+		}
+		h, err = headerAt(f, pos, limit)
+	}
+	return 0, 0, false, err
+}

@@ -1,0 +1,296 @@
+package log
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Files besides the segments. Frozen names.
+const (
+	cleanShutdownFile = ".clean-shutdown"
+	recoveryPointFile = "recovery-point"
+)
+
+func cleanShutdownPath(dir string) string { return filepath.Join(dir, cleanShutdownFile) }
+
+// The recovery-point file holds the offset below which everything has been
+// fsynced: offset int64 | crc32c uint32 of those 8 bytes, big-endian.
+func readRecoveryPoint(dir string) int64 {
+	b, err := os.ReadFile(filepath.Join(dir, recoveryPointFile))
+	if err != nil || len(b) != 12 || crc32.Checksum(b[:8], castagnoli) != binary.BigEndian.Uint32(b[8:]) {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(b))
+}
+
+// setRecoveryPoint records that every offset below off is on disk. It only
+// moves forward.
+func (l *Log) setRecoveryPoint(off int64) {
+	l.rpMu.Lock()
+	defer l.rpMu.Unlock()
+	if off <= l.recoveryPoint {
+		return
+	}
+	b := binary.BigEndian.AppendUint64(nil, uint64(off))
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	if err := writeFileAtomic(filepath.Join(l.dir, recoveryPointFile), b); err != nil {
+		l.logger.Warn("write recovery point", "err", err)
+		return
+	}
+	l.recoveryPoint = off
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	return errors.Join(err, d.Close())
+}
+
+// load builds the in-memory state from the directory. After a clean shutdown
+// it reads only the active segment's index and the batch headers after its
+// last entry. Otherwise every segment from the one holding the recovery point
+// on is scanned with CRC checks, the log is cut at the first bad batch and
+// the scanned segments' indexes are rebuilt.
+func (l *Log) load() error {
+	ents, err := os.ReadDir(l.dir)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".tmp") {
+			os.Remove(filepath.Join(l.dir, e.Name()))
+			continue
+		}
+		names = append(names, e.Name())
+	}
+	clean := false
+	if err := os.Remove(cleanShutdownPath(l.dir)); err == nil {
+		clean = true
+	} else if !os.IsNotExist(err) {
+		return err
+	}
+	if !clean {
+		// A clean shutdown synced everything: the checkpoint matters only
+		// for recovery, and Close rewrites it.
+		l.recoveryPoint = readRecoveryPoint(l.dir)
+	}
+	interval := int64(l.cfg.IndexIntervalBytes)
+
+	var segs []*segment
+	for _, base := range listOffsetFiles(names, logSuffix) {
+		st, err := os.Stat(segmentPath(l.dir, base, logSuffix))
+		if err != nil {
+			return err
+		}
+		s := newSegmentStruct(l.dir, base, interval)
+		s.size.Store(st.Size())
+		segs = append(segs, s)
+	}
+	// Index files whose .log is gone (a crash during retention) go too.
+	haveLog := make(map[int64]bool, len(segs))
+	for _, s := range segs {
+		haveLog[s.base] = true
+	}
+	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+		for _, base := range listOffsetFiles(names, suf) {
+			if !haveLog[base] {
+				os.Remove(segmentPath(l.dir, base, suf))
+			}
+		}
+	}
+	l.segs.Store(&segs)
+
+	if len(segs) == 0 {
+		s, err := createSegment(l.dir, 0, interval, l.cfg.Now())
+		if err != nil {
+			return err
+		}
+		segs = []*segment{s}
+		l.segs.Store(&segs)
+	} else if !clean {
+		if err := l.recover(segs); err != nil {
+			return err
+		}
+	} else if err := l.openActiveClean(segs[len(segs)-1]); err != nil {
+		l.logger.Warn("active segment inconsistent after clean shutdown; recovering it", "err", err)
+		if err := l.recover(segs[len(segs)-1:]); err != nil {
+			return err
+		}
+	}
+	segs = *l.segs.Load()
+	active := segs[len(segs)-1]
+	if _, err := active.logFile(); err != nil {
+		return err
+	}
+	active.created = l.cfg.Now() // the roll clock restarts at open
+	l.active = active
+	l.start.Store(segs[0].base)
+	l.end.Store(active.next)
+	var total int64
+	for _, s := range segs {
+		total += s.size.Load()
+	}
+	l.size.Store(total)
+	return l.loadProducers(names)
+}
+
+// openActiveClean finds the end of the active segment from its last index
+// entry after a clean shutdown.
+func (l *Log) openActiveClean(s *segment) error {
+	f, err := s.logFile()
+	if err != nil {
+		return err
+	}
+	idx, tidx, _, err := s.indexes()
+	if err != nil {
+		return err
+	}
+	size := s.size.Load()
+	var pos int64
+	next, maxTs := s.base, int64(-1)
+	if n := len(idx); n > 0 {
+		pos, next = int64(idx[n-1].pos), s.base+int64(idx[n-1].rel)
+		s.lastIndexedPos = pos
+	}
+	if n := len(tidx); n > 0 {
+		maxTs = tidx[n-1].ts
+	}
+	for pos < size {
+		h, err := headerAt(f, pos, size)
+		if err == nil && h.baseOffset != next {
+			err = fmt.Errorf("batch at byte %d has base offset %d, want %d", pos, h.baseOffset, next)
+		}
+		if err != nil {
+			return err
+		}
+		maxTs = max(maxTs, h.maxTimestamp)
+		next = h.lastOffset() + 1
+		pos += h.size
+	}
+	s.next = next
+	s.maxTs.Store(maxTs)
+	s.idxTrusted = false
+	return nil
+}
+
+// recover scans segs (a suffix of the log) from the one holding the
+// recovery point.
+func (l *Log) recover(segs []*segment) error {
+	all := *l.segs.Load()
+	first := 0
+	for i, s := range segs {
+		if s.base <= l.recoveryPoint {
+			first = i
+		}
+	}
+	l.logger.Info("recovering log after unclean shutdown", "from_segment", segs[first].base, "segments", len(segs)-first)
+	for i := first; i < len(segs); i++ {
+		s := segs[i]
+		f, err := s.logFile()
+		if err != nil {
+			return err
+		}
+		res, err := scanSegment(f, s.base, s.size.Load(), s.interval, true, nil)
+		if err != nil {
+			return fmt.Errorf("log: recover segment %d: %w", s.base, err)
+		}
+		if err := s.writeIndexFiles(res.idx, res.tidx); err != nil {
+			return err
+		}
+		s.idxMu.Lock()
+		s.idx, s.tidx, s.idxLoaded, s.idxTrusted = res.idx, res.tidx, true, true
+		s.idxMu.Unlock()
+		s.maxTs.Store(res.maxTs)
+		s.next = res.next
+		if n := len(res.idx); n > 0 {
+			s.lastIndexedPos = int64(res.idx[n-1].pos)
+		}
+		s.markVerified(0, res.validEnd)
+		if res.badErr == nil && (i+1 == len(segs) || segs[i+1].base >= res.next) {
+			continue
+		}
+		// Cut here: drop the damaged tail and every later segment.
+		why := res.badErr
+		if why == nil {
+			why = fmt.Errorf("next segment %d overlaps offsets up to %d", segs[i+1].base, res.next-1)
+		}
+		l.logger.Warn("truncating log at first bad batch", "segment", s.base, "position", res.validEnd,
+			"dropped_bytes", s.size.Load()-res.validEnd, "dropped_segments", len(segs)-i-1, "reason", why)
+		if err := f.Truncate(res.validEnd); err != nil {
+			return err
+		}
+		s.size.Store(res.validEnd)
+		if err := f.Sync(); err != nil {
+			return err
+		}
+		for _, later := range segs[i+1:] {
+			if err := later.remove(); err != nil {
+				return err
+			}
+			later.release()
+		}
+		keep := all[:len(all)-(len(segs)-i-1)]
+		l.segs.Store(&keep)
+		break
+	}
+	// The scanned tail is now known good; make it durable so the next
+	// recovery can start after it.
+	cur := *l.segs.Load()
+	last := cur[len(cur)-1]
+	if f, err := last.logFile(); err == nil {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+	}
+	if err := syncDir(l.dir); err != nil {
+		return err
+	}
+	l.setRecoveryPoint(last.next)
+	return nil
+}
+
+// loadProducers restores idempotence state from the newest snapshot and the
+// batch headers after it. Without a snapshot only the active segment is
+// read: older producers count as unknown, which Append tolerates.
+func (l *Log) loadProducers(names []string) error {
+	end := l.end.Load()
+	ps, from, ok := loadSnapshot(l.dir, names, end)
+	l.producers = ps
+	segs := *l.segs.Load()
+	if !ok || from < segs[0].base {
+		from = l.active.base
+	}
+	if from >= end {
+		return nil
+	}
+	for i, s := range segs {
+		if i+1 < len(segs) && segs[i+1].base <= from {
+			continue
+		}
+		f, err := s.logFile()
+		if err != nil {
+			return err
+		}
+		tmp := map[int64]*producerEntry{}
+		_, err = scanSegment(f, s.base, s.size.Load(), s.interval, false, func(h batchHeader) {
+			if h.baseOffset >= from && h.producerID >= 0 {
+				update(tmp, ps, h)
+				ps.apply(tmp)
+				clear(tmp)
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,577 @@
+package log
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// File name suffixes. Frozen.
+const (
+	logSuffix       = ".log"
+	indexSuffix     = ".index"
+	timeIndexSuffix = ".timeindex"
+	snapshotSuffix  = ".snapshot"
+)
+
+func segmentPath(dir string, base int64, suffix string) string {
+	return filepath.Join(dir, fmt.Sprintf("%020d%s", base, suffix))
+}
+
+// segment is one .log file with its two indexes. Readers reach it through the
+// Log's segment list and hold a reference while they use the file; the list
+// itself holds one, dropped when retention deletes the segment, and the file
+// is closed when the last reference goes.
+type segment struct {
+	dir      string
+	base     int64
+	interval int64 // IndexIntervalBytes
+
+	refs atomic.Int32
+	// size is how many bytes readers may see: the committed end for the
+	// active segment, or the validated end after a rebuild found damage.
+	size atomic.Int64
+	// maxTs caches the largest batch timestamp; math.MinInt64 = not known yet.
+	maxTs atomic.Int64
+
+	mu      sync.Mutex // file, deleted
+	file    *os.File
+	deleted bool
+
+	idxMu      sync.RWMutex
+	idxLoaded  bool
+	idxTrusted bool // entries built by a walk of this segment in this process
+	idx        []offsetEntry
+	tidx       []timeEntry
+
+	vmu      sync.Mutex
+	verified []span // byte ranges already CRC-checked, sorted, disjoint
+
+	// Writer state, used only by the Log's appender (under Log.mu) while
+	// the segment is active.
+	idxFile, timeFile *os.File
+	next              int64 // next offset to assign
+	lastIndexedPos    int64
+	created           time.Time
+}
+
+type span struct{ start, end int64 }
+
+func newSegmentStruct(dir string, base, interval int64) *segment {
+	s := &segment{dir: dir, base: base, interval: interval, next: base}
+	s.refs.Store(1)
+	s.maxTs.Store(math.MinInt64)
+	return s
+}
+
+// createSegment makes the files of a fresh, empty active segment.
+func createSegment(dir string, base, interval int64, now time.Time) (*segment, error) {
+	s := newSegmentStruct(dir, base, interval)
+	s.created = now
+	s.maxTs.Store(-1)
+	var err error
+	if s.file, err = os.OpenFile(segmentPath(dir, base, logSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
+		return nil, err
+	}
+	if err = s.openIndexWriters(true); err != nil {
+		s.file.Close()
+		return nil, err
+	}
+	s.idxLoaded, s.idxTrusted = true, true
+	return s, nil
+}
+
+func (s *segment) openIndexWriters(truncate bool) error {
+	flags := os.O_RDWR | os.O_CREATE
+	if truncate {
+		flags |= os.O_TRUNC
+	}
+	var err error
+	if s.idxFile, err = os.OpenFile(segmentPath(s.dir, s.base, indexSuffix), flags, 0o644); err != nil {
+		return err
+	}
+	if s.timeFile, err = os.OpenFile(segmentPath(s.dir, s.base, timeIndexSuffix), flags, 0o644); err != nil {
+		s.idxFile.Close()
+		s.idxFile = nil
+		return err
+	}
+	return nil
+}
+
+func (s *segment) closeIndexWriters() error {
+	var errs []error
+	for _, f := range []*os.File{s.idxFile, s.timeFile} {
+		if f != nil {
+			errs = append(errs, f.Sync(), f.Close())
+		}
+	}
+	s.idxFile, s.timeFile = nil, nil
+	return errors.Join(errs...)
+}
+
+// acquire takes a reference unless the segment has already been released by
+// everyone (deleted and unused).
+func (s *segment) acquire() bool {
+	for {
+		r := s.refs.Load()
+		if r <= 0 {
+			return false
+		}
+		if s.refs.CompareAndSwap(r, r+1) {
+			return true
+		}
+	}
+}
+
+func (s *segment) release() {
+	if s.refs.Add(-1) == 0 {
+		s.mu.Lock()
+		if s.file != nil {
+			s.file.Close()
+			s.file = nil
+		}
+		s.mu.Unlock()
+		s.closeIndexWriters()
+	}
+}
+
+// logFile opens the .log file on first use: a clean open touches only the
+// active segment's files.
+func (s *segment) logFile() (*os.File, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.deleted {
+		return nil, errSegmentGone
+	}
+	if s.file == nil {
+		f, err := os.OpenFile(segmentPath(s.dir, s.base, logSuffix), os.O_RDWR, 0)
+		if err != nil {
+			return nil, err
+		}
+		s.file = f
+	}
+	return s.file, nil
+}
+
+// remove unlinks the segment's files; open descriptors keep working for
+// readers that still hold references.
+func (s *segment) remove() error {
+	s.mu.Lock()
+	s.deleted = true
+	s.mu.Unlock()
+	var errs []error
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		if err := os.Remove(segmentPath(s.dir, s.base, suf)); err != nil && !os.IsNotExist(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// indexes returns the segment's index entries, loading them on first use.
+// Files failing the cheap checks are rebuilt by walking the segment.
+func (s *segment) indexes() ([]offsetEntry, []timeEntry, bool, error) {
+	s.idxMu.RLock()
+	if s.idxLoaded {
+		defer s.idxMu.RUnlock()
+		return s.idx, s.tidx, s.idxTrusted, nil
+	}
+	s.idxMu.RUnlock()
+	s.idxMu.Lock()
+	defer s.idxMu.Unlock()
+	if !s.idxLoaded {
+		if err := s.loadIndexesLocked(); err != nil {
+			return nil, nil, false, err
+		}
+	}
+	return s.idx, s.tidx, s.idxTrusted, nil
+}
+
+func (s *segment) loadIndexesLocked() error {
+	size := s.size.Load()
+	ib, err := readWhole(segmentPath(s.dir, s.base, indexSuffix))
+	if err != nil {
+		return err
+	}
+	tb, err := readWhole(segmentPath(s.dir, s.base, timeIndexSuffix))
+	if err != nil {
+		return err
+	}
+	idx, ierr := decodeOffsetIndex(ib, size)
+	tidx, terr := decodeTimeIndex(tb)
+	if ierr == nil && terr == nil {
+		s.idx, s.tidx, s.idxLoaded = idx, tidx, true
+		return nil
+	}
+	return s.rebuildLocked(fmt.Sprint(errors.Join(ierr, terr)))
+}
+
+// rebuildLocked recreates both indexes by walking the batch headers. A walk
+// that stops early (a header that does not parse) leaves the segment
+// readable only up to that point.
+func (s *segment) rebuildLocked(why string) error {
+	f, err := s.logFile()
+	if err != nil {
+		return err
+	}
+	res, err := scanSegment(f, s.base, s.size.Load(), s.interval, false, nil)
+	if err != nil {
+		return err
+	}
+	if res.validEnd < s.size.Load() {
+		s.size.Store(res.validEnd)
+	}
+	if err := s.writeIndexFiles(res.idx, res.tidx); err != nil {
+		return err
+	}
+	s.idx, s.tidx, s.idxLoaded, s.idxTrusted = res.idx, res.tidx, true, true
+	_ = why
+	return nil
+}
+
+// writeIndexFiles replaces the .index and .timeindex files atomically.
+func (s *segment) writeIndexFiles(idx []offsetEntry, tidx []timeEntry) error {
+	var ib, tb []byte
+	for _, e := range idx {
+		ib = e.appendTo(ib)
+	}
+	for _, e := range tidx {
+		tb = e.appendTo(tb)
+	}
+	if err := writeFileAtomic(segmentPath(s.dir, s.base, indexSuffix), ib); err != nil {
+		return err
+	}
+	return writeFileAtomic(segmentPath(s.dir, s.base, timeIndexSuffix), tb)
+}
+
+// rebuildIndexes is rebuildLocked for callers outside the index lock. The
+// Log's appender lock must be held if the segment is active.
+func (s *segment) rebuildIndexes(why string) error {
+	s.idxMu.Lock()
+	defer s.idxMu.Unlock()
+	if s.idxTrusted {
+		return nil
+	}
+	reopen := s.idxFile != nil
+	if reopen {
+		s.closeIndexWriters()
+	}
+	err := s.rebuildLocked(why)
+	if reopen {
+		if werr := s.openIndexWriters(false); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return err
+}
+
+func writeFileAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// addIndexEntries is called by the appender before writing a batch at pos.
+func (s *segment) indexEntryFor(pos, baseOffset int64) (offsetEntry, timeEntry, bool) {
+	if pos == 0 || pos-s.lastIndexedPos < s.interval {
+		return offsetEntry{}, timeEntry{}, false
+	}
+	rel := uint32(baseOffset - s.base)
+	return offsetEntry{rel: rel, pos: uint32(pos)}, timeEntry{ts: s.maxTs.Load(), rel: rel}, true
+}
+
+// scanResult is what a sequential walk of a segment found.
+type scanResult struct {
+	validEnd int64 // position after the last good batch
+	next     int64 // offset after the last good batch
+	maxTs    int64
+	batches  int
+	idx      []offsetEntry
+	tidx     []timeEntry
+	badErr   error // why the walk stopped before the end, if it did
+}
+
+// scanSegment reads the segment sequentially from the start up to limit,
+// checking every header (and every CRC if verify), that offsets increase from
+// base, and builds the index entries the appender would have written. It
+// stops at the first bad batch; only I/O errors are returned as errors.
+func scanSegment(f *os.File, base, limit, interval int64, verify bool, each func(batchHeader)) (scanResult, error) {
+	res := scanResult{next: base, maxTs: -1}
+	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, limit), 1<<20)
+	var buf []byte
+	var pos, lastIndexed int64
+	for pos < limit {
+		hb, err := r.Peek(batchHeaderSize)
+		if err != nil && err != io.EOF {
+			return res, err
+		}
+		h, herr := checkHeader(hb, limit-pos)
+		if herr == nil && h.baseOffset != res.next {
+			herr = fmt.Errorf("base offset %d below expected %d", h.baseOffset, res.next)
+		}
+		if herr == nil && h.baseOffset-base > math.MaxUint32-int64(h.lastOffsetDelta) {
+			herr = fmt.Errorf("offset %d too far from segment base %d", h.baseOffset, base)
+		}
+		if herr == nil && verify {
+			if int64(cap(buf)) < h.size {
+				buf = make([]byte, h.size)
+			}
+			buf = buf[:h.size]
+			if _, err := io.ReadFull(r, buf); err != nil {
+				return res, err
+			}
+			_, herr = checkBatch(buf)
+		} else if herr == nil {
+			if _, err := r.Discard(int(h.size)); err != nil {
+				return res, err
+			}
+		}
+		if herr != nil {
+			res.badErr = fmt.Errorf("batch at byte %d: %v", pos, herr)
+			break
+		}
+		if pos > 0 && pos-lastIndexed >= interval {
+			rel := uint32(h.baseOffset - base)
+			res.idx = append(res.idx, offsetEntry{rel: rel, pos: uint32(pos)})
+			res.tidx = append(res.tidx, timeEntry{ts: res.maxTs, rel: rel})
+			lastIndexed = pos
+		}
+		res.maxTs = max(res.maxTs, h.maxTimestamp)
+		res.next = h.lastOffset() + 1
+		res.batches++
+		if each != nil {
+			each(h)
+		}
+		pos += h.size
+	}
+	res.validEnd = pos
+	if res.batches > 0 {
+		rel := uint32(res.next - base)
+		if n := len(res.tidx); n == 0 || res.tidx[n-1].rel < rel {
+			res.tidx = append(res.tidx, timeEntry{ts: res.maxTs, rel: rel})
+		}
+	}
+	return res, nil
+}
+
+// headerAt reads and checks the batch header at pos.
+func headerAt(f *os.File, pos, limit int64) (batchHeader, error) {
+	var hb [batchHeaderSize]byte
+	if limit-pos < batchHeaderSize {
+		return batchHeader{}, fmt.Errorf("%d bytes left at %d, less than a header", limit-pos, pos)
+	}
+	if _, err := f.ReadAt(hb[:], pos); err != nil {
+		return batchHeader{}, err
+	}
+	return checkHeader(hb[:], limit-pos)
+}
+
+// find returns the position and header of the first batch in the segment
+// whose last offset is >= offset; found is false if there is none below limit.
+func (s *segment) find(f *os.File, offset, limit int64) (pos int64, h batchHeader, found bool, err error) {
+	idx, _, trusted, err := s.indexes()
+	if err != nil {
+		return 0, h, false, err
+	}
+	rel := offset - s.base
+	if rel > math.MaxUint32 {
+		rel = math.MaxUint32
+	}
+	if rel < 0 {
+		rel = 0
+	}
+	entryRel, pos := floorByOffset(idx, uint32(rel))
+	expect := s.base + int64(entryRel) // base offset the batch at pos must have
+	for pos < limit {
+		h, err = headerAt(f, pos, limit)
+		// Offsets within a segment have no gaps, so every base offset is known.
+		if err == nil && h.baseOffset != expect {
+			err = fmt.Errorf("batch at byte %d has base offset %d, want %d", pos, h.baseOffset, expect)
+		}
+		if err != nil {
+			return 0, h, false, s.walkError(trusted, err)
+		}
+		if h.lastOffset() >= offset {
+			return pos, h, true, nil
+		}
+		expect = h.lastOffset() + 1
+		pos += h.size
+	}
+	return 0, h, false, nil
+}
+
+// walkError classifies a header walk failure: an index read from disk may be
+// at fault (rebuild and retry), a walk over trusted entries means the data is bad.
+func (s *segment) walkError(trusted bool, err error) error {
+	if !trusted {
+		return fmt.Errorf("%w: segment %d: %v", errIndexSuspect, s.base, err)
+	}
+	return fmt.Errorf("%w: segment %d: %v", ErrCorruption, s.base, err)
+}
+
+// boundary returns the end of the last whole batch that keeps the view from
+// start within maxBytes (but at least the first batch, of firstSize bytes).
+func (s *segment) boundary(f *os.File, start, firstSize int64, maxBytes int, limit int64) (int64, error) {
+	want := start + int64(maxBytes)
+	if firstSize >= int64(maxBytes) || maxBytes <= 0 {
+		return start + firstSize, nil
+	}
+	if want >= limit {
+		return limit, nil
+	}
+	idx, _, trusted, err := s.indexes()
+	if err != nil {
+		return 0, err
+	}
+	pos := max(floorByPosition(idx, want), start+firstSize)
+	for pos < limit {
+		h, err := headerAt(f, pos, limit)
+		if err != nil {
+			if pos == start+firstSize {
+				break // the rest is damaged; serve what precedes it
+			}
+			return 0, s.walkError(trusted, err)
+		}
+		if pos+h.size > want {
+			break
+		}
+		pos += h.size
+	}
+	return pos, nil
+}
+
+// verify makes sure [start, end) holds batches with good CRCs and increasing
+// offsets beginning with firstBase, reading whatever has not been checked
+// before. It returns the end of the good prefix (== end when all is well).
+func (s *segment) verify(f *os.File, start, end, firstBase int64) (int64, error) {
+	s.vmu.Lock()
+	defer s.vmu.Unlock()
+	if covered(s.verified, start, end) {
+		return end, nil
+	}
+	var buf []byte
+	pos, next := start, firstBase
+	var bad error
+	for pos < end {
+		if c := coveredUntil(s.verified, pos); c > pos {
+			// Already checked; the offset at its end is not known here.
+			pos, next = min(c, end), math.MinInt64
+			continue
+		}
+		h, err := headerAt(f, pos, end)
+		if err == nil && (next != math.MinInt64 && h.baseOffset != next) {
+			err = fmt.Errorf("base offset %d, expected %d", h.baseOffset, next)
+		}
+		if err == nil {
+			if int64(cap(buf)) < h.size {
+				buf = make([]byte, h.size)
+			}
+			buf = buf[:h.size]
+			if _, err = f.ReadAt(buf, pos); err == nil {
+				_, err = checkBatch(buf)
+			}
+		}
+		if err != nil {
+			bad = fmt.Errorf("batch at byte %d: %v", pos, err)
+			break
+		}
+		next = h.lastOffset() + 1
+		pos += h.size
+	}
+	if pos > start {
+		s.verified = addSpan(s.verified, span{start, pos})
+	}
+	if bad != nil && pos == start {
+		return start, fmt.Errorf("%w: segment %d: %v", ErrCorruption, s.base, bad)
+	}
+	return pos, nil
+}
+
+// markVerified records that [start, end) was written or checked by this process.
+func (s *segment) markVerified(start, end int64) {
+	if end <= start {
+		return
+	}
+	s.vmu.Lock()
+	s.verified = addSpan(s.verified, span{start, end})
+	s.vmu.Unlock()
+}
+
+func covered(ss []span, start, end int64) bool {
+	i := sort.Search(len(ss), func(i int) bool { return ss[i].end > start })
+	return i < len(ss) && ss[i].start <= start && ss[i].end >= end
+}
+
+// coveredUntil returns the end of the span containing pos, or pos.
+func coveredUntil(ss []span, pos int64) int64 {
+	i := sort.Search(len(ss), func(i int) bool { return ss[i].end > pos })
+	if i < len(ss) && ss[i].start <= pos {
+		return ss[i].end
+	}
+	return pos
+}
+
+func addSpan(ss []span, n span) []span {
+	out := make([]span, 0, len(ss)+1)
+	placed := false
+	for _, s := range ss {
+		switch {
+		case s.end < n.start:
+			out = append(out, s)
+		case n.end < s.start:
+			if !placed {
+				out = append(out, n)
+				placed = true
+			}
+			out = append(out, s)
+		default:
+			n = span{min(s.start, n.start), max(s.end, n.end)}
+		}
+	}
+	if !placed {
+		out = append(out, n)
+	}
+	return out
+}
+
+// largestTimestamp returns the segment's max batch timestamp (for retention
+// and timestamp lookups), from the time index when possible.
+func (s *segment) largestTimestamp() (int64, error) {
+	if ts := s.maxTs.Load(); ts != math.MinInt64 {
+		return ts, nil
+	}
+	_, tidx, _, err := s.indexes()
+	if err != nil {
+		return 0, err
+	}
+	ts := int64(-1)
+	if n := len(tidx); n > 0 {
+		ts = tidx[n-1].ts
+	}
+	s.maxTs.CompareAndSwap(math.MinInt64, ts)
+	return s.maxTs.Load(), nil
+}

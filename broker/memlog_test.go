@@ -1,0 +1,175 @@
+package broker
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"sync"
+)
+
+// memLog is an in-memory PartitionLog for tests: same contract as
+// broker/log, no files.
+type memLog struct {
+	mu        sync.Mutex
+	batches   []memBatch
+	start     int64
+	end       int64
+	closed    bool
+	producers map[int64]*memProducer
+	failNext  error // returned once by the next Append, for fault tests
+}
+
+type memBatch struct {
+	base, last, maxTS int64
+	data              []byte
+}
+
+type memProducer struct {
+	epoch   int16
+	lastSeq int32
+	recent  []memSeq
+}
+
+type memSeq struct {
+	first, last int32
+	base, end   int64
+}
+
+func newMemLog() *memLog { return &memLog{producers: map[int64]*memProducer{}} }
+
+var crc32c = crc32.MakeTable(crc32.Castagnoli)
+
+func (l *memLog) Append(batch []byte) (AppendResult, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return AppendResult{}, logErrClosed
+	}
+	if err := l.failNext; err != nil {
+		l.failNext = nil
+		return AppendResult{}, err
+	}
+	var infos []batchInfo
+	if err := scanBatches(batch, func(b batchInfo) { infos = append(infos, b) }); err != nil {
+		return AppendResult{}, fmt.Errorf("%w: %v", logErrCorruptBatch, err)
+	}
+	// Validate everything before writing anything.
+	off := 0
+	for _, in := range infos {
+		b := batch[off : off+in.size]
+		if in.magic != currentMagic || crc32.Checksum(b[21:], crc32c) != binary.BigEndian.Uint32(b[17:]) {
+			return AppendResult{}, fmt.Errorf("%w: bad magic or CRC", logErrCorruptBatch)
+		}
+		off += in.size
+	}
+	res := AppendResult{BaseOffset: -1, LogStartOffset: l.start}
+	off = 0
+	for _, in := range infos {
+		b := batch[off : off+in.size]
+		off += in.size
+		lastDelta := int64(int32(binary.BigEndian.Uint32(b[23:])))
+		pid := int64(binary.BigEndian.Uint64(b[batchProducerIDOff:]))
+		epoch := int16(binary.BigEndian.Uint16(b[batchProducerEpochOf:]))
+		seq := int32(binary.BigEndian.Uint32(b[53:]))
+		if pid >= 0 {
+			p := l.producers[pid]
+			switch {
+			case p == nil || epoch > p.epoch:
+				p = &memProducer{epoch: epoch, lastSeq: seq - 1}
+				l.producers[pid] = p
+			case epoch < p.epoch:
+				return res, logErrInvalidProducerEpoch
+			}
+			dup := false
+			for _, r := range p.recent {
+				if r.first == seq {
+					res = AppendResult{BaseOffset: r.base, LastOffset: r.end, MaxTimestamp: -1, LogStartOffset: l.start, Duplicate: true}
+					dup = true
+				}
+			}
+			if dup {
+				continue
+			}
+			if seq != p.lastSeq+1 {
+				return res, logErrOutOfOrderSequence
+			}
+			p.lastSeq = seq + int32(lastDelta)
+			p.recent = append(p.recent, memSeq{first: seq, last: p.lastSeq, base: l.end, end: l.end + lastDelta})
+			if len(p.recent) > 5 {
+				p.recent = p.recent[1:]
+			}
+		}
+		cp := bytes.Clone(b)
+		binary.BigEndian.PutUint64(cp, uint64(l.end))
+		copy(b, cp[:8])
+		maxTS := int64(binary.BigEndian.Uint64(b[35:]))
+		l.batches = append(l.batches, memBatch{base: l.end, last: l.end + lastDelta, maxTS: maxTS, data: cp})
+		if res.BaseOffset < 0 {
+			res.BaseOffset = l.end
+		}
+		res.LastOffset = l.end + lastDelta
+		res.MaxTimestamp = max(res.MaxTimestamp, maxTS)
+		l.end += lastDelta + 1
+	}
+	return res, nil
+}
+
+type memView struct{ data []byte }
+
+func (v *memView) Len() int64             { return int64(len(v.data)) }
+func (v *memView) Bytes() ([]byte, error) { return v.data, nil }
+func (v *memView) WriteTo(w io.Writer) (int64, error) {
+	n, err := w.Write(v.data)
+	return int64(n), err
+}
+func (v *memView) Release() {}
+
+func (l *memLog) Read(offset int64, maxBytes int) (RecordView, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, logErrClosed
+	}
+	if offset < l.start {
+		return nil, logErrOffsetOutOfRange
+	}
+	var out []byte
+	for _, b := range l.batches {
+		if b.last < offset {
+			continue
+		}
+		if len(out) > 0 && len(out)+len(b.data) > maxBytes {
+			break
+		}
+		out = append(out, b.data...)
+	}
+	return &memView{data: out}, nil
+}
+
+func (l *memLog) StartOffset() int64 { l.mu.Lock(); defer l.mu.Unlock(); return l.start }
+func (l *memLog) EndOffset() int64   { l.mu.Lock(); defer l.mu.Unlock(); return l.end }
+func (l *memLog) Size() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n int64
+	for _, b := range l.batches {
+		n += int64(len(b.data))
+	}
+	return n
+}
+func (l *memLog) Flush() error                 { return nil }
+func (l *memLog) ApplyRetention() (int, error) { return 0, nil }
+func (l *memLog) OffsetForTimestamp(ts int64) (int64, int64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, b := range l.batches {
+		if b.maxTS >= ts {
+			return b.base, b.maxTS, true
+		}
+	}
+	return 0, 0, false
+}
+func (l *memLog) Close() error  { l.mu.Lock(); defer l.mu.Unlock(); l.closed = true; return nil }
+func (l *memLog) Delete() error { return l.Close() }

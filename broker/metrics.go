@@ -1,0 +1,82 @@
+package broker
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the broker's Prometheus collectors, registered on the
+// registry given to New.
+type metrics struct {
+	bytesIn       *prometheus.CounterVec
+	bytesOut      *prometheus.CounterVec
+	recordsIn     *prometheus.CounterVec
+	requests      *prometheus.HistogramVec
+	requestErrors *prometheus.CounterVec
+	duplicates    *prometheus.CounterVec
+	connections   prometheus.Gauge
+	logEnd        *prometheus.GaugeVec
+	logStart      *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		bytesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "tributary", Subsystem: "broker", Name: "bytes_in_total",
+			Help: "Record batch bytes appended by Produce.",
+		}, []string{"topic"}),
+		bytesOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "tributary", Subsystem: "broker", Name: "bytes_out_total",
+			Help: "Record batch bytes sent by Fetch.",
+		}, []string{"topic"}),
+		recordsIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "tributary", Subsystem: "broker", Name: "records_in_total",
+			Help: "Records appended by Produce, counted from batch headers.",
+		}, []string{"topic"}),
+		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "tributary", Subsystem: "broker", Name: "request_duration_seconds",
+			Help:    "Time from a request's decoding to its response being written, per API.",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 2.5, 14),
+		}, []string{"api"}),
+		requestErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "tributary", Subsystem: "broker", Name: "bad_requests_total",
+			Help: "Connections closed because of a bad frame, by reason.",
+		}, []string{"reason"}),
+		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "tributary", Subsystem: "broker", Name: "duplicate_batches_total",
+			Help: "Idempotent producer retries of batches already in the log (not appended again).",
+		}, []string{"topic"}),
+		connections: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "tributary", Subsystem: "broker", Name: "connections",
+			Help: "Open client connections.",
+		}),
+		logEnd: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "tributary", Subsystem: "broker", Name: "log_end_offset",
+			Help: "Log end offset (next offset to be written) per partition.",
+		}, []string{"topic", "partition"}),
+		logStart: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "tributary", Subsystem: "broker", Name: "log_start_offset",
+			Help: "Log start offset per partition.",
+		}, []string{"topic", "partition"}),
+	}
+	for _, c := range []prometheus.Collector{m.bytesIn, m.bytesOut, m.recordsIn, m.requests,
+		m.requestErrors, m.duplicates, m.connections, m.logEnd, m.logStart} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) observeOffsets(p *partition) {
+	lbl := []string{p.topic, strconv.Itoa(int(p.index))}
+	m.logEnd.WithLabelValues(lbl...).Set(float64(p.log.EndOffset()))
+	m.logStart.WithLabelValues(lbl...).Set(float64(p.log.StartOffset()))
+}
+
+func (m *metrics) forget(p *partition) {
+	lbl := []string{p.topic, strconv.Itoa(int(p.index))}
+	m.logEnd.DeleteLabelValues(lbl...)
+	m.logStart.DeleteLabelValues(lbl...)
+}

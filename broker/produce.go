@@ -1,0 +1,91 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handleProduce appends each partition's record batches to its log. With
+// acks=0 nothing is sent back; acks=-1 is acks=1, since every partition has
+// one replica. Nothing of a partition is written when any of its batches is
+// rejected.
+func (b *Broker) handleProduce(_ context.Context, r *request) (reply, error) {
+	req := r.msg.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	resp.SetVersion(req.Version)
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		t := b.lookup(rt.Topic)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset = -1
+			switch {
+			case req.TransactionID != nil:
+				sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.partitions):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			default:
+				b.appendPartition(t.partitions[rp.Partition], rp.Records, &sp)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if req.Acks == 0 {
+		return nil, nil
+	}
+	return kmsgReply{resp}, nil
+}
+
+func (b *Broker) appendPartition(p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) {
+	var count int64
+	var tooLarge, badMagic bool
+	err := scanBatches(records, func(in batchInfo) {
+		count += int64(in.records)
+		tooLarge = tooLarge || in.size > int(b.cfg.MessageMaxBytes)
+		badMagic = badMagic || in.magic != currentMagic
+	})
+	switch {
+	case err != nil:
+		sp.ErrorCode = kerr.CorruptMessage.Code
+		sp.ErrorMessage = kmsg.StringPtr(err.Error())
+		return
+	case tooLarge:
+		sp.ErrorCode = kerr.MessageTooLarge.Code
+		sp.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("a record batch is larger than message.max.bytes=%d", b.cfg.MessageMaxBytes))
+		return
+	case badMagic:
+		sp.ErrorCode = kerr.UnsupportedForMessageFormat.Code
+		return
+	}
+	res, err := p.log.Append(records)
+	if err != nil {
+		sp.ErrorCode = storageErrorCode(err)
+		sp.ErrorMessage = kmsg.StringPtr(err.Error())
+		lvl := b.logger.Warn
+		if sp.ErrorCode == kerr.KafkaStorageError.Code || sp.ErrorCode == kerr.UnknownServerError.Code {
+			lvl = b.logger.Error
+		}
+		lvl("produce rejected", "topic", p.topic, "partition", p.index,
+			"code", kerr.ErrorForCode(sp.ErrorCode).Error(), "err", err)
+		return
+	}
+	sp.BaseOffset = res.BaseOffset
+	sp.LogStartOffset = res.LogStartOffset
+	if res.Duplicate {
+		b.metrics.duplicates.WithLabelValues(p.topic).Inc()
+		b.logger.Debug("duplicate batch from idempotent producer", "topic", p.topic, "partition", p.index, "base_offset", res.BaseOffset)
+		return
+	}
+	b.metrics.bytesIn.WithLabelValues(p.topic).Add(float64(len(records)))
+	b.metrics.recordsIn.WithLabelValues(p.topic).Add(float64(count))
+	b.metrics.observeOffsets(p)
+	p.wake()
+}

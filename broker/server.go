@@ -1,0 +1,269 @@
+package broker
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// apiSpec is the version range advertised for one implemented API.
+type apiSpec struct{ min, max int16 }
+
+// apiTable lists every API the broker implements, with exactly the version
+// ranges that ApiVersions advertises. Ranges cover what franz-go 1.22 and
+// librdkafka 2.0 use; old message formats (Produce < 3, Fetch < 4) are not
+// offered, as in Kafka 4.
+var apiTable = map[int16]apiSpec{
+	int16(kmsg.Produce):        {3, 9},
+	int16(kmsg.Fetch):          {4, 12},
+	int16(kmsg.ListOffsets):    {1, 6},
+	int16(kmsg.Metadata):       {0, 12},
+	int16(kmsg.ApiVersions):    {0, 3},
+	int16(kmsg.CreateTopics):   {0, 7},
+	int16(kmsg.DeleteTopics):   {0, 6},
+	int16(kmsg.InitProducerID): {0, 4},
+}
+
+// dispatch runs the handler of r's API; every key of apiTable has one.
+func (b *Broker) dispatch(ctx context.Context, r *request) (reply, error) {
+	switch kmsg.Key(r.key) {
+	case kmsg.Produce:
+		return b.handleProduce(ctx, r)
+	case kmsg.Fetch:
+		return b.handleFetch(ctx, r)
+	case kmsg.ListOffsets:
+		return b.handleListOffsets(ctx, r)
+	case kmsg.Metadata:
+		return b.handleMetadata(ctx, r)
+	case kmsg.ApiVersions:
+		return b.handleAPIVersions(ctx, r)
+	case kmsg.CreateTopics:
+		return b.handleCreateTopics(ctx, r)
+	case kmsg.DeleteTopics:
+		return b.handleDeleteTopics(ctx, r)
+	case kmsg.InitProducerID:
+		return b.handleInitProducerID(ctx, r)
+	}
+	return nil, fmt.Errorf("%w: api key %d", ErrUnsupportedRequest, r.key)
+}
+
+// request is one decoded request frame.
+type request struct {
+	key      int16
+	version  int16
+	corr     int32
+	clientID *string
+	msg      kmsg.Request
+	// unsupportedVersion marks an ApiVersions request of a version we do
+	// not speak: it is answered in v0 format, as Kafka does.
+	unsupportedVersion bool
+	frameSize          int
+	conn               net.Conn
+}
+
+// reply is a response ready to be written as one frame.
+type reply interface {
+	// writeFrame writes the whole frame; it returns the bytes written.
+	writeFrame(w *connWriter, r *request) (int64, error)
+}
+
+// kmsgReply is an ordinary response encoded in one piece.
+type kmsgReply struct{ resp kmsg.Response }
+
+// responseHeaderFlexible: flexible responses carry a tagged-field byte in
+// the header, except ApiVersions, whose response header stays v0 so that a
+// client can parse it before knowing the version.
+func responseHeaderFlexible(r *request) bool {
+	return r.msg.IsFlexible() && r.key != int16(kmsg.ApiVersions)
+}
+
+func (k kmsgReply) writeFrame(w *connWriter, r *request) (int64, error) {
+	buf := w.scratch[:0]
+	buf = append(buf, 0, 0, 0, 0)
+	buf = kbin.AppendInt32(buf, r.corr)
+	if responseHeaderFlexible(r) {
+		buf = append(buf, 0)
+	}
+	buf = k.resp.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	w.scratch = buf
+	n, err := w.conn.Write(buf)
+	return int64(n), err
+}
+
+// connWriter is the write side of a connection, used by one goroutine.
+type connWriter struct {
+	conn    net.Conn
+	scratch []byte
+}
+
+func (b *Broker) acceptLoop() {
+	defer b.wg.Done()
+	var backoff time.Duration
+	for {
+		c, err := b.ln.Accept()
+		if err != nil {
+			if b.shutdownCtx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors and the like: wait rather than spin.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			b.logger.Warn("accept failed", "err", err, "retry_in", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-b.shutdownCtx.Done():
+				return
+			}
+			continue
+		}
+		backoff = 0
+		b.connMu.Lock()
+		if b.shutdownCtx.Err() != nil {
+			b.connMu.Unlock()
+			c.Close()
+			return
+		}
+		b.conns[c] = struct{}{}
+		b.wg.Add(1)
+		b.connMu.Unlock()
+		b.metrics.connections.Inc()
+		go b.serveConn(c)
+	}
+}
+
+// readAhead bounds how many decoded requests wait behind the one being
+// handled on a connection.
+const readAhead = 16
+
+func (b *Broker) serveConn(c net.Conn) {
+	defer b.wg.Done()
+	log := b.logger.With("remote", c.RemoteAddr().String())
+	reqs := make(chan *request, readAhead)
+	go b.readRequests(c, reqs, log)
+	w := &connWriter{conn: c}
+	broken := false
+	for r := range reqs {
+		if broken {
+			continue // drain so the reader can exit
+		}
+		if err := b.handle(w, r, log); err != nil {
+			log.Debug("closing connection", "err", err)
+			broken = true
+			_ = c.Close()
+		}
+	}
+	_ = c.Close()
+	b.connMu.Lock()
+	delete(b.conns, c)
+	b.connMu.Unlock()
+	b.metrics.connections.Dec()
+}
+
+// readRequests decodes frames until EOF, an error or shutdown, then closes
+// reqs. A bad frame is logged and ends the connection.
+func (b *Broker) readRequests(c net.Conn, reqs chan<- *request, log *slog.Logger) {
+	defer close(reqs)
+	br := bufio.NewReaderSize(c, 64<<10)
+	var sizeBuf [4]byte
+	for {
+		if _, err := io.ReadFull(br, sizeBuf[:]); err != nil {
+			if !errors.Is(err, io.EOF) && b.shutdownCtx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+				log.Debug("connection read ended", "err", err)
+			}
+			return
+		}
+		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+		if size < 0 || size > b.cfg.SocketRequestMaxBytes {
+			b.badFrame(log, "too_large", fmt.Errorf("%w: %d bytes, socket.request.max.bytes is %d",
+				ErrFrameTooLarge, size, b.cfg.SocketRequestMaxBytes))
+			return
+		}
+		frame := make([]byte, size)
+		if _, err := io.ReadFull(br, frame); err != nil {
+			log.Debug("connection closed mid-frame", "err", err)
+			return
+		}
+		r, err := b.decodeRequest(frame)
+		if err != nil {
+			reason := "malformed"
+			if errors.Is(err, ErrUnsupportedRequest) {
+				reason = "unsupported"
+			}
+			b.badFrame(log, reason, err)
+			return
+		}
+		r.conn = c
+		reqs <- r
+	}
+}
+
+func (b *Broker) badFrame(log *slog.Logger, reason string, err error) {
+	b.metrics.requestErrors.WithLabelValues(reason).Inc()
+	log.Warn("closing connection on bad request", "reason", reason, "err", err)
+}
+
+// decodeRequest parses the request header and body of one frame.
+func (b *Broker) decodeRequest(frame []byte) (*request, error) {
+	rd := kbin.Reader{Src: frame}
+	r := &request{frameSize: len(frame) + 4}
+	r.key = rd.Int16()
+	r.version = rd.Int16()
+	r.corr = rd.Int32()
+	r.clientID = rd.NullableString()
+	if !rd.Ok() {
+		return nil, fmt.Errorf("%w: short request header", ErrBadFrame)
+	}
+	spec, ok := apiTable[r.key]
+	if !ok {
+		return nil, fmt.Errorf("%w: api key %d (%s)", ErrUnsupportedRequest, r.key, kmsg.NameForKey(r.key))
+	}
+	r.msg = kmsg.RequestForKey(r.key)
+	if r.version < spec.min || r.version > spec.max {
+		if r.key != int16(kmsg.ApiVersions) {
+			return nil, fmt.Errorf("%w: %s v%d (supported v%d-v%d)", ErrUnsupportedRequest,
+				kmsg.NameForKey(r.key), r.version, spec.min, spec.max)
+		}
+		// The body of a newer ApiVersions may not parse; it is not needed.
+		r.unsupportedVersion = true
+		r.msg.SetVersion(0)
+		return r, nil
+	}
+	r.msg.SetVersion(r.version)
+	if r.msg.IsFlexible() {
+		kmsg.SkipTags(&rd)
+		if !rd.Ok() {
+			return nil, fmt.Errorf("%w: bad header tags", ErrBadFrame)
+		}
+	}
+	if err := r.msg.ReadFrom(rd.Src); err != nil {
+		return nil, fmt.Errorf("%w: %s v%d body: %v", ErrBadFrame, kmsg.NameForKey(r.key), r.version, err)
+	}
+	return r, nil
+}
+
+// handle runs one request and writes its response. An error means the
+// connection must be closed.
+func (b *Broker) handle(w *connWriter, r *request, log *slog.Logger) error {
+	start := time.Now()
+	rep, err := b.dispatch(b.shutdownCtx, r)
+	if err != nil {
+		b.badFrame(log, "invalid", err)
+		return err
+	}
+	if rep != nil {
+		if _, err := rep.writeFrame(w, r); err != nil {
+			return err
+		}
+	}
+	b.metrics.requests.WithLabelValues(kmsg.NameForKey(r.key)).Observe(time.Since(start).Seconds())
+	return nil
+}

@@ -1,0 +1,58 @@
+package broker
+
+import (
+	"log/slog"
+
+	plog "github.com/tributary/tributary/broker/log"
+)
+
+// The storage engine's sentinels, named here for the error table.
+var (
+	logErrCorruptBatch         = plog.ErrCorruptBatch
+	logErrOffsetOutOfRange     = plog.ErrOffsetOutOfRange
+	logErrOutOfOrderSequence   = plog.ErrOutOfOrderSequence
+	logErrInvalidProducerEpoch = plog.ErrInvalidProducerEpoch
+	logErrClosed               = plog.ErrClosed
+	logErrCorruption           = plog.ErrCorruption
+)
+
+// storageLog adapts *plog.Log to PartitionLog.
+type storageLog struct{ *plog.Log }
+
+func (l storageLog) Append(batch []byte) (AppendResult, error) {
+	r, err := l.Log.Append(batch)
+	return AppendResult{
+		BaseOffset: r.BaseOffset, LastOffset: r.LastOffset, MaxTimestamp: r.MaxTimestamp,
+		LogStartOffset: r.LogStartOffset, Duplicate: r.Duplicate,
+	}, err
+}
+
+func (l storageLog) Read(offset int64, maxBytes int) (RecordView, error) {
+	v, err := l.Log.Read(offset, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// openStorageLog opens partitions with broker/log, configured from the
+// broker's Config.
+func openStorageLog(cfg Config, logger *slog.Logger) logOpener {
+	lc := plog.Config{
+		SegmentBytes:          cfg.SegmentBytes,
+		SegmentMs:             cfg.SegmentMs,
+		IndexIntervalBytes:    cfg.IndexIntervalBytes,
+		FlushIntervalMessages: cfg.FlushIntervalMessages,
+		FlushInterval:         cfg.FlushInterval,
+		RetentionMs:           cfg.Retention,
+		RetentionBytes:        cfg.RetentionBytes,
+		Logger:                logger,
+	}
+	return func(dir string) (PartitionLog, error) {
+		l, err := plog.Open(dir, lc)
+		if err != nil {
+			return nil, err
+		}
+		return storageLog{l}, nil
+	}
+}

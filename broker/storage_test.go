@@ -1,0 +1,6 @@
+package broker
+
+// withMemLogs runs the broker over in-memory logs.
+func withMemLogs() Option {
+	return withLogOpener(func(string) (PartitionLog, error) { return newMemLog(), nil })
+}

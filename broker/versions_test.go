@@ -1,0 +1,179 @@
+package broker
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Every advertised version of every API is exercised here over a raw
+// connection, so that ApiVersions never promises an untested version.
+
+func TestEveryAdvertisedVersion(t *testing.T) {
+	b := newTestBroker(t, nil)
+	c := dialRaw(t, b.Addr())
+	spec := func(k kmsg.Key) apiSpec { return apiTable[int16(k)] }
+
+	// CreateTopics, each version its own topic.
+	for v := spec(kmsg.CreateTopics).min; v <= spec(kmsg.CreateTopics).max; v++ {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.SetVersion(v)
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = fmt.Sprintf("ct-v%d", v), 2, 1
+		req.Topics = append(req.Topics, rt)
+		resp := c.roundTrip(req).(*kmsg.CreateTopicsResponse)
+		if resp.Topics[0].ErrorCode != 0 || len(b.lookup(rt.Topic).partitions) != 2 {
+			t.Fatalf("CreateTopics v%d: %+v", v, resp.Topics[0])
+		}
+		again := c.roundTrip(req).(*kmsg.CreateTopicsResponse)
+		if again.Topics[0].ErrorCode != kerr.TopicAlreadyExists.Code {
+			t.Fatalf("CreateTopics v%d twice: error %d", v, again.Topics[0].ErrorCode)
+		}
+	}
+
+	// Produce: each version appends one batch to "pv"; offsets follow on.
+	if err := b.CreateTopic("pv", 1); err != nil {
+		t.Fatal(err)
+	}
+	var batches [][]byte
+	var next int64
+	for v := spec(kmsg.Produce).min; v <= spec(kmsg.Produce).max; v++ {
+		vals := []string{fmt.Sprint("a", v), fmt.Sprint("b", v), fmt.Sprint("c", v)}
+		batch := makeBatch(1000*int64(v), -1, -1, -1, vals...)
+		resp := c.roundTrip(produceRequest(v, -1, "pv", 0, bytes.Clone(batch))).(*kmsg.ProduceResponse)
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 || p.BaseOffset != next {
+			t.Fatalf("Produce v%d: error %d base %d, want base %d", v, p.ErrorCode, p.BaseOffset, next)
+		}
+		binary.BigEndian.PutUint64(batch, uint64(next))
+		batches = append(batches, batch)
+		next += int64(len(vals))
+	}
+	all := bytes.Join(batches, nil)
+
+	// Fetch: every version returns exactly the stored bytes (sendfile path
+	// with int32 prefixes below v12, uvarint prefixes at v12).
+	for v := spec(kmsg.Fetch).min; v <= spec(kmsg.Fetch).max; v++ {
+		resp := c.roundTrip(fetchRequest(v, "pv", 0, 0, 0, 1)).(*kmsg.FetchResponse)
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 || p.HighWatermark != next || !bytes.Equal(p.RecordBatches, all) {
+			t.Fatalf("Fetch v%d: error %d hw %d, %d record bytes (want %d)", v, p.ErrorCode, p.HighWatermark, len(p.RecordBatches), len(all))
+		}
+		if v >= 5 && p.LogStartOffset != 0 {
+			t.Fatalf("Fetch v%d: log start %d", v, p.LogStartOffset)
+		}
+		if v >= 11 && p.PreferredReadReplica != -1 {
+			t.Fatalf("Fetch v%d: preferred read replica %d", v, p.PreferredReadReplica)
+		}
+		// From the middle: whole batches from the one holding the offset.
+		mid := c.roundTrip(fetchRequest(v, "pv", 0, 4, 0, 1)).(*kmsg.FetchResponse)
+		if got := mid.Topics[0].Partitions[0].RecordBatches; !bytes.Equal(got, bytes.Join(batches[1:], nil)) {
+			t.Fatalf("Fetch v%d from offset 4: %d bytes", v, len(got))
+		}
+		atEnd := c.roundTrip(fetchRequest(v, "pv", 0, next, 0, 1)).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+		if atEnd.ErrorCode != 0 || atEnd.RecordBatches == nil || len(atEnd.RecordBatches) != 0 {
+			t.Fatalf("Fetch v%d at the end: error %d, records %v (want empty, not null)", v, atEnd.ErrorCode, atEnd.RecordBatches)
+		}
+		oor := c.roundTrip(fetchRequest(v, "pv", 0, next+1, 0, 1)).(*kmsg.FetchResponse)
+		if oor.Topics[0].Partitions[0].ErrorCode != kerr.OffsetOutOfRange.Code {
+			t.Fatalf("Fetch v%d past end: error %d", v, oor.Topics[0].Partitions[0].ErrorCode)
+		}
+	}
+
+	// ListOffsets: earliest, latest, by timestamp.
+	for v := spec(kmsg.ListOffsets).min; v <= spec(kmsg.ListOffsets).max; v++ {
+		for _, tc := range []struct{ ts, want int64 }{
+			{-2, 0}, {-1, next}, {0, 0}, {4000, 3}, {4001, 3}, {5000, 6}, {99999, -1},
+		} {
+			req := kmsg.NewPtrListOffsetsRequest()
+			req.SetVersion(v)
+			req.ReplicaID = -1
+			rt := kmsg.NewListOffsetsRequestTopic()
+			rt.Topic = "pv"
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Timestamp = tc.ts
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			p := c.roundTrip(req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+			if p.ErrorCode != 0 || p.Offset != tc.want {
+				t.Fatalf("ListOffsets v%d ts %d: error %d offset %d, want %d", v, tc.ts, p.ErrorCode, p.Offset, tc.want)
+			}
+		}
+	}
+
+	// Metadata: all topics, one topic, one unknown (auto-created).
+	for v := spec(kmsg.Metadata).min; v <= spec(kmsg.Metadata).max; v++ {
+		req := kmsg.NewPtrMetadataRequest()
+		req.SetVersion(v)
+		if v == 0 {
+			req.Topics = []kmsg.MetadataRequestTopic{}
+		}
+		resp := c.roundTrip(req).(*kmsg.MetadataResponse)
+		if len(resp.Brokers) != 1 || resp.Brokers[0].Host != "127.0.0.1" || fmt.Sprint(resp.Brokers[0].Port) != portOf(t, b.Addr()) {
+			t.Fatalf("Metadata v%d brokers %+v", v, resp.Brokers)
+		}
+		if len(resp.Topics) != len(b.Topics()) {
+			t.Fatalf("Metadata v%d: %d topics, want %d", v, len(resp.Topics), len(b.Topics()))
+		}
+		req = kmsg.NewPtrMetadataRequest()
+		req.SetVersion(v)
+		req.AllowAutoTopicCreation = true
+		for _, n := range []string{"pv", fmt.Sprint("auto-v", v)} {
+			mt := kmsg.NewMetadataRequestTopic()
+			mt.Topic = kmsg.StringPtr(n)
+			req.Topics = append(req.Topics, mt)
+		}
+		resp = c.roundTrip(req).(*kmsg.MetadataResponse)
+		if len(resp.Topics) != 2 || resp.Topics[0].ErrorCode != 0 || resp.Topics[1].ErrorCode != 0 ||
+			len(resp.Topics[1].Partitions) != 1 || resp.Topics[1].Partitions[0].Leader != 0 {
+			t.Fatalf("Metadata v%d named topics: %+v", v, resp.Topics)
+		}
+	}
+
+	// InitProducerID: fresh ids every time.
+	seen := map[int64]bool{}
+	for v := spec(kmsg.InitProducerID).min; v <= spec(kmsg.InitProducerID).max; v++ {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.SetVersion(v)
+		resp := c.roundTrip(req).(*kmsg.InitProducerIDResponse)
+		if resp.ErrorCode != 0 || resp.ProducerEpoch != 0 || seen[resp.ProducerID] {
+			t.Fatalf("InitProducerID v%d: %+v", v, resp)
+		}
+		seen[resp.ProducerID] = true
+		req.TransactionalID = kmsg.StringPtr("txn")
+		if got := c.roundTrip(req).(*kmsg.InitProducerIDResponse).ErrorCode; got == 0 {
+			t.Fatalf("InitProducerID v%d with a transactional id succeeded", v)
+		}
+	}
+
+	// DeleteTopics, each version deleting the topic CreateTopics made.
+	for v := spec(kmsg.DeleteTopics).min; v <= spec(kmsg.DeleteTopics).max; v++ {
+		name := fmt.Sprintf("ct-v%d", v)
+		req := kmsg.NewPtrDeleteTopicsRequest()
+		req.SetVersion(v)
+		if v >= 6 {
+			dt := kmsg.NewDeleteTopicsRequestTopic()
+			dt.Topic = kmsg.StringPtr(name)
+			req.Topics = append(req.Topics, dt)
+		} else {
+			req.TopicNames = []string{name}
+		}
+		resp := c.roundTrip(req).(*kmsg.DeleteTopicsResponse)
+		if resp.Topics[0].ErrorCode != 0 || b.lookup(name) != nil {
+			t.Fatalf("DeleteTopics v%d: error %d", v, resp.Topics[0].ErrorCode)
+		}
+		if got := c.roundTrip(req).(*kmsg.DeleteTopicsResponse).Topics[0].ErrorCode; got != kerr.UnknownTopicOrPartition.Code {
+			t.Fatalf("DeleteTopics v%d twice: error %d", v, got)
+		}
+	}
+}
+
+func portOf(t testing.TB, addr string) string {
+	t.Helper()
+	i := bytes.LastIndexByte([]byte(addr), ':')
+	return addr[i+1:]
+}

@@ -1,0 +1,192 @@
+package serde
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Registry is what the serde needs from a schema registry.
+type Registry interface {
+	// Register returns the id of schema under subject, registering it if new.
+	Register(ctx context.Context, subject, schema string) (int, error)
+	// SchemaByID returns the schema text with the id (ErrUnknownSchema if none).
+	SchemaByID(ctx context.Context, id int) (string, error)
+}
+
+// ClientConfig configures a RegistryClient.
+type ClientConfig struct {
+	// URL is the registry's base URL, "http://host:8081". Required.
+	URL string
+	// HTTPClient sends the requests; nil means a client with Timeout.
+	HTTPClient *http.Client
+	// Timeout bounds each request when HTTPClient is nil; 0 means 10s.
+	Timeout time.Duration
+}
+
+// Validate checks the configuration.
+func (c ClientConfig) Validate() error {
+	u, err := url.Parse(c.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("serde client config: URL %q is not an http(s) URL", c.URL)
+	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("serde client config: Timeout %v is negative", c.Timeout)
+	}
+	return nil
+}
+
+// RegistryClient speaks the Confluent Schema Registry REST API. It caches
+// the id of each (subject, schema text) it registered and every schema it
+// fetched by id: neither can change.
+type RegistryClient struct {
+	base string
+	http *http.Client
+
+	mu      sync.RWMutex
+	ids     map[[2]string]int
+	schemas map[int]string
+}
+
+var _ Registry = (*RegistryClient)(nil)
+
+// NewRegistryClient returns a client of the registry at cfg.URL.
+func NewRegistryClient(cfg ClientConfig) (*RegistryClient, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		timeout := cfg.Timeout
+		if timeout == 0 {
+			timeout = 10 * time.Second
+		}
+		hc = &http.Client{Timeout: timeout}
+	}
+	return &RegistryClient{
+		base:    strings.TrimSuffix(cfg.URL, "/"),
+		http:    hc,
+		ids:     map[[2]string]int{},
+		schemas: map[int]string{},
+	}, nil
+}
+
+// APIError is an error response of the registry.
+type APIError struct {
+	Status  int    // HTTP status
+	Code    int    `json:"error_code"`
+	Message string `json:"message"`
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("schema registry: HTTP %d, error %d: %s", e.Status, e.Code, e.Message)
+}
+
+// Is classifies registry error codes as the package's sentinels.
+func (e *APIError) Is(target error) bool {
+	switch target {
+	case ErrUnknownSchema:
+		return e.Code == 40403
+	case ErrIncompatible:
+		return e.Code == 409
+	case ErrInvalidSchema:
+		return e.Code == 42201
+	case ErrRegistry:
+		return true
+	}
+	return false
+}
+
+func (c *RegistryClient) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrRegistry, err)
+	}
+	req.Header.Set("Accept", "application/vnd.schemaregistry.v1+json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrRegistry, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrRegistry, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		apiErr := &APIError{Status: resp.StatusCode}
+		if json.Unmarshal(raw, apiErr) != nil || apiErr.Code == 0 {
+			apiErr.Code, apiErr.Message = resp.StatusCode, strings.TrimSpace(string(raw))
+		}
+		return apiErr
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("%w: bad response to %s %s: %v", ErrRegistry, method, path, err)
+	}
+	return nil
+}
+
+// Register registers schema under subject (or finds it) and caches the id.
+func (c *RegistryClient) Register(ctx context.Context, subject, schema string) (int, error) {
+	key := [2]string{subject, schema}
+	c.mu.RLock()
+	id, ok := c.ids[key]
+	c.mu.RUnlock()
+	if ok {
+		return id, nil
+	}
+	var out struct {
+		ID int `json:"id"`
+	}
+	err := c.do(ctx, http.MethodPost, "/subjects/"+url.PathEscape(subject)+"/versions", map[string]string{"schema": schema}, &out)
+	if err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	c.ids[key] = out.ID
+	c.schemas[out.ID] = schema
+	c.mu.Unlock()
+	return out.ID, nil
+}
+
+// SchemaByID fetches a schema by id, once.
+func (c *RegistryClient) SchemaByID(ctx context.Context, id int) (string, error) {
+	c.mu.RLock()
+	s, ok := c.schemas[id]
+	c.mu.RUnlock()
+	if ok {
+		return s, nil
+	}
+	var out struct {
+		Schema     string `json:"schema"`
+		SchemaType string `json:"schemaType"`
+	}
+	if err := c.do(ctx, http.MethodGet, "/schemas/ids/"+strconv.Itoa(id), nil, &out); err != nil {
+		return "", err
+	}
+	if out.SchemaType != "" && out.SchemaType != "AVRO" {
+		return "", fmt.Errorf("%w: schema %d is %s, not AVRO", ErrInvalidSchema, id, out.SchemaType)
+	}
+	c.mu.Lock()
+	c.schemas[id] = out.Schema
+	c.mu.Unlock()
+	return out.Schema, nil
+}

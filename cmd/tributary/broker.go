@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	"github.com/tributary/tributary/broker"
+)
+
+// brokerOptions are the flags of `tributary broker`.
+type brokerOptions struct {
+	config    string
+	overrides []string
+	logLevel  string
+}
+
+func newBrokerCommand() *cobra.Command {
+	var o brokerOptions
+	cmd := &cobra.Command{
+		Use:   "broker --config server.properties [--override key=value ...]",
+		Short: "Run a Kafka-protocol broker",
+		Long: "Run a broker configured by a Kafka-style server.properties file. " +
+			"--override key=value replaces one property (repeatable). " +
+			"SIGTERM or SIGINT shuts it down gracefully.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runBroker(cmd, o) },
+	}
+	cmd.Flags().StringVar(&o.config, "config", "", "server.properties file (required)")
+	cmd.Flags().StringArrayVar(&o.overrides, "override", nil, "key=value overriding one property")
+	cmd.Flags().StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func runBroker(cmd *cobra.Command, o brokerOptions) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	if o.config == "" {
+		return errors.New("--config is required")
+	}
+	f, err := os.Open(o.config)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	props, err := broker.ReadProperties(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("config %s: %w", o.config, err)
+	}
+	for _, kv := range o.overrides {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return fmt.Errorf("--override %q: want key=value", kv)
+		}
+		props[strings.TrimSpace(k)] = v
+	}
+	cfg, warnings, err := broker.ConfigFromProperties(props)
+	for _, w := range warnings {
+		logger.Warn(w)
+	}
+	if err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	b, err := broker.New(cfg, logger, reg)
+	if err != nil {
+		return err
+	}
+	parent := cmd.Context()
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(parent, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return b.Serve(ctx)
+}

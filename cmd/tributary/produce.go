@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// maxLineBytes bounds one stdin line; longer lines are an error rather than
+// an unbounded allocation.
+const maxLineBytes = 16 << 20
+
+// maxReportedErrors bounds how many individual record failures are printed;
+// the final summary still counts all of them.
+const maxReportedErrors = 10
+
+type produceOptions struct {
+	client       clientOptions
+	producer     producerFlags
+	topic        string
+	keySeparator string
+	partition    int32
+}
+
+func newProduceCommand() *cobra.Command {
+	o := &produceOptions{}
+	cmd := &cobra.Command{
+		Use:   "produce",
+		Short: "Produce one record per line of standard input (like kafka-console-producer)",
+		Long: "Produce reads standard input and sends one record per line. With --key-separator, the\n" +
+			"text before the first separator is the key and the rest the value. It flushes at end of\n" +
+			"input and exits non-zero if any record was not acknowledged.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := signalContext(cmd)
+			defer cancel()
+			return o.run(ctx, cmd.InOrStdin(), cmd.ErrOrStderr())
+		},
+	}
+	o.client.addFlags(cmd.Flags())
+	o.producer.addFlags(cmd.Flags(), "-1")
+	cmd.Flags().StringVar(&o.topic, "topic", "", "topic to produce to (required)")
+	cmd.Flags().StringVar(&o.keySeparator, "key-separator", "", "split each line into KEY SEP VALUE at the first SEP")
+	cmd.Flags().Int32Var(&o.partition, "partition", -1, "produce every record to this partition (default: by key, or sticky)")
+	return cmd
+}
+
+func (o *produceOptions) validate() error {
+	if err := o.client.validate(); err != nil {
+		return err
+	}
+	if err := checkTopicName(o.topic); err != nil {
+		return err
+	}
+	if err := o.producer.validate(); err != nil {
+		return err
+	}
+	if o.partition < -1 {
+		return badFlag("partition", strconv.Itoa(int(o.partition)), "must be a partition number >= 0")
+	}
+	return nil
+}
+
+// produceTally counts outcomes from promises, which kgo calls serially but
+// on its own goroutine.
+type produceTally struct {
+	mu     sync.Mutex
+	failed int
+	errOut io.Writer
+}
+
+func (t *produceTally) fail(line int, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.failed++
+	if t.failed <= maxReportedErrors {
+		fmt.Fprintf(t.errOut, "produce: line %d: %v\n", line, err)
+	}
+}
+
+func (o *produceOptions) run(ctx context.Context, in io.Reader, errOut io.Writer) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	opts := append(o.client.kgoOpts(), o.producer.kgoOpts()...)
+	// Like the Java console producer, let a broker with
+	// auto.create.topics.enable create the topic on first use.
+	opts = append(opts, kgo.DefaultProduceTopic(o.topic), kgo.AllowAutoTopicCreation())
+	if o.partition >= 0 {
+		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+
+	tally := &produceTally{errOut: errOut}
+	sep := []byte(o.keySeparator)
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), maxLineBytes)
+	lines := 0
+	for sc.Scan() {
+		lines++
+		line := bytes.TrimSuffix(sc.Bytes(), []byte("\r"))
+		rec := &kgo.Record{Partition: o.partition}
+		if len(sep) > 0 {
+			k, v, ok := bytes.Cut(line, sep)
+			if !ok {
+				tally.fail(lines, fmt.Errorf("no key separator %q in line", o.keySeparator))
+				continue
+			}
+			// The scanner reuses its buffer, and kgo keeps the slices
+			// until the promise runs, so copy.
+			rec.Key = bytes.Clone(k)
+			rec.Value = bytes.Clone(v)
+		} else {
+			rec.Value = bytes.Clone(line)
+		}
+		n := lines
+		cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
+			if err != nil {
+				tally.fail(n, err)
+			}
+		})
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	scanErr := sc.Err()
+	if errors.Is(scanErr, bufio.ErrTooLong) {
+		scanErr = fmt.Errorf("line %d is longer than %d bytes", lines+1, maxLineBytes)
+	}
+	// Flush even after a read error or a signal so that what was read is
+	// either acknowledged or counted as failed.
+	if err := cl.Flush(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("flush: %w", err)
+	}
+	tally.mu.Lock()
+	failed := tally.failed
+	tally.mu.Unlock()
+	switch {
+	case scanErr != nil:
+		return fmt.Errorf("read standard input: %w", scanErr)
+	case failed > 0:
+		return fmt.Errorf("%w: %d of %d records were not produced", errRecordsFailed, failed, lines)
+	case ctx.Err() != nil:
+		return fmt.Errorf("interrupted after %d lines: %w", lines, ctx.Err())
+	}
+	return nil
+}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker"
+)
+
+// testBrokerID is not Kafka's default 0 so that describe output proves the
+// broker's id reaches the Leader, Replicas and Isr columns.
+const testBrokerID = 1
+
+// testLogWriter forwards broker warnings to the test log until the test's
+// cleanup closes it.
+type testLogWriter struct {
+	mu     sync.Mutex
+	t      testing.TB
+	closed bool
+}
+
+func (w *testLogWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed {
+		w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+// newBroker starts an in-process broker on a free loopback port with its
+// log in t.TempDir() and returns its address; cleanup closes it.
+func newBroker(t testing.TB) string {
+	t.Helper()
+	w := &testLogWriter{t: t}
+	logger := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	b, err := broker.New(broker.Config{
+		BrokerID:  testBrokerID,
+		Listeners: "PLAINTEXT://127.0.0.1:0",
+		LogDirs:   []string{t.TempDir()},
+	}, logger, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatalf("broker.New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := b.Start(ctx); err != nil {
+		cancel()
+		t.Fatalf("broker start: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := b.Close(); err != nil {
+			t.Errorf("broker close: %v", err)
+		}
+		w.mu.Lock()
+		w.closed = true
+		w.mu.Unlock()
+	})
+	return b.Addr()
+}
+
+// mustRun runs the CLI and fails the test on error.
+func mustRun(t testing.TB, stdin string, args ...string) cliResult {
+	t.Helper()
+	res := runCLI(t, 60*time.Second, stdin, args...)
+	if res.err != nil {
+		t.Fatalf("tributary %s: %v\nstderr: %s", strings.Join(args, " "), res.err, res.stderr)
+	}
+	return res
+}
+
+func TestTopicsLifecycle(t *testing.T) {
+	bs := newBroker(t)
+
+	res := mustRun(t, "", "topics", "create", "--bootstrap", bs, "--topic", "events", "--partitions", "3")
+	if res.stdout != "Created topic events.\n" {
+		t.Fatalf("create printed %q", res.stdout)
+	}
+	mustRun(t, "", "topics", "create", "--bootstrap", bs, "--topic", "clicks")
+
+	res = mustRun(t, "", "topics", "list", "--bootstrap", bs)
+	if res.stdout != "clicks\nevents\n" {
+		t.Fatalf("list printed %q, want clicks and events sorted", res.stdout)
+	}
+
+	res = mustRun(t, "", "topics", "describe", "--bootstrap", bs, "--topic", "events")
+	want := "Topic: events\tPartitionCount: 3\tReplicationFactor: 1\tConfigs: \n" +
+		"\tTopic: events\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\n" +
+		"\tTopic: events\tPartition: 1\tLeader: 1\tReplicas: 1\tIsr: 1\n" +
+		"\tTopic: events\tPartition: 2\tLeader: 1\tReplicas: 1\tIsr: 1\n"
+	if res.stdout != want {
+		t.Fatalf("describe printed\n%q\nwant\n%q", res.stdout, want)
+	}
+
+	// Without --topic, describe covers every topic in name order.
+	res = mustRun(t, "", "topics", "describe", "--bootstrap", bs)
+	if !strings.HasPrefix(res.stdout, "Topic: clicks\tPartitionCount: 1\t") || !strings.Contains(res.stdout, "\nTopic: events\tPartitionCount: 3\t") {
+		t.Fatalf("describe of all topics printed\n%s", res.stdout)
+	}
+
+	res = runCLI(t, 30*time.Second, "", "topics", "create", "--bootstrap", bs, "--topic", "events")
+	if res.err == nil || !strings.Contains(res.err.Error(), "already exists") {
+		t.Fatalf("second create: err %v, want already exists", res.err)
+	}
+	res = mustRun(t, "", "topics", "create", "--bootstrap", bs, "--topic", "events", "--if-not-exists")
+	if res.stdout != "" {
+		t.Fatalf("create --if-not-exists of an existing topic printed %q", res.stdout)
+	}
+
+	res = mustRun(t, "", "topics", "delete", "--bootstrap", bs, "--topic", "events")
+	if res.stdout != "Deleted topic events.\n" {
+		t.Fatalf("delete printed %q", res.stdout)
+	}
+	res = mustRun(t, "", "topics", "list", "--bootstrap", bs)
+	if res.stdout != "clicks\n" {
+		t.Fatalf("list after delete printed %q", res.stdout)
+	}
+	res = runCLI(t, 30*time.Second, "", "topics", "describe", "--bootstrap", bs, "--topic", "events")
+	if !errors.Is(res.err, errTopicMissing) {
+		t.Fatalf("describe of deleted topic: err %v, want errTopicMissing", res.err)
+	}
+	res = runCLI(t, 30*time.Second, "", "topics", "delete", "--bootstrap", bs, "--topic", "events")
+	if !errors.Is(res.err, errTopicMissing) {
+		t.Fatalf("delete of deleted topic: err %v, want errTopicMissing", res.err)
+	}
+}
+
+func TestTopicsUnreachableBrokerFails(t *testing.T) {
+	res := runCLI(t, 20*time.Second, "", "topics", "list", "--bootstrap", "127.0.0.1:1", "--request-timeout", "1s")
+	if res.err == nil {
+		t.Fatalf("list against a closed port succeeded: %q", res.stdout)
+	}
+}
+
+func TestTopicDescriptionFormat(t *testing.T) {
+	d := kadm.TopicDetail{
+		Topic: "events",
+		Partitions: kadm.PartitionDetails{
+			1: {Topic: "events", Partition: 1, Leader: 1, Replicas: []int32{1}, ISR: []int32{1}},
+			0: {Topic: "events", Partition: 0, Leader: 1, Replicas: []int32{1}, ISR: []int32{1}},
+		},
+	}
+	configs := []kadm.Config{
+		{Key: "segment.bytes", Value: kadm.StringPtr("1048576"), Source: kmsg.ConfigSourceDynamicTopicConfig},
+		{Key: "cleanup.policy", Value: kadm.StringPtr("delete"), Source: kmsg.ConfigSourceDynamicTopicConfig},
+	}
+	var out bytes.Buffer
+	writeTopicDescription(&out, d, configs)
+	want := "Topic: events\tPartitionCount: 2\tReplicationFactor: 1\tConfigs: cleanup.policy=delete,segment.bytes=1048576\n" +
+		"\tTopic: events\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\n" +
+		"\tTopic: events\tPartition: 1\tLeader: 1\tReplicas: 1\tIsr: 1\n"
+	if out.String() != want {
+		t.Fatalf("describe printed\n%q\nwant\n%q", out.String(), want)
+	}
+}
+
+func TestParseConfigs(t *testing.T) {
+	got, err := parseConfigs([]string{"retention.ms=1000", "cleanup.policy=compact", "empty="})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"retention.ms": "1000", "cleanup.policy": "compact", "empty": ""}
+	if len(got) != len(want) {
+		t.Fatalf("parsed %d configs, want %d", len(got), len(want))
+	}
+	for k, v := range want {
+		if got[k] == nil || *got[k] != v {
+			t.Errorf("config %s = %v, want %q", k, got[k], v)
+		}
+	}
+}
