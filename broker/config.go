@@ -300,9 +300,17 @@ var propertySetters = map[string]func(c *Config, v string) error{
 		c.AdvertisedListeners = v
 		return nil
 	},
-	"log.dirs":                  setLogDirs,
-	"log.dir":                   setLogDirs,
-	"num.partitions":            func(c *Config, v string) error { return setInt32(&c.NumPartitions, v) },
+	"log.dirs": setLogDirs,
+	"log.dir":  setLogDirs,
+	"num.partitions": func(c *Config, v string) error {
+		if err := setInt32(&c.NumPartitions, v); err != nil {
+			return err
+		}
+		if c.NumPartitions < 1 {
+			return fmt.Errorf("must be >= 1")
+		}
+		return nil
+	},
 	"auto.create.topics.enable": setAutoCreate,
 	"log.segment.bytes":         func(c *Config, v string) error { return setInt64(&c.SegmentBytes, v) },
 	"log.retention.bytes":       func(c *Config, v string) error { return setInt64(&c.RetentionBytes, v) },

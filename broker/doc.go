@@ -38,7 +38,8 @@
 // does. Different connections run in parallel. Topic metadata is guarded by
 // a lock in Broker; each partition log is safe for concurrent Append and
 // Read. Fetch long-polls by registering a waiter on every partition it reads;
-// an append wakes the waiters of its partition.
+// an append wakes the waiters of its partition. A long-poll also ends when
+// its client disconnects or the broker shuts down.
 //
 // A Broker is safe for concurrent use. Close may be called more than once.
 package broker

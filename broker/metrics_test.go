@@ -1,7 +1,10 @@
 package broker
 
 import (
+	"io"
+	"net/http"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -39,4 +42,19 @@ func counterValue(t testing.TB, reg prometheus.Gatherer, name string, labels map
 		}
 	}
 	return 0
+}
+
+func httpGet(t testing.TB, url string) string {
+	t.Helper()
+	cl := &http.Client{Timeout: 5 * time.Second}
+	resp, err := cl.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
+	}
+	return string(body)
 }

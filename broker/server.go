@@ -148,14 +148,18 @@ func (b *Broker) serveConn(c net.Conn) {
 	defer b.wg.Done()
 	log := b.logger.With("remote", c.RemoteAddr().String())
 	reqs := make(chan *request, readAhead)
-	go b.readRequests(c, reqs, log)
+	// connCtx ends when the peer goes away, so that a long-polling Fetch
+	// does not wait out max_wait for a client that left.
+	connCtx, peerGone := context.WithCancel(b.shutdownCtx)
+	defer peerGone()
+	go b.readRequests(c, reqs, log, peerGone)
 	w := &connWriter{conn: c}
 	broken := false
 	for r := range reqs {
 		if broken {
 			continue // drain so the reader can exit
 		}
-		if err := b.handle(w, r, log); err != nil {
+		if err := b.handle(connCtx, w, r, log); err != nil {
 			log.Debug("closing connection", "err", err)
 			broken = true
 			_ = c.Close()
@@ -170,12 +174,15 @@ func (b *Broker) serveConn(c net.Conn) {
 
 // readRequests decodes frames until EOF, an error or shutdown, then closes
 // reqs. A bad frame is logged and ends the connection.
-func (b *Broker) readRequests(c net.Conn, reqs chan<- *request, log *slog.Logger) {
+func (b *Broker) readRequests(c net.Conn, reqs chan<- *request, log *slog.Logger, peerGone context.CancelFunc) {
 	defer close(reqs)
 	br := bufio.NewReaderSize(c, 64<<10)
 	var sizeBuf [4]byte
 	for {
 		if _, err := io.ReadFull(br, sizeBuf[:]); err != nil {
+			if b.shutdownCtx.Err() == nil {
+				peerGone()
+			}
 			if !errors.Is(err, io.EOF) && b.shutdownCtx.Err() == nil && !errors.Is(err, net.ErrClosed) {
 				log.Debug("connection read ended", "err", err)
 			}
@@ -252,9 +259,9 @@ func (b *Broker) decodeRequest(frame []byte) (*request, error) {
 
 // handle runs one request and writes its response. An error means the
 // connection must be closed.
-func (b *Broker) handle(w *connWriter, r *request, log *slog.Logger) error {
+func (b *Broker) handle(ctx context.Context, w *connWriter, r *request, log *slog.Logger) error {
 	start := time.Now()
-	rep, err := b.dispatch(b.shutdownCtx, r)
+	rep, err := b.dispatch(ctx, r)
 	if err != nil {
 		b.badFrame(log, "invalid", err)
 		return err

@@ -1,0 +1,150 @@
+package broker
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseProperties(t *testing.T) {
+	in := `# a stock-looking server.properties
+broker.id=3
+listeners=PLAINTEXT://127.0.0.1:9093
+advertised.listeners = PLAINTEXT://broker3.example:9093
+log.dirs=/data/a, /data/b
+num.partitions: 6
+auto.create.topics.enable=false
+log.segment.bytes=1048576
+log.retention.hours=24
+log.retention.minutes=90
+log.retention.bytes=-1
+log.roll.hours=1
+log.flush.interval.messages=9223372036854775807
+log.flush.interval.ms=1000
+message.max.bytes=2000000
+socket.request.max.bytes=4194304
+metrics.listen=127.0.0.1:0
+num.network.threads=3
+! another comment style
+log.index.interval.bytes \
+   = 8192
+mystery.key=1
+`
+	cfg, warnings, err := ParseProperties(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		BrokerID: 3, Listeners: "PLAINTEXT://127.0.0.1:9093", AdvertisedListeners: "PLAINTEXT://broker3.example:9093",
+		LogDirs: []string{"/data/a", "/data/b"}, NumPartitions: 6, DisableAutoCreateTopics: true,
+		SegmentBytes: 1 << 20, Retention: 90 * time.Minute, RetentionBytes: -1, SegmentMs: time.Hour,
+		FlushIntervalMessages: 0, FlushInterval: time.Second, MessageMaxBytes: 2000000,
+		SocketRequestMaxBytes: 4 << 20, MetricsListen: "127.0.0.1:0", IndexIntervalBytes: 8192,
+	}
+	if got, w := strings.Join(cfg.LogDirs, ","), strings.Join(want.LogDirs, ","); got != w {
+		t.Fatalf("log.dirs %q, want %q", got, w)
+	}
+	cfg.LogDirs, want.LogDirs = nil, nil
+	if !configEqual(cfg, want) {
+		t.Fatalf("config\n got %+v\nwant %+v", cfg, want)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "mystery.key") {
+		t.Fatalf("warnings %q, want one for mystery.key", warnings)
+	}
+}
+
+func configEqual(a, b Config) bool {
+	a.LogDirs, b.LogDirs = nil, nil
+	return a.BrokerID == b.BrokerID && a.Listeners == b.Listeners && a.AdvertisedListeners == b.AdvertisedListeners &&
+		a.NumPartitions == b.NumPartitions && a.DisableAutoCreateTopics == b.DisableAutoCreateTopics &&
+		a.SegmentBytes == b.SegmentBytes && a.SegmentMs == b.SegmentMs && a.Retention == b.Retention &&
+		a.RetentionBytes == b.RetentionBytes && a.RetentionCheckInterval == b.RetentionCheckInterval &&
+		a.FlushIntervalMessages == b.FlushIntervalMessages && a.FlushInterval == b.FlushInterval &&
+		a.IndexIntervalBytes == b.IndexIntervalBytes && a.MessageMaxBytes == b.MessageMaxBytes &&
+		a.SocketRequestMaxBytes == b.SocketRequestMaxBytes && a.MetricsListen == b.MetricsListen
+}
+
+func TestConfigErrorsNameTheKey(t *testing.T) {
+	for _, tc := range []struct{ props, key string }{
+		{"log.dirs=x\nnum.partitions=zero", "num.partitions"},
+		{"log.dirs=x\nnum.partitions=0", "num.partitions"},
+		{"log.dirs=x\nbroker.id=-1", "broker.id"},
+		{"log.dirs=x\nlisteners=SSL://h:1", "listeners"},
+		{"log.dirs=x\nlisteners=PLAINTEXT://a:1,PLAINTEXT://b:2", "listeners"},
+		{"log.dirs=x\nadvertised.listeners=PLAINTEXT://h:0", "advertised.listeners"},
+		{"log.dirs=x\nlog.segment.bytes=10", "log.segment.bytes"},
+		{"log.dirs=x\nlog.segment.bytes=4294967296", "log.segment.bytes"},
+		{"log.dirs=x\nlog.retention.hours=soon", "log.retention.hours"},
+		{"log.dirs=x\nauto.create.topics.enable=maybe", "auto.create.topics.enable"},
+		{"log.dirs=x\nlog.flush.interval.ms=-1", "log.flush.interval.ms"},
+		{"log.dirs=x\nsocket.request.max.bytes=10", "socket.request.max.bytes"},
+		{"log.dirs=x\nmetrics.listen=nonsense", "metrics.listen"},
+		{"num.partitions=1", "log.dirs"},
+		{"log.dirs= , ", "log.dirs"},
+	} {
+		_, _, err := ParseProperties(strings.NewReader(tc.props))
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.key) {
+			t.Errorf("%q: error %v, want ErrInvalidConfig naming %s", tc.props, err, tc.key)
+		}
+	}
+}
+
+func TestConfigDefaultsAndUnlimitedRetention(t *testing.T) {
+	cfg, _, err := ParseProperties(strings.NewReader("log.dir=/d\nlog.retention.ms=-1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Retention >= 0 {
+		t.Fatalf("log.retention.ms=-1 gave %v, want negative (unlimited)", cfg.Retention)
+	}
+	d := Config{LogDirs: []string{"/d"}}.withDefaults()
+	if d.Listeners != DefaultListeners || d.NumPartitions != 1 || d.SegmentBytes != 1<<30 ||
+		d.MessageMaxBytes != DefaultMessageMaxBytes || d.Retention != 7*24*time.Hour {
+		t.Fatalf("defaults %+v", d)
+	}
+	if err := (Config{LogDirs: []string{"/d"}}).Validate(); err != nil {
+		t.Fatalf("zero config with a log dir: %v", err)
+	}
+}
+
+func TestTopicNameValidation(t *testing.T) {
+	for _, ok := range []string{"a", "A.b_c-9", strings.Repeat("x", 249)} {
+		if err := validateTopicName(ok); err != nil {
+			t.Errorf("%q rejected: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", ".", "..", "a b", "a/b", "ä", strings.Repeat("x", 250)} {
+		if err := validateTopicName(bad); !errors.Is(err, ErrInvalidTopic) {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if name, p, ok := parsePartitionDir("my-topic-12"); !ok || name != "my-topic" || p != 12 {
+		t.Errorf("parsePartitionDir: %q %d %v", name, p, ok)
+	}
+	for _, bad := range []string{"topic", "topic-", "topic-01", "-3", "a b-1"} {
+		if _, _, ok := parsePartitionDir(bad); ok {
+			t.Errorf("parsePartitionDir(%q) accepted", bad)
+		}
+	}
+}
+
+func TestMetricsEndpoint(t *testing.T) {
+	b := newTestBroker(t, func(c *Config) { c.MetricsListen = "127.0.0.1:0" })
+	if err := b.CreateTopic("m", 1); err != nil {
+		t.Fatal(err)
+	}
+	c := dialRaw(t, b.Addr())
+	c.roundTrip(produceRequest(9, 1, "m", 0, makeBatch(1, -1, -1, -1, "a", "b", "c")))
+	body := httpGet(t, "http://"+b.MetricsAddr()+"/metrics")
+	for _, want := range []string{
+		`tributary_broker_records_in_total{topic="m"} 3`,
+		`tributary_broker_log_end_offset{partition="0",topic="m"} 3`,
+		`tributary_broker_request_duration_seconds_count{api="Produce"} 1`,
+		`tributary_broker_bytes_in_total{topic="m"}`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
