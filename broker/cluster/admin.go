@@ -1,0 +1,120 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/tributary/tributary/internal/coord"
+)
+
+// CreateTopic assigns partitions*replicationFactor replicas over the live
+// brokers (see assignReplicas) and writes the assignment and the config
+// overrides in one multi-op, as Kafka's AdminUtils does; any member may
+// call it. The controller then elects the leaders: the call returns before
+// they are in Metadata (wait with AwaitMetadata).
+//
+// Errors wrap ErrInvalidTopic, ErrInvalidPartitions,
+// ErrInvalidReplicationFactor, ErrInvalidTopicConfig or ErrTopicExists; a
+// coordination error wrapping coord.ErrUnavailable leaves the outcome
+// unknown (a retry then reports ErrTopicExists if it took effect).
+func (m *Member) CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int16, configs map[string]string) error {
+	if err := ValidateTopicName(name); err != nil {
+		return err
+	}
+	for k := range configs {
+		if k == "" {
+			return fmt.Errorf("%w: topic %s: empty config name", ErrInvalidTopicConfig, name)
+		}
+	}
+	s, err := m.currentSession()
+	if err != nil {
+		return err
+	}
+	if err := m.checkNewTopic(ctx, s, name); err != nil {
+		return err
+	}
+	names, _, err := s.Children(ctx, brokerIDsPath)
+	if err != nil {
+		return fmt.Errorf("cluster: create topic %s: listing brokers: %w", name, err)
+	}
+	replicas, err := assignReplicas(brokerIDs(names), partitions, replicationFactor)
+	if err != nil {
+		return fmt.Errorf("cluster: create topic %s: %w", name, err)
+	}
+	ops := []coord.Op{{Kind: coord.OpCreate, Path: topicPath(name), Data: encodeAssignment(replicas), Mode: coord.Persistent}}
+	// A config node can outlive its topic (written by hand or by an older
+	// tool); it is overwritten, not an error.
+	ok, _, err := s.Exists(ctx, topicConfigPath(name))
+	if err != nil {
+		return fmt.Errorf("cluster: create topic %s: %w", name, err)
+	}
+	if ok {
+		ops = append(ops, coord.Op{Kind: coord.OpSet, Path: topicConfigPath(name), Data: encodeConfig(configs), Version: coord.AnyVersion})
+	} else {
+		ops = append(ops, coord.Op{Kind: coord.OpCreate, Path: topicConfigPath(name), Data: encodeConfig(configs), Mode: coord.Persistent})
+	}
+	if err := s.Multi(ctx, ops...); err != nil {
+		if errors.Is(err, coord.ErrNodeExists) {
+			if exists, _, xerr := s.Exists(ctx, topicPath(name)); xerr == nil && exists {
+				return fmt.Errorf("%w: topic '%s' already exists", ErrTopicExists, name)
+			}
+		}
+		return fmt.Errorf("cluster: create topic %s: %w", name, err)
+	}
+	m.log.Info("cluster: topic created", "topic", name, "partitions", partitions,
+		"replication_factor", replicationFactor, "configs", configs)
+	return nil
+}
+
+// checkNewTopic fails if name exists or collides with an existing topic.
+func (m *Member) checkNewTopic(ctx context.Context, s coord.Session, name string) error {
+	topics, _, err := s.Children(ctx, topicsPath)
+	if err != nil {
+		return fmt.Errorf("cluster: create topic %s: listing topics: %w", name, err)
+	}
+	if slices.Contains(topics, name) {
+		marked, _, err := s.Exists(ctx, deleteTopicPath(name))
+		if err == nil && marked {
+			return fmt.Errorf("%w: topic '%s' is marked for deletion", ErrTopicExists, name)
+		}
+		return fmt.Errorf("%w: topic '%s' already exists", ErrTopicExists, name)
+	}
+	key := collisionKey(name)
+	for _, t := range topics {
+		if collisionKey(t) == key {
+			return fmt.Errorf("%w: topic '%s' collides with existing topic '%s' ('.' and '_' are alike in metric names)",
+				ErrInvalidTopic, name, t)
+		}
+	}
+	return nil
+}
+
+// DeleteTopic requests the deletion of a topic by writing
+// /admin/delete_topics/<topic>; the controller removes the topic's nodes
+// and the request. It returns once the request is written (wait with
+// AwaitMetadata for the topic to go). A topic already marked is not an
+// error. An unknown topic fails with an error wrapping ErrUnknownTopic.
+func (m *Member) DeleteTopic(ctx context.Context, name string) error {
+	if err := ValidateTopicName(name); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnknownTopic, err)
+	}
+	s, err := m.currentSession()
+	if err != nil {
+		return err
+	}
+	ok, _, err := s.Exists(ctx, topicPath(name))
+	if err != nil {
+		return fmt.Errorf("cluster: delete topic %s: %w", name, err)
+	}
+	if !ok {
+		return fmt.Errorf("%w: topic '%s' does not exist", ErrUnknownTopic, name)
+	}
+	_, err = s.CreateAll(ctx, deleteTopicPath(name), nil, coord.Persistent)
+	if err != nil && !errors.Is(err, coord.ErrNodeExists) {
+		return fmt.Errorf("cluster: delete topic %s: %w", name, err)
+	}
+	m.log.Info("cluster: topic deletion requested", "topic", name)
+	return nil
+}

@@ -1,0 +1,133 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults for the zero values of Config.
+const (
+	// DefaultHost is advertised when Config.Host is empty.
+	DefaultHost = "127.0.0.1"
+	// DefaultPort is Kafka's default listener port.
+	DefaultPort = 9092
+	// DefaultRetryBackoff spaces retries after a failed coordination call
+	// and is the first pause between attempts to open a new session.
+	DefaultRetryBackoff = 200 * time.Millisecond
+	// maxRetryBackoff caps the exponential pause between reconnect attempts.
+	maxRetryBackoff = 5 * time.Second
+)
+
+// Config describes this broker to the cluster. The zero value is a broker
+// with id 0 at 127.0.0.1:9092.
+type Config struct {
+	// BrokerID is broker.id; ids are unique among live brokers.
+	BrokerID int32
+	// Host and Port are the advertised PLAINTEXT address written to
+	// /brokers/ids/<id>. Defaults DefaultHost and DefaultPort.
+	Host string
+	Port int32
+	// Endpoints are the advertised listeners as "NAME://host:port". Default:
+	// one PLAINTEXT listener at Host:Port.
+	Endpoints []string
+	// Rack is broker.rack; empty means none (the field is then omitted).
+	Rack string
+	// Logger receives membership, election and controller messages; nil
+	// discards them.
+	Logger *slog.Logger
+	// Now stamps the registration and controller nodes; default time.Now.
+	Now func() time.Time
+	// RetryBackoff is the pause after a failed coordination call; reconnect
+	// attempts double it up to 5 s. Default DefaultRetryBackoff.
+	RetryBackoff time.Duration
+}
+
+// Validate checks the configuration; the error wraps ErrBadConfig.
+func (c Config) Validate() error {
+	var errs []error
+	if c.BrokerID < 0 {
+		errs = append(errs, fmt.Errorf("broker id %d is negative", c.BrokerID))
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		errs = append(errs, fmt.Errorf("port %d is out of range", c.Port))
+	}
+	if strings.ContainsAny(c.Host, "/ ") {
+		errs = append(errs, fmt.Errorf("host %q is not a host name", c.Host))
+	}
+	for _, ep := range c.Endpoints {
+		if _, _, _, err := parseEndpoint(ep); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.RetryBackoff < 0 {
+		errs = append(errs, fmt.Errorf("negative retry backoff %v", c.RetryBackoff))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	return nil
+}
+
+func (c Config) host() string {
+	if c.Host != "" {
+		return c.Host
+	}
+	return DefaultHost
+}
+
+func (c Config) port() int32 {
+	if c.Port != 0 {
+		return c.Port
+	}
+	return DefaultPort
+}
+
+func (c Config) endpoints() []string {
+	if len(c.Endpoints) > 0 {
+		return c.Endpoints
+	}
+	return []string{"PLAINTEXT://" + net.JoinHostPort(c.host(), strconv.Itoa(int(c.port())))}
+}
+
+func (c Config) logger() *slog.Logger {
+	if c.Logger != nil {
+		return c.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (c Config) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+func (c Config) retryBackoff() time.Duration {
+	if c.RetryBackoff > 0 {
+		return c.RetryBackoff
+	}
+	return DefaultRetryBackoff
+}
+
+// parseEndpoint splits "NAME://host:port".
+func parseEndpoint(ep string) (listener, host string, port int32, err error) {
+	name, addr, ok := strings.Cut(ep, "://")
+	if !ok || name == "" {
+		return "", "", 0, fmt.Errorf("endpoint %q is not NAME://host:port", ep)
+	}
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", "", 0, fmt.Errorf("endpoint %q: %w", ep, err)
+	}
+	n, err := strconv.ParseInt(p, 10, 32)
+	if err != nil || n < 0 || n > 65535 {
+		return "", "", 0, fmt.Errorf("endpoint %q: bad port %q", ep, p)
+	}
+	return name, h, int32(n), nil
+}

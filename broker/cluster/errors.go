@@ -1,0 +1,35 @@
+package cluster
+
+import "errors"
+
+var (
+	// ErrBrokerIDRegistered: another live session holds /brokers/ids/<id>,
+	// so a second broker with this id must not start.
+	ErrBrokerIDRegistered = errors.New("cluster: broker id is already registered")
+	// ErrTopicExists: the topic (or a topic marked for deletion with the same
+	// name) is already in /brokers/topics.
+	ErrTopicExists = errors.New("cluster: topic already exists")
+	// ErrUnknownTopic: the topic is not in /brokers/topics.
+	ErrUnknownTopic = errors.New("cluster: unknown topic")
+	// ErrInvalidTopic: the name breaks Kafka's topic naming rules or collides
+	// with an existing topic once '.' and '_' are treated alike.
+	ErrInvalidTopic = errors.New("cluster: invalid topic name")
+	// ErrInvalidPartitions: a topic needs at least one partition.
+	ErrInvalidPartitions = errors.New("cluster: invalid number of partitions")
+	// ErrInvalidReplicationFactor: the replication factor is below one or
+	// above the number of live brokers.
+	ErrInvalidReplicationFactor = errors.New("cluster: invalid replication factor")
+	// ErrInvalidTopicConfig: a topic config override has an empty key.
+	ErrInvalidTopicConfig = errors.New("cluster: invalid topic config")
+	// ErrBadConfig: Config.Validate rejected the member configuration.
+	ErrBadConfig = errors.New("cluster: invalid member config")
+	// ErrClosed: the Member was closed.
+	ErrClosed = errors.New("cluster: member closed")
+	// ErrMalformed: a node holds data that does not parse as the Kafka 0.8
+	// JSON shape its path calls for.
+	ErrMalformed = errors.New("cluster: malformed node data")
+
+	// errStaleController: /controller_epoch moved on, so this controller's
+	// writes are fenced off and it must step down.
+	errStaleController = errors.New("cluster: controller epoch moved on; stepping down")
+)

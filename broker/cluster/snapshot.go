@@ -1,0 +1,95 @@
+package cluster
+
+import "slices"
+
+// Snapshot is the cluster metadata as one Member last saw it. It is
+// immutable: its maps and slices are shared between callers, who must not
+// modify them.
+type Snapshot struct {
+	// Brokers are the live (registered) brokers, sorted by id.
+	Brokers []Broker
+	// Controller is the id of the elected controller, -1 when there is none.
+	Controller int32
+	// ControllerEpoch counts controller elections (/controller_epoch); 0
+	// before the first.
+	ControllerEpoch int32
+	// Topics maps a topic name to its partitions and config overrides.
+	Topics map[string]Topic
+
+	// session is the coordination session whose watches built the
+	// snapshot; the controller acts only on snapshots of its own session.
+	session int64
+	// deleting lists the topics with a pending deletion request, sorted.
+	deleting []string
+}
+
+// Broker is a live broker's registration.
+type Broker struct {
+	ID   int32
+	Host string
+	Port int32
+	// Rack is empty when the broker has none.
+	Rack string
+	// Endpoints are the advertised listeners, "NAME://host:port".
+	Endpoints []string
+}
+
+// Topic is a topic's assignment, leadership and configuration.
+type Topic struct {
+	Name string
+	// Partitions are indexed by partition id.
+	Partitions []Partition
+	// Configs are the overrides of /config/topics/<topic>; nil when the node
+	// is missing.
+	Configs map[string]string
+	// Deleting is true once deletion was requested and until the controller
+	// has removed the topic.
+	Deleting bool
+}
+
+// Partition is one partition's replica assignment and leadership.
+type Partition struct {
+	ID int32
+	// Leader is the leading broker, -1 when no replica is live or the
+	// controller has not elected one yet (Kafka's LEADER_NOT_AVAILABLE).
+	Leader int32
+	// LeaderEpoch increases with every leadership change; -1 before the
+	// first election.
+	LeaderEpoch int32
+	// Replicas is the assignment, preferred leader first.
+	Replicas []int32
+	// ISR is the in-sync replica set as the controller wrote it. With no
+	// live replica Kafka keeps the last leader in it, and so do we.
+	ISR []int32
+
+	// stateVersion is the state node's version, -1 when there is none.
+	stateVersion int32
+}
+
+// Broker returns the live broker with id.
+func (s Snapshot) Broker(id int32) (Broker, bool) {
+	i, ok := slices.BinarySearchFunc(s.Brokers, id, func(b Broker, id int32) int { return int(b.ID) - int(id) })
+	if !ok {
+		return Broker{}, false
+	}
+	return s.Brokers[i], true
+}
+
+// Partition returns partition p of topic.
+func (s Snapshot) Partition(topic string, p int32) (Partition, bool) {
+	t, ok := s.Topics[topic]
+	if !ok || p < 0 || int(p) >= len(t.Partitions) {
+		return Partition{}, false
+	}
+	return t.Partitions[p], true
+}
+
+// TopicNames returns the topic names, sorted.
+func (s Snapshot) TopicNames() []string {
+	names := make([]string, 0, len(s.Topics))
+	for n := range s.Topics {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
