@@ -110,8 +110,10 @@ func (s *Session) Expire(ctx context.Context) error {
 	if err := writeFrame(c, closeReq); err != nil {
 		return fmt.Errorf("zkcoord: expire: %w", err)
 	}
-	// The reply (xid, zxid, err) arrives once the session is gone.
-	if _, err := readFrame(c); err != nil {
+	// The reply (xid, zxid, err) arrives once the session is gone; a server
+	// may also just close the connection after closing the session (seen on
+	// followers while an ensemble member is down), which is success too.
+	if _, err := readFrame(c); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("zkcoord: expire: close response: %w", err)
 	}
 	return nil
