@@ -16,7 +16,7 @@ func benchBatch(n int) []byte {
 	return logtest.NewBatch(vs...)
 }
 
-func benchAppend(b *testing.B, batch []byte, records int) {
+func benchAppend(b *testing.B, batch []byte, records int, flushAtEnd ...bool) {
 	l := newLog(b, Config{RetentionMs: -1})
 	buf := make([]byte, len(batch))
 	b.SetBytes(int64(len(batch)))
@@ -24,6 +24,11 @@ func benchAppend(b *testing.B, batch []byte, records int) {
 	for i := 0; i < b.N; i++ {
 		copy(buf, batch) // Append patches the base offset in place
 		if _, err := l.Append(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if len(flushAtEnd) > 0 && flushAtEnd[0] {
+		if err := l.Flush(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -41,9 +46,12 @@ func BenchmarkAppend100B(b *testing.B) {
 
 // BenchmarkAppend1MiB appends 1 MiB batches (no fsync per append), to set
 // next to `dd bs=1M` on the same disk.
+// The fsync=end variant syncs once after the last append, to set next to
+// `dd conv=fdatasync`.
 func BenchmarkAppend1MiB(b *testing.B) {
 	batch := logtest.NewBatch(bytes.Repeat([]byte("x"), 1<<20-200))
-	benchAppend(b, batch, 1)
+	b.Run("fsync=none", func(b *testing.B) { benchAppend(b, batch, 1) })
+	b.Run("fsync=end", func(b *testing.B) { benchAppend(b, batch, 1, true) })
 }
 
 // BenchmarkReadSequential reads a 64 MiB log front to back in 1 MiB fetches

@@ -58,8 +58,11 @@ func TestCorruption(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "p-0")
 		copyDir(t, src.Dir(), dir)
 		seg := segBases[rng.IntN(len(segBases))]
-		suffix := []string{logSuffix, logSuffix, indexSuffix, timeIndexSuffix}[rng.IntN(4)]
+		suffix := []string{logSuffix, logSuffix, logSuffix, indexSuffix, timeIndexSuffix, snapshotSuffix}[rng.IntN(6)]
 		path := segmentPath(dir, seg, suffix)
+		if suffix == snapshotSuffix {
+			path = snapshotPath(dir, end) // the one Close wrote
+		}
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)

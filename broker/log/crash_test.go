@@ -58,7 +58,10 @@ func runCrashChild(dir string, run int) {
 	}
 }
 
-type ack struct{ run, seq int; base, last int64 }
+type ack struct {
+	run, seq   int
+	base, last int64
+}
 
 // TestCrashRecovery kills an appending child with SIGKILL at random moments
 // and checks after each restart that every acknowledged batch is intact and

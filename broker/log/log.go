@@ -23,7 +23,6 @@ type Log struct {
 	segs  atomic.Pointer[[]*segment] // sorted by base offset; copy on write
 	start atomic.Int64
 	end   atomic.Int64
-	size  atomic.Int64
 	shut  atomic.Bool
 
 	mu        sync.Mutex // appends, rolls, retention, close
@@ -87,7 +86,13 @@ func (l *Log) StartOffset() int64 { return l.start.Load() }
 func (l *Log) EndOffset() int64 { return l.end.Load() }
 
 // Size returns the bytes held in segment files.
-func (l *Log) Size() int64 { return l.size.Load() }
+func (l *Log) Size() int64 {
+	var total int64
+	for _, s := range *l.segs.Load() {
+		total += s.size.Load()
+	}
+	return total
+}
 
 // Append validates one or more concatenated magic-2 record batches and
 // appends them with consecutive offsets: all or nothing. The assigned base
@@ -146,7 +151,6 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 	}
 	l.active.next = next
 	l.end.Store(next)
-	l.size.Add(int64(len(batch)))
 	if overlay != nil {
 		l.producers.apply(overlay)
 	}
@@ -340,7 +344,10 @@ func (l *Log) Flush() error {
 	}
 	s, end, rolled := l.active, l.end.Load(), l.lastRollDone
 	l.unflushed = 0
-	s.acquire()
+	if !s.acquire() {
+		l.mu.Unlock()
+		return ErrClosed
+	}
 	l.mu.Unlock()
 	defer s.release()
 	if err := s.file.Sync(); err != nil {

@@ -32,7 +32,18 @@ func TestLongRunThroughput(t *testing.T) {
 		}
 		t.Cleanup(func() { os.RemoveAll(dir) })
 	}
-	l, err := Open(dir+"/p-0", Config{RetentionMs: -1, Logger: quietLogger()})
+	cfg := Config{RetentionMs: -1, Logger: quietLogger()}
+	// TRIBUTARY_LOG_LONGRUN_FLUSH_MS sets log.flush.interval.ms: with it the
+	// page cache does not soak up the first GiBs, so all go at disk speed.
+	if ms, _ := strconv.Atoi(os.Getenv("TRIBUTARY_LOG_LONGRUN_FLUSH_MS")); ms > 0 {
+		cfg.FlushInterval = time.Duration(ms) * time.Millisecond
+	}
+	// TRIBUTARY_LOG_LONGRUN_FLUSH_MESSAGES sets log.flush.interval.messages
+	// (one 1 MiB batch = one record): a synchronous fsync every N MiB.
+	if n, _ := strconv.Atoi(os.Getenv("TRIBUTARY_LOG_LONGRUN_FLUSH_MESSAGES")); n > 0 {
+		cfg.FlushIntervalMessages = int64(n)
+	}
+	l, err := Open(dir+"/p-0", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -135,11 +135,6 @@ func (l *Log) load() error {
 	l.active = active
 	l.start.Store(segs[0].base)
 	l.end.Store(active.next)
-	var total int64
-	for _, s := range segs {
-		total += s.size.Load()
-	}
-	l.size.Store(total)
 	return l.loadProducers(names)
 }
 

@@ -33,7 +33,7 @@ func (l *Log) ApplyRetention() (deletedSegments int, err error) {
 		}
 	}
 	if l.cfg.RetentionBytes >= 0 {
-		total := l.size.Load()
+		total := l.Size()
 		for _, s := range segs[:n] {
 			total -= s.size.Load()
 		}
@@ -52,7 +52,6 @@ func (l *Log) ApplyRetention() (deletedSegments int, err error) {
 	l.segs.Store(&kept)
 	var errs []error
 	for _, s := range segs[:n] {
-		l.size.Add(-s.size.Load())
 		errs = append(errs, s.remove())
 		s.release()
 	}

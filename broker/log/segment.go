@@ -230,10 +230,9 @@ func (s *segment) rebuildLocked(why string) error {
 		s.size.Store(res.validEnd)
 	}
 	if err := s.writeIndexFiles(res.idx, res.tidx); err != nil {
-		return err
+		return fmt.Errorf("rebuild indexes of segment %d (%s): %w", s.base, why, err)
 	}
 	s.idx, s.tidx, s.idxLoaded, s.idxTrusted = res.idx, res.tidx, true, true
-	_ = why
 	return nil
 }
 
@@ -536,6 +535,10 @@ func coveredUntil(ss []span, pos int64) int64 {
 }
 
 func addSpan(ss []span, n span) []span {
+	if k := len(ss); k > 0 && ss[k-1].start <= n.start && ss[k-1].end >= n.start && ss[k-1].end <= n.end {
+		ss[k-1].end = n.end // the append path: extend the last span in place
+		return ss
+	}
 	out := make([]span, 0, len(ss)+1)
 	placed := false
 	for _, s := range ss {
