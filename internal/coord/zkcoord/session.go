@@ -613,6 +613,11 @@ func (s *Session) Multi(ctx context.Context, ops ...coord.Op) error {
 	if err == nil {
 		return nil
 	}
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// call gave up waiting: the request may still be running and
+		// writing res, so res must not be read.
+		return wrap("multi", ops[0].Path, err)
+	}
 	// ZooKeeper marks the failing op with its error and the ones after it
 	// with a runtime inconsistency; report the first op with a known error.
 	for i, r := range res {
