@@ -6,9 +6,11 @@ GO        ?= go
 BIN       := bin/tributary
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
-# Packages with concurrency get the race detector.
-RACE_PKGS := ./broker/...
 MODULE    := github.com/tributary/tributary
+# Packages with concurrency get the race detector (RACE_RE: the same, as a
+# pattern over import paths).
+RACE_PKGS := ./broker/... ./client/... ./internal/coord/...
+RACE_RE   := ^$(MODULE)/(broker|client|internal/coord)(/|$$)
 TEST_TIMEOUT ?= 15m
 # Extra `go test` flags, e.g. make test TEST_FLAGS='-run TestEnsemble -v'.
 TEST_FLAGS ?=
@@ -31,23 +33,21 @@ test: deps build vet
 	bash scripts/with-servers.sh $(MAKE) --no-print-directory test-unit
 
 # test-unit runs the Go tests; servers must already be running (see
-# with-servers.sh). broker/... runs apart, under the race detector; its
+# with-servers.sh). RACE_PKGS run apart, under the race detector; their
 # ZooKeeper-ensemble tests are built only without -race (a data race inside
 # go-zookeeper on reconnect) and run in a third pass, one package at a time
 # since they stop ensemble members. Every pass runs even if one fails, so one
 # CI log shows every failure.
 test-unit:
 	@pkgs=$$($(GO) list ./...) || exit 1; \
-	pkgs=$$(echo "$$pkgs" | grep -v -E '^$(MODULE)/broker(/|$$)'); \
+	pkgs=$$(echo "$$pkgs" | grep -v -E '$(RACE_RE)'); \
 	rc=0; \
-	echo "$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) <packages outside broker/>"; \
+	echo "$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) <packages outside RACE_PKGS>"; \
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $$pkgs || rc=1; \
-	if [ -d broker ]; then \
-		echo "$(GO) test -count=1 -race -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(RACE_PKGS)"; \
-		$(GO) test -count=1 -race -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(RACE_PKGS) || rc=1; \
-		echo "$(GO) test -count=1 -p 1 -run Ensemble -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(RACE_PKGS)"; \
-		$(GO) test -count=1 -p 1 -run Ensemble -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(RACE_PKGS) || rc=1; \
-	fi; \
+	echo "$(GO) test -count=1 -race -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(RACE_PKGS)"; \
+	$(GO) test -count=1 -race -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(RACE_PKGS) || rc=1; \
+	echo "$(GO) test -count=1 -p 1 -run Ensemble -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(RACE_PKGS)"; \
+	$(GO) test -count=1 -p 1 -run Ensemble -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(RACE_PKGS) || rc=1; \
 	exit $$rc
 
 fmt:

@@ -1,0 +1,460 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/internal/coord"
+)
+
+// topicPartition names one partition.
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// GroupConsumer is one member of a consumer group coordinated through
+// ZooKeeper as in the paper (§3.2) and Kafka 0.8: it registers under
+// /consumers/<group>/ids, claims partitions by creating ephemeral owner
+// nodes, fetches them with franz-go and hands their messages to Streams, and
+// commits offsets to /consumers/<group>/offsets. See the package doc for the
+// rebalance protocol.
+//
+// A GroupConsumer is safe for concurrent use; each Stream is meant to be
+// iterated by one goroutine at a time.
+type GroupConsumer struct {
+	cfg     GroupConfig
+	id      string
+	logger  *slog.Logger
+	connect Connector
+
+	ctx    context.Context // cancelled when Close begins
+	cancel context.CancelFunc
+	closed chan struct{} // closed when Close has finished; streams end
+	wg     sync.WaitGroup
+
+	// gen is the fetch generation: bumped whenever fetching stops, so that
+	// streams drop chunks fetched before. inflight counts messages whose
+	// loop body is running.
+	gen      atomic.Uint64
+	inflight atomic.Int64
+
+	trigger chan struct{} // a rebalance is wanted (coalesced)
+	expired chan struct{} // the session expired
+	seeks   chan seekRequest
+
+	// commitMu serialises offset commits with ownership changes, so that a
+	// commit never writes for a partition this member has released.
+	commitMu sync.Mutex
+
+	mu            sync.Mutex
+	sess          coord.Session
+	stopWatchers  context.CancelFunc
+	sub           map[string]int
+	streams       map[string][]*Stream
+	owned         map[topicPartition]*partitionState
+	claimed       []string // owner node paths created in this session
+	fetch         *fetcher
+	meta          *kgo.Client
+	adm           *kadm.Client
+	metaCounts    map[string]int // counts taken from broker metadata at the last rebalance
+	closeOnce     sync.Once
+	closeErr      error
+	rebalanceErrs atomic.Int64
+}
+
+// NewGroupConsumer validates cfg, opens a coordination session and returns
+// a member that has not joined yet: CreateMessageStreams joins.
+func NewGroupConsumer(ctx context.Context, cfg GroupConfig) (*GroupConsumer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	logger := loggerOr(cfg.Logger)
+	id := cfg.ConsumerID
+	if id == "" {
+		id = defaultConsumerID(cfg.GroupID)
+	}
+	g := &GroupConsumer{
+		cfg:     cfg,
+		id:      id,
+		logger:  logger.With("group", cfg.GroupID, "consumer", id),
+		connect: cfg.connector(logger),
+		closed:  make(chan struct{}),
+		trigger: make(chan struct{}, 1),
+		expired: make(chan struct{}, 1),
+		seeks:   make(chan seekRequest),
+	}
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+	sess, err := g.connect(ctx)
+	if err != nil {
+		g.cancel()
+		return nil, fmt.Errorf("client: group %s: connecting to coordination: %w", cfg.GroupID, err)
+	}
+	g.sess = sess
+	return g, nil
+}
+
+// defaultConsumerID is Kafka 0.8's consumer id form.
+func defaultConsumerID(group string) string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s_%s-%d-%s", group, host, time.Now().UnixMilli(), hex.EncodeToString(b[:]))
+}
+
+// ID is this member's consumer id.
+func (g *GroupConsumer) ID() string { return g.id }
+
+// Owned returns the partitions this member owns now, per topic, sorted.
+func (g *GroupConsumer) Owned() map[string][]int32 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := map[string][]int32{}
+	for tp := range g.owned {
+		out[tp.topic] = append(out[tp.topic], tp.partition)
+	}
+	for _, ps := range out {
+		slices.Sort(ps)
+	}
+	return out
+}
+
+// CreateMessageStreams subscribes to topic with n streams and joins the
+// group: it registers this member, runs the first rebalance (returning its
+// error) and starts fetching. It may be called once per consumer.
+func (g *GroupConsumer) CreateMessageStreams(ctx context.Context, topic string, n int) ([]*Stream, error) {
+	m, err := g.CreateMessageStreamsByTopic(ctx, map[string]int{topic: n})
+	if err != nil {
+		return nil, err
+	}
+	return m[topic], nil
+}
+
+// CreateMessageStreamsByTopic is CreateMessageStreams for several topics:
+// topic -> number of streams.
+func (g *GroupConsumer) CreateMessageStreamsByTopic(ctx context.Context, topics map[string]int) (map[string][]*Stream, error) {
+	if len(topics) == 0 {
+		return nil, fmt.Errorf("%w: no topic to subscribe to", ErrInvalidConfig)
+	}
+	for t, n := range topics {
+		if t == "" || n < 1 {
+			return nil, fmt.Errorf("%w: topic %q with %d streams", ErrInvalidConfig, t, n)
+		}
+	}
+	g.mu.Lock()
+	switch {
+	case g.ctx.Err() != nil:
+		g.mu.Unlock()
+		return nil, ErrClosed
+	case g.sub != nil:
+		g.mu.Unlock()
+		return nil, ErrStreamsCreated
+	}
+	g.sub = maps.Clone(topics)
+	g.streams = map[string][]*Stream{}
+	for t, n := range topics {
+		for i := range n {
+			g.streams[t] = append(g.streams[t], newStream(g, t, i))
+		}
+	}
+	out := maps.Clone(g.streams)
+	sess := g.sess
+	g.mu.Unlock()
+
+	if err := g.openMeta(ctx, sess); err != nil {
+		return nil, err
+	}
+	if err := g.join(ctx, sess); err != nil {
+		return nil, err
+	}
+	if err := g.syncedRebalance(ctx); err != nil {
+		return nil, err
+	}
+	g.wg.Add(1)
+	go g.run()
+	if !g.cfg.DisableAutoCommit {
+		g.wg.Add(1)
+		go g.autoCommit()
+	}
+	return out, nil
+}
+
+// openMeta starts the client used for metadata and offset listing.
+func (g *GroupConsumer) openMeta(ctx context.Context, sess coord.Session) error {
+	seeds, err := g.seeds(ctx, sess)
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.WithLogger(kgoLogger{g.logger}))
+	if err != nil {
+		return fmt.Errorf("client: group %s: %w", g.cfg.GroupID, err)
+	}
+	g.mu.Lock()
+	g.meta, g.adm = cl, kadm.NewClient(cl)
+	g.mu.Unlock()
+	return nil
+}
+
+// seeds are the configured brokers, else the registered ones.
+func (g *GroupConsumer) seeds(ctx context.Context, sess coord.Session) ([]string, error) {
+	if len(g.cfg.Brokers) > 0 {
+		return g.cfg.Brokers, nil
+	}
+	addrs, err := readBrokerAddrs(ctx, sess)
+	if err != nil {
+		return nil, fmt.Errorf("client: group %s: reading broker registry: %w", g.cfg.GroupID, err)
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("%w: no Brokers configured and none registered under %s", ErrInvalidConfig, brokerIDsPath)
+	}
+	return addrs, nil
+}
+
+// join registers this member and arms the watches that trigger rebalances.
+func (g *GroupConsumer) join(ctx context.Context, sess coord.Session) error {
+	if err := g.register(ctx, sess); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithCancel(g.ctx)
+	g.mu.Lock()
+	g.stopWatchers = cancel
+	topics := slices.Sorted(maps.Keys(g.sub))
+	g.mu.Unlock()
+	paths := []string{idsPath(g.cfg.GroupID), brokerIDsPath}
+	for _, t := range topics {
+		paths = append(paths, coord.Join(brokerTopicsPath, t))
+	}
+	for i, p := range paths {
+		g.wg.Add(1)
+		go g.watch(wctx, sess, p, i < 2)
+	}
+	g.wg.Add(1)
+	go g.watchSession(wctx, sess)
+	return nil
+}
+
+// register creates this member's ephemeral node. A node left by an earlier
+// session of ours lingers until that session's timeout; wait it out.
+func (g *GroupConsumer) register(ctx context.Context, sess coord.Session) error {
+	g.mu.Lock()
+	data := encodeRegistration(g.sub, time.Now())
+	g.mu.Unlock()
+	path := idPath(g.cfg.GroupID, g.id)
+	deadline := time.Now().Add(orDuration(g.cfg.ZooKeeperSessionTimeout, DefaultZooKeeperSession) + g.backoff())
+	for {
+		_, err := sess.CreateAll(ctx, path, data, coord.Ephemeral)
+		if err == nil {
+			g.logger.Info("registered consumer", "path", path)
+			return nil
+		}
+		if !errors.Is(err, coord.ErrNodeExists) {
+			return fmt.Errorf("client: registering %s: %w", path, err)
+		}
+		_, st, gerr := sess.Get(ctx, path)
+		if gerr == nil && st.EphemeralOwner == sess.ID() {
+			_, err := sess.Set(ctx, path, data, coord.AnyVersion)
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %s", ErrConsumerIDInUse, path)
+		}
+		if err := sleepCtx(ctx, g.backoff()/4+10*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+func (g *GroupConsumer) backoff() time.Duration {
+	return orDuration(g.cfg.RebalanceBackoff, DefaultRebalanceBackoff)
+}
+
+// watch re-arms a watch on path until ctx ends, asking for a rebalance on
+// every event: children of the consumer and broker registries, data of a
+// topic's registry. A missing node is watched for creation.
+func (g *GroupConsumer) watch(ctx context.Context, sess coord.Session, path string, children bool) {
+	defer g.wg.Done()
+	for ctx.Err() == nil {
+		var ch <-chan coord.Event
+		var err error
+		if children {
+			_, _, ch, err = sess.ChildrenW(ctx, path)
+		}
+		if !children || errors.Is(err, coord.ErrNoNode) {
+			_, _, ch, err = sess.ExistsW(ctx, path)
+		}
+		if err != nil {
+			if errors.Is(err, coord.ErrSessionExpired) || errors.Is(err, coord.ErrClosed) || ctx.Err() != nil {
+				return
+			}
+			g.logger.Warn("arming watch failed; retrying", "path", path, "err", err)
+			_ = sleepCtx(ctx, g.backoff())
+			continue
+		}
+		select {
+		case ev := <-ch:
+			if ev.Type == coord.EventSessionLost {
+				return
+			}
+			g.logger.Debug("watch fired", "path", path, "event", ev.Type)
+			g.requestRebalance()
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// watchSession reports the session's expiry to the run loop.
+func (g *GroupConsumer) watchSession(ctx context.Context, sess coord.Session) {
+	defer g.wg.Done()
+	for {
+		select {
+		case st := <-sess.States():
+			if st == coord.StateExpired {
+				select {
+				case g.expired <- struct{}{}:
+				default:
+				}
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (g *GroupConsumer) requestRebalance() {
+	select {
+	case g.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// run serialises rebalances, session recovery and seeks.
+func (g *GroupConsumer) run() {
+	defer g.wg.Done()
+	refresh := time.NewTicker(orDuration(g.cfg.MetadataRefresh, DefaultMetadataRefresh))
+	defer refresh.Stop()
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case <-g.trigger:
+			g.rebalanceReporting()
+		case <-g.expired:
+			g.recoverSession()
+		case r := <-g.seeks:
+			r.reply <- g.doSeek(g.ctx, r)
+		case <-refresh.C:
+			if g.metadataChanged() {
+				g.rebalanceReporting()
+			}
+		}
+	}
+}
+
+// rebalanceReporting runs a rebalance; on failure it tells the streams and
+// tries again later, so a group that failed to settle does not stay idle
+// until the next membership change.
+func (g *GroupConsumer) rebalanceReporting() {
+	err := g.syncedRebalance(g.ctx)
+	if err == nil || g.ctx.Err() != nil {
+		return
+	}
+	g.rebalanceErrs.Add(1)
+	g.logger.Error("rebalance failed", "err", err)
+	g.broadcastError(err)
+	time.AfterFunc(g.backoff(), g.requestRebalance)
+}
+
+// recoverSession replaces an expired session: the ephemeral nodes are gone
+// (others may own our partitions by now), so fetching stops without a
+// commit, and the member registers and rebalances anew.
+func (g *GroupConsumer) recoverSession() {
+	g.logger.Warn("coordination session expired; registering again")
+	g.stopFetching(false)
+	g.commitMu.Lock()
+	g.mu.Lock()
+	g.owned, g.claimed = nil, nil
+	old := g.sess
+	if g.stopWatchers != nil {
+		g.stopWatchers()
+	}
+	g.mu.Unlock()
+	g.commitMu.Unlock()
+	_ = old.Close()
+	for g.ctx.Err() == nil {
+		sess, err := g.connect(g.ctx)
+		if err == nil {
+			g.mu.Lock()
+			g.sess = sess
+			g.mu.Unlock()
+			if err = g.join(g.ctx, sess); err == nil {
+				g.rebalanceReporting()
+				return
+			}
+		}
+		g.logger.Warn("reconnecting coordination session failed", "err", err)
+		_ = sleepCtx(g.ctx, g.backoff())
+	}
+}
+
+// Close leaves the group: it stops fetching, waits (up to
+// rebalance.backoff.ms) for messages being handled, commits, releases its
+// partitions, deletes its registration, closes the session and ends every
+// stream. ctx bounds the commit and release. Close is idempotent.
+func (g *GroupConsumer) Close(ctx context.Context) error {
+	g.closeOnce.Do(func() {
+		g.cancel()
+		g.wg.Wait()
+		var errs []error
+		if err := g.stopFetchingCtx(ctx, true); err != nil {
+			errs = append(errs, err)
+		}
+		g.releaseAll(ctx)
+		g.mu.Lock()
+		sess, meta, joined := g.sess, g.meta, g.sub != nil
+		g.mu.Unlock()
+		if joined {
+			if err := sess.Delete(ctx, idPath(g.cfg.GroupID, g.id), coord.AnyVersion); err != nil &&
+				!errors.Is(err, coord.ErrNoNode) && !errors.Is(err, coord.ErrSessionExpired) {
+				errs = append(errs, err)
+			}
+		}
+		if err := sess.Close(); err != nil && !errors.Is(err, coord.ErrClosed) && !errors.Is(err, coord.ErrSessionExpired) {
+			errs = append(errs, err)
+		}
+		if meta != nil {
+			meta.Close()
+		}
+		close(g.closed)
+		g.closeErr = errors.Join(errs...)
+	})
+	return g.closeErr
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,292 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tributary/tributary/internal/coord"
+)
+
+// newGroupMember joins a group on ce with one topic and n streams; it is
+// closed at test end.
+func newGroupMember(t *testing.T, ce *coordEnv, cluster *testCluster, cfg GroupConfig, topic string, n int) (*GroupConsumer, []*Stream) {
+	t.Helper()
+	cfg.Brokers = cluster.Bootstrap
+	cfg.Coordinator = ce.connect
+	if cfg.RebalanceBackoff == 0 {
+		cfg.RebalanceBackoff = 100 * time.Millisecond
+	}
+	cfg.Logger = testLogger(t, slog.LevelWarn)
+	ctx := testContext(t, time.Minute)
+	g, err := NewGroupConsumer(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close(context.Background()) })
+	streams, err := g.CreateMessageStreams(ctx, topic, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, streams
+}
+
+// take reads k messages from s (bounded), as "p/offset=value" strings.
+func take(t *testing.T, s *Stream, k int) []string {
+	t.Helper()
+	var out []string
+	if k == 0 {
+		return out
+	}
+	for m, err := range s.All(testContext(t, 30*time.Second)) {
+		if err != nil {
+			t.Fatalf("after %d of %d messages: %v", len(out), k, err)
+		}
+		out = append(out, fmt.Sprintf("%d/%d=%s", m.Partition, m.Offset, m.Value))
+		if len(out) == k {
+			break
+		}
+	}
+	return out
+}
+
+func committedOffset(t *testing.T, ce *coordEnv, group, topic string, p int32) int64 {
+	t.Helper()
+	off, err := readOffset(testContext(t, 10*time.Second), ce.admin, group, topic, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return off
+}
+
+// TestGroupCommitNeverPastHandled: a commit made inside a loop body covers
+// the messages before it, not the one being handled; Close commits the
+// last handled one.
+func TestGroupCommitNeverPastHandled(t *testing.T) {
+	cluster, ce := newTestCluster(t), newMemCoord(t)
+	cluster.createTopic(t, "t", 1)
+	produce(t, cluster.Bootstrap, "t", 1, 10)
+	g, streams := newGroupMember(t, ce, cluster, GroupConfig{GroupID: "c", AutoOffsetReset: "smallest", DisableAutoCommit: true}, "t", 1)
+	ctx := testContext(t, 30*time.Second)
+	for m, err := range streams[0].All(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("value-%d", m.Offset); string(m.Value) != want {
+			t.Fatalf("offset %d: value %q, want %q", m.Offset, m.Value, want)
+		}
+		if err := g.CommitOffsets(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := committedOffset(t, ce, "c", "t", 0); got != m.Offset {
+			t.Fatalf("commit while handling offset %d wrote %d, want %d", m.Offset, got, m.Offset)
+		}
+		if m.Offset == 9 {
+			break
+		}
+	}
+	if err := g.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := committedOffset(t, ce, "c", "t", 0); got != 10 {
+		t.Fatalf("after Close the registry holds %d, want 10", got)
+	}
+}
+
+// TestGroupOffsetResetAndResume: a new group with "largest" sees only new
+// records, one with "smallest" everything; a member that leaves after
+// handling some is followed by one that continues exactly there.
+func TestGroupOffsetResetAndResume(t *testing.T) {
+	cluster, ce := newTestCluster(t), newMemCoord(t)
+	cluster.createTopic(t, "t", 1)
+	produce(t, cluster.Bootstrap, "t", 1, 20)
+
+	_, latest := newGroupMember(t, ce, cluster, GroupConfig{GroupID: "late", AutoOffsetReset: "latest"}, "t", 1)
+	if got := committedOffset(t, ce, "late", "t", 0); got != -1 {
+		t.Fatalf("nothing handled yet, but %d committed", got)
+	}
+	produceMore(t, cluster, "t", []string{"new-0", "new-1"})
+	if got, want := take(t, latest[0], 2), []string{"0/20=new-0", "0/21=new-1"}; !slices.Equal(got, want) {
+		t.Fatalf("largest: got %v, want %v", got, want)
+	}
+
+	g1, early := newGroupMember(t, ce, cluster, GroupConfig{GroupID: "early", AutoOffsetReset: "earliest"}, "t", 1)
+	got := take(t, early[0], 12)
+	if got[0] != "0/0=value-0" || got[11] != "0/11=value-11" {
+		t.Fatalf("smallest: got %v", got)
+	}
+	if err := g1.Close(testContext(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if off := committedOffset(t, ce, "early", "t", 0); off != 12 {
+		t.Fatalf("committed %d after handling 0..11", off)
+	}
+	_, again := newGroupMember(t, ce, cluster, GroupConfig{GroupID: "early"}, "t", 1)
+	got = take(t, again[0], 10)
+	if got[0] != "0/12=value-12" || got[7] != "0/19=value-19" || got[8] != "0/20=new-0" {
+		t.Fatalf("resumed member: got %v", got)
+	}
+}
+
+func produceMore(t *testing.T, cluster *testCluster, topic string, values []string) {
+	t.Helper()
+	p, err := NewProducer(ProducerConfig{Brokers: cluster.Bootstrap, Partitioner: ManualPartitioner()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	for _, v := range values {
+		if err := p.Send(testContext(t, 30*time.Second), &Message{Topic: topic, Value: []byte(v)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestGroupStreamsSpread: 7 partitions over 3 streams, round-robin in
+// partition order; each stream sees only its partitions, in order.
+func TestGroupStreamsSpread(t *testing.T) {
+	cluster, ce := newTestCluster(t), newMemCoord(t)
+	cluster.createTopic(t, "t", 7)
+	produce(t, cluster.Bootstrap, "t", 7, 70)
+	_, streams := newGroupMember(t, ce, cluster, GroupConfig{GroupID: "s", AutoOffsetReset: "smallest"}, "t", 3)
+	for i, s := range streams {
+		var want []int32
+		for p := int32(i); p < 7; p += 3 {
+			want = append(want, p)
+		}
+		last := map[int32]int64{}
+		for _, m := range take(t, s, 10*len(want)) {
+			var p int32
+			var off int64
+			var v string
+			fmt.Sscanf(m, "%d/%d=%s", &p, &off, &v)
+			if !slices.Contains(want, p) {
+				t.Fatalf("stream %d got partition %d, want only %v", i, p, want)
+			}
+			if prev, ok := last[p]; ok && off != prev+1 {
+				t.Fatalf("stream %d partition %d: offset %d after %d", i, p, off, prev)
+			}
+			last[p] = off
+		}
+	}
+}
+
+// TestGroupSessionExpiry: after its session expires, a member registers
+// again, owns its partitions again and goes on delivering.
+func TestGroupSessionExpiry(t *testing.T) {
+	for _, env := range []func(testing.TB) *coordEnv{
+		newMemCoord,
+		func(t testing.TB) *coordEnv { return newZooKeeper(t, 2*time.Second) },
+	} {
+		ce := env(t)
+		t.Run(ce.name, func(t *testing.T) {
+			cluster := newTestCluster(t)
+			cluster.createTopic(t, "t", 2)
+			produce(t, cluster.Bootstrap, "t", 2, 4)
+			g, streams := newGroupMember(t, ce, cluster, GroupConfig{GroupID: "x", ConsumerID: "only", AutoOffsetReset: "smallest"}, "t", 1)
+			take(t, streams[0], 4)
+			if err := g.CommitOffsets(testContext(t, 10*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			g.mu.Lock()
+			old := g.sess
+			g.mu.Unlock()
+			ce.expire(t, old)
+			waitFor(t, 30*time.Second, "re-registration on a new session", func() (bool, string) {
+				g.mu.Lock()
+				sess := g.sess
+				g.mu.Unlock()
+				owners := readOwners(t, ce.admin, "x", "t")
+				ok, _, _ := ce.admin.Exists(testContext(t, 5*time.Second), idPath("x", "only"))
+				return sess != old && ok && owners[0] == "only" && owners[1] == "only", fmt.Sprintf("owners %v registered %v", owners, ok)
+			})
+			produceMore(t, cluster, "t", []string{"after-expiry"})
+			got := take(t, streams[0], 1)
+			if len(got) != 1 || !slices.Contains([]string{"0/2=after-expiry", "1/2=after-expiry"}, got[0]) {
+				t.Fatalf("after expiry got %v", got)
+			}
+		})
+	}
+}
+
+// TestGroupSeek rewinds a partition to an offset and to a timestamp.
+func TestGroupSeek(t *testing.T) {
+	cluster, ce := newTestCluster(t), newMemCoord(t)
+	cluster.createTopic(t, "t", 1)
+	p, err := NewProducer(ProducerConfig{Brokers: cluster.Bootstrap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Future timestamps: franz-go counts delivery.timeout.ms from a record's
+	// Timestamp, so an old one would time out at once.
+	t0 := time.Now().Add(time.Minute).Truncate(time.Millisecond)
+	for i := range 10 {
+		m := &Message{Topic: "t", Value: fmt.Appendf(nil, "v%d", i), Timestamp: t0.Add(time.Duration(i) * time.Second)}
+		if err := p.Send(testContext(t, 30*time.Second), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Close(context.Background())
+	g, streams := newGroupMember(t, ce, cluster, GroupConfig{GroupID: "seek", AutoOffsetReset: "smallest"}, "t", 1)
+	take(t, streams[0], 8)
+	ctx := testContext(t, 30*time.Second)
+	if err := g.Seek(ctx, "t", 0, 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := take(t, streams[0], 2); !slices.Equal(got, []string{"0/2=v2", "0/3=v3"}) {
+		t.Fatalf("after Seek(2): %v", got)
+	}
+	if err := g.SeekToTime(ctx, "t", 0, t0.Add(6*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got := take(t, streams[0], 1); !slices.Equal(got, []string{"0/6=v6"}) {
+		t.Fatalf("after SeekToTime(t0+6s): %v", got)
+	}
+	if err := g.Seek(ctx, "t", 5, 0); !errors.Is(err, ErrNotOwned) {
+		t.Fatalf("Seek on a partition not owned: %v, want ErrNotOwned", err)
+	}
+}
+
+// TestGroupTopicRegistry: with /brokers/topics/<topic> present, partitions
+// come from it (not from the broker), and a change to it rebalances.
+func TestGroupTopicRegistry(t *testing.T) {
+	cluster, ce := newTestCluster(t), newMemCoord(t)
+	cluster.createTopic(t, "t", 4)
+	ctx := testContext(t, 30*time.Second)
+	path := coord.Join(brokerTopicsPath, "t")
+	if _, err := ce.admin.CreateAll(ctx, path, []byte(`{"version":1,"partitions":{"0":[1],"1":[1]}}`), coord.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := newGroupMember(t, ce, cluster, GroupConfig{GroupID: "r"}, "t", 1)
+	if got := g.Owned()["t"]; !slices.Equal(got, []int32{0, 1}) {
+		t.Fatalf("owns %v with a 2-partition registry", got)
+	}
+	if _, err := ce.admin.Set(ctx, path, []byte(`{"version":1,"partitions":{"0":[1],"1":[1],"2":[1],"3":[1]}}`), coord.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "rebalance onto 4 partitions", func() (bool, string) {
+		got := g.Owned()["t"]
+		return slices.Equal(got, []int32{0, 1, 2, 3}), fmt.Sprint(got)
+	})
+}
+
+func TestGroupConfigValidate(t *testing.T) {
+	for _, c := range []GroupConfig{
+		{},
+		{GroupID: "g"},
+		{GroupID: "a/b", ZooKeeperConnect: "h:1"},
+		{GroupID: "g", ZooKeeperConnect: "h:1", AutoOffsetReset: "middle"},
+		{GroupID: "g", ZooKeeperConnect: "h:1", RebalanceBackoff: -1},
+	} {
+		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%+v: Validate = %v, want ErrInvalidConfig", c, err)
+		}
+	}
+	if err := (GroupConfig{GroupID: "g", ZooKeeperConnect: "h:2181/chroot", AutoOffsetReset: "smallest"}).Validate(); err != nil {
+		t.Errorf("valid config: %v", err)
+	}
+}

@@ -1,0 +1,287 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestGroupSurvivesKilledConsumer: a 12-partition topic, 4 member processes
+// of group "g1" (3 streams each), 1,000,000 records (100,000 under -race).
+// One member is SIGKILLed a quarter of the way through. Its partitions must
+// move to the others within the session timeout (plus one rebalance);
+// every record is delivered with the content it was written with;
+// duplicates are only on the dead member's partitions, at or after its last
+// committed offset, seen once by it and once by a survivor. Per-partition
+// order holds (no gap, no reordering within a fetch run). A second group
+// "g2" (in-process, 2 members) consumes the same topic at the same time and
+// receives everything exactly once.
+func TestGroupSurvivesKilledConsumer(t *testing.T) {
+	n := 1_000_000
+	if raceEnabled {
+		n = 100_000
+	}
+	const partitions, topic = 12, "killtest"
+	const session = 3 * time.Second
+	cluster := newTestCluster(t)
+	cluster.createTopic(t, topic, partitions)
+	ce := newZooKeeper(t, session)
+
+	start := time.Now()
+	offsets := produce(t, cluster.Bootstrap, topic, partitions, n)
+	t.Logf("produced %d records in %v", n, time.Since(start).Round(time.Millisecond))
+	// expect[p][offset] = record index.
+	expect := make([][]int, partitions)
+	for i, off := range offsets {
+		p := i % partitions
+		for int64(len(expect[p])) <= off {
+			expect[p] = append(expect[p], -1)
+		}
+		expect[p][off] = i
+	}
+
+	// Group g2, in-process, alongside.
+	g2Counts := make([][]int32, partitions)
+	for p := range g2Counts {
+		g2Counts[p] = make([]int32, len(expect[p]))
+	}
+	var g2mu sync.Mutex
+	var g2Bad []string
+	g2ctx, g2cancel := context.WithCancel(context.Background())
+	defer g2cancel()
+	var g2wg sync.WaitGroup
+	var g2members []*GroupConsumer
+	for i := range 2 {
+		g, err := NewGroupConsumer(testContext(t, time.Minute), GroupConfig{
+			GroupID: "g2", ConsumerID: fmt.Sprintf("g2-member%d", i), Brokers: cluster.Bootstrap,
+			Coordinator: ce.connect, AutoOffsetReset: "earliest", AutoCommitInterval: 200 * time.Millisecond,
+			RebalanceBackoff: time.Second, Logger: testLogger(t, slog.LevelWarn),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams, err := g.CreateMessageStreams(testContext(t, time.Minute), topic, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g2members = append(g2members, g)
+		for _, s := range streams {
+			g2wg.Add(1)
+			go func() {
+				defer g2wg.Done()
+				for m, err := range s.All(g2ctx) {
+					if err != nil {
+						continue
+					}
+					g2mu.Lock()
+					if int(m.Offset) >= len(expect[m.Partition]) || string(m.Value) != fmt.Sprintf("value-%d", expect[m.Partition][m.Offset]) {
+						g2Bad = append(g2Bad, fmt.Sprintf("%d/%d=%q", m.Partition, m.Offset, m.Value))
+					} else {
+						g2Counts[m.Partition][m.Offset]++
+					}
+					g2mu.Unlock()
+				}
+			}()
+		}
+	}
+
+	// Group g1: four processes.
+	var children []*consumerChild
+	for i := 1; i <= 4; i++ {
+		children = append(children, startConsumerChild(t, fmt.Sprintf("member%d", i), cluster.Bootstrap[0],
+			ce.zkConnect, "g1", topic, session))
+	}
+	committed := func(group string) (map[int32]int64, int64) {
+		out, sum := map[int32]int64{}, int64(0)
+		ctx := testContext(t, 10*time.Second)
+		for p := range int32(partitions) {
+			off, err := readOffset(ctx, ce.admin, group, topic, p)
+			if err != nil {
+				t.Fatalf("read offset: %v", err)
+			}
+			out[p] = off
+			sum += max(off, 0)
+		}
+		return out, sum
+	}
+	waitFor(t, 2*time.Minute, "g1 to commit a quarter of the records", func() (bool, string) {
+		_, sum := committed("g1")
+		return sum >= int64(n/4), fmt.Sprintf("%d committed", sum)
+	})
+
+	victim := children[1]
+	owners := readOwners(t, ce.admin, "g1", topic)
+	var victimParts []int32
+	for p, owner := range owners {
+		if owner == victim.id {
+			victimParts = append(victimParts, p)
+		}
+	}
+	if len(victimParts) == 0 {
+		t.Fatalf("victim %s owns nothing: %v", victim.id, owners)
+	}
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killedAt := time.Now()
+	<-victim.exited
+	// Commits the victim sent just before dying are applied by now.
+	time.Sleep(200 * time.Millisecond)
+	lastCommit, _ := committed("g1")
+	t.Logf("killed %s owning %v; its last commits %v", victim.id, victimParts, lastCommit)
+
+	waitFor(t, session+30*time.Second, "the victim's partitions to move", func() (bool, string) {
+		o := readOwners(t, ce.admin, "g1", topic)
+		for _, p := range victimParts {
+			if o[p] == "" || o[p] == victim.id {
+				return false, fmt.Sprintf("owners %v", o)
+			}
+		}
+		return true, ""
+	})
+	moved := time.Since(killedAt)
+	t.Logf("the victim's partitions moved %v after SIGKILL (session timeout %v)", moved.Round(time.Millisecond), session)
+	if limit := session + 3*300*time.Millisecond + 2*time.Second; moved > limit {
+		t.Errorf("hand-over took %v, want within the session timeout plus a rebalance (%v)", moved, limit)
+	}
+
+	for _, group := range []string{"g1", "g2"} {
+		waitFor(t, 3*time.Minute, group+" to commit everything", func() (bool, string) {
+			offs, sum := committed(group)
+			for p, off := range offs {
+				if off != int64(len(expect[p])) {
+					return false, fmt.Sprintf("%d of %d committed", sum, n)
+				}
+			}
+			return true, ""
+		})
+	}
+	for _, c := range children {
+		if c != victim {
+			c.stop(t)
+		}
+	}
+	g2cancel()
+	for _, g := range g2members {
+		if err := g.Close(testContext(t, 30*time.Second)); err != nil {
+			t.Errorf("g2 close: %v", err)
+		}
+	}
+	g2wg.Wait()
+	t.Logf("whole run %v", time.Since(start).Round(time.Millisecond))
+
+	// g1: read every member's output.
+	type delivery struct{ victim, survivor int32 }
+	seen := make([][]delivery, partitions)
+	for p := range seen {
+		seen[p] = make([]delivery, len(expect[p]))
+	}
+	for _, c := range children {
+		for s := range childStreams {
+			readChildOutput(t, fmt.Sprintf("%s.%d", c.out, s), expect, func(p int32, off int64) {
+				if c == victim {
+					seen[p][off].victim++
+				} else {
+					seen[p][off].survivor++
+				}
+			})
+		}
+	}
+	isVictimPart := map[int32]bool{}
+	for _, p := range victimParts {
+		isVictimPart[p] = true
+	}
+	var missing, dups, badDups int
+	for p := range int32(partitions) {
+		for off, d := range seen[p] {
+			total := d.victim + d.survivor
+			switch {
+			case total == 0:
+				if missing++; missing <= 5 {
+					t.Errorf("g1: record %d/%d never delivered", p, off)
+				}
+			case total > 1:
+				dups++
+				if !isVictimPart[p] || int64(off) < lastCommit[p] || d.victim != 1 || d.survivor != 1 {
+					if badDups++; badDups <= 5 {
+						t.Errorf("g1: record %d/%d delivered %d times by the victim and %d by survivors "+
+							"(victim partition %v, its last commit %d)", p, off, d.victim, d.survivor, isVictimPart[p], lastCommit[p])
+					}
+				}
+			}
+		}
+	}
+	t.Logf("g1: %d records, %d missing, %d duplicates (all after the victim's last commit: %v)", n, missing, dups, badDups == 0)
+
+	if len(g2Bad) > 0 {
+		t.Errorf("g2: %d records with wrong content, first %v", len(g2Bad), g2Bad[0])
+	}
+	var g2Missing, g2Dups int
+	for p := range g2Counts {
+		for off, c := range g2Counts[p] {
+			if c == 0 {
+				g2Missing++
+			} else if c > 1 {
+				g2Dups++
+				if g2Dups <= 3 {
+					t.Errorf("g2: record %d/%d delivered %d times", p, off, c)
+				}
+			}
+		}
+	}
+	if g2Missing > 0 || g2Dups > 0 {
+		t.Errorf("g2: %d missing, %d duplicated of %d", g2Missing, g2Dups, n)
+	}
+}
+
+// readChildOutput parses a member's output file, checking each record's
+// content against what was produced at its offset and that offsets within
+// the file advance by one per partition (a restart from a commit may go
+// back, never forward past a gap).
+func readChildOutput(t *testing.T, path string, expect [][]int, each func(p int32, off int64)) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return
+		}
+		t.Fatal(err)
+	}
+	defer f.Close()
+	last := map[int32]int64{}
+	sc := bufio.NewScanner(f)
+	bad := 0
+	for sc.Scan() {
+		fields := bytes.Fields(sc.Bytes())
+		if len(fields) != 3 {
+			t.Fatalf("%s: bad line %q", filepath.Base(path), sc.Bytes())
+		}
+		p64, _ := strconv.ParseInt(string(fields[0]), 10, 32)
+		off, _ := strconv.ParseInt(string(fields[1]), 10, 64)
+		p := int32(p64)
+		if p < 0 || int(p) >= len(expect) || off < 0 || off >= int64(len(expect[p])) ||
+			string(fields[2]) != "value-"+strconv.Itoa(expect[p][off]) {
+			if bad++; bad <= 5 {
+				t.Errorf("%s: record %d/%d has value %q", filepath.Base(path), p, off, fields[2])
+			}
+			continue
+		}
+		if prev, ok := last[p]; ok && off > prev+1 {
+			t.Errorf("%s: partition %d jumped from offset %d to %d", filepath.Base(path), p, prev, off)
+		}
+		last[p] = off
+		each(p, off)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+}

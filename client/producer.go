@@ -1,0 +1,207 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Producer sends messages to a cluster through one franz-go client, which
+// batches per partition (linger, batch size), retries and, by default,
+// writes idempotently. A Producer is safe for concurrent use.
+type Producer struct {
+	cfg ProducerConfig
+	cl  *kgo.Client
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewProducer validates cfg and returns a producer. It does not contact the
+// cluster; the first Send does.
+func NewProducer(cfg ProducerConfig) (*Producer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.WithLogger(kgoLogger{loggerOr(cfg.Logger)}),
+		kgo.RecordPartitioner(kgoPartitioner(cfg.partitioner())),
+		kgo.ProducerLinger(cfg.linger()),
+		kgo.ProducerBatchMaxBytes(cfg.batchBytes()),
+		kgo.RecordDeliveryTimeout(cfg.deliveryTimeout()),
+		kgo.ProducerBatchCompression(cfg.codec()),
+	}
+	if cfg.ClientID != "" {
+		opts = append(opts, kgo.ClientID(cfg.ClientID))
+	}
+	if cfg.MaxBufferedRecords > 0 {
+		opts = append(opts, kgo.MaxBufferedRecords(cfg.MaxBufferedRecords))
+	}
+	switch cfg.acks() {
+	case AcksNone:
+		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()))
+	case AcksLeader:
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()))
+	default:
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	}
+	if !cfg.Idempotent() {
+		opts = append(opts, kgo.DisableIdempotentWrite())
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("client: producer: %w", err)
+	}
+	return &Producer{cfg: cfg, cl: cl}, nil
+}
+
+func (c ProducerConfig) partitioner() Partitioner {
+	if c.Partitioner != nil {
+		return c.Partitioner
+	}
+	return HashPartitioner()
+}
+
+func (c ProducerConfig) linger() time.Duration {
+	switch {
+	case c.Linger < 0:
+		return 0
+	case c.Linger == 0:
+		return DefaultLinger
+	}
+	return c.Linger
+}
+
+func (c ProducerConfig) batchBytes() int32 {
+	if c.BatchBytes > 0 {
+		return c.BatchBytes
+	}
+	return DefaultBatchBytes
+}
+
+func (c ProducerConfig) deliveryTimeout() time.Duration {
+	if c.DeliveryTimeout > 0 {
+		return c.DeliveryTimeout
+	}
+	return DefaultDeliveryTimeout
+}
+
+func (c ProducerConfig) codec() kgo.CompressionCodec {
+	switch strings.ToLower(c.Compression) {
+	case "gzip":
+		return kgo.GzipCompression()
+	case "snappy":
+		return kgo.SnappyCompression()
+	case "lz4":
+		return kgo.Lz4Compression()
+	case "zstd":
+		return kgo.ZstdCompression()
+	}
+	return kgo.NoCompression()
+}
+
+// Send produces m and waits for its acknowledgement (with acks=0, for the
+// request to be written). On success m's Partition, Offset (-1 with acks=0)
+// and Timestamp are filled in. Cancelling ctx abandons records not yet
+// sent; one already sent may still be written.
+func (p *Producer) Send(ctx context.Context, m *Message) error {
+	f := p.SendFuture(ctx, m)
+	return f.Wait(ctx)
+}
+
+// SendAsync buffers m and returns; done is called once, from a producer
+// goroutine, with m (its Partition, Offset and Timestamp filled in on
+// success) and the outcome. Callbacks for one partition run in send order.
+// SendAsync blocks while the producer's buffer is full, until ctx ends (then
+// done gets ctx's error). done must not block for long: it holds up the
+// callbacks behind it.
+func (p *Producer) SendAsync(ctx context.Context, m *Message, done func(*Message, error)) {
+	p.cl.Produce(ctx, m.toRecord(), func(r *kgo.Record, err error) {
+		if err == nil {
+			m.fillFromRecord(r)
+		} else {
+			err = classifyProduceError(err)
+		}
+		if done != nil {
+			done(m, err)
+		}
+	})
+}
+
+// Future is the pending outcome of SendFuture.
+type Future struct {
+	done chan struct{}
+	msg  *Message
+	err  error
+}
+
+// SendFuture is SendAsync returning a Future instead of taking a callback.
+func (p *Producer) SendFuture(ctx context.Context, m *Message) *Future {
+	f := &Future{done: make(chan struct{}), msg: m}
+	p.SendAsync(ctx, m, func(_ *Message, err error) {
+		f.err = err
+		close(f.done)
+	})
+	return f
+}
+
+// Wait blocks until the send completes or ctx ends, and returns the send's
+// error (or ctx's, leaving the send pending).
+func (f *Future) Wait(ctx context.Context) error {
+	select {
+	case <-f.done:
+		return f.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Done is closed when the send has completed.
+func (f *Future) Done() <-chan struct{} { return f.done }
+
+// Result returns the message and outcome; only meaningful after Done.
+func (f *Future) Result() (*Message, error) {
+	select {
+	case <-f.done:
+		return f.msg, f.err
+	default:
+		return f.msg, fmt.Errorf("client: send still pending")
+	}
+}
+
+// Flush sends everything buffered and waits for every outstanding
+// acknowledgement, or until ctx ends.
+func (p *Producer) Flush(ctx context.Context) error {
+	return p.cl.Flush(ctx)
+}
+
+// Close flushes (bounded by ctx) and closes the producer. Records still
+// unsent when ctx ends fail with ErrClosed-wrapped errors in their callbacks.
+// Close is idempotent.
+func (p *Producer) Close(ctx context.Context) error {
+	p.closeOnce.Do(func() {
+		if err := p.cl.Flush(ctx); err != nil {
+			p.closeErr = fmt.Errorf("client: producer close: flush: %w", err)
+		}
+		p.cl.Close()
+	})
+	return p.closeErr
+}
+
+// classifyProduceError marks errors that have a sentinel here.
+func classifyProduceError(err error) error {
+	switch {
+	case errors.Is(err, kgo.ErrClientClosed):
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	case strings.Contains(err.Error(), "invalid record partitioning choice"):
+		// franz-go reports an out-of-range partitioner choice as a plain error.
+		return fmt.Errorf("%w: %w", ErrBadPartition, err)
+	}
+	return err
+}

@@ -1,0 +1,114 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// Acks is the producer's acks setting: how many replicas must have the
+// record before the broker answers.
+type Acks int
+
+const (
+	// AcksDefault means AcksAll.
+	AcksDefault Acks = iota
+	// AcksNone is acks=0: the broker does not answer; offsets are unknown.
+	AcksNone
+	// AcksLeader is acks=1: the leader has written the record.
+	AcksLeader
+	// AcksAll is acks=all (-1): every in-sync replica has it.
+	AcksAll
+)
+
+// Producer defaults.
+const (
+	// DefaultLinger is linger.ms's default here (franz-go's default: a short
+	// linger costs little latency and makes much bigger batches).
+	DefaultLinger = 10 * time.Millisecond
+	// DefaultBatchBytes is batch.size's default: franz-go's maximum batch
+	// size, Kafka's message.max.bytes default.
+	DefaultBatchBytes = 1000012
+	// DefaultDeliveryTimeout is delivery.timeout.ms's default.
+	DefaultDeliveryTimeout = 2 * time.Minute
+)
+
+// ProducerConfig configures a Producer. Zero values mean defaults; the
+// comments name the Kafka producer property each field stands for.
+type ProducerConfig struct {
+	// Brokers is bootstrap.servers: host:port seeds (required).
+	Brokers []string
+	// ClientID is client.id.
+	ClientID string
+	// Acks is acks; default all.
+	Acks Acks
+	// Linger is linger.ms: how long a partition's batch waits for more
+	// records. Default DefaultLinger; negative means send at once.
+	Linger time.Duration
+	// BatchBytes is batch.size: the largest batch, in bytes. Default
+	// DefaultBatchBytes.
+	BatchBytes int32
+	// DisableIdempotence is enable.idempotence=false. Idempotence is on by
+	// default with acks=all; it needs acks=all, so with acks 0 or 1 it is
+	// off (as the Java client does when it is not set explicitly).
+	DisableIdempotence bool
+	// Partitioner chooses partitions; default HashPartitioner (Java's
+	// murmur2 for keys, round-robin without).
+	Partitioner Partitioner
+	// Compression is compression.type: "none" (default), "gzip",
+	// "snappy", "lz4" or "zstd".
+	Compression string
+	// DeliveryTimeout is delivery.timeout.ms: how long a record may wait
+	// for its ack, retries included. Default DefaultDeliveryTimeout.
+	DeliveryTimeout time.Duration
+	// MaxBufferedRecords bounds records waiting to be sent (buffer.memory in
+	// records); a full buffer blocks SendAsync. Default franz-go's (10,000).
+	MaxBufferedRecords int
+	// Logger receives client events; nil discards them.
+	Logger *slog.Logger
+}
+
+// Validate checks the configuration.
+func (c ProducerConfig) Validate() error {
+	var errs []error
+	if len(c.Brokers) == 0 {
+		errs = append(errs, fmt.Errorf("%w: bootstrap.servers: at least one broker is required", ErrInvalidConfig))
+	}
+	if c.Acks < AcksDefault || c.Acks > AcksAll {
+		errs = append(errs, fmt.Errorf("%w: acks: unknown value %d", ErrInvalidConfig, c.Acks))
+	}
+	if c.BatchBytes < 0 {
+		errs = append(errs, fmt.Errorf("%w: batch.size: must be >= 0", ErrInvalidConfig))
+	}
+	if c.DeliveryTimeout < 0 {
+		errs = append(errs, fmt.Errorf("%w: delivery.timeout.ms: must be >= 0", ErrInvalidConfig))
+	}
+	if c.MaxBufferedRecords < 0 {
+		errs = append(errs, fmt.Errorf("%w: max buffered records: must be >= 0", ErrInvalidConfig))
+	}
+	switch strings.ToLower(c.Compression) {
+	case "", "none", "gzip", "snappy", "lz4", "zstd":
+	default:
+		errs = append(errs, fmt.Errorf("%w: compression.type: unknown codec %q", ErrInvalidConfig, c.Compression))
+	}
+	return errors.Join(errs...)
+}
+
+func (c ProducerConfig) acks() Acks {
+	if c.Acks == AcksDefault {
+		return AcksAll
+	}
+	return c.Acks
+}
+
+// Idempotent reports whether the producer will write idempotently.
+func (c ProducerConfig) Idempotent() bool { return !c.DisableIdempotence && c.acks() == AcksAll }
+
+func loggerOr(l *slog.Logger) *slog.Logger {
+	if l != nil {
+		return l
+	}
+	return slog.New(slog.DiscardHandler)
+}

@@ -1,0 +1,108 @@
+package client
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestRebalanceWalkthrough replays the deep dive's walk-through on a
+// 3-partition topic: consumers 1..4 join, then 1, 2 and 3 leave. After
+// every step the ownership registry, read directly from the coordination
+// service, must equal the range assignment of the seed's table, and stay so.
+func TestRebalanceWalkthrough(t *testing.T) {
+	for _, env := range []func(testing.TB) *coordEnv{
+		newMemCoord,
+		func(t testing.TB) *coordEnv { return newZooKeeper(t, 6*time.Second) },
+	} {
+		ce := env(t)
+		t.Run(ce.name, func(t *testing.T) { walkthrough(t, ce) })
+	}
+}
+
+func walkthrough(t *testing.T, ce *coordEnv) {
+	cluster := newTestCluster(t)
+	const topic, group = "walk", "walkers"
+	cluster.createTopic(t, topic, 3)
+	ctx := testContext(t, 2*time.Minute)
+
+	members := map[string]*GroupConsumer{}
+	join := func(name string) {
+		t.Helper()
+		g, err := NewGroupConsumer(ctx, GroupConfig{
+			GroupID:          group,
+			ConsumerID:       name,
+			Brokers:          cluster.Bootstrap,
+			Coordinator:      ce.connect,
+			AutoOffsetReset:  "smallest",
+			RebalanceBackoff: 100 * time.Millisecond,
+			Logger:           testLogger(t, slog.LevelWarn),
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		t.Cleanup(func() { g.Close(ctx) })
+		if _, err := g.CreateMessageStreams(ctx, topic, 1); err != nil {
+			t.Fatalf("%s: CreateMessageStreams: %v", name, err)
+		}
+		members[name] = g
+	}
+	leave := func(name string) {
+		t.Helper()
+		if err := members[name].Close(ctx); err != nil {
+			t.Fatalf("%s: Close: %v", name, err)
+		}
+		delete(members, name)
+	}
+	steps := []struct {
+		action func()
+		what   string
+		want   map[int32]string
+	}{
+		{func() { join("consumer1") }, "consumer1 joins", map[int32]string{0: "consumer1", 1: "consumer1", 2: "consumer1"}},
+		{func() { join("consumer2") }, "consumer2 joins", map[int32]string{0: "consumer1", 1: "consumer1", 2: "consumer2"}},
+		{func() { join("consumer3") }, "consumer3 joins", map[int32]string{0: "consumer1", 1: "consumer2", 2: "consumer3"}},
+		{func() { join("consumer4") }, "consumer4 joins", map[int32]string{0: "consumer1", 1: "consumer2", 2: "consumer3"}},
+		{func() { leave("consumer1") }, "consumer1 leaves", map[int32]string{0: "consumer2", 1: "consumer3", 2: "consumer4"}},
+		{func() { leave("consumer2") }, "consumer2 leaves", map[int32]string{0: "consumer3", 1: "consumer3", 2: "consumer4"}},
+		{func() { leave("consumer3") }, "consumer3 leaves", map[int32]string{0: "consumer4", 1: "consumer4", 2: "consumer4"}},
+	}
+	for _, step := range steps {
+		step.action()
+		check := func() (bool, string) {
+			got := readOwners(t, ce.admin, group, topic)
+			if !maps.Equal(got, step.want) {
+				return false, fmt.Sprintf("registry %v", got)
+			}
+			// Each member's own view agrees with the registry.
+			for name, g := range members {
+				var want []int32
+				for p, owner := range step.want {
+					if owner == name {
+						want = append(want, p)
+					}
+				}
+				slices.Sort(want)
+				if got := g.Owned()[topic]; !slices.Equal(got, want) {
+					return false, fmt.Sprintf("%s owns %v, want %v", name, got, want)
+				}
+			}
+			return true, ""
+		}
+		waitFor(t, 30*time.Second, step.what, check)
+		// Settled, not passing through: it must still hold a moment later.
+		time.Sleep(300 * time.Millisecond)
+		if ok, state := check(); !ok {
+			t.Fatalf("after %s the registry changed again: %s", step.what, state)
+		}
+		t.Logf("%s: owners %v", step.what, step.want)
+	}
+	for name, g := range members {
+		if n := g.rebalanceErrs.Load(); n != 0 {
+			t.Errorf("%s: %d rebalances failed after rebalance.max.retries", name, n)
+		}
+	}
+}
