@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/binary"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -87,7 +88,7 @@ func TestApiVersionsUnsupportedVersionAnsweredInV0(t *testing.T) {
 
 func TestCorruptCRCRejectedAndNothingWritten(t *testing.T) {
 	b := newTestBroker(t, nil)
-	if err := b.CreateTopic("crc", 1); err != nil {
+	if err := b.CreateTopic(testContext(t, time.Minute), "crc", 1); err != nil {
 		t.Fatal(err)
 	}
 	c := dialRaw(t, b.Addr())
@@ -121,7 +122,7 @@ func TestProduceErrors(t *testing.T) {
 		c.DisableAutoCreateTopics = true
 		c.MessageMaxBytes = 1000
 	})
-	if err := b.CreateTopic("t", 2); err != nil {
+	if err := b.CreateTopic(testContext(t, time.Minute), "t", 2); err != nil {
 		t.Fatal(err)
 	}
 	c := dialRaw(t, b.Addr())
@@ -182,7 +183,7 @@ func TestStorageErrorTable(t *testing.T) {
 	}
 	// Through Produce, with an injected failure in an in-memory log.
 	b := newTestBroker(t, nil, withMemLogs())
-	if err := b.CreateTopic("mem", 1); err != nil {
+	if err := b.CreateTopic(testContext(t, time.Minute), "mem", 1); err != nil {
 		t.Fatal(err)
 	}
 	b.partitionOf("mem", 0).log.(*memLog).failNext = logErrCorruption

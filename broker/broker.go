@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tributary/tributary/broker/cluster"
 )
 
 // Broker is one Kafka-protocol server over a set of log directories.
@@ -27,9 +28,24 @@ type Broker struct {
 	gather  prometheus.Gatherer
 	openLog logOpener
 
+	// connect opens coordination sessions; standalone marks the private
+	// in-process coordinator of the single-node mode.
+	connect    cluster.SessionFactory
+	standalone bool
+
 	mu     sync.RWMutex
 	topics map[string]*topic
 	closed bool
+	member *cluster.Member
+	// onDisk lists every partition directory, open or not.
+	onDisk map[string]map[int32]string
+	// applied is the snapshot the partitions were last reconciled to;
+	// served is closed and replaced after every pass.
+	applied cluster.Snapshot
+	served  chan struct{}
+
+	// seen holds the topics of the last reconciled snapshot; reconciler-owned.
+	seen map[string]bool
 
 	pids *producerIDs
 
@@ -54,7 +70,9 @@ type Broker struct {
 	done      chan struct{}
 }
 
-// topic is a topic's partitions; the slice never changes after creation.
+// topic is a topic's partitions as this broker serves them: one slot per
+// partition of the topic, nil where another broker leads (or no one).
+// A topic is immutable: the reconciler replaces it to change a slot.
 type topic struct {
 	name       string
 	partitions []*partition
@@ -78,8 +96,10 @@ type Option func(*Broker)
 // broker over an in-memory log.
 func withLogOpener(open logOpener) Option { return func(b *Broker) { b.openLog = open } }
 
-// New validates cfg, opens every partition found under the log directories
-// and returns a broker that is not yet listening (see Start and Serve).
+// New validates cfg, finds the partitions under the log directories and
+// returns a broker that is not yet listening nor part of a cluster (see
+// Start and Serve, which join the cluster and open the partitions this
+// broker leads).
 // logger may be nil (logs are discarded); reg may be nil (a private registry
 // is used). When cfg.MetricsListen is set, reg must also be a
 // prometheus.Gatherer (a *prometheus.Registry is).
@@ -111,6 +131,9 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, opts ...Opt
 		metrics: m,
 		gather:  gather,
 		topics:  map[string]*topic{},
+		onDisk:  map[string]map[int32]string{},
+		served:  make(chan struct{}),
+		applied: cluster.Snapshot{Controller: -1},
 		conns:   map[net.Conn]struct{}{},
 		done:    make(chan struct{}),
 	}
@@ -118,6 +141,7 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, opts ...Opt
 	for _, o := range opts {
 		o(b)
 	}
+	b.chooseCoordinator()
 	b.shutdownCtx, b.shutdownCancel = context.WithCancel(context.Background())
 	for _, d := range cfg.LogDirs {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -127,20 +151,19 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, opts ...Opt
 	if b.pids, err = openProducerIDs(filepath.Join(cfg.LogDirs[0], producerIDFile)); err != nil {
 		return nil, err
 	}
-	if err := b.loadTopics(); err != nil {
-		b.closeLogs()
+	if b.onDisk, err = scanLogDirs(cfg.LogDirs); err != nil {
 		return nil, err
 	}
 	return b, nil
 }
 
-// loadTopics discovers <topic>-<partition> directories in every log dir.
-func (b *Broker) loadTopics() error {
+// scanLogDirs finds the <topic>-<partition> directories of every log dir.
+func scanLogDirs(logDirs []string) (map[string]map[int32]string, error) {
 	found := map[string]map[int32]string{}
-	for _, d := range b.cfg.LogDirs {
+	for _, d := range logDirs {
 		entries, err := os.ReadDir(d)
 		if err != nil {
-			return fmt.Errorf("broker: reading log dir: %w", err)
+			return nil, fmt.Errorf("broker: reading log dir: %w", err)
 		}
 		for _, e := range entries {
 			if !e.IsDir() {
@@ -154,39 +177,12 @@ func (b *Broker) loadTopics() error {
 				found[name] = map[int32]string{}
 			}
 			if prev, dup := found[name][p]; dup {
-				return fmt.Errorf("broker: partition %s-%d is in two log dirs: %s and %s", name, p, prev, d)
+				return nil, fmt.Errorf("broker: partition %s-%d is in two log dirs: %s and %s", name, p, prev, d)
 			}
 			found[name][p] = filepath.Join(d, e.Name())
 		}
 	}
-	names := make([]string, 0, len(found))
-	for n := range found {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		parts := found[name]
-		var n int32
-		for p := range parts {
-			n = max(n, p+1)
-		}
-		t := &topic{name: name}
-		for p := int32(0); p < n; p++ {
-			dir, ok := parts[p]
-			if !ok {
-				dir = filepath.Join(b.pickLogDir(), partitionDirName(name, p))
-				b.logger.Warn("partition directory missing; creating it empty", "topic", name, "partition", p, "dir", dir)
-			}
-			part, err := b.openPartition(name, p, dir)
-			if err != nil {
-				return err
-			}
-			t.partitions = append(t.partitions, part)
-		}
-		b.topics[name] = t
-		b.logger.Info("loaded topic", "topic", name, "partitions", n)
-	}
-	return nil
+	return found, nil
 }
 
 func (b *Broker) openPartition(name string, p int32, dir string) (*partition, error) {
@@ -219,12 +215,14 @@ func parsePartitionDir(name string) (string, int32, bool) {
 }
 
 // pickLogDir returns the log dir holding the fewest partitions, as Kafka
-// places new partitions. Callers hold b.mu (or run before serving).
+// places new partitions.
 func (b *Broker) pickLogDir() string {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
 	count := map[string]int{}
-	for _, t := range b.topics {
-		for _, p := range t.partitions {
-			count[filepath.Dir(p.dir)]++
+	for _, parts := range b.onDisk {
+		for _, dir := range parts {
+			count[filepath.Dir(dir)]++
 		}
 	}
 	best := b.cfg.LogDirs[0]
@@ -271,98 +269,8 @@ func (b *Broker) partitionOf(name string, p int32) *partition {
 	return t.partitions[p]
 }
 
-// CreateTopic creates a topic with n partitions (n <= 0: num.partitions).
-func (b *Broker) CreateTopic(name string, n int32) error {
-	_, err := b.createTopic(name, n, false)
-	return err
-}
-
-// createTopic creates the topic; with existingOK an existing topic is
-// returned instead of ErrTopicExists.
-func (b *Broker) createTopic(name string, n int32, existingOK bool) (*topic, error) {
-	if err := validateTopicName(name); err != nil {
-		return nil, err
-	}
-	if n <= 0 {
-		n = b.cfg.NumPartitions
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return nil, ErrClosed
-	}
-	if t, ok := b.topics[name]; ok {
-		if existingOK {
-			return t, nil
-		}
-		return nil, fmt.Errorf("%w: %s", ErrTopicExists, name)
-	}
-	t := &topic{name: name}
-	for p := int32(0); p < n; p++ {
-		dir := filepath.Join(b.pickLogDirLocked(t), partitionDirName(name, p))
-		part, err := b.openPartition(name, p, dir)
-		if err != nil {
-			for _, made := range t.partitions {
-				_ = made.log.Delete()
-			}
-			return nil, err
-		}
-		t.partitions = append(t.partitions, part)
-	}
-	b.topics[name] = t
-	b.logger.Info("created topic", "topic", name, "partitions", n)
-	return t, nil
-}
-
-// pickLogDirLocked is pickLogDir counting also the partitions of a topic
-// being created.
-func (b *Broker) pickLogDirLocked(pending *topic) string {
-	if len(b.cfg.LogDirs) == 1 {
-		return b.cfg.LogDirs[0]
-	}
-	count := map[string]int{}
-	add := func(t *topic) {
-		for _, p := range t.partitions {
-			count[filepath.Clean(filepath.Dir(p.dir))]++
-		}
-	}
-	for _, t := range b.topics {
-		add(t)
-	}
-	add(pending)
-	best := b.cfg.LogDirs[0]
-	for _, d := range b.cfg.LogDirs[1:] {
-		if count[filepath.Clean(d)] < count[filepath.Clean(best)] {
-			best = d
-		}
-	}
-	return best
-}
-
-// DeleteTopic deletes a topic and its data.
-func (b *Broker) DeleteTopic(name string) error {
-	b.mu.Lock()
-	t, ok := b.topics[name]
-	if ok {
-		delete(b.topics, name)
-	}
-	b.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
-	}
-	var errs []error
-	for _, p := range t.partitions {
-		p.wake()
-		b.metrics.forget(p)
-		if err := p.log.Delete(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	b.logger.Info("deleted topic", "topic", name)
-	return errors.Join(errs...)
-}
-
-// Topics returns the topic names and partition counts.
+// Topics returns the topic names and partition counts, as of the last
+// reconciliation with the cluster metadata.
 func (b *Broker) Topics() map[string]int32 {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -401,6 +309,12 @@ func (b *Broker) Start(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
+	// Clients are accepted only once the broker serves what it leads;
+	// until then they wait in the listen backlog.
+	if err := b.join(ctx); err != nil {
+		ln.Close()
+		return err
+	}
 	if b.cfg.MetricsListen != "" {
 		mln, err := lc.Listen(ctx, "tcp", b.cfg.MetricsListen)
 		if err != nil {
@@ -419,9 +333,10 @@ func (b *Broker) Start(ctx context.Context) error {
 	}
 	b.ln = ln
 	b.started = true
-	b.wg.Add(2)
+	b.wg.Add(3)
 	go b.acceptLoop()
 	go b.housekeeping()
+	go b.runReconciler()
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -511,6 +426,18 @@ func (b *Broker) Close() error {
 		}
 		b.connMu.Unlock()
 		b.wg.Wait()
+		b.mu.RLock()
+		m := b.member
+		b.mu.RUnlock()
+		if m != nil {
+			// Leaving deregisters at once, so the cluster marks this
+			// broker's partitions unavailable without waiting for a
+			// session expiry.
+			if err := m.Close(); err != nil {
+				b.logger.Warn("leaving the cluster", "err", err)
+			}
+		}
+		b.pids.close()
 		if msrv != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			_ = msrv.Shutdown(ctx)
@@ -533,6 +460,9 @@ func (b *Broker) closeLogs() error {
 	var errs []error
 	for _, t := range topics {
 		for _, p := range t.partitions {
+			if p == nil {
+				continue
+			}
 			if err := p.log.Flush(); err != nil {
 				errs = append(errs, fmt.Errorf("flush %s-%d: %w", t.name, p.index, err))
 			}
@@ -574,7 +504,11 @@ func (b *Broker) allPartitions() []*partition {
 	defer b.mu.RUnlock()
 	var out []*partition
 	for _, t := range b.topics {
-		out = append(out, t.partitions...)
+		for _, p := range t.partitions {
+			if p != nil {
+				out = append(out, p)
+			}
+		}
 	}
 	return out
 }

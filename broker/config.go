@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tributary/tributary/internal/coord/zkcoord"
 )
 
 // Defaults, matching Apache Kafka's where Kafka has one.
@@ -23,6 +25,8 @@ const (
 	DefaultIndexIntervalBytes     = 4096
 	DefaultMessageMaxBytes        = 1048588
 	DefaultSocketRequestMaxBytes  = 100 << 20
+	DefaultZooKeeperSession       = 18 * time.Second
+	DefaultReplicationFactor      = 1
 )
 
 // Config is the broker's configuration. The zero value of every field means
@@ -71,6 +75,18 @@ type Config struct {
 	// MetricsListen is metrics.listen: host:port serving Prometheus
 	// /metrics; empty disables it.
 	MetricsListen string
+	// ZooKeeperConnect is zookeeper.connect: "h1:2181,h2:2181/chroot".
+	// Empty runs the broker alone on in-process coordination.
+	ZooKeeperConnect string
+	// ZooKeeperSessionTimeout is zookeeper.session.timeout.ms.
+	ZooKeeperSessionTimeout time.Duration
+	// ZooKeeperConnectionTimeout is zookeeper.connection.timeout.ms: how
+	// long start-up waits for a session. Default: the session timeout.
+	ZooKeeperConnectionTimeout time.Duration
+	// DefaultReplicationFactor is default.replication.factor, used when a
+	// CreateTopics request leaves the factor to the broker (-1). Only 1 is
+	// accepted: there is no replication yet.
+	DefaultReplicationFactor int16
 }
 
 // withDefaults returns c with zero fields replaced by defaults.
@@ -101,6 +117,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SocketRequestMaxBytes == 0 {
 		c.SocketRequestMaxBytes = DefaultSocketRequestMaxBytes
+	}
+	if c.ZooKeeperSessionTimeout == 0 {
+		c.ZooKeeperSessionTimeout = DefaultZooKeeperSession
+	}
+	if c.ZooKeeperConnectionTimeout == 0 {
+		c.ZooKeeperConnectionTimeout = c.ZooKeeperSessionTimeout
+	}
+	if c.DefaultReplicationFactor == 0 {
+		c.DefaultReplicationFactor = DefaultReplicationFactor
 	}
 	return c
 }
@@ -156,6 +181,20 @@ func (c Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
 			return fmt.Errorf("%w: metrics.listen: %v", ErrInvalidConfig, err)
 		}
+	}
+	if c.ZooKeeperConnect != "" {
+		if _, _, err := zkcoord.ParseConnect(c.ZooKeeperConnect); err != nil {
+			return fmt.Errorf("%w: zookeeper.connect: %v", ErrInvalidConfig, err)
+		}
+	}
+	switch {
+	case c.ZooKeeperSessionTimeout < time.Millisecond:
+		return fmt.Errorf("%w: zookeeper.session.timeout.ms: must be positive", ErrInvalidConfig)
+	case c.ZooKeeperConnectionTimeout < time.Millisecond:
+		return fmt.Errorf("%w: zookeeper.connection.timeout.ms: must be positive", ErrInvalidConfig)
+	case c.DefaultReplicationFactor != 1:
+		return fmt.Errorf("%w: default.replication.factor: only 1 is supported (partitions are not replicated yet), got %d",
+			ErrInvalidConfig, c.DefaultReplicationFactor)
 	}
 	return nil
 }
@@ -339,6 +378,24 @@ var propertySetters = map[string]func(c *Config, v string) error{
 	"message.max.bytes":        func(c *Config, v string) error { return setInt32(&c.MessageMaxBytes, v) },
 	"socket.request.max.bytes": func(c *Config, v string) error { return setInt32(&c.SocketRequestMaxBytes, v) },
 	"metrics.listen":           func(c *Config, v string) error { c.MetricsListen = v; return nil },
+	"zookeeper.connect":        func(c *Config, v string) error { c.ZooKeeperConnect = v; return nil },
+	"zookeeper.session.timeout.ms": func(c *Config, v string) error {
+		return setPositiveDuration(&c.ZooKeeperSessionTimeout, v)
+	},
+	"zookeeper.connection.timeout.ms": func(c *Config, v string) error {
+		return setPositiveDuration(&c.ZooKeeperConnectionTimeout, v)
+	},
+	"default.replication.factor": func(c *Config, v string) error {
+		var n int32
+		if err := setInt32(&n, v); err != nil {
+			return err
+		}
+		if n < 1 || n > math.MaxInt16 {
+			return fmt.Errorf("must be >= 1")
+		}
+		c.DefaultReplicationFactor = int16(n)
+		return nil
+	},
 }
 
 // unitKeys are keys whose unit variants override each other in Kafka's
@@ -367,8 +424,7 @@ var ignoredKeys = map[string]bool{
 	"socket.receive.buffer.bytes": true, "num.recovery.threads.per.data.dir": true,
 	"offsets.topic.replication.factor": true, "transaction.state.log.replication.factor": true,
 	"transaction.state.log.min.isr": true, "group.initial.rebalance.delay.ms": true,
-	"zookeeper.connect": true, "zookeeper.connection.timeout.ms": true,
-	"default.replication.factor": true, "min.insync.replicas": true,
+	"min.insync.replicas":            true,
 	"listener.security.protocol.map": true, "inter.broker.listener.name": true,
 }
 
@@ -462,6 +518,17 @@ func setDuration(dst *time.Duration, v string, unit time.Duration) error {
 		n = int64(1<<62) / int64(unit)
 	}
 	*dst = time.Duration(n) * unit
+	return nil
+}
+
+// setPositiveDuration parses milliseconds that must be at least 1.
+func setPositiveDuration(dst *time.Duration, v string) error {
+	if err := setDuration(dst, v, time.Millisecond); err != nil {
+		return err
+	}
+	if *dst <= 0 {
+		return fmt.Errorf("must be positive")
+	}
 	return nil
 }
 

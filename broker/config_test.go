@@ -131,7 +131,7 @@ func TestTopicNameValidation(t *testing.T) {
 
 func TestMetricsEndpoint(t *testing.T) {
 	b := newTestBroker(t, func(c *Config) { c.MetricsListen = "127.0.0.1:0" })
-	if err := b.CreateTopic("m", 1); err != nil {
+	if err := b.CreateTopic(testContext(t, time.Minute), "m", 1); err != nil {
 		t.Fatal(err)
 	}
 	c := dialRaw(t, b.Addr())
@@ -145,6 +145,34 @@ func TestMetricsEndpoint(t *testing.T) {
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
+
+func TestClusterKeys(t *testing.T) {
+	c, warnings, err := ParseProperties(strings.NewReader("log.dirs=x\nzookeeper.connect=h1:2181,h2:2181/tributary\n" +
+		"zookeeper.session.timeout.ms=6000\ndefault.replication.factor=1\n"))
+	if err != nil || len(warnings) != 0 {
+		t.Fatalf("ParseProperties: %v %v", err, warnings)
+	}
+	c = c.withDefaults()
+	if c.ZooKeeperConnect != "h1:2181,h2:2181/tributary" || c.ZooKeeperSessionTimeout != 6*time.Second ||
+		c.ZooKeeperConnectionTimeout != 6*time.Second || c.DefaultReplicationFactor != 1 {
+		t.Fatalf("cluster keys: %+v", c)
+	}
+	if d := (Config{LogDirs: []string{"x"}}).withDefaults(); d.ZooKeeperSessionTimeout != DefaultZooKeeperSession ||
+		d.ZooKeeperConnectionTimeout != DefaultZooKeeperSession {
+		t.Fatalf("defaults: session %v connection %v", d.ZooKeeperSessionTimeout, d.ZooKeeperConnectionTimeout)
+	}
+	for _, bad := range []struct{ props, key string }{
+		{"log.dirs=x\nzookeeper.connect=h:2181/bad//chroot", "zookeeper.connect"},
+		{"log.dirs=x\nzookeeper.session.timeout.ms=0", "zookeeper.session.timeout.ms"},
+		{"log.dirs=x\nzookeeper.connection.timeout.ms=soon", "zookeeper.connection.timeout.ms"},
+		{"log.dirs=x\ndefault.replication.factor=3", "default.replication.factor"},
+	} {
+		_, _, err := ParseProperties(strings.NewReader(bad.props))
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), bad.key) {
+			t.Errorf("%q: error %v, want one naming %s", bad.props, err, bad.key)
 		}
 	}
 }

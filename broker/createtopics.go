@@ -2,29 +2,39 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/cluster"
 )
 
 // maxPartitionsPerTopic bounds one request's work: each partition is a
 // directory and open files, and one broker cannot serve more usefully.
 const maxPartitionsPerTopic = 10_000
 
-// handleCreateTopics creates topics on this broker. Replication factor must
-// be 1 or -1 (one broker); an explicit replica assignment gives the
-// partition count and must name this broker only. Topic configs are accepted
-// and ignored: per-topic overrides are not supported yet.
-func (b *Broker) handleCreateTopics(_ context.Context, r *request) (reply, error) {
+// handleCreateTopics creates topics through the cluster: the assignment
+// goes to the coordinator and the controller elects the leaders; each topic
+// is answered once its partitions have leaders (and this broker serves the
+// ones it leads) or the request's timeout passes. Replication factor must
+// be 1 or -1 (default.replication.factor): partitions are not replicated
+// yet. An explicit replica assignment gives the partition count and is only
+// honoured when it names this broker alone and this broker is the only one
+// alive (it is then what the round-robin assignment gives). Topic configs
+// are accepted and ignored: per-topic overrides are not supported yet.
+func (b *Broker) handleCreateTopics(ctx context.Context, r *request) (reply, error) {
 	req := r.msg.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	resp.SetVersion(req.Version)
+	ctx, cancel := requestTimeout(ctx, req.TimeoutMillis)
+	defer cancel()
 	seen := map[string]int{}
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
 	}
+	snap := b.metadata()
 	for _, rt := range req.Topics {
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = rt.Topic
@@ -36,6 +46,10 @@ func (b *Broker) handleCreateTopics(_ context.Context, r *request) (reply, error
 		if len(rt.ReplicaAssignment) > 0 {
 			n = int32(len(rt.ReplicaAssignment))
 		}
+		rf := rt.ReplicationFactor
+		if rf == -1 {
+			rf = b.cfg.DefaultReplicationFactor
+		}
 		switch {
 		case seen[rt.Topic] > 1:
 			fail(kerr.InvalidRequest, "topic named more than once in the request")
@@ -43,26 +57,25 @@ func (b *Broker) handleCreateTopics(_ context.Context, r *request) (reply, error
 			fail(kerr.InvalidTopicException, validateTopicName(rt.Topic).Error())
 		case len(rt.ReplicaAssignment) > 0 && (rt.NumPartitions != -1 || rt.ReplicationFactor != -1):
 			fail(kerr.InvalidRequest, "replica assignment given with partitions or replication factor")
-		case !b.assignmentIsLocal(rt.ReplicaAssignment):
-			fail(kerr.InvalidReplicaAssignment, fmt.Sprintf("only broker %d exists", b.cfg.BrokerID))
-		case rt.ReplicationFactor != -1 && rt.ReplicationFactor != 1 && len(rt.ReplicaAssignment) == 0:
-			fail(kerr.InvalidReplicationFactor, fmt.Sprintf("replication factor %d > 1 available broker", rt.ReplicationFactor))
+		case !b.assignmentIsLocal(snap, rt.ReplicaAssignment):
+			fail(kerr.InvalidReplicaAssignment, fmt.Sprintf(
+				"explicit replica assignments are only supported on a one-broker cluster, naming broker %d", b.cfg.BrokerID))
+		case rf != 1 && len(rt.ReplicaAssignment) == 0:
+			fail(kerr.InvalidReplicationFactor, fmt.Sprintf(
+				"replication factor %d: partitions are not replicated yet, only 1 is supported", rt.ReplicationFactor))
 		case n == 0 || n < -1:
 			fail(kerr.InvalidPartitions, fmt.Sprintf("number of partitions %d must be positive", n))
 		case n > maxPartitionsPerTopic:
 			fail(kerr.InvalidPartitions, fmt.Sprintf("number of partitions %d is over this broker's limit of %d", n, maxPartitionsPerTopic))
 		case req.ValidateOnly:
-			if b.lookup(rt.Topic) != nil {
+			if _, ok := snap.Topics[rt.Topic]; ok {
 				fail(kerr.TopicAlreadyExists, "topic "+rt.Topic+" already exists")
+			} else if err := cluster.ValidateTopicName(rt.Topic); err != nil {
+				fail(kerr.InvalidTopicException, err.Error())
 			}
 		default:
-			if _, err := b.createTopic(rt.Topic, n, false); err != nil {
-				switch {
-				case errors.Is(err, ErrTopicExists):
-					fail(kerr.TopicAlreadyExists, "topic "+rt.Topic+" already exists")
-				default:
-					fail(kerr.UnknownServerError, err.Error())
-				}
+			if err := b.createTopic(ctx, rt.Topic, n, false); err != nil {
+				st.ErrorCode, st.ErrorMessage = adminErrorCode(err), kmsg.StringPtr(err.Error())
 			}
 		}
 		if st.ErrorCode == 0 {
@@ -70,22 +83,35 @@ func (b *Broker) handleCreateTopics(_ context.Context, r *request) (reply, error
 				n = b.cfg.NumPartitions
 			}
 			st.NumPartitions, st.ReplicationFactor = n, 1
-			if !req.ValidateOnly {
-				if t := b.lookup(rt.Topic); t != nil {
-					st.NumPartitions = int32(len(t.partitions))
-				}
-			}
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	return kmsgReply{resp}, nil
 }
 
-func (b *Broker) assignmentIsLocal(as []kmsg.CreateTopicsRequestTopicReplicaAssignment) bool {
+func (b *Broker) assignmentIsLocal(snap cluster.Snapshot, as []kmsg.CreateTopicsRequestTopicReplicaAssignment) bool {
+	if len(as) == 0 {
+		return true
+	}
+	for _, br := range snap.Brokers {
+		if br.ID != b.cfg.BrokerID {
+			return false
+		}
+	}
 	for _, a := range as {
 		if len(a.Replicas) != 1 || a.Replicas[0] != b.cfg.BrokerID {
 			return false
 		}
 	}
 	return true
+}
+
+// requestTimeout bounds an admin request's wait by its timeout_ms; zero or
+// less means adminWait.
+func requestTimeout(ctx context.Context, ms int32) (context.Context, context.CancelFunc) {
+	d := adminWait
+	if ms > 0 {
+		d = time.Duration(ms) * time.Millisecond
+	}
+	return context.WithTimeout(ctx, d)
 }

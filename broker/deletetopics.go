@@ -2,16 +2,19 @@ package broker
 
 import (
 	"context"
-	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// handleDeleteTopics deletes topics by name (v0-v5 TopicNames, v6 Topics).
+// handleDeleteTopics deletes topics by name (v0-v5 TopicNames, v6 Topics)
+// through the controller, waiting up to the request's timeout for each to
+// leave this broker's metadata.
 // Deletion by topic id gets UNKNOWN_TOPIC_ID: topic ids are not kept.
-func (b *Broker) handleDeleteTopics(_ context.Context, r *request) (reply, error) {
+func (b *Broker) handleDeleteTopics(ctx context.Context, r *request) (reply, error) {
 	req := r.msg.(*kmsg.DeleteTopicsRequest)
+	ctx, cancel := requestTimeout(ctx, req.TimeoutMillis)
+	defer cancel()
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	resp.SetVersion(req.Version)
 	del := func(name *string, id [16]byte) {
@@ -21,13 +24,8 @@ func (b *Broker) handleDeleteTopics(_ context.Context, r *request) (reply, error
 		case name == nil:
 			st.ErrorCode = kerr.UnknownTopicID.Code
 		default:
-			err := b.DeleteTopic(*name)
-			switch {
-			case err == nil:
-			case errors.Is(err, ErrUnknownTopic):
-				st.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			default:
-				st.ErrorCode = kerr.KafkaStorageError.Code
+			if err := b.DeleteTopic(ctx, *name); err != nil {
+				st.ErrorCode = adminErrorCode(err)
 				st.ErrorMessage = kmsg.StringPtr(err.Error())
 			}
 		}

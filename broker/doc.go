@@ -20,13 +20,39 @@
 // prefix and the file region. If a marker is not found exactly once the
 // records are copied instead.
 //
+// # Cluster
+//
+// Every broker is a member of a cluster (broker/cluster): with
+// zookeeper.connect it joins through ZooKeeper (internal/coord/zkcoord),
+// with WithCoordinator through the given sessions (brokers of one process
+// sharing a memcoord server), and otherwise alone on a memcoord server of
+// its own. Start binds the listener, joins with the bound (or advertised)
+// address, and accepts clients only once it serves what it leads; joining
+// fails with an error wrapping cluster.ErrBrokerIDRegistered when the id is
+// taken, or coord.ErrUnavailable when ZooKeeper does not answer within
+// zookeeper.connection.timeout.ms.
+//
+// Topic existence, partition counts and leaders come from the member's
+// metadata snapshot in every mode. One reconciler goroutine follows the
+// snapshot: it opens the logs of the partitions this broker leads, closes
+// the others and deletes the local data of topics that left the metadata.
+// Produce, Fetch and ListOffsets serve only open logs; a partition that
+// exists elsewhere gets NOT_LEADER_OR_FOLLOWER, an unknown one
+// UNKNOWN_TOPIC_OR_PARTITION. Topic administration goes through the member
+// (the controller assigns and elects) and waits for the reconciler to serve
+// the result. A standalone broker registers the topics found on disk again
+// at start, since its coordinator starts empty (RestoreTopics does the same
+// for brokers of one process).
+//
 // # Storage and recovery
 //
 // A topic partition is a directory <topic>-<partition> under one of log.dirs,
-// owned by broker/log; the broker discovers topics by listing those
-// directories at start. Producer ids are handed out in blocks recorded in the
+// owned by broker/log; the broker lists those directories at start and opens
+// the ones it leads. Producer ids are handed out in blocks recorded in the
 // file producer-ids in the first log directory before any id of the block is
-// used, so ids stay unique across restarts and crashes. Recovery after an
+// used, so ids stay unique across restarts and crashes; in a cluster the
+// blocks are claimed first, by compare-and-set, at /latest_producer_id_block
+// in the coordinator (Kafka's node), the file keeping a floor. Recovery after an
 // unclean stop is the storage engine's business; Close flushes and closes
 // every log so that it writes its clean-shutdown marker.
 //
@@ -35,9 +61,10 @@
 // Each connection has one goroutine reading frames ahead (decoding them) and
 // one handling them in order and writing responses, so responses leave in
 // request order, as Kafka's one-request-at-a-time-per-connection processing
-// does. Different connections run in parallel. Topic metadata is guarded by
-// a lock in Broker; each partition log is safe for concurrent Append and
-// Read. Fetch long-polls by registering a waiter on every partition it reads;
+// does. Different connections run in parallel. The served partitions are
+// guarded by a lock in Broker and replaced copy-on-write by the reconciler;
+// each partition log is safe for concurrent Append and Read, and a log
+// closed under a request answers NOT_LEADER_OR_FOLLOWER. Fetch long-polls by registering a waiter on every partition it reads;
 // an append wakes the waiters of its partition. A long-poll also ends when
 // its client disconnects or the broker shuts down.
 //

@@ -10,6 +10,9 @@ var (
 	ErrClosed = errors.New("broker: closed")
 	// ErrStarted is returned by Start or Serve on a Broker already started.
 	ErrStarted = errors.New("broker: already started")
+	// ErrNotStarted is returned by topic administration before Start: the
+	// broker is not part of a cluster yet.
+	ErrNotStarted = errors.New("broker: not started")
 	// ErrBadFrame marks a request frame that cannot be decoded: the
 	// connection it came on is closed.
 	ErrBadFrame = errors.New("broker: malformed request frame")

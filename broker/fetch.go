@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/cluster"
 )
 
 // waiter is a long-polling Fetch; appends to a partition it watches poke it.
@@ -39,6 +41,13 @@ func (p *partition) wake() {
 		}
 	}
 	p.mu.Unlock()
+}
+
+// fetchTarget is a requested partition: its log when served here, else
+// the error code to answer.
+type fetchTarget struct {
+	p    *partition
+	code int16
 }
 
 // maxFetchWait caps a client's max_wait so that a silly value cannot pin a
@@ -84,18 +93,26 @@ func (b *Broker) handleFetch(ctx context.Context, r *request) (reply, error) {
 		}
 	}
 
-	parts := make([][]*partition, len(req.Topics))
+	parts := make([][]fetchTarget, len(req.Topics))
 	w := &waiter{ch: make(chan struct{}, 1)}
+	var snap *cluster.Snapshot // read only when a partition is not served here
 	for i, rt := range req.Topics {
-		parts[i] = make([]*partition, len(rt.Partitions))
+		parts[i] = make([]fetchTarget, len(rt.Partitions))
 		for j, rp := range rt.Partitions {
-			if p := b.partitionOf(rt.Topic, rp.Partition); p != nil {
-				parts[i][j] = p
-				// Registered before the first read, so no append between the
-				// read and the wait goes unnoticed.
-				p.addWaiter(w)
-				defer p.removeWaiter(w)
+			p := b.partitionOf(rt.Topic, rp.Partition)
+			if p == nil {
+				if snap == nil {
+					s := b.metadata()
+					snap = &s
+				}
+				parts[i][j].code = unservedCode(*snap, rt.Topic, rp.Partition)
+				continue
 			}
+			parts[i][j].p = p
+			// Registered before the first read, so no append between the
+			// read and the wait goes unnoticed.
+			p.addWaiter(w)
+			defer p.removeWaiter(w)
 		}
 	}
 
@@ -126,7 +143,7 @@ func (b *Broker) handleFetch(ctx context.Context, r *request) (reply, error) {
 
 // readFetch builds the response from the logs' current state. It returns
 // the bytes readable and whether any partition had an error.
-func (b *Broker) readFetch(req *kmsg.FetchRequest, parts [][]*partition) (*fetchReply, int64, bool) {
+func (b *Broker) readFetch(req *kmsg.FetchRequest, parts [][]fetchTarget) (*fetchReply, int64, bool) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.SetVersion(req.Version)
 	rep := &fetchReply{b: b, resp: resp}
@@ -149,9 +166,9 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, parts [][]*partition) (*fetch
 			// Empty, not null: librdkafka rejects a null record set
 			// ("invalid MessageSetSize -1"), and Kafka never sends one.
 			sp.RecordBatches = []byte{}
-			p := parts[i][j]
+			p := parts[i][j].p
 			if p == nil {
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				sp.ErrorCode = parts[i][j].code
 				hadError = true
 				st.Partitions = append(st.Partitions, sp)
 				continue

@@ -32,7 +32,7 @@ func FuzzRequest(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 9, 0, 0, 0, 1, 0, 1, 'x', 0, 0xff, 0xff, 0xff, 0xff, 0x7f})
 
 	b := newTestBroker(f, func(c *Config) { c.SocketRequestMaxBytes = 1 << 20 })
-	if err := b.CreateTopic("fz", 1); err != nil {
+	if err := b.CreateTopic(testContext(f, time.Minute), "fz", 1); err != nil {
 		f.Fatal(err)
 	}
 	bystander := dialRaw(f, b.Addr())

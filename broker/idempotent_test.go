@@ -120,7 +120,7 @@ func TestIdempotentProducerRetriesWithoutDuplicates(t *testing.T) {
 	proxy.serve()
 	ctx := testContext(t, 2*time.Minute)
 	const n, parts = 20_000, 3
-	if err := b.CreateTopic("idem", parts); err != nil {
+	if err := b.CreateTopic(testContext(t, time.Minute), "idem", parts); err != nil {
 		t.Fatal(err)
 	}
 	cl := newClient(t, proxy.ln.Addr().String(), kgo.RecordPartitioner(kgo.ManualPartitioner()),
@@ -149,7 +149,7 @@ func TestIdempotentProducerRetriesWithoutDuplicates(t *testing.T) {
 
 func TestIdempotenceOnTheWire(t *testing.T) {
 	b := newTestBroker(t, nil)
-	if err := b.CreateTopic("seq", 1); err != nil {
+	if err := b.CreateTopic(testContext(t, time.Minute), "seq", 1); err != nil {
 		t.Fatal(err)
 	}
 	c := dialRaw(t, b.Addr())

@@ -2,16 +2,21 @@ package broker
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// producerIDWait bounds the reservation of a producer id block in the
+// coordinator.
+const producerIDWait = 10 * time.Second
+
 // handleInitProducerID gives an idempotent producer a fresh producer id at
 // epoch 0. Transactions are not supported, so a transactional id is refused.
 // As in Kafka for non-transactional producers, a request carrying an
 // existing id and epoch (v3+, KIP-360) also gets a fresh id.
-func (b *Broker) handleInitProducerID(_ context.Context, r *request) (reply, error) {
+func (b *Broker) handleInitProducerID(ctx context.Context, r *request) (reply, error) {
 	req := r.msg.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.Default()
@@ -23,10 +28,16 @@ func (b *Broker) handleInitProducerID(_ context.Context, r *request) (reply, err
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return kmsgReply{resp}, nil
 	}
-	id, err := b.pids.allocate()
+	ctx, cancel := context.WithTimeout(ctx, producerIDWait)
+	defer cancel()
+	id, err := b.pids.allocate(ctx)
 	if err != nil {
 		b.logger.Error("allocating producer id", "err", err)
 		resp.ErrorCode = kerr.KafkaStorageError.Code
+		if b.pids.remote != nil {
+			// The coordinator did not answer: the client may retry.
+			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		}
 		return kmsgReply{resp}, nil
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, 0

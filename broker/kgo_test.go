@@ -136,7 +136,7 @@ func TestKgoRoundTripMillionSixPartitions(t *testing.T) {
 	b := newTestBroker(t, func(c *Config) { c.SegmentBytes = 4 << 20 })
 	ctx := testContext(t, 5*time.Minute)
 	const parts = 6
-	if err := b.CreateTopic("rt", parts); err != nil {
+	if err := b.CreateTopic(testContext(t, time.Minute), "rt", parts); err != nil {
 		t.Fatal(err)
 	}
 	n := roundTripRecords()
@@ -177,7 +177,7 @@ func TestKgoCompressionCodecs(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			topic := "codec-" + name
 			const n, parts = 3000, 2
-			if err := b.CreateTopic(topic, parts); err != nil {
+			if err := b.CreateTopic(testContext(t, time.Minute), topic, parts); err != nil {
 				t.Fatal(err)
 			}
 			cl := newClient(t, b.Addr(), kgo.ProducerBatchCompression(codec), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -200,7 +200,7 @@ func TestKgoCompressionCodecs(t *testing.T) {
 func TestKgoAcksZero(t *testing.T) {
 	b := newTestBroker(t, nil)
 	ctx := testContext(t, time.Minute)
-	if err := b.CreateTopic("acks0", 2); err != nil {
+	if err := b.CreateTopic(testContext(t, time.Minute), "acks0", 2); err != nil {
 		t.Fatal(err)
 	}
 	cl := newClient(t, b.Addr(), kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite(),
@@ -228,7 +228,7 @@ func TestKgoUnknownTopicAndTooLarge(t *testing.T) {
 	if b.lookup("missing") != nil {
 		t.Fatal("topic was auto-created with auto.create.topics.enable=false")
 	}
-	if err := b.CreateTopic("small", 1); err != nil {
+	if err := b.CreateTopic(testContext(t, time.Minute), "small", 1); err != nil {
 		t.Fatal(err)
 	}
 	incompressible := make([]byte, 5000)
@@ -259,7 +259,7 @@ func TestKgoAutoCreateOnMetadata(t *testing.T) {
 
 func TestLongPollReturnsWhenDataArrives(t *testing.T) {
 	b := newTestBroker(t, nil)
-	if err := b.CreateTopic("lp", 2); err != nil {
+	if err := b.CreateTopic(testContext(t, time.Minute), "lp", 2); err != nil {
 		t.Fatal(err)
 	}
 	c := dialRaw(t, b.Addr())
@@ -320,7 +320,7 @@ func TestLongPollReturnsWhenDataArrives(t *testing.T) {
 func TestKgoLongPollLatency(t *testing.T) {
 	b := newTestBroker(t, nil)
 	ctx := testContext(t, 30*time.Second)
-	if err := b.CreateTopic("lpk", 1); err != nil {
+	if err := b.CreateTopic(testContext(t, time.Minute), "lpk", 1); err != nil {
 		t.Fatal(err)
 	}
 	cons := newClient(t, b.Addr(), kgo.ConsumeTopics("lpk"), kgo.FetchMaxWait(10*time.Second))
@@ -348,7 +348,7 @@ func TestKgoLongPollLatency(t *testing.T) {
 
 func TestFetchMaxBytesKIP74(t *testing.T) {
 	b := newTestBroker(t, nil)
-	if err := b.CreateTopic("mb", 2); err != nil {
+	if err := b.CreateTopic(testContext(t, time.Minute), "mb", 2); err != nil {
 		t.Fatal(err)
 	}
 	c := dialRaw(t, b.Addr())
@@ -392,7 +392,7 @@ func TestFetchMaxBytesKIP74(t *testing.T) {
 func TestTopicsSurviveRestart(t *testing.T) {
 	b := newTestBroker(t, nil)
 	ctx := testContext(t, time.Minute)
-	if err := b.CreateTopic("keep", 3); err != nil {
+	if err := b.CreateTopic(testContext(t, time.Minute), "keep", 3); err != nil {
 		t.Fatal(err)
 	}
 	produceAll(t, ctx, newClient(t, b.Addr(), kgo.RecordPartitioner(kgo.ManualPartitioner())), "keep", 300, 3)
@@ -406,7 +406,7 @@ func TestTopicsSurviveRestart(t *testing.T) {
 	}
 	consumeAll(t, ctx, b2.Addr(), "keep", 300, 3)
 	// Producer ids stay unique across the restart.
-	if id, err := b2.pids.allocate(); err != nil || id < producerIDBlock {
+	if id, err := b2.pids.allocate(ctx); err != nil || id < producerIDBlock {
 		t.Fatalf("producer id after restart %d (%v), want >= %d", id, err, producerIDBlock)
 	}
 }

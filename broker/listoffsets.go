@@ -29,7 +29,7 @@ func (b *Broker) handleListOffsets(_ context.Context, r *request) (reply, error)
 			p := b.partitionOf(rt.Topic, rp.Partition)
 			switch {
 			case p == nil:
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				sp.ErrorCode = unservedCode(b.metadata(), rt.Topic, rp.Partition)
 			case rp.Timestamp == listLatest:
 				sp.Offset = p.log.EndOffset()
 			case rp.Timestamp == listEarliest:

@@ -3,48 +3,62 @@ package broker
 import (
 	"context"
 	"errors"
-	"sort"
+	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/cluster"
 )
 
-// clusterID is reported in Metadata v2+. A single broker is its own cluster.
+// clusterID is reported in Metadata v2+.
 const clusterID = "tributary"
 
-// handleMetadata describes this one broker and the requested topics (all of
-// them when the list is null, or empty in v0), auto-creating unknown topics
-// when auto.create.topics.enable is on and the client allows it (v4+).
-func (b *Broker) handleMetadata(_ context.Context, r *request) (reply, error) {
+// autoCreateWait bounds how long a Metadata request waits for the leaders
+// of a topic it auto-created; past it the client sees LEADER_NOT_AVAILABLE
+// and asks again.
+const autoCreateWait = 10 * time.Second
+
+// handleMetadata describes the live brokers and the requested topics (all
+// of them when the list is null, or empty in v0) from the cluster metadata,
+// auto-creating unknown topics when auto.create.topics.enable is on and the
+// client allows it (v4+).
+func (b *Broker) handleMetadata(ctx context.Context, r *request) (reply, error) {
 	req := r.msg.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.Default()
 	resp.SetVersion(req.Version)
-
-	br := kmsg.NewMetadataResponseBroker()
-	br.NodeID, br.Host, br.Port = b.cfg.BrokerID, b.advHost, b.advPort
-	resp.Brokers = append(resp.Brokers, br)
 	resp.ClusterID = kmsg.StringPtr(clusterID)
-	resp.ControllerID = b.cfg.BrokerID
 
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
-	if all {
-		b.mu.RLock()
-		names := make([]string, 0, len(b.topics))
-		for n := range b.topics {
-			names = append(names, n)
-		}
-		b.mu.RUnlock()
-		sort.Strings(names)
-		for _, n := range names {
-			if t := b.lookup(n); t != nil {
-				resp.Topics = append(resp.Topics, b.describeTopic(t))
+	autoCreate := !b.cfg.DisableAutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	snap := b.metadata()
+	if !all && autoCreate {
+		for _, rt := range req.Topics {
+			if rt.Topic == nil || validateTopicName(*rt.Topic) != nil {
+				continue
 			}
+			if _, ok := snap.Topics[*rt.Topic]; ok {
+				continue
+			}
+			cctx, cancel := context.WithTimeout(ctx, autoCreateWait)
+			err := b.createTopic(cctx, *rt.Topic, 0, true)
+			cancel()
+			if err != nil {
+				b.logger.Warn("auto-creating topic failed", "topic", *rt.Topic, "err", err)
+			}
+			snap = b.metadata()
+		}
+	}
+	b.describeBrokers(resp, snap)
+
+	if all {
+		for _, n := range snap.TopicNames() {
+			resp.Topics = append(resp.Topics, b.describeTopic(snap, snap.Topics[n]))
 		}
 		return kmsgReply{resp}, nil
 	}
-
-	autoCreate := !b.cfg.DisableAutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
 	for _, rt := range req.Topics {
 		if rt.Topic == nil {
 			// Lookup by topic id (v12+): topic ids are not kept.
@@ -55,16 +69,8 @@ func (b *Broker) handleMetadata(_ context.Context, r *request) (reply, error) {
 			continue
 		}
 		name := *rt.Topic
-		t := b.lookup(name)
-		if t == nil && autoCreate {
-			var err error
-			t, err = b.createTopic(name, 0, true)
-			if err != nil {
-				b.logger.Warn("auto-creating topic failed", "topic", name, "err", err)
-			}
-		}
-		if t != nil {
-			resp.Topics = append(resp.Topics, b.describeTopic(t))
+		if t, ok := snap.Topics[name]; ok {
+			resp.Topics = append(resp.Topics, b.describeTopic(snap, t))
 			continue
 		}
 		mt := kmsg.NewMetadataResponseTopic()
@@ -80,18 +86,65 @@ func (b *Broker) handleMetadata(_ context.Context, r *request) (reply, error) {
 	return kmsgReply{resp}, nil
 }
 
-func (b *Broker) describeTopic(t *topic) kmsg.MetadataResponseTopic {
+// describeBrokers lists the live brokers at their advertised addresses,
+// this one included even while its registration is being renewed, and the
+// controller.
+func (b *Broker) describeBrokers(resp *kmsg.MetadataResponse, snap cluster.Snapshot) {
+	self := false
+	for _, sb := range snap.Brokers {
+		br := kmsg.NewMetadataResponseBroker()
+		br.NodeID, br.Host, br.Port = sb.ID, sb.Host, sb.Port
+		if sb.Rack != "" {
+			br.Rack = kmsg.StringPtr(sb.Rack)
+		}
+		if sb.ID == b.cfg.BrokerID {
+			self = true
+		}
+		resp.Brokers = append(resp.Brokers, br)
+	}
+	if !self {
+		br := kmsg.NewMetadataResponseBroker()
+		br.NodeID, br.Host, br.Port = b.cfg.BrokerID, b.advHost, b.advPort
+		resp.Brokers = append(resp.Brokers, br)
+	}
+	resp.ControllerID = snap.Controller
+}
+
+// describeTopic reports each partition's leader, replicas and ISR. A
+// leader that is not a live broker (the controller has not caught up with
+// its death yet) is reported as none: LEADER_NOT_AVAILABLE and leader -1.
+func (b *Broker) describeTopic(snap cluster.Snapshot, t cluster.Topic) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
-	mt.Topic = kmsg.StringPtr(t.name)
-	for _, p := range t.partitions {
+	mt.Topic = kmsg.StringPtr(t.Name)
+	live := func(id int32) bool {
+		_, ok := snap.Broker(id)
+		return ok || id == b.cfg.BrokerID
+	}
+	for _, p := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
-		mp.Partition = p.index
-		mp.Leader = b.cfg.BrokerID
-		// Leader epochs are not tracked: -1 tells clients not to fence on them.
+		mp.Partition = p.ID
+		mp.Leader = p.Leader
+		if p.Leader < 0 || !live(p.Leader) {
+			mp.Leader = -1
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		// Leader epochs are not checked on requests: -1 tells clients not
+		// to fence on them.
 		mp.LeaderEpoch = -1
-		mp.Replicas = []int32{b.cfg.BrokerID}
-		mp.ISR = []int32{b.cfg.BrokerID}
+		mp.Replicas = slices.Clone(p.Replicas)
+		if mp.Replicas == nil {
+			mp.Replicas = []int32{}
+		}
+		mp.ISR = slices.Clone(p.ISR)
+		if mp.ISR == nil {
+			mp.ISR = []int32{}
+		}
 		mp.OfflineReplicas = []int32{}
+		for _, r := range p.Replicas {
+			if !live(r) {
+				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
+			}
+		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt

@@ -6,9 +6,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/cluster"
 )
 
-// handleProduce appends each partition's record batches to its log. With
+// handleProduce appends each partition's record batches to its log. A
+// partition this broker does not lead gets NOT_LEADER_OR_FOLLOWER, one of
+// an unknown topic UNKNOWN_TOPIC_OR_PARTITION. With
 // acks=0 nothing is sent back; acks=-1 is acks=1, since every partition has
 // one replica. Nothing of a partition is written when any of its batches is
 // rejected.
@@ -16,11 +20,12 @@ func (b *Broker) handleProduce(_ context.Context, r *request) (reply, error) {
 	req := r.msg.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	resp.SetVersion(req.Version)
+	var snap *cluster.Snapshot // read only when a partition is not served here
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
-		t := b.lookup(rt.Topic)
 		for _, rp := range rt.Partitions {
+			p := b.partitionOf(rt.Topic, rp.Partition)
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.BaseOffset = -1
@@ -29,10 +34,14 @@ func (b *Broker) handleProduce(_ context.Context, r *request) (reply, error) {
 				sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
-			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.partitions):
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case p == nil:
+				if snap == nil {
+					s := b.metadata()
+					snap = &s
+				}
+				sp.ErrorCode = unservedCode(*snap, rt.Topic, rp.Partition)
 			default:
-				b.appendPartition(t.partitions[rp.Partition], rp.Records, &sp)
+				b.appendPartition(p, rp.Records, &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

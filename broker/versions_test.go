@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,7 +37,7 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 	}
 
 	// Produce: each version appends one batch to "pv"; offsets follow on.
-	if err := b.CreateTopic("pv", 1); err != nil {
+	if err := b.CreateTopic(testContext(t, time.Minute), "pv", 1); err != nil {
 		t.Fatal(err)
 	}
 	var batches [][]byte

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# demo.sh: one broker on a temporary directory, a produce/consume round trip
-# and a short bench, with no other service. Run through `make demo`, which
+# demo.sh: `tributary dev` (three brokers in one process, on in-process
+# coordination) on a temporary directory, a produce/consume round trip and a
+# short bench, with no other service. Run through `make demo`, which
 # builds bin/tributary first. Exits non-zero on any failure; the broker and
 # the directory are removed whatever happens.
 #
@@ -26,9 +27,9 @@ cleanup() {
 		kill -TERM "$broker_pid" 2>/dev/null || true
 		wait "$broker_pid" 2>/dev/null || true
 	fi
-	if [ "$status" -ne 0 ] && [ -f "$work/broker.log" ]; then
-		echo "demo: failed (exit $status); last broker log lines:" >&2
-		tail -n 20 "$work/broker.log" >&2
+	if [ "$status" -ne 0 ] && [ -f "$work/dev.log" ]; then
+		echo "demo: failed (exit $status); last log lines:" >&2
+		tail -n 20 "$work/dev.log" >&2
 	fi
 	rm -rf "$work"
 	exit "$status"
@@ -38,50 +39,27 @@ trap 'exit 130' INT TERM
 
 step() { printf '\n== %s\n' "$*"; }
 
-# free_port prints a loopback port nothing listens on. bash's /dev/tcp
-# connect fails on a free port; the broker failing to bind is caught below.
-free_port() {
-	local port
-	for _ in $(seq 100); do
-		port=$((20000 + RANDOM % 40000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-			echo "$port"
-			return 0
-		fi
-	done
-	echo "demo: no free port found" >&2
-	return 1
-}
-
-port=$(free_port)
-bs=127.0.0.1:$port
-cat >"$work/server.properties" <<EOF
-broker.id=1
-listeners=PLAINTEXT://127.0.0.1:$port
-log.dirs=$work/data
-num.partitions=1
-EOF
-
-step "starting the broker on $bs (data in $work/data)"
-"$bin" broker --config "$work/server.properties" >"$work/broker.log" 2>&1 &
+step "starting tributary dev: 3 brokers in one process (data in $work/data)"
+"$bin" dev --dir "$work/data" --brokers 3 --port 0 --log-level warn >"$work/dev.out" 2>"$work/dev.log" &
 broker_pid=$!
-ready=
+bs=
 for _ in $(seq 150); do
 	if ! kill -0 "$broker_pid" 2>/dev/null; then
-		echo "demo: the broker exited during start-up" >&2
+		echo "demo: tributary dev exited during start-up" >&2
 		exit 1
 	fi
-	if "$bin" topics list --bootstrap "$bs" --request-timeout 1s >/dev/null 2>&1; then
-		ready=1
+	bs=$(sed -n 's/^bootstrap: //p' "$work/dev.out")
+	if [ -n "$bs" ]; then
 		break
 	fi
 	sleep 0.2
 done
-if [ -z "$ready" ]; then
-	echo "demo: the broker did not answer within 30 s" >&2
+if [ -z "$bs" ]; then
+	echo "demo: tributary dev did not print its bootstrap address within 30 s" >&2
 	exit 1
 fi
-echo "broker is up (pid $broker_pid)"
+cat "$work/dev.out"
+echo "cluster is up (pid $broker_pid), bootstrap $bs"
 
 step "tributary topics create --topic greetings --partitions 3"
 "$bin" topics create --bootstrap "$bs" --topic greetings --partitions 3
@@ -118,12 +96,12 @@ step "tributary bench e2e --records $e2e --record-size 100 --throughput 10000"
 "$bin" bench e2e --bootstrap "$bs" --topic bench-e2e --records "$e2e" --record-size 100 \
 	--partitions 6 --acks 1 --throughput 10000
 
-step "stopping the broker (SIGTERM)"
+step "stopping tributary dev (SIGTERM)"
 kill -TERM "$broker_pid"
 if ! wait "$broker_pid"; then
 	broker_pid=
-	echo "demo: the broker did not shut down cleanly" >&2
+	echo "demo: tributary dev did not shut down cleanly" >&2
 	exit 1
 fi
 broker_pid=
-echo "broker stopped cleanly; demo OK"
+echo "cluster stopped cleanly; demo OK"

@@ -18,5 +18,6 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newBenchCommand())
 	root.AddCommand(newBrokerCommand())
 	root.AddCommand(newRegistryCommand())
+	root.AddCommand(newDevCommand())
 	return root
 }

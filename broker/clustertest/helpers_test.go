@@ -1,0 +1,568 @@
+package clustertest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/internal/coord"
+	"github.com/tributary/tributary/internal/coord/memcoord"
+	"github.com/tributary/tributary/internal/coord/zkcoord"
+	"github.com/tributary/tributary/internal/testenv"
+)
+
+// sessionTimeout is the brokers' zookeeper.session.timeout.ms in these
+// tests: short, so that a killed broker's registration goes soon.
+const sessionTimeout = 4 * time.Second
+
+// waitTimeout bounds every wait for the cluster to converge.
+const waitTimeout = 60 * time.Second
+
+var binary struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binary.dir != "" {
+		os.RemoveAll(binary.dir)
+	}
+	os.Exit(code)
+}
+
+// tributaryBinary builds cmd/tributary once per test binary. It is built
+// without the race detector: the brokers are the system under test, the
+// race detector runs over the test process.
+func tributaryBinary(t testing.TB) string {
+	t.Helper()
+	binary.once.Do(func() {
+		dir, err := os.MkdirTemp("", "tributary-clustertest")
+		if err != nil {
+			binary.err = err
+			return
+		}
+		binary.dir = dir
+		binary.path = filepath.Join(dir, "tributary")
+		out, err := exec.Command("go", "build", "-o", binary.path, "../../cmd/tributary").CombinedOutput()
+		if err != nil {
+			binary.err = fmt.Errorf("go build ../../cmd/tributary: %v\n%s", err, out)
+		}
+	})
+	if binary.err != nil {
+		t.Fatal(binary.err)
+	}
+	return binary.path
+}
+
+// zkChroot gives t a fresh chroot on servers ("h:p,h:p") and removes it
+// when t ends. It returns the zookeeper.connect string.
+func zkChroot(t *testing.T, servers string) string {
+	t.Helper()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	chroot := "/clustertest-" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s, err := zkcoord.Connect(ctx, servers, zkcoord.Config{SessionTimeout: sessionTimeout, ConnectionTimeout: 20 * time.Second})
+		if err != nil {
+			t.Errorf("cleanup of %s: %v", chroot, err)
+			return
+		}
+		defer s.Close()
+		if err := deleteTree(ctx, s, chroot); err != nil {
+			t.Errorf("cleanup of %s: %v", chroot, err)
+		}
+	})
+	return servers + chroot
+}
+
+func deleteTree(ctx context.Context, s coord.Session, path string) error {
+	names, _, err := s.Children(ctx, path)
+	if errors.Is(err, coord.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := deleteTree(ctx, s, coord.Join(path, n)); err != nil {
+			return err
+		}
+	}
+	if err := s.Delete(ctx, path, coord.AnyVersion); err != nil && !errors.Is(err, coord.ErrNoNode) {
+		return err
+	}
+	return nil
+}
+
+// testCluster is a set of brokers with ids 1..n, whichever way they run.
+type testCluster interface {
+	// addr returns broker id's address, "" while it is down.
+	addr(id int32) string
+	// crash stops broker id without a clean shutdown where possible.
+	crash(t *testing.T, id int32)
+	// restart starts broker id again on its data and its port.
+	restart(t *testing.T, id int32)
+	// expiry is how long the coordinator takes to notice a crash.
+	expiry() time.Duration
+}
+
+func bootstrap(c testCluster, n int) []string {
+	var out []string
+	for id := int32(1); id <= int32(n); id++ {
+		if a := c.addr(id); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// procCluster runs each broker as a `tributary broker` process.
+type procCluster struct {
+	connect string
+	dir     string
+	procs   map[int32]*brokerProc
+	ports   map[int32]string
+}
+
+// brokerProc is one broker process.
+type brokerProc struct {
+	cmd    *exec.Cmd
+	addr   string
+	output *lockedBuffer
+	exited chan error
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+var listeningLine = regexp.MustCompile(`msg="broker listening" addr=(\S+)`)
+
+// newProcCluster starts n broker processes on connect (a ZooKeeper connect
+// string with its chroot).
+func newProcCluster(t *testing.T, connect string, n int) *procCluster {
+	t.Helper()
+	c := &procCluster{connect: connect, dir: t.TempDir(), procs: map[int32]*brokerProc{}, ports: map[int32]string{}}
+	for id := int32(1); id <= int32(n); id++ {
+		c.start(t, id)
+	}
+	return c
+}
+
+func (c *procCluster) properties(t *testing.T, id int32) string {
+	t.Helper()
+	port := "0"
+	if p, ok := c.ports[id]; ok {
+		port = p
+	}
+	props := fmt.Sprintf(`broker.id=%d
+listeners=PLAINTEXT://127.0.0.1:%s
+log.dirs=%s
+zookeeper.connect=%s
+zookeeper.session.timeout.ms=%d
+zookeeper.connection.timeout.ms=20000
+num.partitions=3
+`, id, port, filepath.Join(c.dir, fmt.Sprintf("broker-%d", id)), c.connect, sessionTimeout.Milliseconds())
+	path := filepath.Join(c.dir, fmt.Sprintf("broker-%d.properties", id))
+	if err := os.WriteFile(path, []byte(props), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func (c *procCluster) start(t *testing.T, id int32) {
+	t.Helper()
+	p := startProc(t, c.properties(t, id))
+	if err := p.waitListening(t); err != nil {
+		t.Fatal(err)
+	}
+	c.procs[id] = p
+	_, port, _ := strings.Cut(p.addr, "127.0.0.1:")
+	c.ports[id] = port
+}
+
+// startProc runs `tributary broker --config config`; it is killed at test
+// end if still running.
+func startProc(t *testing.T, config string, args ...string) *brokerProc {
+	t.Helper()
+	cmd := exec.Command(tributaryBinary(t), append([]string{"broker", "--config", config}, args...)...)
+	p := &brokerProc{cmd: cmd, output: &lockedBuffer{}, exited: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = p.output, p.output
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting broker: %v", err)
+	}
+	go func() { p.exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if p.running() {
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			<-p.exited
+		}
+		if t.Failed() {
+			t.Logf("output of %s:\n%s", config, p.output)
+		}
+	})
+	return p
+}
+
+func (p *brokerProc) running() bool {
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+		return false
+	default:
+		return true
+	}
+}
+
+// waitListening waits for the broker's "broker listening" line, which it
+// logs once it has joined the cluster and serves what it leads.
+func (p *brokerProc) waitListening(t *testing.T) error {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for time.Now().Before(deadline) {
+		if m := listeningLine.FindStringSubmatch(p.output.String()); m != nil {
+			p.addr = m[1]
+			return nil
+		}
+		if !p.running() {
+			return fmt.Errorf("broker exited before listening: %v\n%s", <-p.exited, p.output)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("broker did not listen within %v:\n%s", waitTimeout, p.output)
+}
+
+// wait waits for the process to exit and returns its error.
+func (p *brokerProc) wait(t *testing.T, d time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+		return err
+	case <-time.After(d):
+		t.Fatalf("broker still running after %v:\n%s", d, p.output)
+		return nil
+	}
+}
+
+func (c *procCluster) addr(id int32) string {
+	if p := c.procs[id]; p != nil && p.running() {
+		return p.addr
+	}
+	return ""
+}
+
+func (c *procCluster) crash(t *testing.T, id int32) {
+	t.Helper()
+	p := c.procs[id]
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("SIGKILL broker %d: %v", id, err)
+	}
+	_ = p.wait(t, 10*time.Second)
+	delete(c.procs, id)
+}
+
+func (c *procCluster) restart(t *testing.T, id int32) { t.Helper(); c.start(t, id) }
+
+func (c *procCluster) expiry() time.Duration { return sessionTimeout }
+
+// memCluster runs brokers in this process on one memcoord server.
+type memCluster struct {
+	srv     *memcoord.Server
+	dir     string
+	brokers map[int32]*broker.Broker
+	ports   map[int32]string
+	t       *testing.T
+}
+
+func newMemCluster(t *testing.T, n int) *memCluster {
+	t.Helper()
+	c := &memCluster{srv: memcoord.NewServer(), dir: t.TempDir(), brokers: map[int32]*broker.Broker{}, ports: map[int32]string{}, t: t}
+	for id := int32(1); id <= int32(n); id++ {
+		c.start(t, id)
+	}
+	t.Cleanup(func() {
+		for _, b := range c.brokers {
+			if err := b.Close(); err != nil {
+				t.Errorf("close: %v", err)
+			}
+		}
+	})
+	return c
+}
+
+func (c *memCluster) start(t *testing.T, id int32) {
+	t.Helper()
+	port := c.ports[id]
+	if port == "" {
+		port = "0"
+	}
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	connect := func(context.Context) (coord.Session, error) { return c.srv.Connect(memcoord.Config{}), nil }
+	b, err := broker.New(broker.Config{
+		BrokerID:      id,
+		Listeners:     "PLAINTEXT://127.0.0.1:" + port,
+		LogDirs:       []string{filepath.Join(c.dir, fmt.Sprintf("broker-%d", id))},
+		NumPartitions: 3,
+	}, logger, nil, broker.WithCoordinator(connect))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c.brokers[id] = b
+	_, c.ports[id], _ = strings.Cut(b.Addr(), "127.0.0.1:")
+}
+
+func (c *memCluster) addr(id int32) string {
+	if b := c.brokers[id]; b != nil {
+		return b.Addr()
+	}
+	return ""
+}
+
+// crash closes the broker: in one process there is no kill, and a closed
+// member deregisters at once, which is the crash after its expiry.
+func (c *memCluster) crash(t *testing.T, id int32) {
+	t.Helper()
+	if err := c.brokers[id].Close(); err != nil {
+		t.Fatalf("close broker %d: %v", id, err)
+	}
+	delete(c.brokers, id)
+}
+
+func (c *memCluster) restart(t *testing.T, id int32) { t.Helper(); c.start(t, id) }
+
+func (c *memCluster) expiry() time.Duration { return 0 }
+
+// testWriter sends broker logs to the test log.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+// newClient returns a franz-go client seeded with addrs.
+func newClient(t *testing.T, addrs []string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	all := append([]kgo.Opt{
+		kgo.SeedBrokers(addrs...),
+		kgo.RetryTimeout(30 * time.Second),
+		kgo.MetadataMinAge(100 * time.Millisecond),
+	}, opts...)
+	cl, err := kgo.NewClient(all...)
+	if err != nil {
+		t.Fatalf("kgo.NewClient: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// metadata asks one broker for the cluster metadata.
+func metadata(t *testing.T, ctx context.Context, addr string, topics ...string) kadm.Metadata {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	md, err := kadm.NewClient(cl).Metadata(ctx, topics...)
+	if err != nil {
+		t.Fatalf("metadata from %s: %v", addr, err)
+	}
+	return md
+}
+
+// await polls cond every 50 ms until it holds; it fails t after d.
+func await(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > d {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// createTopic creates a topic through addr and waits until every
+// partition has a leader.
+func createTopic(t *testing.T, ctx context.Context, addrs []string, name string, partitions int32) kadm.TopicDetail {
+	t.Helper()
+	adm := kadm.NewClient(newClient(t, addrs))
+	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, name)
+	if err != nil || resp.Err != nil {
+		t.Fatalf("create topic %s: %v %v", name, err, resp.Err)
+	}
+	var td kadm.TopicDetail
+	await(t, waitTimeout, "leaders of "+name, func() bool {
+		md := metadata(t, ctx, addrs[0], name)
+		td = md.Topics[name]
+		if td.Err != nil || len(td.Partitions) != int(partitions) {
+			return false
+		}
+		for _, p := range td.Partitions {
+			if p.Leader < 0 {
+				return false
+			}
+		}
+		return true
+	})
+	return td
+}
+
+// leadersOf returns partition -> leader.
+func leadersOf(td kadm.TopicDetail) map[int32]int32 {
+	out := map[int32]int32{}
+	for p, d := range td.Partitions {
+		out[p] = d.Leader
+	}
+	return out
+}
+
+// value is record i's payload: its index, then filler up to size bytes.
+func value(i, size int) []byte {
+	v := make([]byte, size)
+	n := copy(v, strconv.Itoa(i)+":")
+	for j := n; j < size; j++ {
+		v[j] = byte('a' + (i+j)%26)
+	}
+	return v
+}
+
+// produce sends records first..first+n-1, record i to partition
+// i % partitions (restricted to the partitions in only, when given), and
+// fails t unless every one is acknowledged.
+func produce(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, first, n, partitions int, only map[int32]bool) {
+	t.Helper()
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	sent := 0
+	for i := first; sent < n; i++ {
+		p := int32(i % partitions)
+		if only != nil && !only[p] {
+			continue
+		}
+		sent++
+		wg.Add(1)
+		r := &kgo.Record{Topic: topic, Partition: p, Key: []byte("k" + strconv.Itoa(i)), Value: value(i, 100)}
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			defer wg.Done()
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatalf("produce to %s: %v", topic, firstErr)
+	}
+}
+
+// consumeCheck reads every partition of topic from the start until want
+// records (per partition) have arrived, and checks content: partition p
+// holds exactly the indexes want[p], in order, each with its key and value.
+func consumeCheck(t *testing.T, ctx context.Context, addrs []string, topic string, want map[int32][]int) {
+	t.Helper()
+	offsets := map[int32]kgo.Offset{}
+	total := 0
+	for p, idx := range want {
+		offsets[p] = kgo.NewOffset().AtStart()
+		total += len(idx)
+	}
+	cl := newClient(t, addrs, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
+		kgo.FetchMaxBytes(8<<20))
+	got := map[int32]int{}
+	seen := 0
+	for seen < total {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consume %s: %d of %d records before %v", topic, seen, total, ctx.Err())
+		}
+		fs.EachError(func(tp string, p int32, err error) {
+			t.Logf("fetch %s/%d: %v (retrying)", tp, p, err)
+		})
+		var bad error
+		fs.EachRecord(func(r *kgo.Record) {
+			if bad != nil {
+				return
+			}
+			n := got[r.Partition]
+			if n >= len(want[r.Partition]) {
+				bad = fmt.Errorf("partition %d: record beyond the %d expected at offset %d", r.Partition, n, r.Offset)
+				return
+			}
+			i := want[r.Partition][n]
+			if r.Offset != int64(n) || string(r.Key) != "k"+strconv.Itoa(i) || !bytes.Equal(r.Value, value(i, 100)) {
+				bad = fmt.Errorf("partition %d offset %d: key %q value %.20q, want record %d at offset %d",
+					r.Partition, r.Offset, r.Key, r.Value, i, n)
+				return
+			}
+			got[r.Partition] = n + 1
+			seen++
+		})
+		if bad != nil {
+			t.Fatal(bad)
+		}
+	}
+}
+
+// expected lists, per partition, the indexes produce sends to it.
+func expected(into map[int32][]int, first, n, partitions int, only map[int32]bool) {
+	sent := 0
+	for i := first; sent < n; i++ {
+		p := int32(i % partitions)
+		if only != nil && !only[p] {
+			continue
+		}
+		sent++
+		into[p] = append(into[p], i)
+	}
+}
+
+// zk returns the standalone test ZooKeeper or fails t.
+func zk(t *testing.T) string { t.Helper(); return testenv.ZooKeeper(t) }

@@ -1,0 +1,531 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/internal/coord"
+	"github.com/tributary/tributary/internal/coord/memcoord"
+	"github.com/tributary/tributary/internal/coord/zkcoord"
+)
+
+const (
+	// joinSlack is added to the connection timeout to bound the whole
+	// join: registration and the first metadata load after the session.
+	joinSlack = 30 * time.Second
+	// reconcileRetry spaces retries of partitions that failed to open.
+	reconcileRetry = 5 * time.Second
+	// adminWait bounds CreateTopic and DeleteTopic waits when the request
+	// gives no timeout of its own (auto-creation, restore).
+	adminWait = 30 * time.Second
+)
+
+// WithCoordinator makes the broker join the cluster through connect
+// instead of zookeeper.connect or its own in-process coordinator: several
+// brokers of one process (tributary dev, tests) share one memcoord server
+// this way. Topics found on disk are not registered by the broker then;
+// see RestoreTopics.
+func WithCoordinator(connect cluster.SessionFactory) Option {
+	return func(b *Broker) { b.connect = connect }
+}
+
+// chooseCoordinator sets b.connect from the configuration unless an option
+// set it: ZooKeeper when zookeeper.connect is given, else a memcoord server
+// private to this broker (the single-node mode).
+func (b *Broker) chooseCoordinator() {
+	switch {
+	case b.connect != nil:
+	case b.cfg.ZooKeeperConnect != "":
+		zc := zkcoord.Config{
+			SessionTimeout:    b.cfg.ZooKeeperSessionTimeout,
+			ConnectionTimeout: b.cfg.ZooKeeperConnectionTimeout,
+			Logger:            b.logger,
+		}
+		connect := b.cfg.ZooKeeperConnect
+		b.connect = func(ctx context.Context) (coord.Session, error) {
+			return zkcoord.Connect(ctx, connect, zc)
+		}
+	default:
+		srv := memcoord.NewServer()
+		b.standalone = true
+		b.connect = func(context.Context) (coord.Session, error) {
+			return srv.Connect(memcoord.Config{Logger: b.logger}), nil
+		}
+	}
+}
+
+// join registers the broker at its advertised address and brings the
+// served partitions in line with the cluster metadata. Standalone brokers
+// first register the topics found on disk, which their fresh in-process
+// coordinator does not know.
+func (b *Broker) join(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.ZooKeeperConnectionTimeout+joinSlack)
+	defer cancel()
+	m, err := cluster.Join(ctx, b.connect, cluster.Config{
+		BrokerID: b.cfg.BrokerID,
+		Host:     b.advHost,
+		Port:     b.advPort,
+		Logger:   b.logger,
+	})
+	if err != nil {
+		return fmt.Errorf("broker: joining the cluster: %w", err)
+	}
+	b.mu.Lock()
+	b.member = m
+	b.mu.Unlock()
+	if !b.standalone {
+		b.pids.remote = &idBlocks{connect: b.connect, brokerID: b.cfg.BrokerID}
+	}
+	if b.standalone {
+		// Not yet serving: leaders are awaited, join's reconcile opens them.
+		if err := restoreTopics(ctx, false, b); err != nil {
+			return err
+		}
+	}
+	b.reconcile(m.Metadata())
+	return nil
+}
+
+// RestoreTopics registers, through the first broker, the topics found in
+// the log dirs of brokers that the coordinator does not know, so that a
+// single process running on in-process coordination keeps its topics across
+// restarts. The brokers must be started (joined) and be every broker of the
+// cluster: a topic is registered only when each partition found on disk
+// lies on the broker that the controller's round-robin assignment (first
+// replica of partition p on the p-th broker, modulo their number, in id
+// order) gives it; other topics are left on disk with a warning. It returns
+// once their partitions are led and served.
+func RestoreTopics(ctx context.Context, brokers ...*Broker) error {
+	return restoreTopics(ctx, true, brokers...)
+}
+
+func restoreTopics(ctx context.Context, waitServed bool, brokers ...*Broker) error {
+	if len(brokers) == 0 {
+		return nil
+	}
+	first := brokers[0]
+	if first.member == nil {
+		return ErrNotStarted
+	}
+	byID := slices.Clone(brokers)
+	slices.SortFunc(byID, func(x, y *Broker) int { return int(x.cfg.BrokerID) - int(y.cfg.BrokerID) })
+	found := map[string]map[int32]int32{} // topic -> partition -> broker id
+	for _, b := range brokers {
+		for name, parts := range b.diskPartitions() {
+			if found[name] == nil {
+				found[name] = map[int32]int32{}
+			}
+			for p := range parts {
+				found[name][p] = b.cfg.BrokerID
+			}
+		}
+	}
+	snap := first.member.Metadata()
+	var restored []string
+	for _, name := range slices.Sorted(maps.Keys(found)) {
+		if _, ok := snap.Topics[name]; ok {
+			continue
+		}
+		parts := found[name]
+		n := slices.Max(slices.Collect(maps.Keys(parts))) + 1
+		consistent := true
+		for p, id := range parts {
+			if byID[int(p)%len(byID)].cfg.BrokerID != id {
+				consistent = false
+			}
+		}
+		if !consistent {
+			first.logger.Warn("topic on disk does not match the assignment it would get; left unregistered",
+				"topic", name, "partitions", n)
+			continue
+		}
+		if len(parts) < int(n) {
+			first.logger.Warn("partition directories missing; they are created empty", "topic", name,
+				"found", len(parts), "partitions", n)
+		}
+		err := first.member.CreateTopic(ctx, name, n, 1, nil)
+		if err != nil && !errors.Is(err, cluster.ErrTopicExists) {
+			return fmt.Errorf("broker: registering topic %s found on disk: %w", name, err)
+		}
+		first.logger.Info("loaded topic", "topic", name, "partitions", n)
+		restored = append(restored, name)
+	}
+	led := func(snap cluster.Snapshot) bool {
+		for _, name := range restored {
+			t, ok := snap.Topics[name]
+			if !ok {
+				return false
+			}
+			for _, p := range t.Partitions {
+				if p.Leader < 0 {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	if _, err := first.member.AwaitMetadata(ctx, led); err != nil {
+		return fmt.Errorf("broker: electing leaders of topics found on disk: %w", err)
+	}
+	if !waitServed {
+		return nil
+	}
+	for _, name := range restored {
+		for _, b := range brokers {
+			if err := b.awaitServed(ctx, b.topicReady(name)); err != nil {
+				return fmt.Errorf("broker: serving topic %s found on disk: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// diskPartitions returns a copy of the partition directories on disk.
+func (b *Broker) diskPartitions() map[string]map[int32]string {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	out := make(map[string]map[int32]string, len(b.onDisk))
+	for t, parts := range b.onDisk {
+		out[t] = maps.Clone(parts)
+	}
+	return out
+}
+
+// runReconciler follows the cluster metadata until shutdown.
+func (b *Broker) runReconciler() {
+	defer b.wg.Done()
+	var retry <-chan time.Time
+	for {
+		changed := b.member.Changes()
+		if !b.reconcile(b.member.Metadata()) && retry == nil {
+			retry = time.After(reconcileRetry)
+		}
+		select {
+		case <-changed:
+		case <-retry:
+			retry = nil
+		case <-b.shutdownCtx.Done():
+			return
+		}
+	}
+}
+
+// reconcile opens the logs of the partitions snap says this broker leads,
+// closes the others and deletes the local data of topics that left the
+// metadata since the last pass. It reports false if a log failed to open.
+// Only one goroutine runs it at a time (Start, then runReconciler).
+func (b *Broker) reconcile(snap cluster.Snapshot) bool {
+	ok := true
+	for name := range b.seen {
+		if _, still := snap.Topics[name]; !still {
+			b.deleteLocal(name)
+		}
+	}
+	b.seen = map[string]bool{}
+	for _, name := range snap.TopicNames() {
+		b.seen[name] = true
+		if !b.reconcileTopic(snap.Topics[name]) {
+			ok = false
+		}
+	}
+	b.mu.Lock()
+	b.applied = snap
+	close(b.served)
+	b.served = make(chan struct{})
+	b.mu.Unlock()
+	return ok
+}
+
+// reconcileTopic publishes a new slot slice for t (topics are copied on
+// write, so readers holding the old one stay consistent).
+func (b *Broker) reconcileTopic(t cluster.Topic) bool {
+	ok := true
+	old := b.lookup(t.Name)
+	slots := make([]*partition, len(t.Partitions))
+	if old != nil {
+		copy(slots, old.partitions)
+	}
+	var release []*partition
+	if old != nil {
+		for _, p := range old.partitions[min(len(slots), len(old.partitions)):] {
+			if p != nil {
+				release = append(release, p)
+			}
+		}
+	}
+	changed := old == nil || len(old.partitions) != len(slots)
+	for i, cp := range t.Partitions {
+		lead := cp.Leader == b.cfg.BrokerID
+		switch {
+		case lead && slots[i] == nil:
+			p, err := b.openLocal(t.Name, int32(i))
+			if err != nil {
+				b.logger.Error("opening a led partition failed", "topic", t.Name, "partition", i, "err", err)
+				ok = false
+				continue
+			}
+			slots[i], changed = p, true
+			b.logger.Debug("serving partition", "topic", t.Name, "partition", i)
+		case !lead && slots[i] != nil:
+			release = append(release, slots[i])
+			slots[i], changed = nil, true
+			b.logger.Debug("no longer leading partition", "topic", t.Name, "partition", i, "leader", cp.Leader)
+		}
+	}
+	if changed {
+		b.mu.Lock()
+		b.topics[t.Name] = &topic{name: t.Name, partitions: slots}
+		b.mu.Unlock()
+	}
+	for _, p := range release {
+		b.releasePartition(p, false)
+	}
+	return ok
+}
+
+// openLocal opens a partition's log in the directory it already has, or in
+// the log dir with the fewest partitions.
+func (b *Broker) openLocal(name string, p int32) (*partition, error) {
+	b.mu.RLock()
+	dir, ok := b.onDisk[name][p]
+	b.mu.RUnlock()
+	if !ok {
+		dir = filepath.Join(b.pickLogDir(), partitionDirName(name, p))
+	}
+	part, err := b.openPartition(name, p, dir)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	if b.onDisk[name] == nil {
+		b.onDisk[name] = map[int32]string{}
+	}
+	b.onDisk[name][p] = dir
+	b.mu.Unlock()
+	return part, nil
+}
+
+// releasePartition stops serving p: waiting fetches end, then the log is
+// closed, or deleted with its data.
+func (b *Broker) releasePartition(p *partition, del bool) {
+	p.wake()
+	b.metrics.forget(p)
+	var err error
+	if del {
+		err = p.log.Delete()
+	} else {
+		if err = p.log.Flush(); err == nil {
+			err = p.log.Close()
+		}
+	}
+	if err != nil {
+		b.logger.Error("releasing partition", "topic", p.topic, "partition", p.index, "delete", del, "err", err)
+	}
+}
+
+// deleteLocal removes a deleted topic's partitions, open or not.
+func (b *Broker) deleteLocal(name string) {
+	b.mu.Lock()
+	t := b.topics[name]
+	delete(b.topics, name)
+	dirs := b.onDisk[name]
+	delete(b.onDisk, name)
+	b.mu.Unlock()
+	open := map[string]bool{}
+	if t != nil {
+		for _, p := range t.partitions {
+			if p != nil {
+				open[p.dir] = true
+				b.releasePartition(p, true)
+			}
+		}
+	}
+	for _, dir := range dirs {
+		if open[dir] {
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			b.logger.Error("deleting partition directory", "dir", dir, "err", err)
+		}
+	}
+	b.logger.Info("deleted topic", "topic", name)
+}
+
+// awaitServed waits until cond holds for the last reconciled snapshot.
+func (b *Broker) awaitServed(ctx context.Context, cond func(cluster.Snapshot) bool) error {
+	for {
+		b.mu.RLock()
+		ch, snap := b.served, b.applied
+		b.mu.RUnlock()
+		if cond(snap) {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-b.shutdownCtx.Done():
+			return ErrClosed
+		}
+	}
+}
+
+// topicReady holds once every partition of the topic has a leader and this
+// broker serves those it leads.
+func (b *Broker) topicReady(name string) func(cluster.Snapshot) bool {
+	return func(snap cluster.Snapshot) bool {
+		t, ok := snap.Topics[name]
+		if !ok {
+			return false
+		}
+		for _, p := range t.Partitions {
+			if p.Leader < 0 {
+				return false
+			}
+			if p.Leader == b.cfg.BrokerID && b.partitionOf(name, p.ID) == nil {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// topicGone holds once the topic left the metadata and its data is deleted.
+func topicGone(name string) func(cluster.Snapshot) bool {
+	return func(snap cluster.Snapshot) bool {
+		_, ok := snap.Topics[name]
+		return !ok
+	}
+}
+
+// createTopic registers a topic of n partitions (n <= 0: num.partitions)
+// and waits until it is served. With existingOK an existing topic is not
+// an error.
+func (b *Broker) createTopic(ctx context.Context, name string, n int32, existingOK bool) error {
+	if err := validateTopicName(name); err != nil {
+		return err
+	}
+	if n <= 0 {
+		n = b.cfg.NumPartitions
+	}
+	m, err := b.clusterMember()
+	if err != nil {
+		return err
+	}
+	err = m.CreateTopic(ctx, name, n, 1, nil)
+	switch {
+	case errors.Is(err, cluster.ErrTopicExists) && existingOK:
+	case errors.Is(err, cluster.ErrTopicExists):
+		return fmt.Errorf("%w: %w", ErrTopicExists, err)
+	case errors.Is(err, cluster.ErrInvalidTopic):
+		return fmt.Errorf("%w: %w", ErrInvalidTopic, err)
+	case err != nil:
+		return err
+	}
+	return b.awaitServed(ctx, b.topicReady(name))
+}
+
+// CreateTopic creates a topic with n partitions (n <= 0: num.partitions)
+// and returns once every partition has a leader and this broker serves the
+// ones it leads.
+func (b *Broker) CreateTopic(ctx context.Context, name string, n int32) error {
+	return b.createTopic(ctx, name, n, false)
+}
+
+// DeleteTopic deletes a topic and returns once it has left this broker's
+// metadata and this broker's share of its data is deleted.
+func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
+	m, err := b.clusterMember()
+	if err != nil {
+		return err
+	}
+	if err := m.DeleteTopic(ctx, name); err != nil {
+		if errors.Is(err, cluster.ErrUnknownTopic) {
+			return fmt.Errorf("%w: %w", ErrUnknownTopic, err)
+		}
+		return err
+	}
+	return b.awaitServed(ctx, topicGone(name))
+}
+
+func (b *Broker) clusterMember() (*cluster.Member, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return nil, ErrClosed
+	}
+	if b.member == nil {
+		return nil, ErrNotStarted
+	}
+	return b.member, nil
+}
+
+// Member returns the broker's cluster membership, nil before Start.
+func (b *Broker) Member() *cluster.Member {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.member
+}
+
+// metadata returns the latest cluster metadata.
+func (b *Broker) metadata() cluster.Snapshot {
+	if m := b.Member(); m != nil {
+		return m.Metadata()
+	}
+	return cluster.Snapshot{Controller: -1}
+}
+
+// unservedCode is the error for a partition this broker has no log open
+// for: the client must refresh its metadata when the partition exists.
+func unservedCode(snap cluster.Snapshot, topic string, p int32) int16 {
+	if _, ok := snap.Partition(topic, p); ok {
+		return kerr.NotLeaderForPartition.Code
+	}
+	return kerr.UnknownTopicOrPartition.Code
+}
+
+// adminErrorCodes is the one table from topic administration errors (the
+// cluster's and the broker's) to Kafka error codes; the first entry that
+// errors.Is matches wins.
+var adminErrorCodes = []struct {
+	err  error
+	code *kerr.Error
+}{
+	{ErrTopicExists, kerr.TopicAlreadyExists},
+	{cluster.ErrTopicExists, kerr.TopicAlreadyExists},
+	{ErrUnknownTopic, kerr.UnknownTopicOrPartition},
+	{cluster.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
+	{ErrInvalidTopic, kerr.InvalidTopicException},
+	{cluster.ErrInvalidTopic, kerr.InvalidTopicException},
+	{cluster.ErrInvalidPartitions, kerr.InvalidPartitions},
+	{cluster.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
+	{cluster.ErrInvalidTopicConfig, kerr.InvalidConfig},
+	// The request may still take effect: a retriable code makes the client
+	// try again and find out.
+	{context.DeadlineExceeded, kerr.RequestTimedOut},
+	{coord.ErrUnavailable, kerr.RequestTimedOut},
+	{ErrClosed, kerr.NotController},
+	{cluster.ErrClosed, kerr.NotController},
+}
+
+// adminErrorCode maps an error of createTopic or DeleteTopic.
+func adminErrorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	for _, e := range adminErrorCodes {
+		if errors.Is(err, e.err) {
+			return e.code.Code
+		}
+	}
+	return kerr.UnknownServerError.Code
+}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/internal/coord"
+	"github.com/tributary/tributary/internal/coord/memcoord"
+	"github.com/tributary/tributary/schema/registry"
+)
+
+// devOptions are the flags of `tributary dev`.
+type devOptions struct {
+	dir        string
+	brokers    int
+	host       string
+	port       int
+	partitions int32
+	registry   string
+	logLevel   string
+}
+
+// devShutdownTimeout bounds the registry's graceful shutdown.
+const devShutdownTimeout = 10 * time.Second
+
+func newDevCommand() *cobra.Command {
+	var o devOptions
+	cmd := &cobra.Command{
+		Use:   "dev [--dir DIR] [--brokers N] [--port 9092] [--registry HOST:PORT]",
+		Short: "Run a whole cluster in one process, for development",
+		Long: "Run N brokers (ids 1..N, ports PORT..PORT+N-1) in this process on in-process " +
+			"coordination, with their data under DIR/broker-<id>, and optionally the schema registry. " +
+			"Topics are kept across restarts on the same DIR and the same N. --port 0 picks free ports. " +
+			"SIGTERM or SIGINT shuts everything down gracefully.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runDev(cmd, o) },
+	}
+	cmd.Flags().StringVar(&o.dir, "dir", "tributary-dev-data", "data directory (created if missing)")
+	cmd.Flags().IntVar(&o.brokers, "brokers", 1, "number of brokers")
+	cmd.Flags().StringVar(&o.host, "host", "127.0.0.1", "address the brokers listen on and advertise")
+	cmd.Flags().IntVar(&o.port, "port", 9092, "port of the first broker; the others follow (0: free ports)")
+	cmd.Flags().Int32Var(&o.partitions, "partitions", broker.DefaultNumPartitions, "num.partitions of auto-created topics")
+	cmd.Flags().StringVar(&o.registry, "registry", "", "also serve the schema registry on HOST:PORT (e.g. 127.0.0.1:8081)")
+	cmd.Flags().StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func (o devOptions) validate() error {
+	switch {
+	case o.brokers < 1 || o.brokers > 64:
+		return fmt.Errorf("--brokers %d: want 1 to 64", o.brokers)
+	case o.port < 0 || o.port+o.brokers-1 > 65535:
+		return fmt.Errorf("--port %d: the ports up to %d must be valid", o.port, o.port+o.brokers-1)
+	case strings.TrimSpace(o.dir) == "":
+		return errors.New("--dir is required")
+	case o.partitions < 1:
+		return fmt.Errorf("--partitions %d: must be >= 1", o.partitions)
+	case strings.ContainsAny(o.host, "/ "):
+		return fmt.Errorf("--host %q: not a host name", o.host)
+	}
+	if o.registry != "" {
+		if _, _, err := net.SplitHostPort(o.registry); err != nil {
+			return fmt.Errorf("--registry %q: %v", o.registry, err)
+		}
+	}
+	return nil
+}
+
+func runDev(cmd *cobra.Command, o devOptions) (err error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	if err := o.validate(); err != nil {
+		return err
+	}
+	dir, err := filepath.Abs(o.dir)
+	if err != nil {
+		return fmt.Errorf("--dir: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	parent := cmd.Context()
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(parent, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	srv := memcoord.NewServer()
+	connect := func(context.Context) (coord.Session, error) { return srv.Connect(memcoord.Config{}), nil }
+	var brokers []*broker.Broker
+	defer func() {
+		// Last started, first stopped; every broker is closed whatever fails.
+		var errs []error
+		for i := len(brokers) - 1; i >= 0; i-- {
+			if cerr := brokers[i].Close(); cerr != nil {
+				errs = append(errs, fmt.Errorf("broker %d: %w", i+1, cerr))
+			}
+		}
+		err = errors.Join(append([]error{err}, errs...)...)
+	}()
+	for i := range o.brokers {
+		id := int32(i + 1)
+		port := 0
+		if o.port > 0 {
+			port = o.port + i
+		}
+		cfg := broker.Config{
+			BrokerID:      id,
+			Listeners:     "PLAINTEXT://" + net.JoinHostPort(o.host, strconv.Itoa(port)),
+			LogDirs:       []string{filepath.Join(dir, fmt.Sprintf("broker-%d", id))},
+			NumPartitions: o.partitions,
+		}
+		b, err := broker.New(cfg, logger.With("broker", id), nil, broker.WithCoordinator(connect))
+		if err != nil {
+			return fmt.Errorf("broker %d: %w", id, err)
+		}
+		brokers = append(brokers, b)
+		if err := b.Start(ctx); err != nil {
+			return fmt.Errorf("broker %d: %w", id, err)
+		}
+	}
+	if err := broker.RestoreTopics(ctx, brokers...); err != nil {
+		return err
+	}
+
+	regURL := ""
+	if o.registry != "" {
+		shutdown, url, err := startDevRegistry(ctx, srv, o.registry, logger)
+		if err != nil {
+			return err
+		}
+		defer shutdown()
+		regURL = url
+	}
+
+	addrs := make([]string, len(brokers))
+	for i, b := range brokers {
+		addrs[i] = b.Addr()
+	}
+	printDevBanner(cmd.OutOrStdout(), dir, addrs, regURL)
+	<-ctx.Done()
+	logger.Info("tributary dev shutting down")
+	return nil
+}
+
+// startDevRegistry serves the schema registry on the in-process
+// coordinator, as `tributary registry --zookeeper` does on ZooKeeper.
+func startDevRegistry(ctx context.Context, srv *memcoord.Server, addr string, logger *slog.Logger) (func(), string, error) {
+	sess := srv.Connect(memcoord.Config{})
+	store, err := registry.NewCoordStore(ctx, sess, registry.CoordConfig{Logger: logger})
+	if err != nil {
+		_ = sess.Close()
+		return nil, "", fmt.Errorf("schema registry store: %w", err)
+	}
+	reg, err := registry.New(store, registry.Config{Logger: logger})
+	if err != nil {
+		_ = store.Close()
+		_ = sess.Close()
+		return nil, "", err
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		_ = store.Close()
+		_ = sess.Close()
+		return nil, "", fmt.Errorf("--registry: %w", err)
+	}
+	hs := &http.Server{Handler: reg.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("schema registry stopped", "err", err)
+		}
+	}()
+	shutdown := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), devShutdownTimeout)
+		defer cancel()
+		if err := hs.Shutdown(sctx); err != nil {
+			logger.Warn("schema registry shutdown", "err", err)
+		}
+		<-served
+		_ = store.Close()
+		_ = sess.Close()
+	}
+	return shutdown, "http://" + ln.Addr().String(), nil
+}
+
+func printDevBanner(w io.Writer, dir string, addrs []string, regURL string) {
+	bs := strings.Join(addrs, ",")
+	fmt.Fprintf(w, "tributary dev: %d broker(s) on in-process coordination, data in %s\n", len(addrs), dir)
+	for i, a := range addrs {
+		fmt.Fprintf(w, "  broker %d  %s\n", i+1, a)
+	}
+	fmt.Fprintf(w, "bootstrap: %s\n", bs)
+	if regURL != "" {
+		fmt.Fprintf(w, "schema registry: %s\n", regURL)
+	}
+	fmt.Fprintf(w, `
+Connect with kcat:
+  kcat -b %[1]s -L
+  echo hello | kcat -b %[1]s -P -t greetings
+  kcat -b %[1]s -C -t greetings -o beginning -e
+or with tributary:
+  tributary topics create --bootstrap %[1]s --topic greetings --partitions 3
+  echo hello | tributary produce --bootstrap %[1]s --topic greetings
+  tributary consume --bootstrap %[1]s --topic greetings --offset earliest
+Press Ctrl-C to stop.
+`, bs)
+}

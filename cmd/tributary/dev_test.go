@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// devRun is `tributary dev` running in the background.
+type devRun struct {
+	out, errOut *syncBuffer
+	cancel      context.CancelFunc
+	done        chan error
+	bootstrap   []string
+	registry    string
+}
+
+var (
+	bootstrapLine = regexp.MustCompile(`(?m)^bootstrap: (\S+)$`)
+	registryLine  = regexp.MustCompile(`(?m)^schema registry: (\S+)$`)
+)
+
+// startDev runs `tributary dev args...` until stop (or the test's end) and
+// waits for its banner.
+func startDev(t *testing.T, args ...string) *devRun {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &devRun{out: &syncBuffer{}, errOut: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	cmd := newRootCommand()
+	cmd.SetArgs(append([]string{"dev"}, args...))
+	cmd.SetIn(strings.NewReader(""))
+	cmd.SetOut(r.out)
+	cmd.SetErr(r.errOut)
+	go func() { r.done <- cmd.ExecuteContext(ctx) }()
+	t.Cleanup(func() { r.stop(t) })
+	deadline := time.After(60 * time.Second)
+	for {
+		if m := bootstrapLine.FindStringSubmatch(r.out.String()); m != nil {
+			r.bootstrap = strings.Split(m[1], ",")
+			if m := registryLine.FindStringSubmatch(r.out.String()); m != nil {
+				r.registry = m[1]
+			}
+			return r
+		}
+		select {
+		case err := <-r.done:
+			r.done <- err
+			t.Fatalf("tributary dev exited before its banner: %v\n%s", err, r.errOut)
+		case <-deadline:
+			t.Fatalf("tributary dev printed no banner within 60s:\n%s\n%s", r.out, r.errOut)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// stop cancels the command (as SIGINT does) and checks a clean exit.
+func (r *devRun) stop(t *testing.T) {
+	t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		r.done <- err
+		if err != nil {
+			t.Errorf("tributary dev: %v\n%s", err, r.errOut)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("tributary dev did not stop within 60s")
+	}
+}
+
+func TestDevClusterRoundTripAndRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := startDev(t, "--dir", dir, "--brokers", "3", "--port", "0", "--registry", "127.0.0.1:0", "--log-level", "warn")
+	if len(r.bootstrap) != 3 {
+		t.Fatalf("bootstrap %v, want 3 brokers", r.bootstrap)
+	}
+	for _, want := range []string{"data in " + dir, "kcat -b " + strings.Join(r.bootstrap, ","), "tributary produce --bootstrap", "tributary consume --bootstrap"} {
+		if !strings.Contains(r.out.String(), want) {
+			t.Errorf("banner lacks %q:\n%s", want, r.out)
+		}
+	}
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(r.bootstrap...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RetryTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(cl)
+	if resp, err := adm.CreateTopic(ctx, 6, 1, nil, "dev-topic"); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
+	}
+	md, err := adm.Metadata(ctx, "dev-topic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	perBroker := map[int32]int{}
+	for _, p := range md.Topics["dev-topic"].Partitions {
+		perBroker[p.Leader]++
+	}
+	if len(md.Brokers) != 3 || perBroker[1] != 2 || perBroker[2] != 2 || perBroker[3] != 2 {
+		t.Fatalf("brokers %v, leaders per broker %v; want 3 brokers leading 2 partitions each", md.Brokers.NodeIDs(), perBroker)
+	}
+	const n = 600
+	for i := range n {
+		rec := &kgo.Record{Topic: "dev-topic", Partition: int32(i % 6), Value: []byte("v" + strconv.Itoa(i))}
+		if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+			t.Fatalf("produce %d: %v", i, err)
+		}
+	}
+	cl.Close()
+	checkDevTopic(t, ctx, r.bootstrap, n)
+
+	resp, err := http.Get(r.registry + "/subjects")
+	if err != nil {
+		t.Fatalf("registry: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "[]" {
+		t.Fatalf("registry /subjects: %d %s", resp.StatusCode, body)
+	}
+
+	// Restarted on the same directory, the topic and its records are back.
+	r.stop(t)
+	r2 := startDev(t, "--dir", dir, "--brokers", "3", "--port", "0", "--log-level", "warn")
+	checkDevTopic(t, ctx, r2.bootstrap, n)
+}
+
+// checkDevTopic reads dev-topic back: partition p holds v<p>, v<p+6>, ...
+func checkDevTopic(t *testing.T, ctx context.Context, bootstrap []string, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), kgo.ConsumeTopics("dev-topic"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	next := map[int32]int{}
+	for seen := 0; seen < n; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d: %v", seen, n, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			want := "v" + strconv.Itoa(int(r.Partition)+6*next[r.Partition])
+			if string(r.Value) != want || r.Offset != int64(next[r.Partition]) {
+				t.Fatalf("partition %d offset %d: %q, want %q at offset %d", r.Partition, r.Offset, r.Value, want, next[r.Partition])
+			}
+			next[r.Partition]++
+			seen++
+		})
+	}
+}
+
+func TestDevRejectsBadFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--brokers", "0"}, "--brokers 0"},
+		{[]string{"--port", "65535", "--brokers", "2"}, "--port 65535"},
+		{[]string{"--registry", "nohost"}, "--registry \"nohost\""},
+	} {
+		res := runCLI(t, 10*time.Second, "", append([]string{"dev", "--dir", t.TempDir()}, c.args...)...)
+		if res.err == nil || !strings.Contains(res.err.Error(), c.want) {
+			t.Errorf("dev %v: error %v, want one naming %q", c.args, res.err, c.want)
+		}
+	}
+}
