@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/binary"
 	"errors"
+	"hash/crc32"
 )
 
 // Offsets into a magic-2 record batch header (frozen by the Kafka protocol).
@@ -15,6 +16,11 @@ const (
 	currentMagic         = 2
 	batchProducerIDOff   = 43
 	batchProducerEpochOf = 51
+	batchCRCOffset       = 17
+	batchAttributesOff   = 21
+	batchMaxTimestampOff = 35
+	// attrLogAppendTime is the timestamp-type bit of the attributes.
+	attrLogAppendTime = 0x08
 )
 
 var errBadBatchFraming = errors.New("record batch framing is invalid")
@@ -51,4 +57,27 @@ func scanBatches(records []byte, each func(batchInfo)) error {
 		records = records[size:]
 	}
 	return nil
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// stampLogAppendTime marks every batch of records (framing already
+// checked by scanBatches) as LogAppendTime with max timestamp now, and
+// recomputes its CRC, as Kafka does for topics with
+// message.timestamp.type=LogAppendTime. Record timestamps are left alone:
+// readers take the batch's max timestamp for every record of such a batch.
+// A batch whose CRC was wrong is left as it is, for the log to reject.
+func stampLogAppendTime(records []byte, now int64) {
+	for len(records) >= batchHeaderSize {
+		size := int(binary.BigEndian.Uint32(records[batchLengthOffset:])) + batchOverheadNoLen
+		batch := records[:size]
+		records = records[size:]
+		if crc32.Checksum(batch[batchAttributesOff:], castagnoli) != binary.BigEndian.Uint32(batch[batchCRCOffset:]) {
+			continue
+		}
+		attrs := binary.BigEndian.Uint16(batch[batchAttributesOff:])
+		binary.BigEndian.PutUint16(batch[batchAttributesOff:], attrs|attrLogAppendTime)
+		binary.BigEndian.PutUint64(batch[batchMaxTimestampOff:], uint64(now))
+		binary.BigEndian.PutUint32(batch[batchCRCOffset:], crc32.Checksum(batch[batchAttributesOff:], castagnoli))
+	}
 }

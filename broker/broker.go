@@ -12,10 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker/cluster"
 )
@@ -27,6 +29,9 @@ type Broker struct {
 	metrics *metrics
 	gather  prometheus.Gatherer
 	openLog logOpener
+	// decompressor reads compressed batches for exact timestamp lookups;
+	// safe for concurrent use.
+	decompressor kgo.Decompressor
 
 	// connect opens coordination sessions; standalone marks the private
 	// in-process coordinator of the single-node mode.
@@ -46,6 +51,12 @@ type Broker struct {
 
 	// seen holds the topics of the last reconciled snapshot; reconciler-owned.
 	seen map[string]bool
+	// badConfigs holds, per topic, the config error last warned about;
+	// reconciler-owned.
+	badConfigs map[string]string
+	// awaitingConfig holds when each topic was first seen without its
+	// config node; reconciler-owned.
+	awaitingConfig map[string]time.Time
 
 	pids *producerIDs
 
@@ -84,6 +95,13 @@ type partition struct {
 	index int32
 	dir   string
 	log   PartitionLog
+	// settings are what log was opened with; a change reopens it.
+	settings plogSettings
+	// conf is the topic's effective configuration, replaced when the
+	// topic's overrides change.
+	conf atomic.Pointer[topicConfig]
+	// identity is the overrides last recorded in dir; reconciler-owned.
+	identity string
 
 	mu      sync.Mutex
 	waiters map[*waiter]struct{}
@@ -136,8 +154,10 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, opts ...Opt
 		applied: cluster.Snapshot{Controller: -1},
 		conns:   map[net.Conn]struct{}{},
 		done:    make(chan struct{}),
+
+		decompressor: kgo.DefaultDecompressor(),
 	}
-	b.openLog = openStorageLog(cfg, logger)
+	b.openLog = openStorageLog(logger)
 	for _, o := range opts {
 		o(b)
 	}
@@ -185,12 +205,13 @@ func scanLogDirs(logDirs []string) (map[string]map[int32]string, error) {
 	return found, nil
 }
 
-func (b *Broker) openPartition(name string, p int32, dir string) (*partition, error) {
-	l, err := b.openLog(dir)
+func (b *Broker) openPartition(name string, p int32, dir string, tc topicConfig) (*partition, error) {
+	l, err := b.openLog(dir, tc.log)
 	if err != nil {
 		return nil, fmt.Errorf("broker: opening partition %s-%d: %w", name, p, err)
 	}
-	part := &partition{topic: name, index: p, dir: dir, log: l, waiters: map[*waiter]struct{}{}}
+	part := &partition{topic: name, index: p, dir: dir, log: l, settings: tc.log, waiters: map[*waiter]struct{}{}}
+	part.conf.Store(&tc)
 	b.metrics.observeOffsets(part)
 	return part, nil
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -23,7 +24,9 @@ const maxPartitionsPerTopic = 10_000
 // yet. An explicit replica assignment gives the partition count and is only
 // honoured when it names this broker alone and this broker is the only one
 // alive (it is then what the round-robin assignment gives). Topic configs
-// are accepted and ignored: per-topic overrides are not supported yet.
+// are validated (INVALID_CONFIG names the key), stored with the topic in
+// the cluster and applied by every broker that opens its partitions; v5+
+// responses list the topic's effective configs.
 func (b *Broker) handleCreateTopics(ctx context.Context, r *request) (reply, error) {
 	req := r.msg.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
@@ -50,6 +53,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *request) (reply, err
 		if rf == -1 {
 			rf = b.cfg.DefaultReplicationFactor
 		}
+		overrides, cfgCode, cfgErr := b.requestTopicConfigs(rt.Configs)
 		switch {
 		case seen[rt.Topic] > 1:
 			fail(kerr.InvalidRequest, "topic named more than once in the request")
@@ -67,6 +71,8 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *request) (reply, err
 			fail(kerr.InvalidPartitions, fmt.Sprintf("number of partitions %d must be positive", n))
 		case n > maxPartitionsPerTopic:
 			fail(kerr.InvalidPartitions, fmt.Sprintf("number of partitions %d is over this broker's limit of %d", n, maxPartitionsPerTopic))
+		case cfgErr != "":
+			fail(cfgCode, cfgErr)
 		case req.ValidateOnly:
 			if _, ok := snap.Topics[rt.Topic]; ok {
 				fail(kerr.TopicAlreadyExists, "topic "+rt.Topic+" already exists")
@@ -74,7 +80,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *request) (reply, err
 				fail(kerr.InvalidTopicException, err.Error())
 			}
 		default:
-			if err := b.createTopic(ctx, rt.Topic, n, false); err != nil {
+			if err := b.createTopic(ctx, rt.Topic, n, overrides, false); err != nil {
 				st.ErrorCode, st.ErrorMessage = adminErrorCode(err), kmsg.StringPtr(err.Error())
 			}
 		}
@@ -83,10 +89,42 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *request) (reply, err
 				n = b.cfg.NumPartitions
 			}
 			st.NumPartitions, st.ReplicationFactor = n, 1
+			st.Configs = b.createdTopicConfigs(overrides)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	return kmsgReply{resp}, nil
+}
+
+// requestTopicConfigs turns a CreateTopics topic's configs into overrides
+// and checks them; on failure it returns the error code and Kafka's message.
+func (b *Broker) requestTopicConfigs(cs []kmsg.CreateTopicsRequestTopicConfig) (map[string]string, *kerr.Error, string) {
+	overrides := make(map[string]string, len(cs))
+	for _, c := range cs {
+		if _, dup := overrides[c.Name]; dup {
+			return nil, kerr.InvalidRequest, "config " + c.Name + " is given more than once"
+		}
+		if c.Value == nil {
+			return nil, kerr.InvalidConfig, "Null value not supported for topic configs: " + c.Name
+		}
+		overrides[c.Name] = *c.Value
+	}
+	if _, err := resolveTopicConfig(b.cfg.topicDefaults(), overrides, false); err != nil {
+		return nil, kerr.InvalidConfig, strings.TrimPrefix(err.Error(), ErrInvalidTopicConfig.Error()+": ")
+	}
+	return overrides, nil, ""
+}
+
+// createdTopicConfigs lists a new topic's effective configs, as Kafka's
+// CreateTopics v5+ response does.
+func (b *Broker) createdTopicConfigs(overrides map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
+	var out []kmsg.CreateTopicsResponseTopicConfig
+	for _, e := range b.topicConfigEntries(overrides) {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name, c.Value, c.Source = e.name, kmsg.StringPtr(e.value), int8(e.source)
+		out = append(out, c)
+	}
+	return out
 }
 
 func (b *Broker) assignmentIsLocal(snap cluster.Snapshot, as []kmsg.CreateTopicsRequestTopicReplicaAssignment) bool {

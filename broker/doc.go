@@ -1,7 +1,8 @@
 // Package broker is Tributary's Kafka-protocol server: it accepts Kafka
 // clients (franz-go, librdkafka/kcat, the Java client) on a TCP listener and
 // serves ApiVersions, Metadata, CreateTopics, DeleteTopics, Produce, Fetch,
-// ListOffsets and InitProducerId on top of the storage engine in broker/log.
+// ListOffsets, InitProducerId, DescribeConfigs and IncrementalAlterConfigs
+// on top of the storage engine in broker/log.
 //
 // # Wire format
 //
@@ -43,6 +44,29 @@
 // the result. A standalone broker registers the topics found on disk again
 // at start, since its coordinator starts empty (RestoreTopics does the same
 // for brokers of one process).
+//
+// # Topic configs and identity
+//
+// A topic's config overrides (Kafka's topic-level names, see
+// topicConfigKeys) are validated by CreateTopics and stored with the topic
+// in /config/topics/<topic>, together with a random topic id under the
+// reserved key tributary.topic.id, which no client can set or see.
+// IncrementalAlterConfigs rewrites that node by compare-and-set through a
+// coordination session of its own. The reconciler applies the overrides to the partitions it opens; when they
+// change, settings fixed at open (segment size, retention, flush) reopen
+// the log and the others (max.message.bytes, message.timestamp.type) apply
+// at once. Each partition directory records the topic id in
+// partition.metadata (Kafka's format) and the overrides in
+// topic.config.json. A directory whose recorded id differs from the
+// topic's holds the data of an earlier topic of that name, deleted while
+// this broker was away: it is deleted before the partition is served.
+// Until the topic's config node is in the metadata, partitions with a
+// recorded id wait (up to configGrace), since the check needs the id.
+//
+// ListOffsets by timestamp answers the first record, in offset order, with
+// a timestamp >= t in the first batch whose max timestamp is >= t: the
+// storage engine finds the batch from its time index, and the broker
+// decodes (and decompresses) that one batch.
 //
 // # Storage and recovery
 //

@@ -25,6 +25,9 @@ var (
 	ErrInvalidTopic = errors.New("broker: invalid topic name")
 	// ErrTopicExists is returned when creating a topic that exists.
 	ErrTopicExists = errors.New("broker: topic already exists")
+	// ErrInvalidTopicConfig marks a topic config override with an unknown
+	// key or an invalid value; the message names the key.
+	ErrInvalidTopicConfig = errors.New("broker: invalid topic config")
 	// ErrUnknownTopic is returned for a topic that does not exist.
 	ErrUnknownTopic = errors.New("broker: unknown topic")
 )

@@ -152,7 +152,11 @@ func restoreTopics(ctx context.Context, waitServed bool, brokers ...*Broker) err
 			first.logger.Warn("partition directories missing; they are created empty", "topic", name,
 				"found", len(parts), "partitions", n)
 		}
-		err := first.member.CreateTopic(ctx, name, n, 1, nil)
+		configs, err := restoredConfigs(found[name], brokers, name)
+		if err != nil {
+			return err
+		}
+		err = first.member.CreateTopic(ctx, name, n, 1, configs)
 		if err != nil && !errors.Is(err, cluster.ErrTopicExists) {
 			return fmt.Errorf("broker: registering topic %s found on disk: %w", name, err)
 		}
@@ -187,6 +191,34 @@ func restoreTopics(ctx context.Context, waitServed bool, brokers ...*Broker) err
 		}
 	}
 	return nil
+}
+
+// restoredConfigs returns the overrides and topic id recorded in the
+// lowest partition directory of a topic found on disk; a topic from before
+// ids existed gets a new one, which its directories adopt.
+func restoredConfigs(parts map[int32]int32, brokers []*Broker, name string) (map[string]string, error) {
+	p := slices.Min(slices.Collect(maps.Keys(parts)))
+	var dir string
+	for _, b := range brokers {
+		if d, ok := b.diskPartitions()[name][p]; ok && b.cfg.BrokerID == parts[p] {
+			dir = d
+		}
+	}
+	configs, err := readTopicConfigFile(dir)
+	if err != nil {
+		return nil, err
+	}
+	if configs == nil {
+		configs = map[string]string{}
+	}
+	id, err := readPartitionTopicID(dir)
+	if err != nil || id == "" {
+		if id, err = newTopicID(); err != nil {
+			return nil, err
+		}
+	}
+	configs[topicIDConfig] = id
+	return configs, nil
 }
 
 // diskPartitions returns a copy of the partition directories on disk.
@@ -246,9 +278,12 @@ func (b *Broker) reconcile(snap cluster.Snapshot) bool {
 }
 
 // reconcileTopic publishes a new slot slice for t (topics are copied on
-// write, so readers holding the old one stay consistent).
+// write, so readers holding the old one stay consistent). A served
+// partition whose storage settings changed is reopened with the new ones;
+// the other settings apply in place.
 func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 	ok := true
+	tc := b.topicConfigOf(t)
 	old := b.lookup(t.Name)
 	slots := make([]*partition, len(t.Partitions))
 	if old != nil {
@@ -263,11 +298,24 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 		}
 	}
 	changed := old == nil || len(old.partitions) != len(slots)
+	deferOpen := b.deferOpening(t)
 	for i, cp := range t.Partitions {
 		lead := cp.Leader == b.cfg.BrokerID
+		if lead && slots[i] == nil && deferOpen {
+			ok = false
+			continue
+		}
+		if lead && slots[i] != nil && slots[i].settings != tc.log {
+			// Two logs must never share a directory: the old one is
+			// closed before the new one opens. Requests meanwhile get
+			// NOT_LEADER_OR_FOLLOWER and retry.
+			b.logger.Info("topic storage settings changed; reopening partition", "topic", t.Name, "partition", i)
+			b.releasePartition(slots[i], false)
+			slots[i], changed = nil, true
+		}
 		switch {
 		case lead && slots[i] == nil:
-			p, err := b.openLocal(t.Name, int32(i))
+			p, err := b.openLocal(t.Name, int32(i), tc, t.Configs)
 			if err != nil {
 				b.logger.Error("opening a led partition failed", "topic", t.Name, "partition", i, "err", err)
 				ok = false
@@ -279,6 +327,9 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 			release = append(release, slots[i])
 			slots[i], changed = nil, true
 			b.logger.Debug("no longer leading partition", "topic", t.Name, "partition", i, "leader", cp.Leader)
+		case lead:
+			slots[i].conf.Store(&tc)
+			b.recordIdentity(slots[i], t.Configs)
 		}
 	}
 	if changed {
@@ -292,19 +343,95 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 	return ok
 }
 
+// configGrace is how long partitions wait for their topic's config node
+// (the topic id) when the metadata shows the topic without one.
+const configGrace = 2 * reconcileRetry
+
+// deferOpening reports whether t's partitions must not be opened yet: the
+// metadata has the topic but not its config node, which is written with it
+// but watched apart, and local data recorded under a topic id could belong
+// to an earlier topic of the name. After configGrace without a config node
+// (a topic created by a tool that writes none) they open anyway.
+func (b *Broker) deferOpening(t cluster.Topic) bool {
+	if t.Configs != nil {
+		delete(b.awaitingConfig, t.Name)
+		return false
+	}
+	recorded := false
+	for _, dir := range b.diskPartitions()[t.Name] {
+		if id, err := readPartitionTopicID(dir); err == nil && id != "" {
+			recorded = true
+			break
+		}
+	}
+	if !recorded {
+		return false
+	}
+	if b.awaitingConfig == nil {
+		b.awaitingConfig = map[string]time.Time{}
+	}
+	since, waiting := b.awaitingConfig[t.Name]
+	if !waiting {
+		b.awaitingConfig[t.Name] = time.Now()
+		return true
+	}
+	if time.Since(since) < configGrace {
+		return true
+	}
+	b.logger.Warn("topic has no config node; serving the local data without checking its topic id", "topic", t.Name)
+	return false
+}
+
+// topicConfigOf returns the effective configuration of t. Overrides that
+// do not validate (written to the coordinator by another tool) are ignored
+// with a warning, once per distinct error.
+func (b *Broker) topicConfigOf(t cluster.Topic) topicConfig {
+	tc, err := resolveTopicConfig(b.cfg.topicDefaults(), t.Configs, true)
+	if err == nil {
+		delete(b.badConfigs, t.Name)
+		return tc
+	}
+	if b.badConfigs == nil {
+		b.badConfigs = map[string]string{}
+	}
+	if b.badConfigs[t.Name] != err.Error() {
+		b.badConfigs[t.Name] = err.Error()
+		b.logger.Warn("ignoring the topic's config overrides; broker defaults apply", "topic", t.Name, "err", err)
+	}
+	return tc
+}
+
 // openLocal opens a partition's log in the directory it already has, or in
-// the log dir with the fewest partitions.
-func (b *Broker) openLocal(name string, p int32) (*partition, error) {
+// the log dir with the fewest partitions. A directory recording another
+// topic id holds the data of an earlier topic of the same name, deleted
+// while this broker was away: it is removed first, so that none of it is
+// served.
+func (b *Broker) openLocal(name string, p int32, tc topicConfig, overrides map[string]string) (*partition, error) {
+	id := overrides[topicIDConfig]
 	b.mu.RLock()
 	dir, ok := b.onDisk[name][p]
 	b.mu.RUnlock()
+	if ok && id != "" {
+		onDisk, err := readPartitionTopicID(dir)
+		switch {
+		case err != nil:
+			b.logger.Warn("unreadable topic identity; keeping the partition's data", "dir", dir, "err", err)
+		case onDisk != "" && onDisk != id:
+			b.logger.Warn("deleting the data of an earlier topic of the same name", "topic", name,
+				"partition", p, "dir", dir, "old_topic_id", onDisk, "topic_id", id)
+			if err := os.RemoveAll(dir); err != nil {
+				return nil, fmt.Errorf("broker: deleting stale partition %s-%d: %w", name, p, err)
+			}
+		}
+	}
 	if !ok {
 		dir = filepath.Join(b.pickLogDir(), partitionDirName(name, p))
 	}
-	part, err := b.openPartition(name, p, dir)
+	part, err := b.openPartition(name, p, dir, tc)
 	if err != nil {
 		return nil, err
 	}
+	b.recordIdentity(part, overrides)
 	b.mu.Lock()
 	if b.onDisk[name] == nil {
 		b.onDisk[name] = map[int32]string{}
@@ -312,6 +439,22 @@ func (b *Broker) openLocal(name string, p int32) (*partition, error) {
 	b.onDisk[name][p] = dir
 	b.mu.Unlock()
 	return part, nil
+}
+
+// recordIdentity keeps the partition directory's identity files in line
+// with the topic's id and overrides. A failure is logged, not fatal: the
+// data is served either way, and a directory without an id is adopted by
+// the next topic of its name.
+func (b *Broker) recordIdentity(p *partition, overrides map[string]string) {
+	key := fmt.Sprint(overrides) // fmt sorts map keys
+	if p.identity == key {
+		return
+	}
+	if err := recordTopicIdentity(p.dir, overrides[topicIDConfig], overrides); err != nil {
+		b.logger.Error("recording the topic's identity", "topic", p.topic, "partition", p.index, "err", err)
+		return
+	}
+	p.identity = key
 }
 
 // releasePartition stops serving p: waiting fetches end, then the log is
@@ -408,9 +551,10 @@ func topicGone(name string) func(cluster.Snapshot) bool {
 }
 
 // createTopic registers a topic of n partitions (n <= 0: num.partitions)
-// and waits until it is served. With existingOK an existing topic is not
-// an error.
-func (b *Broker) createTopic(ctx context.Context, name string, n int32, existingOK bool) error {
+// with the config overrides, which must have been validated, and a fresh
+// topic id, then waits until it is served. With existingOK an existing
+// topic is not an error.
+func (b *Broker) createTopic(ctx context.Context, name string, n int32, overrides map[string]string, existingOK bool) error {
 	if err := validateTopicName(name); err != nil {
 		return err
 	}
@@ -421,7 +565,14 @@ func (b *Broker) createTopic(ctx context.Context, name string, n int32, existing
 	if err != nil {
 		return err
 	}
-	err = m.CreateTopic(ctx, name, n, 1, nil)
+	configs := maps.Clone(overrides)
+	if configs == nil {
+		configs = map[string]string{}
+	}
+	if configs[topicIDConfig], err = newTopicID(); err != nil {
+		return err
+	}
+	err = m.CreateTopic(ctx, name, n, 1, configs)
 	switch {
 	case errors.Is(err, cluster.ErrTopicExists) && existingOK:
 	case errors.Is(err, cluster.ErrTopicExists):
@@ -438,7 +589,18 @@ func (b *Broker) createTopic(ctx context.Context, name string, n int32, existing
 // and returns once every partition has a leader and this broker serves the
 // ones it leads.
 func (b *Broker) CreateTopic(ctx context.Context, name string, n int32) error {
-	return b.createTopic(ctx, name, n, false)
+	return b.createTopic(ctx, name, n, nil, false)
+}
+
+// CreateTopicWithConfigs is CreateTopic with topic config overrides
+// (Kafka's names: retention.ms, segment.bytes, max.message.bytes, ...).
+// Unknown keys and invalid values fail with an error wrapping
+// ErrInvalidTopicConfig.
+func (b *Broker) CreateTopicWithConfigs(ctx context.Context, name string, n int32, configs map[string]string) error {
+	if _, err := resolveTopicConfig(b.cfg.topicDefaults(), configs, false); err != nil {
+		return err
+	}
+	return b.createTopic(ctx, name, n, configs, false)
 }
 
 // DeleteTopic deletes a topic and returns once it has left this broker's
@@ -509,6 +671,7 @@ var adminErrorCodes = []struct {
 	{cluster.ErrInvalidPartitions, kerr.InvalidPartitions},
 	{cluster.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
 	{cluster.ErrInvalidTopicConfig, kerr.InvalidConfig},
+	{ErrInvalidTopicConfig, kerr.InvalidConfig},
 	// The request may still take effect: a retriable code makes the client
 	// try again and find out.
 	{context.DeadlineExceeded, kerr.RequestTimedOut},

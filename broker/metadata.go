@@ -43,7 +43,7 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) (reply, error) 
 				continue
 			}
 			cctx, cancel := context.WithTimeout(ctx, autoCreateWait)
-			err := b.createTopic(cctx, *rt.Topic, 0, true)
+			err := b.createTopic(cctx, *rt.Topic, 0, nil, true)
 			cancel()
 			if err != nil {
 				b.logger.Warn("auto-creating topic failed", "topic", *rt.Topic, "err", err)

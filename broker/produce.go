@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -54,11 +55,12 @@ func (b *Broker) handleProduce(_ context.Context, r *request) (reply, error) {
 }
 
 func (b *Broker) appendPartition(p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) {
+	conf := p.conf.Load()
 	var count int64
 	var tooLarge, badMagic bool
 	err := scanBatches(records, func(in batchInfo) {
 		count += int64(in.records)
-		tooLarge = tooLarge || in.size > int(b.cfg.MessageMaxBytes)
+		tooLarge = tooLarge || in.size > int(conf.MaxMessageBytes)
 		badMagic = badMagic || in.magic != currentMagic
 	})
 	switch {
@@ -68,11 +70,15 @@ func (b *Broker) appendPartition(p *partition, records []byte, sp *kmsg.ProduceR
 		return
 	case tooLarge:
 		sp.ErrorCode = kerr.MessageTooLarge.Code
-		sp.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("a record batch is larger than message.max.bytes=%d", b.cfg.MessageMaxBytes))
+		sp.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("a record batch is larger than the topic's max.message.bytes=%d", conf.MaxMessageBytes))
 		return
 	case badMagic:
 		sp.ErrorCode = kerr.UnsupportedForMessageFormat.Code
 		return
+	}
+	if conf.LogAppendTime {
+		sp.LogAppendTime = time.Now().UnixMilli()
+		stampLogAppendTime(records, sp.LogAppendTime)
 	}
 	res, err := p.log.Append(records)
 	if err != nil {

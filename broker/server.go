@@ -23,14 +23,16 @@ type apiSpec struct{ min, max int16 }
 // librdkafka 2.0 use; old message formats (Produce < 3, Fetch < 4) are not
 // offered, as in Kafka 4.
 var apiTable = map[int16]apiSpec{
-	int16(kmsg.Produce):        {3, 9},
-	int16(kmsg.Fetch):          {4, 12},
-	int16(kmsg.ListOffsets):    {1, 6},
-	int16(kmsg.Metadata):       {0, 12},
-	int16(kmsg.ApiVersions):    {0, 3},
-	int16(kmsg.CreateTopics):   {0, 7},
-	int16(kmsg.DeleteTopics):   {0, 6},
-	int16(kmsg.InitProducerID): {0, 4},
+	int16(kmsg.Produce):                 {3, 9},
+	int16(kmsg.Fetch):                   {4, 12},
+	int16(kmsg.ListOffsets):             {1, 6},
+	int16(kmsg.Metadata):                {0, 12},
+	int16(kmsg.ApiVersions):             {0, 3},
+	int16(kmsg.CreateTopics):            {0, 7},
+	int16(kmsg.DeleteTopics):            {0, 6},
+	int16(kmsg.InitProducerID):          {0, 4},
+	int16(kmsg.DescribeConfigs):         {0, 4},
+	int16(kmsg.IncrementalAlterConfigs): {0, 1},
 }
 
 // dispatch runs the handler of r's API; every key of apiTable has one.
@@ -52,6 +54,10 @@ func (b *Broker) dispatch(ctx context.Context, r *request) (reply, error) {
 		return b.handleDeleteTopics(ctx, r)
 	case kmsg.InitProducerID:
 		return b.handleInitProducerID(ctx, r)
+	case kmsg.DescribeConfigs:
+		return b.handleDescribeConfigs(ctx, r)
+	case kmsg.IncrementalAlterConfigs:
+		return b.handleIncrementalAlterConfigs(ctx, r)
 	}
 	return nil, fmt.Errorf("%w: api key %d", ErrUnsupportedRequest, r.key)
 }

@@ -45,8 +45,9 @@ type RecordView interface {
 	Release()
 }
 
-// logOpener opens (creating if needed) the log of the partition directory.
-type logOpener func(dir string) (PartitionLog, error)
+// logOpener opens (creating if needed) the log of the partition directory
+// with the topic's storage settings.
+type logOpener func(dir string, settings plogSettings) (PartitionLog, error)
 
 // storageErrorCodes is the one table from storage errors to Kafka error
 // codes; the first entry that errors.Is matches wins.

@@ -35,20 +35,12 @@ func (l storageLog) Read(offset int64, maxBytes int) (RecordView, error) {
 	return v, nil
 }
 
-// openStorageLog opens partitions with broker/log, configured from the
-// broker's Config.
-func openStorageLog(cfg Config, logger *slog.Logger) logOpener {
-	lc := plog.Config{
-		SegmentBytes:          cfg.SegmentBytes,
-		SegmentMs:             cfg.SegmentMs,
-		IndexIntervalBytes:    cfg.IndexIntervalBytes,
-		FlushIntervalMessages: cfg.FlushIntervalMessages,
-		FlushInterval:         cfg.FlushInterval,
-		RetentionMs:           cfg.Retention,
-		RetentionBytes:        cfg.RetentionBytes,
-		Logger:                logger,
-	}
-	return func(dir string) (PartitionLog, error) {
+// openStorageLog opens partitions with broker/log; the settings are the
+// topic's (broker defaults and its overrides).
+func openStorageLog(logger *slog.Logger) logOpener {
+	return func(dir string, settings plogSettings) (PartitionLog, error) {
+		lc := settings.plogConfig()
+		lc.Logger = logger
 		l, err := plog.Open(dir, lc)
 		if err != nil {
 			return nil, err

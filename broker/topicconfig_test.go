@@ -1,0 +1,486 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/internal/coord"
+	"github.com/tributary/tributary/internal/coord/memcoord"
+)
+
+func TestResolveTopicConfig(t *testing.T) {
+	defaults := Config{LogDirs: []string{"x"}}.withDefaults().topicDefaults()
+	tc, err := resolveTopicConfig(defaults, map[string]string{
+		"retention.ms": "0", "retention.bytes": "-1", "segment.bytes": "1024", "segment.ms": "60000",
+		"index.interval.bytes": "100", "flush.messages": "9223372036854775807", "flush.ms": "250",
+		"max.message.bytes": "5000", "cleanup.policy": "delete", "message.timestamp.type": "LogAppendTime",
+	}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := topicConfig{
+		log: plogSettings{
+			SegmentBytes: 1024, SegmentMs: time.Minute, Retention: time.Nanosecond, RetentionBytes: -1,
+			FlushIntervalMessages: 0, FlushInterval: 250 * time.Millisecond, IndexIntervalBytes: 100,
+		},
+		MaxMessageBytes: 5000, LogAppendTime: true,
+	}
+	if tc != want {
+		t.Fatalf("resolved %+v\nwant     %+v", tc, want)
+	}
+	for _, tt := range []struct {
+		overrides map[string]string
+		internal  bool
+		wantMsg   string
+	}{
+		{map[string]string{"retention.mss": "1"}, false, "Unknown topic config name: retention.mss"},
+		{map[string]string{"retention.ms": "soon"}, false, "Invalid value soon for configuration retention.ms"},
+		{map[string]string{"retention.ms": "-2"}, false, "configuration retention.ms: Value must be at least -1"},
+		{map[string]string{"segment.bytes": "13"}, false, "configuration segment.bytes"},
+		{map[string]string{"segment.bytes": "4294967296"}, false, "segment.bytes: Not a number of type INT"},
+		{map[string]string{"cleanup.policy": "compact"}, false, "compaction is not supported"},
+		{map[string]string{"message.timestamp.type": "create"}, false, "message.timestamp.type"},
+		{map[string]string{topicIDConfig: "abc"}, false, "Unknown topic config name: " + topicIDConfig},
+	} {
+		_, err := resolveTopicConfig(defaults, tt.overrides, tt.internal)
+		if !errors.Is(err, ErrInvalidTopicConfig) || !strings.Contains(err.Error(), tt.wantMsg) {
+			t.Errorf("%v: error %v, want ErrInvalidTopicConfig with %q", tt.overrides, err, tt.wantMsg)
+		}
+	}
+	if _, err := resolveTopicConfig(defaults, map[string]string{topicIDConfig: "abc"}, true); err != nil {
+		t.Errorf("the topic id read back from the cluster: %v", err)
+	}
+}
+
+func strp(s string) *string { return &s }
+
+// configValues maps a described resource's configs to value and source.
+func configValues(t *testing.T, rcs kadm.ResourceConfigs, name string) map[string]kadm.Config {
+	t.Helper()
+	rc, err := rcs.On(name, nil)
+	if err != nil || rc.Err != nil {
+		t.Fatalf("describe %s: %v / %v (%s)", name, err, rc.Err, rc.ErrMessage)
+	}
+	out := map[string]kadm.Config{}
+	for _, c := range rc.Configs {
+		out[c.Key] = c
+	}
+	return out
+}
+
+// TestTopicConfigsCreateDescribeProduce: overrides given to CreateTopics
+// come back in its response and from DescribeConfigs, are applied by the
+// partition (max.message.bytes), survive a restart of a standalone broker,
+// and bad ones are rejected with INVALID_CONFIG naming the key.
+func TestTopicConfigsCreateDescribeProduce(t *testing.T) {
+	b := newTestBroker(t, func(c *Config) { c.RetentionBytes = 1 << 30 })
+	ctx := testContext(t, time.Minute)
+	cl := newClient(t, b.Addr(), kgo.RecordRetries(2), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	adm := kadm.NewClient(cl)
+
+	resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{
+		"max.message.bytes": strp("2000"), "retention.ms": strp("3600000"), "cleanup.policy": strp("delete"),
+	}, "limited")
+	if err != nil || resp.Err != nil {
+		t.Fatalf("create: %v / %v (%s)", err, resp.Err, resp.ErrMessage)
+	}
+	if c := resp.Configs["max.message.bytes"]; c.MaybeValue() != "2000" || c.Source != kmsg.ConfigSourceDynamicTopicConfig {
+		t.Errorf("create response max.message.bytes = %q source %v", c.MaybeValue(), c.Source)
+	}
+	if _, leaked := resp.Configs[topicIDConfig]; leaked {
+		t.Error("create response shows the reserved topic id key")
+	}
+
+	check := func(what string) {
+		t.Helper()
+		rcs, err := adm.DescribeTopicConfigs(ctx, "limited")
+		if err != nil {
+			t.Fatalf("%s: describe: %v", what, err)
+		}
+		got := configValues(t, rcs, "limited")
+		for _, w := range []struct {
+			key, value string
+			source     kmsg.ConfigSource
+		}{
+			{"max.message.bytes", "2000", kmsg.ConfigSourceDynamicTopicConfig},
+			{"retention.ms", "3600000", kmsg.ConfigSourceDynamicTopicConfig},
+			{"cleanup.policy", "delete", kmsg.ConfigSourceDynamicTopicConfig},
+			{"segment.bytes", "1073741824", kmsg.ConfigSourceDefaultConfig},
+			{"retention.bytes", "1073741824", kmsg.ConfigSourceStaticBrokerConfig},
+			{"message.timestamp.type", "CreateTime", kmsg.ConfigSourceDefaultConfig},
+		} {
+			c, ok := got[w.key]
+			if !ok || c.MaybeValue() != w.value || c.Source != w.source {
+				t.Errorf("%s: %s = %q (source %v), want %q (%v)", what, w.key, c.MaybeValue(), c.Source, w.value, w.source)
+			}
+		}
+		if len(got) != len(topicConfigKeys) {
+			t.Errorf("%s: %d configs described, want %d", what, len(got), len(topicConfigKeys))
+		}
+		// The override's synonyms name the broker property it overrides.
+		if syn := got["retention.ms"].Synonyms; len(syn) != 2 || syn[1].Key != "log.retention.ms" || syn[1].Value == nil || *syn[1].Value != "604800000" {
+			t.Errorf("%s: retention.ms synonyms %+v", what, syn)
+		}
+	}
+	check("after create")
+
+	small := &kgo.Record{Topic: "limited", Value: bytes.Repeat([]byte("s"), 100)}
+	if err := cl.ProduceSync(ctx, small).FirstErr(); err != nil {
+		t.Fatalf("small record: %v", err)
+	}
+	big := &kgo.Record{Topic: "limited", Value: bytes.Repeat([]byte("b"), 3000)}
+	if err := cl.ProduceSync(ctx, big).FirstErr(); !errors.Is(err, kerr.MessageTooLarge) {
+		t.Fatalf("record over max.message.bytes: %v, want MESSAGE_TOO_LARGE", err)
+	}
+	// The broker default still applies to other topics.
+	if resp, err := adm.CreateTopic(ctx, 1, 1, nil, "other"); err != nil || resp.Err != nil {
+		t.Fatalf("create other: %v / %v", err, resp.Err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "other", Value: big.Value}).FirstErr(); err != nil {
+		t.Fatalf("big record to a topic without override: %v", err)
+	}
+
+	for _, tt := range []struct {
+		configs map[string]*string
+		code    *kerr.Error
+		msg     string
+	}{
+		{map[string]*string{"retention.msec": strp("1")}, kerr.InvalidConfig, "retention.msec"},
+		{map[string]*string{"segment.bytes": strp("big")}, kerr.InvalidConfig, "segment.bytes"},
+		{map[string]*string{"cleanup.policy": strp("compact")}, kerr.InvalidConfig, "compaction is not supported"},
+		{map[string]*string{"retention.ms": nil}, kerr.InvalidConfig, "retention.ms"},
+		{map[string]*string{topicIDConfig: strp("x")}, kerr.InvalidConfig, topicIDConfig},
+	} {
+		// kadm returns the topic's error both ways.
+		resp, err := adm.CreateTopic(ctx, 1, 1, tt.configs, "rejected")
+		if err != nil && !errors.Is(err, resp.Err) {
+			t.Fatal(err)
+		}
+		if !errors.Is(resp.Err, tt.code) || !strings.Contains(resp.ErrMessage, tt.msg) {
+			t.Errorf("configs %v: %v %q, want %v naming %q", tt.configs, resp.Err, resp.ErrMessage, tt.code, tt.msg)
+		}
+	}
+	if _, ok := b.metadata().Topics["rejected"]; ok {
+		t.Error("a topic with invalid configs was created")
+	}
+
+	// A standalone broker's coordinator starts empty: the overrides come
+	// back from the partition directories.
+	cfg := b.cfg
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = startTestBroker(t, cfg)
+	cl = newClient(t, b.Addr(), kgo.RecordRetries(2), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	adm = kadm.NewClient(cl)
+	check("after restart")
+	if err := cl.ProduceSync(ctx, big).FirstErr(); !errors.Is(err, kerr.MessageTooLarge) {
+		t.Fatalf("after restart, record over max.message.bytes: %v", err)
+	}
+}
+
+// TestDescribeBrokerConfigs: the broker resource shows the effective
+// settings of the broker asked, read-only; another broker's id is refused.
+func TestDescribeBrokerConfigs(t *testing.T) {
+	b := newTestBroker(t, func(c *Config) { c.BrokerID = 7; c.SegmentBytes = 1 << 20 })
+	ctx := testContext(t, time.Minute)
+	adm := kadm.NewClient(newClient(t, b.Addr()))
+	rcs, err := adm.DescribeBrokerConfigs(ctx, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := configValues(t, rcs, "7")
+	for key, want := range map[string]string{
+		"broker.id": "7", "log.segment.bytes": "1048576", "message.max.bytes": "1048588",
+		"log.retention.ms": "604800000", "log.cleanup.policy": "delete", "log.dirs": b.cfg.LogDirs[0],
+	} {
+		if c := got[key]; c.MaybeValue() != want {
+			t.Errorf("%s = %q, want %q", key, c.MaybeValue(), want)
+		}
+	}
+	if s := got["log.segment.bytes"].Source; s != kmsg.ConfigSourceStaticBrokerConfig {
+		t.Errorf("log.segment.bytes source %v, want STATIC_BROKER_CONFIG", s)
+	}
+	if s := got["message.max.bytes"].Source; s != kmsg.ConfigSourceDefaultConfig {
+		t.Errorf("message.max.bytes source %v, want DEFAULT_CONFIG", s)
+	}
+
+	c := dialRaw(t, b.Addr())
+	for _, v := range []int16{0, 1, 2, 3, 4} {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		req.SetVersion(v)
+		req.IncludeDocumentation = true
+		for _, r := range []struct {
+			typ  kmsg.ConfigResourceType
+			name string
+		}{{kmsg.ConfigResourceTypeBroker, "8"}, {kmsg.ConfigResourceTypeTopic, "nope"}, {kmsg.ConfigResourceTypeBroker, "7"}} {
+			rr := kmsg.NewDescribeConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = r.typ, r.name
+			if r.name == "7" {
+				rr.ConfigNames = []string{"log.segment.bytes"}
+			}
+			req.Resources = append(req.Resources, rr)
+		}
+		resp := c.roundTrip(req).(*kmsg.DescribeConfigsResponse)
+		if len(resp.Resources) != 3 {
+			t.Fatalf("v%d: %d resources", v, len(resp.Resources))
+		}
+		if code := resp.Resources[0].ErrorCode; code != kerr.InvalidRequest.Code {
+			t.Errorf("v%d: another broker's id: error %d", v, code)
+		}
+		if code := resp.Resources[1].ErrorCode; code != kerr.UnknownTopicOrPartition.Code {
+			t.Errorf("v%d: unknown topic: error %d", v, code)
+		}
+		cs := resp.Resources[2].Configs
+		if len(cs) != 1 || cs[0].Name != "log.segment.bytes" || *cs[0].Value != "1048576" || !cs[0].ReadOnly || cs[0].IsDefault {
+			t.Errorf("v%d: filtered broker configs %+v", v, cs)
+		}
+		if v >= 3 && (len(cs) != 1 || cs[0].ConfigType != kmsg.ConfigTypeInt) {
+			t.Errorf("v%d: config type missing: %+v", v, cs)
+		}
+	}
+}
+
+// TestTopicRetentionOverride: a topic with small segment.bytes and
+// retention.ms loses its old segments while a topic on broker defaults
+// keeps everything.
+func TestTopicRetentionOverride(t *testing.T) {
+	b := newTestBroker(t, func(c *Config) { c.RetentionCheckInterval = 50 * time.Millisecond })
+	ctx := testContext(t, time.Minute)
+	cl := newClient(t, b.Addr(), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	adm := kadm.NewClient(cl)
+	for topic, configs := range map[string]map[string]*string{
+		"short": {"retention.ms": strp("1000"), "segment.bytes": strp("200")},
+		"long":  {"segment.bytes": strp("200")},
+	} {
+		if resp, err := adm.CreateTopic(ctx, 1, 1, configs, topic); err != nil || resp.Err != nil {
+			t.Fatalf("create %s: %v / %v", topic, err, resp.Err)
+		}
+	}
+	old := time.Now().Add(-time.Hour)
+	for i := range 5 {
+		for _, topic := range []string{"short", "long"} {
+			r := &kgo.Record{Topic: topic, Value: bytes.Repeat([]byte{byte('0' + i)}, 150), Timestamp: old}
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	short, long := b.partitionOf("short", 0), b.partitionOf("long", 0)
+	for short.log.StartOffset() < 4 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("retention.ms did not delete old segments: start offset %d", short.log.StartOffset())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if got := long.log.StartOffset(); got != 0 {
+		t.Errorf("topic on default retention lost data: start offset %d", got)
+	}
+	// What is left is the newest record, intact.
+	v, err := short.log.Read(4, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Release()
+	data, _ := v.Bytes()
+	if !bytes.Contains(data, bytes.Repeat([]byte("4"), 150)) {
+		t.Errorf("remaining batch does not hold the last record")
+	}
+}
+
+// TestLogAppendTime: a LogAppendTime topic stamps batches with the
+// broker's clock, whatever the producer said.
+func TestLogAppendTime(t *testing.T) {
+	b := newTestBroker(t, nil)
+	ctx := testContext(t, time.Minute)
+	cl := newClient(t, b.Addr(), kgo.ConsumeTopics("lat"))
+	adm := kadm.NewClient(cl)
+	if resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"message.timestamp.type": strp(logAppendTime)}, "lat"); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v / %v", err, resp.Err)
+	}
+	before := time.Now().Truncate(time.Millisecond)
+	res := cl.ProduceSync(ctx, &kgo.Record{Topic: "lat", Value: []byte("v"), Timestamp: time.UnixMilli(1000)})
+	after := time.Now()
+	if err := res.FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	fs := cl.PollFetches(ctx)
+	if errs := fs.Errors(); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	recs := fs.Records()
+	if len(recs) != 1 || string(recs[0].Value) != "v" {
+		t.Fatalf("consumed %v", recs)
+	}
+	r := recs[0]
+	if r.Attrs.TimestampType() != 1 || r.Timestamp.Before(before) || r.Timestamp.After(after) {
+		t.Errorf("timestamp %v (type %d), want the append time in [%v, %v]", r.Timestamp, r.Attrs.TimestampType(), before, after)
+	}
+}
+
+// TestTopicConfigChangeApplied: overrides changed in the coordinator (as an
+// operator's tool would write /config/topics/<topic>) apply to the served
+// partitions: storage settings by reopening the log, data kept.
+func TestTopicConfigChangeApplied(t *testing.T) {
+	srv := memcoord.NewServer()
+	connect := WithCoordinator(func(context.Context) (coord.Session, error) { return srv.Connect(memcoord.Config{}), nil })
+	b := newTestBroker(t, nil, connect)
+	ctx := testContext(t, time.Minute)
+	if err := b.CreateTopicWithConfigs(ctx, "live", 1, map[string]string{"segment.bytes": "100000"}); err != nil {
+		t.Fatal(err)
+	}
+	cl := newClient(t, b.Addr(), kgo.RecordRetries(5), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "live", Value: bytes.Repeat([]byte("x"), 3000)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	s := srv.Connect(memcoord.Config{})
+	t.Cleanup(func() { s.Close() })
+	data, _, err := s.Get(ctx, "/config/topics/live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := b.metadata().Topics["live"].Configs[topicIDConfig]
+	if id == "" || !bytes.Contains(data, []byte(id)) {
+		t.Fatalf("config node %s lacks the topic id %q", data, id)
+	}
+	updated := `{"version":1,"config":{"` + topicIDConfig + `":"` + id + `","segment.bytes":"2000","max.message.bytes":"1000"}}`
+	if _, err := s.Set(ctx, "/config/topics/live", []byte(updated), coord.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		p := b.partitionOf("live", 0)
+		if p != nil && p.settings.SegmentBytes == 2000 && p.conf.Load().MaxMessageBytes == 1000 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("changed overrides were not applied")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "live", Value: bytes.Repeat([]byte("y"), 1500)}).FirstErr(); !errors.Is(err, kerr.MessageTooLarge) {
+		t.Fatalf("record over the new max.message.bytes: %v", err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "live", Value: []byte("small")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	for off, want := range [][]byte{bytes.Repeat([]byte("x"), 3000), []byte("small")} {
+		v, err := b.partitionOf("live", 0).log.Read(int64(off), 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := v.Bytes()
+		v.Release()
+		if !bytes.Contains(got, want) {
+			t.Errorf("the reopened log lost record %d", off)
+		}
+	}
+}
+
+// TestIncrementalAlterTopicConfigs: kadm alterations are validated, stored
+// next to the topic id and applied to the served partition; deleting an
+// override brings the broker default back; broker configs are static.
+func TestIncrementalAlterTopicConfigs(t *testing.T) {
+	b := newTestBroker(t, nil)
+	ctx := testContext(t, time.Minute)
+	cl := newClient(t, b.Addr(), kgo.RecordRetries(5), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	adm := kadm.NewClient(cl)
+	if resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"retention.ms": strp("86400000")}, "alt"); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v / %v", err, resp.Err)
+	}
+	id := b.metadata().Topics["alt"].Configs[topicIDConfig]
+	awaitConf := func(what string, cond func(p *partition) bool) {
+		t.Helper()
+		for {
+			if p := b.partitionOf("alt", 0); p != nil && cond(p) {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("%s: not applied", what)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	alter := func(validate bool, ops ...kadm.AlterConfig) kadm.AlterConfigsResponse {
+		t.Helper()
+		f := adm.AlterTopicConfigs
+		if validate {
+			f = adm.ValidateAlterTopicConfigs
+		}
+		rs, err := f(ctx, ops, "alt")
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("alter %v: %v (%d responses)", ops, err, len(rs))
+		}
+		return rs[0]
+	}
+
+	if r := alter(false,
+		kadm.AlterConfig{Op: kadm.SetConfig, Name: "max.message.bytes", Value: strp("1000")},
+		kadm.AlterConfig{Op: kadm.SetConfig, Name: "segment.bytes", Value: strp("5000")},
+		kadm.AlterConfig{Op: kadm.DeleteConfig, Name: "retention.ms"},
+	); r.Err != nil {
+		t.Fatalf("alter: %v %s", r.Err, r.ErrMessage)
+	}
+	awaitConf("set", func(p *partition) bool {
+		return p.settings.SegmentBytes == 5000 && p.conf.Load().MaxMessageBytes == 1000 && p.settings.Retention == DefaultRetention
+	})
+	if got := b.metadata().Topics["alt"].Configs[topicIDConfig]; got != id {
+		t.Fatalf("topic id after alter %q, want %q", got, id)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "alt", Value: bytes.Repeat([]byte("z"), 1500)}).FirstErr(); !errors.Is(err, kerr.MessageTooLarge) {
+		t.Fatalf("record over the altered max.message.bytes: %v", err)
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, "alt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := configValues(t, rcs, "alt")
+	if c := got["retention.ms"]; c.MaybeValue() != "604800000" || c.Source != kmsg.ConfigSourceDefaultConfig {
+		t.Errorf("deleted override: retention.ms = %q (%v)", c.MaybeValue(), c.Source)
+	}
+	if c := got["segment.bytes"]; c.MaybeValue() != "5000" || c.Source != kmsg.ConfigSourceDynamicTopicConfig {
+		t.Errorf("segment.bytes = %q (%v)", c.MaybeValue(), c.Source)
+	}
+
+	for _, tt := range []struct {
+		op   kadm.AlterConfig
+		code *kerr.Error
+		msg  string
+	}{
+		{kadm.AlterConfig{Op: kadm.SetConfig, Name: "retention.ms", Value: strp("x")}, kerr.InvalidConfig, "retention.ms"},
+		{kadm.AlterConfig{Op: kadm.SetConfig, Name: "nope", Value: strp("1")}, kerr.InvalidConfig, "nope"},
+		{kadm.AlterConfig{Op: kadm.AppendConfig, Name: "cleanup.policy", Value: strp("compact")}, kerr.InvalidConfig, "compaction"},
+		{kadm.AlterConfig{Op: kadm.AppendConfig, Name: "retention.ms", Value: strp("1")}, kerr.InvalidConfig, "retention.ms"},
+		{kadm.AlterConfig{Op: kadm.DeleteConfig, Name: topicIDConfig}, kerr.InvalidConfig, topicIDConfig},
+	} {
+		if r := alter(false, tt.op); !errors.Is(r.Err, tt.code) || !strings.Contains(r.ErrMessage, tt.msg) {
+			t.Errorf("%+v: %v %q, want %v naming %q", tt.op, r.Err, r.ErrMessage, tt.code, tt.msg)
+		}
+	}
+	// Validation alone changes nothing.
+	if r := alter(true, kadm.AlterConfig{Op: kadm.SetConfig, Name: "max.message.bytes", Value: strp("9")}); r.Err != nil {
+		t.Fatalf("validate only: %v", r.Err)
+	}
+	if v := b.metadata().Topics["alt"].Configs["max.message.bytes"]; v != "1000" {
+		t.Errorf("validate-only alteration was applied: max.message.bytes = %q", v)
+	}
+	rs, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "log.retention.ms", Value: strp("1")}}, 0)
+	if err != nil || len(rs) != 1 || !errors.Is(rs[0].Err, kerr.InvalidRequest) {
+		t.Errorf("altering broker configs: %v %+v, want INVALID_REQUEST", err, rs)
+	}
+	rs, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: strp("1")}}, "missing")
+	if err != nil || len(rs) != 1 || !errors.Is(rs[0].Err, kerr.UnknownTopicOrPartition) {
+		t.Errorf("altering a missing topic: %v %+v", err, rs)
+	}
+}

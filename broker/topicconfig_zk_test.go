@@ -1,0 +1,113 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/internal/coord"
+	"github.com/tributary/tributary/internal/coord/zkcoord"
+	"github.com/tributary/tributary/internal/testenv"
+)
+
+// zkTestChroot returns a zookeeper.connect string with a fresh chroot on
+// the test ZooKeeper, removed when t ends.
+func zkTestChroot(t *testing.T) string {
+	t.Helper()
+	servers := testenv.ZooKeeper(t)
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	chroot := "/broker-test-" + hex.EncodeToString(r[:])
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s, err := zkcoord.Connect(ctx, servers, zkcoord.Config{SessionTimeout: 6 * time.Second, ConnectionTimeout: 20 * time.Second})
+		if err != nil {
+			t.Errorf("cleanup of %s: %v", chroot, err)
+			return
+		}
+		defer s.Close()
+		if err := removeTree(ctx, s, chroot); err != nil {
+			t.Errorf("cleanup of %s: %v", chroot, err)
+		}
+	})
+	return servers + chroot
+}
+
+func removeTree(ctx context.Context, s coord.Session, path string) error {
+	names, _, err := s.Children(ctx, path)
+	if errors.Is(err, coord.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := removeTree(ctx, s, coord.Join(path, n)); err != nil {
+			return err
+		}
+	}
+	if err := s.Delete(ctx, path, coord.AnyVersion); err != nil && !errors.Is(err, coord.ErrNoNode) {
+		return err
+	}
+	return nil
+}
+
+// TestTopicConfigsOverZooKeeper: overrides created through one broker and
+// altered through the other go through /config/topics/<topic> under the
+// chroot and are applied by the broker leading each partition.
+func TestTopicConfigsOverZooKeeper(t *testing.T) {
+	connect := zkTestChroot(t)
+	zk := func(id int32) func(*Config) {
+		return func(c *Config) {
+			c.BrokerID, c.ZooKeeperConnect, c.ZooKeeperSessionTimeout = id, connect, 6*time.Second
+		}
+	}
+	b1 := newTestBroker(t, zk(1))
+	b2 := newTestBroker(t, zk(2))
+	ctx := testContext(t, time.Minute)
+	if _, err := b1.Member().AwaitMetadata(ctx, func(s cluster.Snapshot) bool { return len(s.Brokers) == 2 }); err != nil {
+		t.Fatal(err)
+	}
+	adm1 := kadm.NewClient(newClient(t, b1.Addr()))
+	adm2 := kadm.NewClient(newClient(t, b2.Addr()))
+	if resp, err := adm1.CreateTopic(ctx, 2, 1, map[string]*string{"segment.bytes": strp("100000")}, "zkconf"); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v / %v (%s)", err, resp.Err, resp.ErrMessage)
+	}
+	if err := b2.awaitServed(ctx, b2.topicReady("zkconf")); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := adm2.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "max.message.bytes", Value: strp("4242")}}, "zkconf")
+	if err != nil || len(rs) != 1 || rs[0].Err != nil {
+		t.Fatalf("alter: %v %+v", err, rs)
+	}
+	for _, b := range []*testBroker{b1, b2} {
+		p := b.partitionOf("zkconf", b.cfg.BrokerID-1)
+		for p == nil || p.conf.Load().MaxMessageBytes != 4242 || p.settings.SegmentBytes != 100000 {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("broker %d did not apply the overrides", b.cfg.BrokerID)
+			case <-time.After(20 * time.Millisecond):
+			}
+			p = b.partitionOf("zkconf", b.cfg.BrokerID-1)
+		}
+	}
+	rcs, err := adm1.DescribeTopicConfigs(ctx, "zkconf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := configValues(t, rcs, "zkconf")
+	if c := got["max.message.bytes"]; c.MaybeValue() != "4242" || c.Source != kmsg.ConfigSourceDynamicTopicConfig {
+		t.Errorf("max.message.bytes = %q (%v)", c.MaybeValue(), c.Source)
+	}
+	if c := got["segment.bytes"]; c.MaybeValue() != "100000" {
+		t.Errorf("segment.bytes = %q", c.MaybeValue())
+	}
+}

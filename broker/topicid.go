@@ -1,0 +1,127 @@
+package broker
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Files the broker keeps in a partition directory next to the storage
+// engine's (frozen: they outlive upgrades).
+const (
+	// partitionMetadataFile records the identity of the topic the data
+	// belongs to, in Kafka's format: "version: 0\ntopic_id: <id>\n".
+	partitionMetadataFile = "partition.metadata"
+	// topicConfigFile keeps the topic's config overrides, as JSON in the
+	// layout of /config/topics/<topic>, so that a broker whose in-process
+	// coordinator starts empty registers them again (see restoreTopics).
+	topicConfigFile = "topic.config.json"
+)
+
+// newTopicID returns a random 128-bit topic id in Kafka's text form:
+// URL-safe base64 without padding.
+func newTopicID() (string, error) {
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return "", fmt.Errorf("broker: generating a topic id: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(id[:]), nil
+}
+
+// readPartitionTopicID returns the topic id recorded in dir, "" when there is
+// none (a directory written before ids existed, or not yet created).
+func readPartitionTopicID(dir string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, partitionMetadataFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == "topic_id" {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", fmt.Errorf("broker: %s in %s has no topic_id", partitionMetadataFile, dir)
+}
+
+// topicConfigRecord is the content of topicConfigFile.
+type topicConfigRecord struct {
+	Version int               `json:"version"`
+	Config  map[string]string `json:"config"`
+}
+
+// readTopicConfigFile returns the overrides recorded in dir (nil if none).
+func readTopicConfigFile(dir string) (map[string]string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, topicConfigFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r topicConfigRecord
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("broker: %s in %s: %w", topicConfigFile, dir, err)
+	}
+	return r.Config, nil
+}
+
+// recordTopicIdentity writes the topic id and overrides into dir unless
+// they are there already. Writes go through a temporary file and a rename,
+// so a crash leaves the old content or the new.
+func recordTopicIdentity(dir, id string, overrides map[string]string) error {
+	if id != "" {
+		content := []byte("version: 0\ntopic_id: " + id + "\n")
+		if err := writeIfChanged(filepath.Join(dir, partitionMetadataFile), content); err != nil {
+			return err
+		}
+	}
+	public := publicConfigs(overrides)
+	if public == nil {
+		public = map[string]string{}
+	}
+	content, err := json.Marshal(topicConfigRecord{Version: 1, Config: public})
+	if err != nil {
+		return err
+	}
+	return writeIfChanged(filepath.Join(dir, topicConfigFile), content)
+}
+
+func writeIfChanged(path string, content []byte) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, content) {
+		return nil
+	}
+	// The storage engine removes stray *.tmp files when it opens the log.
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("broker: writing %s: %w", path, err)
+	}
+	_, err = f.Write(content)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("broker: writing %s: %w", path, err)
+	}
+	return nil
+}

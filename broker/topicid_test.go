@@ -1,0 +1,144 @@
+package broker
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/internal/coord"
+	"github.com/tributary/tributary/internal/coord/memcoord"
+)
+
+// produceValues writes one record per value to topic/partition.
+func produceValues(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, partition int32, values ...string) {
+	t.Helper()
+	for _, v := range values {
+		r := &kgo.Record{Topic: topic, Partition: partition, Value: []byte(v)}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatalf("produce %q to %s/%d: %v", v, topic, partition, err)
+		}
+	}
+}
+
+// consumeValues reads every partition of topic from the start until want
+// records came, and returns the values by partition.
+func consumeValues(t *testing.T, ctx context.Context, addr, topic string, want int) map[int32][]string {
+	t.Helper()
+	cl := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	got := map[int32][]string{}
+	n := 0
+	for n < want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records: %v", n, want, got)
+		}
+		for _, err := range fs.Errors() {
+			t.Logf("fetch error (retried): %v", err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			got[r.Partition] = append(got[r.Partition], string(r.Value))
+			n++
+		})
+	}
+	return got
+}
+
+// TestRecreatedTopicDropsStaleData: a topic deleted while a broker was
+// down and re-created under the same name does not serve that broker's old
+// data; a plain restart keeps it.
+func TestRecreatedTopicDropsStaleData(t *testing.T) {
+	srv := memcoord.NewServer()
+	connect := WithCoordinator(func(context.Context) (coord.Session, error) { return srv.Connect(memcoord.Config{}), nil })
+	b1 := newTestBroker(t, func(c *Config) { c.BrokerID = 1 }, connect)
+	b2 := newTestBroker(t, func(c *Config) { c.BrokerID = 2 }, connect)
+	ctx := testContext(t, time.Minute)
+	restartB2 := func() {
+		t.Helper()
+		cfg := b2.cfg
+		if err := b2.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b2 = startTestBroker(t, cfg, connect)
+	}
+
+	if err := b1.CreateTopic(ctx, "re", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := b2.awaitServed(ctx, b2.topicReady("re")); err != nil {
+		t.Fatal(err)
+	}
+	firstID := b1.metadata().Topics["re"].Configs[topicIDConfig]
+	dir := b2.partitionOf("re", 1).dir
+	cl := newClient(t, b1.Addr(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(50*time.Millisecond))
+	produceValues(t, ctx, cl, "re", 0, "old-0")
+	produceValues(t, ctx, cl, "re", 1, "old-1a", "old-1b")
+
+	onDisk, err := readPartitionTopicID(dir)
+	if err != nil || onDisk != firstID || firstID == "" {
+		t.Fatalf("%s records topic id %q (%v), want %q", partitionMetadataFile, onDisk, err, firstID)
+	}
+
+	// Same topic: the data stays.
+	restartB2()
+	if err := b2.awaitServed(ctx, b2.topicReady("re")); err != nil {
+		t.Fatal(err)
+	}
+	if end := b2.partitionOf("re", 1).log.EndOffset(); end != 2 {
+		t.Fatalf("after a restart partition 1 ends at %d, want 2", end)
+	}
+
+	// Deleted while broker 2 is down, re-created once it is back.
+	cfg2 := b2.cfg
+	if err := b2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b1.DeleteTopic(ctx, "re"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("broker 2 was down, its data should still be on disk: %v", err)
+	}
+	b2 = startTestBroker(t, cfg2, connect)
+	if _, err := b1.Member().AwaitMetadata(ctx, func(s cluster.Snapshot) bool { return len(s.Brokers) == 2 }); err != nil {
+		t.Fatal(err)
+	}
+	if err := b1.CreateTopic(ctx, "re", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := b2.awaitServed(ctx, b2.topicReady("re")); err != nil {
+		t.Fatal(err)
+	}
+	secondID := b1.metadata().Topics["re"].Configs[topicIDConfig]
+	if secondID == firstID {
+		t.Fatal("the re-created topic has the old topic id")
+	}
+	p := b2.partitionOf("re", 1)
+	if p == nil || p.log.EndOffset() != 0 {
+		t.Fatalf("re-created partition 1 on broker 2: served %v, want empty", p != nil)
+	}
+	if onDisk, err := readPartitionTopicID(p.dir); err != nil || onDisk != secondID {
+		t.Fatalf("%s records %q (%v), want the new id %q", partitionMetadataFile, onDisk, err, secondID)
+	}
+	produceValues(t, ctx, cl, "re", 0, "new-0")
+	produceValues(t, ctx, cl, "re", 1, "new-1")
+	got := consumeValues(t, ctx, b1.Addr(), "re", 2)
+	if !slices.Equal(got[0], []string{"new-0"}) || !slices.Equal(got[1], []string{"new-1"}) {
+		t.Fatalf("consumed %v, want only the new records", got)
+	}
+	entries, _ := os.ReadDir(p.dir)
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".log") {
+			data, _ := os.ReadFile(filepath.Join(p.dir, e.Name()))
+			if strings.Contains(string(data), "old-1") {
+				t.Errorf("%s still holds the old topic's records", e.Name())
+			}
+		}
+	}
+}
