@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -11,17 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/tributary/tributary/internal/coord"
 )
-
-// topicConfigsRoot is Kafka's /config/topics: a topic's overrides live in
-// the node named after it, as {"version":1,"config":{...}} (frozen).
-const topicConfigsRoot = "/config/topics"
-
-// alterConfigAttempts bounds the compare-and-set retries of one alteration
-// racing others.
-const alterConfigAttempts = 5
 
 // handleIncrementalAlterConfigs sets, deletes, appends to or subtracts
 // from topic config overrides. The new overrides are validated as a whole
@@ -35,12 +24,6 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *request) 
 	resp.SetVersion(req.Version)
 	ctx, cancel := requestTimeout(ctx, 0)
 	defer cancel()
-	var s coord.Session
-	defer func() {
-		if s != nil {
-			s.Close()
-		}
-	}()
 	for _, rr := range req.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
@@ -55,13 +38,7 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *request) 
 			if _, ok := b.metadata().Topics[rr.ResourceName]; !ok {
 				return kerr.UnknownTopicOrPartition, "topic " + rr.ResourceName + " does not exist"
 			}
-			if s == nil {
-				var err error
-				if s, err = b.connect(ctx); err != nil {
-					return adminError(err), err.Error()
-				}
-			}
-			return b.alterTopicConfigs(ctx, s, rr.ResourceName, rr.Configs, req.ValidateOnly)
+			return b.alterTopicConfigs(ctx, rr.ResourceName, rr.Configs, req.ValidateOnly)
 		}()
 		if code != nil {
 			sr.ErrorCode, sr.ErrorMessage = code.Code, kmsg.StringPtr(msg)
@@ -71,51 +48,40 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *request) 
 	return kmsgReply{resp}, nil
 }
 
-// alterTopicConfigs applies ops to the topic's stored overrides and writes
-// them back unless validateOnly.
-func (b *Broker) alterTopicConfigs(ctx context.Context, s coord.Session, topic string,
+// alterTopicConfigs applies ops to the topic's stored overrides and, unless
+// validateOnly, writes them back through the cluster (a compare-and-set
+// redone on top of concurrent alterations).
+func (b *Broker) alterTopicConfigs(ctx context.Context, topic string,
 	ops []kmsg.IncrementalAlterConfigsRequestResourceConfig, validateOnly bool,
 ) (*kerr.Error, string) {
-	path := topicConfigsRoot + "/" + topic
-	for range alterConfigAttempts {
-		data, st, err := s.Get(ctx, path)
-		exists := err == nil
-		if err != nil && !errors.Is(err, coord.ErrNoNode) {
-			return adminError(err), err.Error()
+	if validateOnly {
+		current := maps.Clone(b.metadata().Topics[topic].Configs)
+		if current == nil {
+			current = map[string]string{}
 		}
-		rec := topicConfigRecord{Version: 1, Config: map[string]string{}}
-		if exists {
-			if err := json.Unmarshal(data, &rec); err != nil {
-				return kerr.KafkaStorageError, fmt.Sprintf("%s holds malformed JSON: %v", path, err)
-			}
-			if rec.Config == nil {
-				rec.Config = map[string]string{}
-			}
-		}
-		if code, msg := b.applyConfigOps(rec.Config, ops); code != nil {
-			return code, msg
-		}
-		if validateOnly {
-			return nil, ""
-		}
-		out, _ := json.Marshal(rec)
-		if exists {
-			_, err = s.Set(ctx, path, out, st.Version)
-		} else {
-			_, err = s.Create(ctx, path, out, coord.Persistent)
-		}
-		switch {
-		case err == nil:
-			b.logger.Info("topic configs altered", "topic", topic, "configs", publicConfigs(rec.Config))
-			return nil, ""
-		case errors.Is(err, coord.ErrBadVersion), errors.Is(err, coord.ErrNodeExists):
-			continue // another alteration won the race: redo ours on top of it
-		default:
-			return adminError(err), err.Error()
-		}
+		return b.applyConfigOps(current, ops)
 	}
-	return kerr.RequestTimedOut, "too many concurrent alterations of " + topic + "; retry"
+	var code *kerr.Error
+	var msg string
+	written, err := b.member.UpdateTopicConfigs(ctx, topic, func(configs map[string]string) error {
+		if code, msg = b.applyConfigOps(configs, ops); code != nil {
+			return errConfigRejected
+		}
+		return nil
+	})
+	switch {
+	case code != nil:
+		return code, msg
+	case err != nil:
+		return adminError(err), err.Error()
+	}
+	b.logger.Info("topic configs altered", "topic", topic, "configs", publicConfigs(written))
+	return nil, ""
 }
+
+// errConfigRejected aborts an update whose operations applyConfigOps
+// refused; the Kafka error it chose is returned instead.
+var errConfigRejected = errors.New("broker: config alteration rejected")
 
 // applyConfigOps changes overrides in place and validates the result.
 func (b *Broker) applyConfigOps(overrides map[string]string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) (*kerr.Error, string) {

@@ -118,3 +118,55 @@ func (m *Member) DeleteTopic(ctx context.Context, name string) error {
 	m.log.Info("cluster: topic deletion requested", "topic", name)
 	return nil
 }
+
+// UpdateTopicConfigs rewrites a topic's overrides in /config/topics/<topic>:
+// update changes the current overrides in place (an error from it aborts
+// and is returned as is). The write is a compare-and-set, redone on top of
+// any concurrent change until it lands or ctx ends. Brokers apply the new
+// overrides when their metadata shows them; the call does not wait for it.
+// It returns the overrides written; ErrUnknownTopic if there is no topic.
+func (m *Member) UpdateTopicConfigs(ctx context.Context, name string, update func(configs map[string]string) error) (map[string]string, error) {
+	s, err := m.currentSession()
+	if err != nil {
+		return nil, err
+	}
+	if ok, _, err := s.Exists(ctx, topicPath(name)); err != nil {
+		return nil, fmt.Errorf("cluster: update configs of %s: %w", name, err)
+	} else if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	path := topicConfigPath(name)
+	for {
+		configs := map[string]string{}
+		data, st, err := s.Get(ctx, path)
+		exists := err == nil
+		switch {
+		case exists:
+			if configs, err = decodeConfig(name, data); err != nil {
+				return nil, err
+			}
+		case !errors.Is(err, coord.ErrNoNode):
+			return nil, fmt.Errorf("cluster: update configs of %s: %w", name, err)
+		}
+		if err := update(configs); err != nil {
+			return nil, err
+		}
+		if exists {
+			_, err = s.Set(ctx, path, encodeConfig(configs), st.Version)
+		} else {
+			_, err = s.Create(ctx, path, encodeConfig(configs), coord.Persistent)
+		}
+		switch {
+		case err == nil:
+			m.log.Info("cluster: topic configs updated", "topic", name, "configs", configs)
+			return configs, nil
+		case errors.Is(err, coord.ErrBadVersion), errors.Is(err, coord.ErrNodeExists):
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			// another update won the race: redo ours on top of it
+		default:
+			return nil, fmt.Errorf("cluster: update configs of %s: %w", name, err)
+		}
+	}
+}
