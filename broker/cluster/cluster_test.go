@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tributary/tributary/internal/coord"
@@ -389,5 +390,57 @@ func TestCloseLeaves(t *testing.T) {
 		if ms[0].IsController() {
 			t.Error("closed member still controller")
 		}
+	})
+}
+
+// TestUpdateTopicConfigs: concurrent updates from two members all land
+// (compare-and-set redone on conflict), every member's metadata shows the
+// result, an aborted update writes nothing, and an unknown topic is refused.
+func TestUpdateTopicConfigs(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, e *env) {
+		ms := e.joinAll(t, 1, 2)
+		ctx := ctxFor(t)
+		must(t, ms[0].CreateTopic(ctx, "conf", 1, 1, map[string]string{"retention.ms": "1000"}))
+		const perMember = 10
+		var wg sync.WaitGroup
+		errs := make(chan error, 2*perMember)
+		for i, m := range ms {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := range perMember {
+					_, err := m.UpdateTopicConfigs(ctx, "conf", func(c map[string]string) error {
+						c[fmt.Sprintf("key.%d.%d", i, j)] = "v"
+						return nil
+					})
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			must(t, err)
+		}
+		for _, m := range ms {
+			snap := await(t, m, "all updates visible", func(s Snapshot) bool {
+				return len(s.Topics["conf"].Configs) == 1+2*perMember
+			})
+			if got := snap.Topics["conf"].Configs["retention.ms"]; got != "1000" {
+				t.Fatalf("retention.ms %q after updates, want the created value 1000", got)
+			}
+		}
+		abort := errors.New("abort")
+		_, err := ms[1].UpdateTopicConfigs(ctx, "conf", func(c map[string]string) error {
+			c["retention.ms"] = "5"
+			return abort
+		})
+		wantErr(t, err, abort, "aborted update")
+		data, _ := e.get(t, topicConfigPath("conf"))
+		if strings.Contains(string(data), `"retention.ms":"5"`) {
+			t.Fatalf("aborted update was written: %s", data)
+		}
+		_, err = ms[0].UpdateTopicConfigs(ctx, "nope", func(map[string]string) error { return nil })
+		wantErr(t, err, ErrUnknownTopic, "unknown topic")
 	})
 }
