@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testproc"
 )
 
 // runKcat runs kcat with a bounded time and returns its stdout.
@@ -34,11 +35,11 @@ func runKcat(t *testing.T, stdin string, args ...string) string {
 func TestKcatAgainstBrokerProcess(t *testing.T) {
 	testenv.Kcat(t) // fail early, with the install hint, if kcat is missing
 	dir := t.TempDir()
-	p := startBrokerProcess(t, writeProperties(t, map[string]string{
+	p := testproc.StartBroker(t, writeProperties(t, map[string]string{
 		"broker.id": "7", "listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": dir,
 		"num.partitions": "3", "auto.create.topics.enable": "true",
 	}))
-	addr := p.addr
+	addr := p.Addr
 
 	// Produce with kcat: keyed lines to partition 1, then more with each
 	// compression codec, and with librdkafka's idempotent producer.
@@ -115,7 +116,7 @@ func TestKcatAgainstBrokerProcess(t *testing.T) {
 	if out != "hv\n" {
 		t.Fatalf("kcat from timestamp read %q", out)
 	}
-	if err := p.stop(t, 15); err != nil {
-		t.Fatalf("broker exit after SIGTERM: %v\n%s", err, p.stderr)
+	if err := p.Stop(t, 15); err != nil {
+		t.Fatalf("broker exit after SIGTERM: %v\n%s", err, p.Output())
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/internal/testproc"
 )
 
 // TestSIGKILLKeepsAcknowledgedRecords kills the broker process while a
@@ -26,10 +28,10 @@ func TestSIGKILLKeepsAcknowledgedRecords(t *testing.T) {
 		"log.segment.bytes": "262144",
 	}
 	conf := writeProperties(t, props)
-	p := startBrokerProcess(t, conf)
+	p := testproc.StartBroker(t, conf)
 
 	ctx := testContext(t, 2*time.Minute)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(p.addr), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.AllowAutoTopicCreation(),
 		kgo.RecordRetries(0), kgo.RequestTimeoutOverhead(2*time.Second), kgo.ProducerLinger(0))
 	if err != nil {
@@ -78,7 +80,7 @@ func TestSIGKILLKeepsAcknowledgedRecords(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := p.stop(t, syscall.SIGKILL); err == nil {
+	if err := p.Stop(t, syscall.SIGKILL); err == nil {
 		t.Fatal("broker exited cleanly on SIGKILL?")
 	}
 	close(stop)
@@ -94,13 +96,13 @@ func TestSIGKILLKeepsAcknowledgedRecords(t *testing.T) {
 		t.Fatalf("only %d records acknowledged before the kill", len(ackedCopy))
 	}
 
-	p2 := startBrokerProcess(t, conf)
+	p2 := testproc.StartBroker(t, conf)
 	ctx2 := testContext(t, time.Minute)
 	ends := map[int32]int64{}
 	for k := range ackedCopy {
 		ends[k.part] = max(ends[k.part], k.off+1)
 	}
-	cons := newClient(t, p2.addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"crash": {
+	cons := newClient(t, p2.Addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"crash": {
 		0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart(), 2: kgo.NewOffset().AtStart(),
 	}}))
 	found := 0
@@ -127,13 +129,13 @@ func TestSIGKILLKeepsAcknowledgedRecords(t *testing.T) {
 		})
 	}
 	t.Logf("%d acknowledged records all present after SIGKILL and restart", found)
-	if err := p2.stop(t, syscall.SIGTERM); err != nil {
-		t.Fatalf("graceful stop: %v\n%s", err, p2.stderr)
+	if err := p2.Stop(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("graceful stop: %v\n%s", err, p2.Output())
 	}
 }
 
 func TestBrokerCommandRejectsBadConfig(t *testing.T) {
-	bin := tributaryBinary(t)
+	bin := testproc.Binary(t)
 	for _, tc := range []struct {
 		props map[string]string
 		args  []string
@@ -157,13 +159,13 @@ func TestBrokerCommandRejectsBadConfig(t *testing.T) {
 		}
 	}
 	// An unknown key is a warning, not an error: the broker starts.
-	p := startBrokerProcess(t, writeProperties(t, map[string]string{
+	p := testproc.StartBroker(t, writeProperties(t, map[string]string{
 		"log.dirs": filepath.Join(t.TempDir(), "d"), "listeners": "127.0.0.1:0", "no.such.key": "1",
 	}))
-	if !strings.Contains(p.stderr.String(), "no.such.key") {
-		t.Fatalf("no warning for the unknown key:\n%s", p.stderr)
+	if !strings.Contains(p.Output(), "no.such.key") {
+		t.Fatalf("no warning for the unknown key:\n%s", p.Output())
 	}
-	if err := p.stop(t, syscall.SIGINT); err != nil {
+	if err := p.Stop(t, syscall.SIGINT); err != nil {
 		t.Fatalf("exit after SIGINT: %v", err)
 	}
 	_ = os.Remove

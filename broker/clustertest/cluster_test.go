@@ -19,6 +19,7 @@ import (
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
+	"github.com/tributary/tributary/internal/testproc"
 )
 
 // Records of the round trip. The ZooKeeper cluster carries the issue's
@@ -215,13 +216,13 @@ func TestDuplicateBrokerID(t *testing.T) {
 		props := filepath.Join(t.TempDir(), "dup.properties")
 		writeFile(t, props, fmt.Sprintf("broker.id=1\nlisteners=PLAINTEXT://127.0.0.1:0\nlog.dirs=%s\nzookeeper.connect=%s\n"+
 			"zookeeper.session.timeout.ms=%d\n", t.TempDir(), connect, sessionTimeout.Milliseconds()))
-		p := startProc(t, props)
-		err := p.wait(t, 30*time.Second)
+		p := testproc.Launch(t, props)
+		err := p.Wait(t, 30*time.Second)
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() == 0 {
-			t.Fatalf("second broker 1: exit %v, want a non-zero exit\n%s", err, p.output)
+			t.Fatalf("second broker 1: exit %v, want a non-zero exit\n%s", err, p.Output())
 		}
-		if out := p.output.String(); !strings.Contains(out, "broker id 1 is already registered") {
+		if out := p.Output(); !strings.Contains(out, "broker id 1 is already registered") {
 			t.Fatalf("second broker 1 does not say why it stopped:\n%s", out)
 		}
 		if c.addr(1) == "" {
@@ -257,17 +258,17 @@ func TestUnreachableZooKeeper(t *testing.T) {
 	writeFile(t, props, fmt.Sprintf("broker.id=1\nlisteners=PLAINTEXT://127.0.0.1:0\nlog.dirs=%s\nzookeeper.connect=%s/tributary\n"+
 		"zookeeper.connection.timeout.ms=%d\n", t.TempDir(), closed, timeout.Milliseconds()))
 	start := time.Now()
-	p := startProc(t, props)
-	err = p.wait(t, 30*time.Second)
+	p := testproc.Launch(t, props)
+	err = p.Wait(t, 30*time.Second)
 	took := time.Since(start)
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
-		t.Fatalf("broker without ZooKeeper: exit %v, want a non-zero exit\n%s", err, p.output)
+		t.Fatalf("broker without ZooKeeper: exit %v, want a non-zero exit\n%s", err, p.Output())
 	}
 	if took < timeout {
 		t.Fatalf("broker gave up after %v, before the connection timeout %v", took, timeout)
 	}
-	last := lastLine(p.output.String())
+	last := lastLine(p.Output())
 	if !strings.Contains(last, "no ZooKeeper session with "+closed) || !strings.Contains(last, "1.5s") {
 		t.Fatalf("last line %q does not name the unreachable ZooKeeper and the timeout", last)
 	}

@@ -9,9 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +25,7 @@ import (
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
 	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testproc"
 )
 
 // sessionTimeout is the brokers' zookeeper.session.timeout.ms in these
@@ -36,44 +35,8 @@ const sessionTimeout = 4 * time.Second
 // waitTimeout bounds every wait for the cluster to converge.
 const waitTimeout = 60 * time.Second
 
-var binary struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binary.dir != "" {
-		os.RemoveAll(binary.dir)
-	}
-	os.Exit(code)
-}
-
-// tributaryBinary builds cmd/tributary once per test binary. It is built
-// without the race detector: the brokers are the system under test, the
-// race detector runs over the test process.
-func tributaryBinary(t testing.TB) string {
-	t.Helper()
-	binary.once.Do(func() {
-		dir, err := os.MkdirTemp("", "tributary-clustertest")
-		if err != nil {
-			binary.err = err
-			return
-		}
-		binary.dir = dir
-		binary.path = filepath.Join(dir, "tributary")
-		out, err := exec.Command("go", "build", "-o", binary.path, "../../cmd/tributary").CombinedOutput()
-		if err != nil {
-			binary.err = fmt.Errorf("go build ../../cmd/tributary: %v\n%s", err, out)
-		}
-	})
-	if binary.err != nil {
-		t.Fatal(binary.err)
-	}
-	return binary.path
-}
+// TestMain removes the tributary binary the process clusters run.
+func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }
 
 // zkChroot gives t a fresh chroot on servers ("h:p,h:p") and removes it
 // when t ends. It returns the zookeeper.connect string.
@@ -143,42 +106,15 @@ func bootstrap(c testCluster, n int) []string {
 type procCluster struct {
 	connect string
 	dir     string
-	procs   map[int32]*brokerProc
+	procs   map[int32]*testproc.Broker
 	ports   map[int32]string
 }
-
-// brokerProc is one broker process.
-type brokerProc struct {
-	cmd    *exec.Cmd
-	addr   string
-	output *lockedBuffer
-	exited chan error
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-var listeningLine = regexp.MustCompile(`msg="broker listening" addr=(\S+)`)
 
 // newProcCluster starts n broker processes on connect (a ZooKeeper connect
 // string with its chroot).
 func newProcCluster(t *testing.T, connect string, n int) *procCluster {
 	t.Helper()
-	c := &procCluster{connect: connect, dir: t.TempDir(), procs: map[int32]*brokerProc{}, ports: map[int32]string{}}
+	c := &procCluster{connect: connect, dir: t.TempDir(), procs: map[int32]*testproc.Broker{}, ports: map[int32]string{}}
 	for id := int32(1); id <= int32(n); id++ {
 		c.start(t, id)
 	}
@@ -208,93 +144,22 @@ num.partitions=3
 
 func (c *procCluster) start(t *testing.T, id int32) {
 	t.Helper()
-	p := startProc(t, c.properties(t, id))
-	if err := p.waitListening(t); err != nil {
-		t.Fatal(err)
-	}
+	p := testproc.StartBroker(t, c.properties(t, id))
 	c.procs[id] = p
-	_, port, _ := strings.Cut(p.addr, "127.0.0.1:")
+	_, port, _ := strings.Cut(p.Addr, "127.0.0.1:")
 	c.ports[id] = port
 }
 
-// startProc runs `tributary broker --config config`; it is killed at test
-// end if still running.
-func startProc(t *testing.T, config string, args ...string) *brokerProc {
-	t.Helper()
-	cmd := exec.Command(tributaryBinary(t), append([]string{"broker", "--config", config}, args...)...)
-	p := &brokerProc{cmd: cmd, output: &lockedBuffer{}, exited: make(chan error, 1)}
-	cmd.Stdout, cmd.Stderr = p.output, p.output
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting broker: %v", err)
-	}
-	go func() { p.exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if p.running() {
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			<-p.exited
-		}
-		if t.Failed() {
-			t.Logf("output of %s:\n%s", config, p.output)
-		}
-	})
-	return p
-}
-
-func (p *brokerProc) running() bool {
-	select {
-	case err := <-p.exited:
-		p.exited <- err
-		return false
-	default:
-		return true
-	}
-}
-
-// waitListening waits for the broker's "broker listening" line, which it
-// logs once it has joined the cluster and serves what it leads.
-func (p *brokerProc) waitListening(t *testing.T) error {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for time.Now().Before(deadline) {
-		if m := listeningLine.FindStringSubmatch(p.output.String()); m != nil {
-			p.addr = m[1]
-			return nil
-		}
-		if !p.running() {
-			return fmt.Errorf("broker exited before listening: %v\n%s", <-p.exited, p.output)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Errorf("broker did not listen within %v:\n%s", waitTimeout, p.output)
-}
-
-// wait waits for the process to exit and returns its error.
-func (p *brokerProc) wait(t *testing.T, d time.Duration) error {
-	t.Helper()
-	select {
-	case err := <-p.exited:
-		p.exited <- err
-		return err
-	case <-time.After(d):
-		t.Fatalf("broker still running after %v:\n%s", d, p.output)
-		return nil
-	}
-}
-
 func (c *procCluster) addr(id int32) string {
-	if p := c.procs[id]; p != nil && p.running() {
-		return p.addr
+	if p := c.procs[id]; p != nil && p.Running() {
+		return p.Addr
 	}
 	return ""
 }
 
 func (c *procCluster) crash(t *testing.T, id int32) {
 	t.Helper()
-	p := c.procs[id]
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatalf("SIGKILL broker %d: %v", id, err)
-	}
-	_ = p.wait(t, 10*time.Second)
+	_ = c.procs[id].Stop(t, syscall.SIGKILL)
 	delete(c.procs, id)
 }
 

@@ -1,0 +1,10 @@
+// Package testproc runs Tributary's own binary as child processes in tests:
+// it builds cmd/tributary once per test binary and starts `tributary
+// broker` processes, waiting until each listens, so that crash tests can
+// SIGKILL a real process and restart it on the same directories.
+//
+// A test binary that uses it calls Main from its TestMain, which removes the
+// built binary afterwards. Every process started here is killed when its
+// test ends, and its output is logged if the test failed. Safe for use from
+// parallel tests.
+package testproc

@@ -1,0 +1,205 @@
+package testproc
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ListenTimeout bounds the wait for a broker's "broker listening" line
+// (cluster brokers log it once they have joined and serve what they lead).
+const ListenTimeout = 60 * time.Second
+
+var binary struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// Main runs the tests and removes the binary Binary built; call it as
+// os.Exit(testproc.Main(m)) from TestMain.
+func Main(m *testing.M) int {
+	code := m.Run()
+	if binary.dir != "" {
+		os.RemoveAll(binary.dir)
+	}
+	return code
+}
+
+// Binary returns the path of a tributary binary built from this checkout,
+// once per test binary. It is built without the race detector: the child
+// processes are the system under test; the race detector watches the test
+// process.
+func Binary(t testing.TB) string {
+	t.Helper()
+	binary.once.Do(func() {
+		dir, err := os.MkdirTemp("", "tributary-testproc")
+		if err != nil {
+			binary.err = err
+			return
+		}
+		binary.dir = dir
+		binary.path = filepath.Join(dir, "tributary")
+		out, err := exec.Command("go", "build", "-o", binary.path, "github.com/tributary/tributary/cmd/tributary").CombinedOutput()
+		if err != nil {
+			binary.err = fmt.Errorf("go build cmd/tributary: %v\n%s", err, out)
+		}
+	})
+	if binary.err != nil {
+		t.Fatal(binary.err)
+	}
+	return binary.path
+}
+
+// WriteProperties writes props as a server.properties file (keys sorted)
+// into dir and returns its path.
+func WriteProperties(t testing.TB, dir, name string, props map[string]string) string {
+	t.Helper()
+	var b strings.Builder
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s\n", k, props[k])
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Broker is a `tributary broker` child process.
+type Broker struct {
+	// Addr is the address it listens on, from its "broker listening" line.
+	Addr   string
+	cmd    *exec.Cmd
+	output lockedBuffer
+	exited chan error
+}
+
+var listeningLine = regexp.MustCompile(`msg="broker listening" addr=(\S+)`)
+
+// StartBroker runs `tributary broker --config config args...` and waits
+// until it listens. It fails t if the process exits first or does not
+// listen within ListenTimeout.
+func StartBroker(t testing.TB, config string, args ...string) *Broker {
+	t.Helper()
+	b := Launch(t, config, args...)
+	if err := b.WaitListening(ListenTimeout); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Launch starts the broker without waiting for it to listen (for tests of
+// start-up failures). The process is killed when t ends if still running.
+func Launch(t testing.TB, config string, args ...string) *Broker {
+	t.Helper()
+	cmd := exec.Command(Binary(t), append([]string{"broker", "--config", config}, args...)...)
+	b := &Broker{cmd: cmd, exited: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = &b.output, &b.output
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting broker: %v", err)
+	}
+	go func() { b.exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if b.Running() {
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			<-b.exited
+		}
+		if t.Failed() {
+			t.Logf("output of broker (%s):\n%s", config, b.Output())
+		}
+	})
+	return b
+}
+
+// WaitListening waits up to d for the "broker listening" line and sets Addr.
+func (b *Broker) WaitListening(d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if m := listeningLine.FindStringSubmatch(b.output.String()); m != nil {
+			b.Addr = m[1]
+			return nil
+		}
+		if !b.Running() {
+			return fmt.Errorf("broker exited before listening: %v\n%s", b.exitErr(), b.Output())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("broker did not listen within %v:\n%s", d, b.Output())
+}
+
+// Output returns everything the process wrote so far.
+func (b *Broker) Output() string { return b.output.String() }
+
+// Running reports whether the process has not exited yet.
+func (b *Broker) Running() bool {
+	select {
+	case err := <-b.exited:
+		b.exited <- err
+		return false
+	default:
+		return true
+	}
+}
+
+func (b *Broker) exitErr() error {
+	err := <-b.exited
+	b.exited <- err
+	return err
+}
+
+// Wait waits up to d for the process to exit and returns its exit error;
+// it fails t if the process is still running then.
+func (b *Broker) Wait(t testing.TB, d time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-b.exited:
+		b.exited <- err
+		return err
+	case <-time.After(d):
+		t.Fatalf("broker still running after %v:\n%s", d, b.Output())
+		return nil
+	}
+}
+
+// Stop sends sig and waits (bounded) for the process to exit.
+func (b *Broker) Stop(t testing.TB, sig syscall.Signal) error {
+	t.Helper()
+	if err := b.cmd.Process.Signal(sig); err != nil && b.Running() {
+		t.Fatalf("signal %v: %v", sig, err)
+	}
+	return b.Wait(t, 30*time.Second)
+}
+
+// lockedBuffer collects a process's output while tests read it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
