@@ -11,15 +11,16 @@ import (
 )
 
 // BenchmarkConsumeGroupVsKgo reads the same records from a 12-partition
-// topic with a one-member consumer group (ZooKeeper-style registries on
-// memcoord, 4 streams) and with a plain kgo consumer of all partitions;
+// topic of a 3-broker cluster with a one-member consumer group (registries
+// on memcoord, shared with the brokers, so that the benchmark needs no
+// ZooKeeper; 4 streams) and with a plain kgo consumer of all partitions;
 // both report records/s. b.N is the number of full passes.
 func BenchmarkConsumeGroupVsKgo(b *testing.B) {
 	const partitions, records = 12, 200_000
-	cluster := newTestCluster(b)
+	ce := newMemCoord(b)
+	cluster := newTestCluster(b, ce)
 	cluster.createTopic(b, "bench", partitions)
 	produce(b, cluster.Bootstrap, "bench", partitions, records)
-	ce := newMemCoord(b)
 
 	groups := 0 // b.Run calls the body more than once: every pass needs a new group
 	b.Run("group", func(b *testing.B) {

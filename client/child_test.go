@@ -17,14 +17,13 @@ import (
 
 // Environment of a consumer child process (the test binary re-executed).
 const (
-	envChild          = "CLIENT_TEST_CHILD"
-	envChildBootstrap = "CLIENT_TEST_CHILD_BOOTSTRAP"
-	envChildZK        = "CLIENT_TEST_CHILD_ZK"
-	envChildGroup     = "CLIENT_TEST_CHILD_GROUP"
-	envChildTopic     = "CLIENT_TEST_CHILD_TOPIC"
-	envChildID        = "CLIENT_TEST_CHILD_ID"
-	envChildOut       = "CLIENT_TEST_CHILD_OUT"
-	envChildSession   = "CLIENT_TEST_CHILD_SESSION_MS"
+	envChild        = "CLIENT_TEST_CHILD"
+	envChildZK      = "CLIENT_TEST_CHILD_ZK"
+	envChildGroup   = "CLIENT_TEST_CHILD_GROUP"
+	envChildTopic   = "CLIENT_TEST_CHILD_TOPIC"
+	envChildID      = "CLIENT_TEST_CHILD_ID"
+	envChildOut     = "CLIENT_TEST_CHILD_OUT"
+	envChildSession = "CLIENT_TEST_CHILD_SESSION_MS"
 )
 
 const childStreams = 3
@@ -36,7 +35,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// runConsumerChild is a group member in its own process. Every message is
+// runConsumerChild is a group member in its own process, configured as a
+// Kafka 0.8 consumer is, with zookeeper.connect only: it finds the brokers
+// in /brokers/ids and the partitions in /brokers/topics. Every message is
 // written to <out>.<stream> ("partition offset value" lines) with one
 // unbuffered write inside the loop body, so that what the file shows was
 // handled before its offset could be committed. SIGTERM closes cleanly.
@@ -48,7 +49,6 @@ func runConsumerChild() int {
 	g, err := NewGroupConsumer(ctx, GroupConfig{
 		GroupID:                 os.Getenv(envChildGroup),
 		ConsumerID:              os.Getenv(envChildID),
-		Brokers:                 []string{os.Getenv(envChildBootstrap)},
 		ZooKeeperConnect:        os.Getenv(envChildZK),
 		ZooKeeperSessionTimeout: time.Duration(sessionMs) * time.Millisecond,
 		AutoOffsetReset:         "smallest",
@@ -110,13 +110,12 @@ type consumerChild struct {
 }
 
 // startConsumerChild re-executes the test binary as a group member.
-func startConsumerChild(t *testing.T, id, bootstrap, zk, group, topic string, session time.Duration) *consumerChild {
+func startConsumerChild(t *testing.T, id, zk, group, topic string, session time.Duration) *consumerChild {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), id)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(),
 		envChild+"=consumer",
-		envChildBootstrap+"="+bootstrap,
 		envChildZK+"="+zk,
 		envChildGroup+"="+group,
 		envChildTopic+"="+topic,

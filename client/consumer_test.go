@@ -12,7 +12,7 @@ import (
 // TestConsumerGivenPartitions reads given partitions from given offsets
 // with no group, then seeks by offset and by time.
 func TestConsumerGivenPartitions(t *testing.T) {
-	cluster := newTestCluster(t)
+	cluster, _ := newZKCluster(t)
 	cluster.createTopic(t, "plain", 3)
 	produce(t, cluster.Bootstrap, "plain", 3, 30) // partition p holds value-(3k+p) at offset k
 	c, err := NewConsumer(ConsumerConfig{Brokers: cluster.Bootstrap},

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,7 +70,7 @@ func committedOffset(t *testing.T, ce *coordEnv, group, topic string, p int32) i
 // the messages before it, not the one being handled; Close commits the
 // last handled one.
 func TestGroupCommitNeverPastHandled(t *testing.T) {
-	cluster, ce := newTestCluster(t), newMemCoord(t)
+	cluster, ce := newZKCluster(t)
 	cluster.createTopic(t, "t", 1)
 	produce(t, cluster.Bootstrap, "t", 1, 10)
 	g, streams := newGroupMember(t, ce, cluster, GroupConfig{GroupID: "c", AutoOffsetReset: "smallest", DisableAutoCommit: true}, "t", 1)
@@ -101,7 +104,7 @@ func TestGroupCommitNeverPastHandled(t *testing.T) {
 // records, one with "smallest" everything; a member that leaves after
 // handling some is followed by one that continues exactly there.
 func TestGroupOffsetResetAndResume(t *testing.T) {
-	cluster, ce := newTestCluster(t), newMemCoord(t)
+	cluster, ce := newZKCluster(t)
 	cluster.createTopic(t, "t", 1)
 	produce(t, cluster.Bootstrap, "t", 1, 20)
 
@@ -147,36 +150,54 @@ func produceMore(t *testing.T, cluster *testCluster, topic string, values []stri
 }
 
 // TestGroupStreamsSpread: 7 partitions over 3 streams, round-robin in
-// partition order; each stream sees only its partitions, in order.
+// partition order; each stream sees only its partitions, in order. On the
+// 3-broker cluster the partition count comes from /brokers/topics; on a
+// single broker, which keeps no registry, from its metadata.
 func TestGroupStreamsSpread(t *testing.T) {
-	cluster, ce := newTestCluster(t), newMemCoord(t)
-	cluster.createTopic(t, "t", 7)
-	produce(t, cluster.Bootstrap, "t", 7, 70)
-	_, streams := newGroupMember(t, ce, cluster, GroupConfig{GroupID: "s", AutoOffsetReset: "smallest"}, "t", 3)
-	for i, s := range streams {
-		var want []int32
-		for p := int32(i); p < 7; p += 3 {
-			want = append(want, p)
-		}
-		last := map[int32]int64{}
-		for _, m := range take(t, s, 10*len(want)) {
-			var p int32
-			var off int64
-			var v string
-			fmt.Sscanf(m, "%d/%d=%s", &p, &off, &v)
-			if !slices.Contains(want, p) {
-				t.Fatalf("stream %d got partition %d, want only %v", i, p, want)
+	for _, setup := range []struct {
+		name  string
+		start func(t *testing.T) (*testCluster, *coordEnv)
+	}{
+		{"zookeeper-3-brokers", func(t *testing.T) (*testCluster, *coordEnv) { return newZKCluster(t) }},
+		{"single-broker", func(t *testing.T) (*testCluster, *coordEnv) { return newSingleBroker(t), newMemCoord(t) }},
+	} {
+		t.Run(setup.name, func(t *testing.T) {
+			cluster, ce := setup.start(t)
+			cluster.createTopic(t, "t", 7)
+			produce(t, cluster.Bootstrap, "t", 7, 70)
+			_, streams := newGroupMember(t, ce, cluster, GroupConfig{GroupID: "s", AutoOffsetReset: "smallest"}, "t", 3)
+			for i, s := range streams {
+				var want []int32
+				for p := int32(i); p < 7; p += 3 {
+					want = append(want, p)
+				}
+				next := map[int32]int64{}
+				for _, m := range take(t, s, 10*len(want)) {
+					var p int32
+					var off int64
+					var v string
+					if _, err := fmt.Sscanf(m, "%d/%d=%s", &p, &off, &v); err != nil {
+						t.Fatalf("stream %d: %q: %v", i, m, err)
+					}
+					if !slices.Contains(want, p) {
+						t.Fatalf("stream %d got partition %d, want only %v", i, p, want)
+					}
+					// produce put record 7k+p at offset k of partition p.
+					if off != next[p] || v != fmt.Sprintf("value-%d", 7*off+int64(p)) {
+						t.Fatalf("stream %d partition %d: got offset %d = %s, want offset %d = value-%d",
+							i, p, off, v, next[p], 7*next[p]+int64(p))
+					}
+					next[p] = off + 1
+				}
 			}
-			if prev, ok := last[p]; ok && off != prev+1 {
-				t.Fatalf("stream %d partition %d: offset %d after %d", i, p, off, prev)
-			}
-			last[p] = off
-		}
+		})
 	}
 }
 
 // TestGroupSessionExpiry: after its session expires, a member registers
-// again, owns its partitions again and goes on delivering.
+// again, owns its partitions again and goes on delivering. Both
+// coordinators: expiry is where memcoord (tributary dev's in-process
+// coordination) must keep ZooKeeper's semantics.
 func TestGroupSessionExpiry(t *testing.T) {
 	for _, env := range []func(testing.TB) *coordEnv{
 		newMemCoord,
@@ -184,7 +205,7 @@ func TestGroupSessionExpiry(t *testing.T) {
 	} {
 		ce := env(t)
 		t.Run(ce.name, func(t *testing.T) {
-			cluster := newTestCluster(t)
+			cluster := newTestCluster(t, ce)
 			cluster.createTopic(t, "t", 2)
 			produce(t, cluster.Bootstrap, "t", 2, 4)
 			g, streams := newGroupMember(t, ce, cluster, GroupConfig{GroupID: "x", ConsumerID: "only", AutoOffsetReset: "smallest"}, "t", 1)
@@ -215,7 +236,7 @@ func TestGroupSessionExpiry(t *testing.T) {
 
 // TestGroupSeek rewinds a partition to an offset and to a timestamp.
 func TestGroupSeek(t *testing.T) {
-	cluster, ce := newTestCluster(t), newMemCoord(t)
+	cluster, ce := newZKCluster(t)
 	cluster.createTopic(t, "t", 1)
 	p, err := NewProducer(ProducerConfig{Brokers: cluster.Bootstrap})
 	if err != nil {
@@ -252,9 +273,12 @@ func TestGroupSeek(t *testing.T) {
 }
 
 // TestGroupTopicRegistry: with /brokers/topics/<topic> present, partitions
-// come from it (not from the broker), and a change to it rebalances.
+// come from it (not from the broker), and a change to it rebalances. The
+// test writes the registry itself, which in a cluster only the controller
+// does: so a single broker on a coordinator of its own, and the group on
+// memcoord.
 func TestGroupTopicRegistry(t *testing.T) {
-	cluster, ce := newTestCluster(t), newMemCoord(t)
+	cluster, ce := newSingleBroker(t), newMemCoord(t)
 	cluster.createTopic(t, "t", 4)
 	ctx := testContext(t, 30*time.Second)
 	path := coord.Join(brokerTopicsPath, "t")
@@ -288,5 +312,121 @@ func TestGroupConfigValidate(t *testing.T) {
 	}
 	if err := (GroupConfig{GroupID: "g", ZooKeeperConnect: "h:2181/chroot", AutoOffsetReset: "smallest"}).Validate(); err != nil {
 		t.Errorf("valid config: %v", err)
+	}
+}
+
+// TestTwoGroupsEachReceiveEverything: two groups of two members each read
+// a 6-partition topic of the 3-broker cluster, written by the Producer with
+// keys while they run. Each group receives every record exactly once, each
+// partition in offset order, and so each key's records in the order they
+// were sent.
+func TestTwoGroupsEachReceiveEverything(t *testing.T) {
+	cluster, ce := newZKCluster(t)
+	const topic, partitions, keys, perKey = "both", 6, 30, 100
+	cluster.createTopic(t, topic, partitions)
+
+	type delivery struct {
+		p   int32
+		off int64
+		val string
+	}
+	var mu sync.Mutex
+	got := map[string][]delivery{} // group -> deliveries in the order handed out
+	total := map[string]int{}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, group := range []string{"first", "second"} {
+		for i := range 2 {
+			cfg := GroupConfig{GroupID: group, ConsumerID: fmt.Sprintf("%s-%d", group, i), AutoOffsetReset: "smallest"}
+			_, streams := newGroupMember(t, ce, cluster, cfg, topic, 2)
+			for _, s := range streams {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for m, err := range s.All(ctx) {
+						if err != nil {
+							return
+						}
+						mu.Lock()
+						got[group] = append(got[group], delivery{m.Partition, m.Offset, string(m.Key) + "=" + string(m.Value)})
+						total[group]++
+						mu.Unlock()
+					}
+				}()
+			}
+		}
+	}
+
+	p := newTestProducer(t, ProducerConfig{Brokers: cluster.Bootstrap, Linger: time.Millisecond})
+	for seq := range perKey {
+		for k := range keys {
+			m := &Message{Topic: topic, Key: fmt.Appendf(nil, "key-%d", k), Value: fmt.Appendf(nil, "%d", seq)}
+			p.SendAsync(ctx, m, func(m *Message, err error) {
+				if err != nil {
+					t.Errorf("send %s=%s: %v", m.Key, m.Value, err)
+				}
+			})
+		}
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "both groups to receive every record", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return total["first"] >= keys*perKey && total["second"] >= keys*perKey, fmt.Sprint(total)
+	})
+	time.Sleep(200 * time.Millisecond) // a duplicate would arrive now
+	cancel()
+	wg.Wait()
+
+	for group, ds := range got {
+		if len(ds) != keys*perKey {
+			t.Errorf("group %s: %d deliveries, want %d", group, len(ds), keys*perKey)
+		}
+		nextOff := map[int32]int64{}
+		nextSeq := map[string]int{}
+		for _, d := range ds {
+			if d.off != nextOff[d.p] {
+				t.Fatalf("group %s: partition %d handed offset %d where %d was due", group, d.p, d.off, nextOff[d.p])
+			}
+			nextOff[d.p]++
+			key, seq, _ := strings.Cut(d.val, "=")
+			if want := int32(KeyPartition([]byte(key), partitions)); d.p != want {
+				t.Fatalf("group %s: %s in partition %d, murmur2 says %d", group, key, d.p, want)
+			}
+			if seq != strconv.Itoa(nextSeq[key]) {
+				t.Fatalf("group %s: %s's record %s handed where %d was due", group, key, seq, nextSeq[key])
+			}
+			nextSeq[key]++
+		}
+		for k := range keys {
+			if key := fmt.Sprintf("key-%d", k); nextSeq[key] != perKey {
+				t.Errorf("group %s: %s: %d of %d records", group, key, nextSeq[key], perKey)
+			}
+		}
+	}
+}
+
+// TestStreamBreakResumes: a loop that breaks out of a Stream in the middle
+// of a fetched chunk leaves the chunk's rest to the next loop, so one
+// message at a time still sees every offset, in order.
+func TestStreamBreakResumes(t *testing.T) {
+	cluster, ce := newZKCluster(t)
+	cluster.createTopic(t, "t", 1)
+	produce(t, cluster.Bootstrap, "t", 1, 100)
+	g, streams := newGroupMember(t, ce, cluster, GroupConfig{GroupID: "one-by-one", AutoOffsetReset: "smallest", DisableAutoCommit: true}, "t", 1)
+	for i := range int64(100) {
+		m := next(t, streams[0])
+		if m.Offset != i || string(m.Value) != fmt.Sprintf("value-%d", i) {
+			t.Fatalf("loop %d was handed %d=%s, want %d=value-%d", i, m.Offset, m.Value, i, i)
+		}
+	}
+	if err := g.Close(testContext(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got := committedOffset(t, ce, "one-by-one", "t", 0); got != 100 {
+		t.Fatalf("committed %d after handling offsets 0..99", got)
 	}
 }

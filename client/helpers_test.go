@@ -2,78 +2,167 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
 	"github.com/tributary/tributary/internal/testenv"
 )
 
+// clusterSize is the number of brokers newTestCluster starts: issue 5's
+// "must show" runs on three.
+const clusterSize = 3
+
 // testCluster is where tests produce and consume.
 type testCluster struct {
-	Bootstrap   []string
-	createTopic func(t testing.TB, name string, partitions int32)
+	Bootstrap []string
+	// brokers are indexed by broker id - 1.
+	brokers []*broker.Broker
 }
 
-// testClusterSize is the number of brokers newTestCluster starts. It is 1
-// until the multi-broker cluster package lands; the tests take a bootstrap
-// list, so raising it (and building the cluster in newTestCluster) is all
-// the 3-broker variants need.
-const testClusterSize = 1
-
-// newTestCluster starts testClusterSize in-process brokers on 127.0.0.1:0,
-// closed when the test ends.
-func newTestCluster(t testing.TB) *testCluster {
+// newTestCluster starts clusterSize in-process brokers (ids 1..n,
+// 127.0.0.1:0 listeners) registered with ce's coordination service: the
+// ZooKeeper chroot of ce.zkConnect, or ce's memcoord server. Group members
+// that use ce therefore read /brokers/ids and /brokers/topics/<t> from the
+// registry the brokers write. The brokers close when the test ends.
+func newTestCluster(t testing.TB, ce *coordEnv) *testCluster {
 	t.Helper()
-	if testClusterSize != 1 {
-		t.Fatalf("a %d-broker cluster is not available yet", testClusterSize)
+	c := &testCluster{}
+	for id := int32(1); id <= clusterSize; id++ {
+		cfg := broker.Config{
+			BrokerID:               id,
+			Listeners:              "PLAINTEXT://127.0.0.1:0",
+			LogDirs:                []string{t.TempDir()},
+			RetentionCheckInterval: time.Hour,
+		}
+		var opts []broker.Option
+		if ce.zkConnect != "" {
+			cfg.ZooKeeperConnect = ce.zkConnect
+		} else {
+			opts = append(opts, broker.WithCoordinator(cluster.SessionFactory(ce.connect)))
+		}
+		b := startBroker(t, cfg, opts...)
+		c.brokers = append(c.brokers, b)
+		c.Bootstrap = append(c.Bootstrap, b.Addr())
 	}
-	b := newTestBroker(t)
-	return &testCluster{
-		Bootstrap: []string{b.Addr()},
-		createTopic: func(t testing.TB, name string, n int32) {
-			t.Helper()
-			if err := b.CreateTopic(testContext(t, 30*time.Second), name, n); err != nil {
-				t.Fatalf("create topic %s: %v", name, err)
-			}
-		},
-	}
+	return c
 }
 
-func newTestBroker(t testing.TB) *broker.Broker {
+// newZKCluster is the usual setup of a group test: a fresh chroot of the
+// real ZooKeeper (zookeeper.session.timeout.ms 6 s, Kafka 0.8's consumer
+// default) and a 3-broker cluster registered under it.
+func newZKCluster(t testing.TB) (*testCluster, *coordEnv) {
 	t.Helper()
-	b, err := broker.New(broker.Config{
+	ce := newZooKeeper(t, DefaultZooKeeperSession)
+	return newTestCluster(t, ce), ce
+}
+
+// newSingleBroker starts one broker in single-node mode, on its own private
+// coordinator: no registry a group member can see, so members take partition
+// counts from the broker's metadata.
+func newSingleBroker(t testing.TB) *testCluster {
+	t.Helper()
+	b := startBroker(t, broker.Config{
 		BrokerID:               1,
 		Listeners:              "PLAINTEXT://127.0.0.1:0",
 		LogDirs:                []string{t.TempDir()},
 		RetentionCheckInterval: time.Hour,
-	}, testLogger(t, slog.LevelWarn), prometheus.NewRegistry())
+	})
+	return &testCluster{Bootstrap: []string{b.Addr()}, brokers: []*broker.Broker{b}}
+}
+
+func startBroker(t testing.TB, cfg broker.Config, opts ...broker.Option) *broker.Broker {
+	t.Helper()
+	logger := testLogger(t, slog.LevelWarn).With("broker.id", cfg.BrokerID)
+	b, err := broker.New(cfg, logger, prometheus.NewRegistry(), opts...)
 	if err != nil {
 		t.Fatalf("broker.New: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := b.Start(ctx); err != nil {
 		cancel()
-		t.Fatalf("broker start: %v", err)
+		t.Fatalf("broker %d start: %v", cfg.BrokerID, err)
 	}
 	t.Cleanup(func() {
 		cancel()
 		if err := b.Close(); err != nil {
-			t.Errorf("broker close: %v", err)
+			t.Errorf("broker %d close: %v", cfg.BrokerID, err)
 		}
 	})
 	return b
+}
+
+// createTopic creates a topic through broker 1 (the request goes to the
+// controller, whichever broker that is) and waits until every broker's
+// metadata gives each partition the same leader and every leader answers
+// ListOffsets for it, so that a test's first request meets a settled
+// cluster. It returns partition -> leading broker id.
+func (c *testCluster) createTopic(t testing.TB, name string, partitions int32) map[int32]int32 {
+	t.Helper()
+	ctx := testContext(t, 30*time.Second)
+	if err := c.brokers[0].CreateTopic(ctx, name, partitions); err != nil {
+		t.Fatalf("create topic %s: %v", name, err)
+	}
+	var leaders map[int32]int32
+	waitFor(t, 30*time.Second, "leaders of "+name+" agreed by every broker", func() (bool, string) {
+		leaders = nil
+		for i, b := range c.brokers {
+			tp, ok := b.Member().Metadata().Topics[name]
+			if !ok || len(tp.Partitions) != int(partitions) {
+				return false, fmt.Sprintf("broker %d: %s not in its metadata", i+1, name)
+			}
+			got := map[int32]int32{}
+			for _, p := range tp.Partitions {
+				if p.Leader < 0 {
+					return false, fmt.Sprintf("broker %d: partition %d has no leader", i+1, p.ID)
+				}
+				got[p.ID] = p.Leader
+			}
+			if leaders != nil && !maps.Equal(leaders, got) {
+				return false, fmt.Sprintf("brokers disagree on leaders: %v, %v", leaders, got)
+			}
+			leaders = got
+		}
+		return true, ""
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	waitFor(t, 30*time.Second, "every partition of "+name+" served by its leader", func() (bool, string) {
+		listed, err := adm.ListEndOffsets(ctx, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		served := 0
+		var state string
+		listed.Each(func(o kadm.ListedOffset) {
+			if o.Err != nil {
+				state = fmt.Sprintf("partition %d: %v", o.Partition, o.Err)
+				return
+			}
+			served++
+		})
+		return served == int(partitions), state
+	})
+	return leaders
 }
 
 // testLogger writes to the test log (shown on failure) at level, or at
@@ -132,10 +221,19 @@ func newMemCoord(t testing.TB) *coordEnv {
 	}
 }
 
-// newZooKeeper uses the real test ZooKeeper under a random chroot.
+// newZooKeeper uses the real standalone test ZooKeeper under a random
+// chroot, removed when the test ends.
 func newZooKeeper(t testing.TB, sessionTimeout time.Duration) *coordEnv {
 	t.Helper()
-	connect := fmt.Sprintf("%s/client-test-%016x", testenv.ZooKeeper(t), rand.Uint64())
+	return newZooKeeperOn(t, testenv.ZooKeeper(t), sessionTimeout)
+}
+
+// newZooKeeperOn is newZooKeeper on servers ("h:p,h:p", no chroot).
+func newZooKeeperOn(t testing.TB, servers string, sessionTimeout time.Duration) *coordEnv {
+	t.Helper()
+	chroot := fmt.Sprintf("/client-test-%016x", rand.Uint64())
+	connect := servers + chroot
+	t.Cleanup(func() { removeChroot(t, servers, chroot) })
 	ctx := testContext(t, 30*time.Second)
 	admin, err := zkcoord.Connect(ctx, connect, zkcoord.Config{SessionTimeout: sessionTimeout})
 	if err != nil {
@@ -155,6 +253,42 @@ func newZooKeeper(t testing.TB, sessionTimeout time.Duration) *coordEnv {
 			}
 		},
 	}
+}
+
+// removeChroot deletes a test's chroot once everything of the test is
+// closed (it is registered first, so it runs last). Ephemeral nodes of a
+// SIGKILLed child may still be there; any session may delete them.
+func removeChroot(t testing.TB, servers, chroot string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := zkcoord.Connect(ctx, servers, zkcoord.Config{SessionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Errorf("removing %s: %v", chroot, err)
+		return
+	}
+	defer s.Close()
+	if err := deleteTree(ctx, s, chroot); err != nil {
+		t.Errorf("removing %s: %v", chroot, err)
+	}
+}
+
+func deleteTree(ctx context.Context, s coord.Session, path string) error {
+	kids, _, err := s.Children(ctx, path)
+	if errors.Is(err, coord.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, k := range kids {
+		if err := deleteTree(ctx, s, coord.Join(path, k)); err != nil {
+			return err
+		}
+	}
+	if err := s.Delete(ctx, path, coord.AnyVersion); err != nil && !errors.Is(err, coord.ErrNoNode) {
+		return err
+	}
+	return nil
 }
 
 // readOwners reads /consumers/<group>/owners/<topic> directly.

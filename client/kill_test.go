@@ -15,26 +15,40 @@ import (
 	"time"
 )
 
-// TestGroupSurvivesKilledConsumer: a 12-partition topic, 4 member processes
-// of group "g1" (3 streams each), 1,000,000 records (100,000 under -race).
-// One member is SIGKILLed a quarter of the way through. Its partitions must
+// killSession is zookeeper.session.timeout.ms of the kill test's members:
+// how long the killed one keeps its partitions.
+const killSession = 3 * time.Second
+
+// TestGroupSurvivesKilledConsumer is the kill scenario (see
+// killedConsumer) with 100,000 records on the standalone test ZooKeeper;
+// `make test` runs it under -race. The full million runs in
+// TestEnsembleGroupSurvivesKilledConsumer, without -race.
+func TestGroupSurvivesKilledConsumer(t *testing.T) {
+	killedConsumer(t, newZooKeeper(t, killSession), 100_000)
+}
+
+// killedConsumer: a 12-partition topic on a 3-broker cluster registered in
+// ce, 4 member processes of group "g1" (3 streams each) and n records. One
+// member is SIGKILLed a quarter of the way through. Its partitions must
 // move to the others within the session timeout (plus one rebalance);
 // every record is delivered with the content it was written with;
 // duplicates are only on the dead member's partitions, at or after its last
 // committed offset, seen once by it and once by a survivor. Per-partition
 // order holds (no gap, no reordering within a fetch run). A second group
 // "g2" (in-process, 2 members) consumes the same topic at the same time and
-// receives everything exactly once.
-func TestGroupSurvivesKilledConsumer(t *testing.T) {
-	n := 1_000_000
-	if raceEnabled {
-		n = 100_000
-	}
+// receives everything exactly once, in offset order per partition.
+func killedConsumer(t *testing.T, ce *coordEnv, n int) {
 	const partitions, topic = 12, "killtest"
-	const session = 3 * time.Second
-	cluster := newTestCluster(t)
-	cluster.createTopic(t, topic, partitions)
-	ce := newZooKeeper(t, session)
+	const session = killSession
+	cluster := newTestCluster(t, ce)
+	leaders := cluster.createTopic(t, topic, partitions)
+	perBroker := map[int32]int{}
+	for _, l := range leaders {
+		perBroker[l]++
+	}
+	if len(perBroker) != clusterSize {
+		t.Fatalf("leaders %v: want partitions on every one of the %d brokers", leaders, clusterSize)
+	}
 
 	start := time.Now()
 	offsets := produce(t, cluster.Bootstrap, topic, partitions, n)
@@ -55,7 +69,8 @@ func TestGroupSurvivesKilledConsumer(t *testing.T) {
 		g2Counts[p] = make([]int32, len(expect[p]))
 	}
 	var g2mu sync.Mutex
-	var g2Bad []string
+	var g2Bad, g2Disorder []string
+	g2Next := make([]int64, partitions) // per partition, the offset g2 must be handed next
 	g2ctx, g2cancel := context.WithCancel(context.Background())
 	defer g2cancel()
 	var g2wg sync.WaitGroup
@@ -88,6 +103,10 @@ func TestGroupSurvivesKilledConsumer(t *testing.T) {
 					} else {
 						g2Counts[m.Partition][m.Offset]++
 					}
+					if m.Offset != g2Next[m.Partition] {
+						g2Disorder = append(g2Disorder, fmt.Sprintf("partition %d: offset %d where %d was due", m.Partition, m.Offset, g2Next[m.Partition]))
+					}
+					g2Next[m.Partition] = m.Offset + 1
 					g2mu.Unlock()
 				}
 			}()
@@ -97,8 +116,7 @@ func TestGroupSurvivesKilledConsumer(t *testing.T) {
 	// Group g1: four processes.
 	var children []*consumerChild
 	for i := 1; i <= 4; i++ {
-		children = append(children, startConsumerChild(t, fmt.Sprintf("member%d", i), cluster.Bootstrap[0],
-			ce.zkConnect, "g1", topic, session))
+		children = append(children, startConsumerChild(t, fmt.Sprintf("member%d", i), ce.zkConnect, "g1", topic, session))
 	}
 	committed := func(group string) (map[int32]int64, int64) {
 		out, sum := map[int32]int64{}, int64(0)
@@ -113,8 +131,15 @@ func TestGroupSurvivesKilledConsumer(t *testing.T) {
 		}
 		return out, sum
 	}
-	waitFor(t, 2*time.Minute, "g1 to commit a quarter of the records", func() (bool, string) {
-		_, sum := committed("g1")
+	// Progress on every partition too, so that the victim dies in the
+	// middle of its work, not before it had any.
+	waitFor(t, 2*time.Minute, "g1 to commit a quarter of the records, some of every partition", func() (bool, string) {
+		offs, sum := committed("g1")
+		for _, off := range offs {
+			if off <= 0 {
+				return false, fmt.Sprintf("%d committed: %v", sum, offs)
+			}
+		}
 		return sum >= int64(n/4), fmt.Sprintf("%d committed", sum)
 	})
 
@@ -224,6 +249,9 @@ func TestGroupSurvivesKilledConsumer(t *testing.T) {
 
 	if len(g2Bad) > 0 {
 		t.Errorf("g2: %d records with wrong content, first %v", len(g2Bad), g2Bad[0])
+	}
+	if len(g2Disorder) > 0 {
+		t.Errorf("g2: %d deliveries out of offset order, first %v", len(g2Disorder), g2Disorder[:min(3, len(g2Disorder))])
 	}
 	var g2Missing, g2Dups int
 	for p := range g2Counts {

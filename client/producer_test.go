@@ -45,7 +45,7 @@ func readAll(t *testing.T, bootstrap []string, topic string, p int32, n int) []s
 // TestProducerSendForms sends through Send, SendAsync and SendFuture with
 // each acks setting; keyed messages land where the Java client puts them.
 func TestProducerSendForms(t *testing.T) {
-	cluster := newTestCluster(t)
+	cluster, _ := newZKCluster(t)
 	cluster.createTopic(t, "keys", 12)
 	ctx := testContext(t, time.Minute)
 	for _, acks := range []Acks{AcksDefault, AcksNone, AcksLeader, AcksAll} {
@@ -113,7 +113,7 @@ func countKeysIn(p int32) int {
 // TestProducerCloseFlushes: records handed to SendAsync are all written by
 // the time Close returns, in order.
 func TestProducerCloseFlushes(t *testing.T) {
-	cluster := newTestCluster(t)
+	cluster, _ := newZKCluster(t)
 	cluster.createTopic(t, "flush", 1)
 	p, err := NewProducer(ProducerConfig{Brokers: cluster.Bootstrap, Linger: time.Second, BatchBytes: 1 << 20})
 	if err != nil {
@@ -147,7 +147,7 @@ func TestProducerCloseFlushes(t *testing.T) {
 }
 
 func TestProducerBadPartitioner(t *testing.T) {
-	cluster := newTestCluster(t)
+	cluster, _ := newZKCluster(t)
 	cluster.createTopic(t, "bad", 2)
 	p := newTestProducer(t, ProducerConfig{Brokers: cluster.Bootstrap,
 		Partitioner: PartitionerFunc(func(*Message, int) int { return 7 })})

@@ -25,6 +25,10 @@ type Stream struct {
 	index int
 	ch    chan chunk
 	errs  chan error
+	// rest is the unread tail of the chunk a loop broke out of; only the
+	// iterating goroutine touches it. A rebalance need not clear it: its
+	// generation is then stale and deliver drops it.
+	rest chunk
 }
 
 func newStream(g *GroupConsumer, topic string, index int) *Stream {
@@ -49,26 +53,35 @@ func (s *Stream) Index() int { return s.index }
 func (s *Stream) All(ctx context.Context) iter.Seq2[*Message, error] {
 	return func(yield func(*Message, error) bool) {
 		for {
-			select {
-			case c := <-s.ch:
-				for _, m := range c.msgs {
-					cont, fresh := s.deliver(c, m, yield)
-					if !cont {
+			c := s.rest
+			s.rest = chunk{}
+			if len(c.msgs) == 0 {
+				select {
+				case c = <-s.ch:
+				case err := <-s.errs:
+					if !yield(nil, err) {
 						return
 					}
-					if !fresh {
-						break // the rest of a stale chunk is stale too
-					}
-				}
-			case err := <-s.errs:
-				if !yield(nil, err) {
+					continue
+				case <-s.g.closed:
+					return
+				case <-ctx.Done():
+					yield(nil, ctx.Err())
 					return
 				}
-			case <-s.g.closed:
-				return
-			case <-ctx.Done():
-				yield(nil, ctx.Err())
-				return
+			}
+			for i, m := range c.msgs {
+				cont, fresh := s.deliver(c, m, yield)
+				if !fresh {
+					break // the rest of a stale chunk is stale too
+				}
+				if !cont {
+					// The next iteration starts here: dropping the tail
+					// would let later offsets be handled, and committed,
+					// past messages nobody saw.
+					s.rest = chunk{gen: c.gen, ps: c.ps, msgs: c.msgs[i+1:]}
+					return
+				}
 			}
 		}
 	}

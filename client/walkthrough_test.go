@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -10,9 +11,12 @@ import (
 )
 
 // TestRebalanceWalkthrough replays the deep dive's walk-through on a
-// 3-partition topic: consumers 1..4 join, then 1, 2 and 3 leave. After
-// every step the ownership registry, read directly from the coordination
-// service, must equal the range assignment of the seed's table, and stay so.
+// 3-partition topic of a 3-broker cluster, one partition led by each
+// broker: consumers 1..4 join, then 1, 2 and 3 leave. After every step the
+// ownership registry, read directly from the coordination service, must
+// equal the range assignment of the seed's table, and stay so, and every
+// member must receive exactly its partitions' records. It runs on the real
+// ZooKeeper and on memcoord, the in-process coordination of tributary dev.
 func TestRebalanceWalkthrough(t *testing.T) {
 	for _, env := range []func(testing.TB) *coordEnv{
 		newMemCoord,
@@ -24,12 +28,16 @@ func TestRebalanceWalkthrough(t *testing.T) {
 }
 
 func walkthrough(t *testing.T, ce *coordEnv) {
-	cluster := newTestCluster(t)
+	cluster := newTestCluster(t, ce)
 	const topic, group = "walk", "walkers"
-	cluster.createTopic(t, topic, 3)
+	leaders := cluster.createTopic(t, topic, 3)
+	if perBroker := slices.Sorted(maps.Values(leaders)); !slices.Equal(perBroker, []int32{1, 2, 3}) {
+		t.Fatalf("partition leaders %v, want one partition on each of brokers 1, 2, 3", leaders)
+	}
 	ctx := testContext(t, 2*time.Minute)
 
 	members := map[string]*GroupConsumer{}
+	streams := map[string]*Stream{}
 	join := func(name string) {
 		t.Helper()
 		g, err := NewGroupConsumer(ctx, GroupConfig{
@@ -45,10 +53,11 @@ func walkthrough(t *testing.T, ce *coordEnv) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		t.Cleanup(func() { g.Close(ctx) })
-		if _, err := g.CreateMessageStreams(ctx, topic, 1); err != nil {
+		ss, err := g.CreateMessageStreams(ctx, topic, 1)
+		if err != nil {
 			t.Fatalf("%s: CreateMessageStreams: %v", name, err)
 		}
-		members[name] = g
+		members[name], streams[name] = g, ss[0]
 	}
 	leave := func(name string) {
 		t.Helper()
@@ -56,6 +65,7 @@ func walkthrough(t *testing.T, ce *coordEnv) {
 			t.Fatalf("%s: Close: %v", name, err)
 		}
 		delete(members, name)
+		delete(streams, name)
 	}
 	steps := []struct {
 		action func()
@@ -70,7 +80,7 @@ func walkthrough(t *testing.T, ce *coordEnv) {
 		{func() { leave("consumer2") }, "consumer2 leaves", map[int32]string{0: "consumer3", 1: "consumer3", 2: "consumer4"}},
 		{func() { leave("consumer3") }, "consumer3 leaves", map[int32]string{0: "consumer4", 1: "consumer4", 2: "consumer4"}},
 	}
-	for _, step := range steps {
+	for i, step := range steps {
 		step.action()
 		check := func() (bool, string) {
 			got := readOwners(t, ce.admin, group, topic)
@@ -98,11 +108,64 @@ func walkthrough(t *testing.T, ce *coordEnv) {
 		if ok, state := check(); !ok {
 			t.Fatalf("after %s the registry changed again: %s", step.what, state)
 		}
-		t.Logf("%s: owners %v", step.what, step.want)
+		// Records follow the registry: one written now to each partition,
+		// through the broker leading it, reaches the partition's owner, and
+		// nobody hands a member a partition it does not own.
+		marker := fmt.Sprintf("step-%d", i)
+		sendToEach(t, cluster, topic, 3, marker)
+		for name, s := range streams {
+			var mine []int32
+			for p, owner := range step.want {
+				if owner == name {
+					mine = append(mine, p)
+				}
+			}
+			for seen := map[int32]bool{}; len(seen) < len(mine); {
+				m := next(t, s)
+				if !slices.Contains(mine, m.Partition) {
+					t.Fatalf("after %s, %s was handed %d/%d=%s; it owns %v", step.what, name, m.Partition, m.Offset, m.Value, mine)
+				}
+				if string(m.Value) == marker {
+					seen[m.Partition] = true
+				}
+			}
+		}
+		t.Logf("%s: owners %v, each received its partitions' records", step.what, step.want)
 	}
 	for name, g := range members {
 		if n := g.rebalanceErrs.Load(); n != 0 {
 			t.Errorf("%s: %d rebalances failed after rebalance.max.retries", name, n)
 		}
 	}
+}
+
+// sendToEach writes value to every partition of topic.
+func sendToEach(t *testing.T, cluster *testCluster, topic string, partitions int32, value string) {
+	t.Helper()
+	p, err := NewProducer(ProducerConfig{Brokers: cluster.Bootstrap, Partitioner: ManualPartitioner()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	ctx := testContext(t, 30*time.Second)
+	for i := range partitions {
+		if err := p.Send(ctx, &Message{Topic: topic, Partition: i, Value: []byte(value)}); err != nil {
+			t.Fatalf("send %s to partition %d: %v", value, i, err)
+		}
+	}
+}
+
+// next returns the next message of s (bounded).
+func next(t *testing.T, s *Stream) *Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for m, err := range s.All(ctx) {
+		if err != nil {
+			t.Fatalf("stream %d: %v", s.Index(), err)
+		}
+		return m
+	}
+	t.Fatalf("stream %d ended", s.Index())
+	return nil
 }

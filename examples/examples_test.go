@@ -1,19 +1,25 @@
 // Package examples_test compiles the example programs and runs them as
-// separate processes against a broker process and the test ZooKeeper.
+// separate processes against a cluster of three broker processes
+// registered in the test ZooKeeper.
 package examples_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,10 +30,20 @@ import (
 
 	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/client"
+	"github.com/tributary/tributary/internal/coord"
+	"github.com/tributary/tributary/internal/coord/zkcoord"
 	"github.com/tributary/tributary/internal/testenv"
 )
 
-const envBrokerDir = "EXAMPLES_TEST_BROKER_DIR"
+// Environment of a broker child process (the test binary re-executed).
+const (
+	envBrokerDir = "EXAMPLES_TEST_BROKER_DIR"
+	envBrokerID  = "EXAMPLES_TEST_BROKER_ID"
+	envBrokerZK  = "EXAMPLES_TEST_BROKER_ZK"
+)
+
+// brokers is the size of the test cluster.
+const brokers = 3
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(envBrokerDir); dir != "" {
@@ -36,13 +52,22 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// runBroker is the broker child: it prints "ADDR host:port" once serving
-// and stops on SIGTERM.
+// runBroker is the broker child: it joins the cluster registered under
+// its zookeeper.connect, prints "ADDR host:port" once serving and stops on
+// SIGTERM.
 func runBroker(dir string) int {
+	id, err := strconv.Atoi(os.Getenv(envBrokerID))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "broker id:", err)
+		return 1
+	}
 	b, err := broker.New(broker.Config{
-		Listeners:     "PLAINTEXT://127.0.0.1:0",
-		LogDirs:       []string{dir},
-		NumPartitions: 3,
+		BrokerID:                int32(id),
+		Listeners:               "PLAINTEXT://127.0.0.1:0",
+		LogDirs:                 []string{dir},
+		NumPartitions:           3,
+		ZooKeeperConnect:        os.Getenv(envBrokerZK),
+		ZooKeeperSessionTimeout: 10 * time.Second,
 	}, slog.New(slog.NewTextHandler(os.Stderr, nil)), prometheus.NewRegistry())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -63,12 +88,14 @@ func runBroker(dir string) int {
 	return 0
 }
 
-// startBroker runs the broker child and returns its address.
-func startBroker(t *testing.T) string {
+// startBroker runs broker child id on zk and returns its address. Its log
+// is shown if the test fails.
+func startBroker(t *testing.T, id int, zk string) string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envBrokerDir+"="+t.TempDir())
-	cmd.Stderr = io.Discard
+	cmd.Env = append(os.Environ(), envBrokerDir+"="+t.TempDir(), envBrokerID+"="+strconv.Itoa(id), envBrokerZK+"="+zk)
+	logs := &lockedBuffer{}
+	cmd.Stderr = logs
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +111,10 @@ func startBroker(t *testing.T) string {
 		case <-exited:
 		case <-time.After(20 * time.Second):
 			_ = cmd.Process.Kill()
-			t.Errorf("broker child did not stop within 20s of SIGTERM")
+			t.Errorf("broker child %d did not stop within 20s of SIGTERM", id)
+		}
+		if t.Failed() {
+			t.Logf("broker %d log:\n%s", id, logs)
 		}
 	})
 	addr := make(chan string, 1)
@@ -99,10 +129,29 @@ func startBroker(t *testing.T) string {
 	select {
 	case a := <-addr:
 		return a
+	case <-exited:
+		t.Fatalf("broker child %d exited before serving:\n%s", id, logs)
 	case <-time.After(30 * time.Second):
-		t.Fatal("broker child did not report its address within 30s")
+		t.Fatalf("broker child %d did not report its address within 30s", id)
 	}
 	return ""
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // build compiles an example into a temporary directory.
@@ -116,40 +165,112 @@ func build(t *testing.T, pkg string) string {
 	return bin
 }
 
-// createTopic creates a topic through the Kafka API (CreateTopics).
-func createTopic(ctx context.Context, t *testing.T, addr, topic string, partitions int32) {
+// createTopic creates a topic through the Kafka API (CreateTopics) and
+// waits until every partition has a leader; it returns partition -> leader.
+func createTopic(ctx context.Context, t *testing.T, addrs []string, topic string, partitions int32) map[int32]int32 {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic)
+	adm := kadm.NewClient(cl)
+	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, topic)
 	if err == nil {
 		err = resp.Err
 	}
 	if err != nil {
 		t.Fatalf("create topic %s: %v", topic, err)
 	}
+	for {
+		md, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			t.Fatalf("metadata of %s: %v", topic, err)
+		}
+		leaders := map[int32]int32{}
+		for p, d := range md.Topics[topic].Partitions {
+			if d.Leader >= 0 {
+				leaders[p] = d.Leader
+			}
+		}
+		if len(leaders) == int(partitions) {
+			return leaders
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("leaders of %s: only %v before %v", topic, leaders, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
-// TestProducerAndConsumerGroupExamples: the producer example writes 50
-// keyed messages; the consumer-group example, coordinated through the real
-// ZooKeeper, prints all of them, each in the partition its key hashes to.
+// newChroot returns the test ZooKeeper's address with a fresh chroot,
+// removed when the test ends.
+func newChroot(t *testing.T) string {
+	t.Helper()
+	servers := testenv.ZooKeeper(t)
+	chroot := fmt.Sprintf("/examples-test-%016x", rand.Uint64())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s, err := zkcoord.Connect(ctx, servers, zkcoord.Config{SessionTimeout: 10 * time.Second})
+		if err != nil {
+			t.Errorf("removing %s: %v", chroot, err)
+			return
+		}
+		defer s.Close()
+		if err := deleteTree(ctx, s, chroot); err != nil {
+			t.Errorf("removing %s: %v", chroot, err)
+		}
+	})
+	return servers + chroot
+}
+
+func deleteTree(ctx context.Context, s coord.Session, path string) error {
+	kids, _, err := s.Children(ctx, path)
+	if errors.Is(err, coord.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, k := range kids {
+		if err := deleteTree(ctx, s, coord.Join(path, k)); err != nil {
+			return err
+		}
+	}
+	if err := s.Delete(ctx, path, coord.AnyVersion); err != nil && !errors.Is(err, coord.ErrNoNode) {
+		return err
+	}
+	return nil
+}
+
+// TestProducerAndConsumerGroupExamples: on three broker processes sharing
+// a ZooKeeper chroot, a 3-partition topic with one partition led by each;
+// the producer example writes 50 keyed messages; the consumer-group
+// example, coordinated through the same chroot, prints all of them, each in
+// the partition its key hashes to.
 func TestProducerAndConsumerGroupExamples(t *testing.T) {
-	zk := fmt.Sprintf("%s/examples-test-%016x", testenv.ZooKeeper(t), rand.Uint64())
+	zk := newChroot(t)
 	producer, consumer := build(t, "producer"), build(t, "consumergroup")
-	addr := startBroker(t)
+	var addrs []string
+	for id := 1; id <= brokers; id++ {
+		addrs = append(addrs, startBroker(t, id, zk))
+	}
+	bootstrap := strings.Join(addrs, ",")
 	const n = 50
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	createTopic(ctx, t, addr, "events", 3)
-	out, err := exec.CommandContext(ctx, producer, "--bootstrap", addr, "--topic", "events", "--count", fmt.Sprint(n)).CombinedOutput()
+	leaders := createTopic(ctx, t, addrs, "events", 3)
+	if spread := slices.Sorted(maps.Values(leaders)); !slices.Equal(spread, []int32{1, 2, 3}) {
+		t.Fatalf("leaders %v, want one partition on each broker", leaders)
+	}
+	out, err := exec.CommandContext(ctx, producer, "--bootstrap", bootstrap, "--topic", "events", "--count", fmt.Sprint(n)).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), fmt.Sprintf("sent %d messages to events", n)) {
 		t.Fatalf("producer: %v\n%s", err, out)
 	}
-	cmd := exec.CommandContext(ctx, consumer, "--bootstrap", addr, "--zookeeper", zk, "--group", "printers",
+	cmd := exec.CommandContext(ctx, consumer, "--bootstrap", bootstrap, "--zookeeper", zk, "--group", "printers",
 		"--topic", "events", "--streams", "2", "--count", fmt.Sprint(n))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
