@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,7 +34,7 @@ const (
 // instead of zookeeper.connect or its own in-process coordinator: several
 // brokers of one process (tributary dev, tests) share one memcoord server
 // this way. Topics found on disk are not registered by the broker then;
-// see RestoreTopics.
+// see RestoreTopics, and SeedProducerIDs for producer ids.
 func WithCoordinator(connect cluster.SessionFactory) Option {
 	return func(b *Broker) { b.connect = connect }
 }
@@ -98,14 +99,20 @@ func (b *Broker) join(ctx context.Context) error {
 // RestoreTopics registers, through the first broker, the topics found in
 // the log dirs of brokers that the coordinator does not know, so that a
 // single process running on in-process coordination keeps its topics across
-// restarts. The brokers must be started (joined) and be every broker of the
-// cluster: a topic is registered only when each partition found on disk
-// lies on the broker that the controller's round-robin assignment (first
-// replica of partition p on the p-th broker, modulo their number, in id
-// order) gives it; other topics are left on disk with a warning. It returns
-// once their partitions are led and served.
+// restarts. The brokers must be started (joined) and should be every broker
+// of the cluster. Each partition is assigned to the broker whose log dirs
+// hold it, whatever the round-robin would pick, with the config overrides
+// and topic id recorded in its directory; a partition found on no broker is
+// assigned round-robin and starts empty (with a warning). It returns once
+// their partitions are led and served.
 func RestoreTopics(ctx context.Context, brokers ...*Broker) error {
 	return restoreTopics(ctx, true, brokers...)
+}
+
+// diskCopy is one broker's directory of a partition found on disk.
+type diskCopy struct {
+	broker int32
+	dir    string
 }
 
 func restoreTopics(ctx context.Context, waitServed bool, brokers ...*Broker) error {
@@ -116,51 +123,36 @@ func restoreTopics(ctx context.Context, waitServed bool, brokers ...*Broker) err
 	if first.member == nil {
 		return ErrNotStarted
 	}
-	byID := slices.Clone(brokers)
-	slices.SortFunc(byID, func(x, y *Broker) int { return int(x.cfg.BrokerID) - int(y.cfg.BrokerID) })
-	found := map[string]map[int32]int32{} // topic -> partition -> broker id
-	for _, b := range brokers {
+	ids := make([]int32, len(brokers))
+	found := map[string]map[int32][]diskCopy{} // topic -> partition -> copies
+	for i, b := range brokers {
+		ids[i] = b.cfg.BrokerID
 		for name, parts := range b.diskPartitions() {
 			if found[name] == nil {
-				found[name] = map[int32]int32{}
+				found[name] = map[int32][]diskCopy{}
 			}
-			for p := range parts {
-				found[name][p] = b.cfg.BrokerID
+			for p, dir := range parts {
+				found[name][p] = append(found[name][p], diskCopy{broker: b.cfg.BrokerID, dir: dir})
 			}
 		}
 	}
+	slices.Sort(ids)
 	snap := first.member.Metadata()
 	var restored []string
 	for _, name := range slices.Sorted(maps.Keys(found)) {
 		if _, ok := snap.Topics[name]; ok {
 			continue
 		}
-		parts := found[name]
-		n := slices.Max(slices.Collect(maps.Keys(parts))) + 1
-		consistent := true
-		for p, id := range parts {
-			if byID[int(p)%len(byID)].cfg.BrokerID != id {
-				consistent = false
-			}
-		}
-		if !consistent {
-			first.logger.Warn("topic on disk does not match the assignment it would get; left unregistered",
-				"topic", name, "partitions", n)
-			continue
-		}
-		if len(parts) < int(n) {
-			first.logger.Warn("partition directories missing; they are created empty", "topic", name,
-				"found", len(parts), "partitions", n)
-		}
-		configs, err := restoredConfigs(found[name], brokers, name)
+		replicas, dirs := placeFound(first, name, found[name], ids)
+		configs, err := restoredConfigs(dirs)
 		if err != nil {
-			return err
+			return fmt.Errorf("broker: topic %s found on disk: %w", name, err)
 		}
-		err = first.member.CreateTopic(ctx, name, n, 1, configs)
+		err = first.member.CreateTopicWithAssignment(ctx, name, replicas, configs)
 		if err != nil && !errors.Is(err, cluster.ErrTopicExists) {
 			return fmt.Errorf("broker: registering topic %s found on disk: %w", name, err)
 		}
-		first.logger.Info("loaded topic", "topic", name, "partitions", n)
+		first.logger.Info("loaded topic", "topic", name, "partitions", len(replicas))
 		restored = append(restored, name)
 	}
 	led := func(snap cluster.Snapshot) bool {
@@ -193,26 +185,75 @@ func restoreTopics(ctx context.Context, waitServed bool, brokers ...*Broker) err
 	return nil
 }
 
-// restoredConfigs returns the overrides and topic id recorded in the
-// lowest partition directory of a topic found on disk; a topic from before
-// ids existed gets a new one, which its directories adopt.
-func restoredConfigs(parts map[int32]int32, brokers []*Broker, name string) (map[string]string, error) {
-	p := slices.Min(slices.Collect(maps.Keys(parts)))
-	var dir string
-	for _, b := range brokers {
-		if d, ok := b.diskPartitions()[name][p]; ok && b.cfg.BrokerID == parts[p] {
-			dir = d
+// placeFound assigns each partition of a topic found on disk to the broker
+// holding its directory, and returns the chosen directories in partition
+// order. Partitions up to the highest one found that are on no broker go
+// round-robin over ids (sorted), as CreateTopic would place them. A
+// partition held by several brokers (a directory left behind by hand) goes
+// to the one with the most data; the other copies are not served.
+func placeFound(first *Broker, name string, parts map[int32][]diskCopy, ids []int32) (map[int32][]int32, []string) {
+	n := slices.Max(slices.Collect(maps.Keys(parts))) + 1
+	replicas := make(map[int32][]int32, n)
+	var dirs []string
+	var missing []int32
+	for p := range n {
+		copies := parts[p]
+		if len(copies) == 0 {
+			missing = append(missing, p)
+			replicas[p] = []int32{ids[int(p)%len(ids)]}
+			continue
+		}
+		best := copies[0]
+		if len(copies) > 1 {
+			slices.SortFunc(copies, func(x, y diskCopy) int { return int(x.broker) - int(y.broker) })
+			best = slices.MaxFunc(copies, func(x, y diskCopy) int { return cmp.Compare(dirBytes(x.dir), dirBytes(y.dir)) })
+			first.logger.Warn("partition found on several brokers; serving the largest copy", "topic", name,
+				"partition", p, "copies", copies, "chosen", best.broker)
+		}
+		replicas[p] = []int32{best.broker}
+		dirs = append(dirs, best.dir)
+	}
+	if len(missing) > 0 {
+		first.logger.Warn("partition directories missing on every broker; they are created empty", "topic", name,
+			"partitions", n, "missing", missing)
+	}
+	return replicas, dirs
+}
+
+// dirBytes is the total size of the files in dir (0 if unreadable).
+func dirBytes(dir string) int64 {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var total int64
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+			total += info.Size()
 		}
 	}
-	configs, err := readTopicConfigFile(dir)
+	return total
+}
+
+// restoredConfigs returns the overrides and topic id recorded in the first
+// of a topic's partition directories (lowest partition) that has an id; a
+// topic from before ids existed gets a new one, which its directories
+// adopt.
+func restoredConfigs(dirs []string) (map[string]string, error) {
+	configs, err := readTopicConfigFile(dirs[0])
 	if err != nil {
 		return nil, err
 	}
 	if configs == nil {
 		configs = map[string]string{}
 	}
-	id, err := readPartitionTopicID(dir)
-	if err != nil || id == "" {
+	id := ""
+	for _, dir := range dirs {
+		if id, err = readPartitionTopicID(dir); err == nil && id != "" {
+			break
+		}
+	}
+	if id == "" {
 		if id, err = newTopicID(); err != nil {
 			return nil, err
 		}

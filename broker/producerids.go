@@ -184,13 +184,9 @@ func (r *idBlocks) try(ctx context.Context, floor int64) (int64, error) {
 	}
 	start := floor
 	if exists {
-		var rec idBlockRecord
-		if err := json.Unmarshal(data, &rec); err != nil {
-			return 0, fmt.Errorf("%s holds %q: %w", producerIDBlockPath, data, err)
-		}
-		end, err := strconv.ParseInt(rec.BlockEnd, 10, 64)
+		end, err := parseBlockEnd(data)
 		if err != nil {
-			return 0, fmt.Errorf("%s holds %q: block_end: %w", producerIDBlockPath, data, err)
+			return 0, err
 		}
 		start = max(start, end+1)
 	}
@@ -212,4 +208,108 @@ func (r *idBlocks) close() {
 		_ = r.session.Close()
 		r.session = nil
 	}
+}
+
+// SeedProducerIDs raises the coordinator's latest producer id block above
+// every id the brokers have reserved on disk (their producer-ids files), so
+// that no broker of the cluster hands out an id issued before. A process
+// that runs several brokers on an in-process coordinator, which starts
+// empty (tributary dev), calls it after New and before Start: each
+// broker's file alone only keeps that broker from repeating its own ids,
+// not from taking a block another broker used before the restart. The
+// brokers must share one coordinator; the first one's is used.
+func SeedProducerIDs(ctx context.Context, brokers ...*Broker) error {
+	if len(brokers) == 0 {
+		return nil
+	}
+	var floor int64
+	var from int32
+	for _, b := range brokers {
+		b.pids.mu.Lock()
+		if b.pids.end > floor {
+			floor, from = b.pids.end, b.cfg.BrokerID
+		}
+		b.pids.mu.Unlock()
+	}
+	if floor == 0 {
+		return nil
+	}
+	r := &idBlocks{connect: brokers[0].connect, brokerID: from}
+	defer r.close()
+	return r.raise(ctx, floor)
+}
+
+// raise makes the recorded block end at least floor-1, so that the next
+// block any broker reserves starts at floor or later. It never lowers it.
+func (r *idBlocks) raise(ctx context.Context, floor int64) error {
+	var last error
+	for range producerIDBlockAttempts {
+		if r.session == nil {
+			s, err := r.connect(ctx)
+			if err != nil {
+				return fmt.Errorf("broker: seeding producer ids: %w", err)
+			}
+			r.session = s
+		}
+		err := r.tryRaise(ctx, floor)
+		if err == nil {
+			return nil
+		}
+		last = err
+		switch {
+		case errors.Is(err, coord.ErrSessionExpired), errors.Is(err, coord.ErrClosed):
+			_ = r.session.Close()
+			r.session = nil
+		case errors.Is(err, coord.ErrBadVersion), errors.Is(err, coord.ErrNodeExists):
+		default:
+			return fmt.Errorf("broker: seeding producer ids: %w", err)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return fmt.Errorf("broker: seeding producer ids: %w", last)
+}
+
+func (r *idBlocks) tryRaise(ctx context.Context, floor int64) error {
+	data, st, err := r.session.Get(ctx, producerIDBlockPath)
+	exists := err == nil
+	if err != nil && !errors.Is(err, coord.ErrNoNode) {
+		return err
+	}
+	if exists {
+		end, err := parseBlockEnd(data)
+		if err != nil {
+			return err
+		}
+		if end+1 >= floor {
+			return nil
+		}
+	}
+	// The record names the block the file's floor ends, as if the broker
+	// had just reserved it.
+	rec, _ := json.Marshal(idBlockRecord{
+		Version: 1, Broker: r.brokerID,
+		BlockStart: strconv.FormatInt(max(0, floor-producerIDBlock), 10),
+		BlockEnd:   strconv.FormatInt(floor-1, 10),
+	})
+	if exists {
+		_, err = r.session.Set(ctx, producerIDBlockPath, rec, st.Version)
+	} else {
+		_, err = r.session.Create(ctx, producerIDBlockPath, rec, coord.Persistent)
+	}
+	return err
+}
+
+// parseBlockEnd returns the inclusive block_end of a block record.
+func parseBlockEnd(data []byte) (int64, error) {
+	var rec idBlockRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return 0, fmt.Errorf("%s holds %q: %w", producerIDBlockPath, data, err)
+	}
+	end, err := strconv.ParseInt(rec.BlockEnd, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s holds %q: block_end: %w", producerIDBlockPath, data, err)
+	}
+	return end, nil
 }

@@ -20,6 +20,67 @@ import (
 // coordination error wrapping coord.ErrUnavailable leaves the outcome
 // unknown (a retry then reports ErrTopicExists if it took effect).
 func (m *Member) CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int16, configs map[string]string) error {
+	return m.createTopic(ctx, name, configs, func(s coord.Session) ([][]int32, error) {
+		names, _, err := s.Children(ctx, brokerIDsPath)
+		if err != nil {
+			return nil, fmt.Errorf("listing brokers: %w", err)
+		}
+		return assignReplicas(brokerIDs(names), partitions, replicationFactor)
+	})
+}
+
+// CreateTopicWithAssignment is CreateTopic with the replica lists given
+// (partition id -> broker ids, the first one preferred as leader) instead
+// of computed: a process whose coordinator lost its state re-registers a
+// topic where its data lies this way. The brokers need not be live (their
+// partitions stay leaderless until they join). The partition ids must be
+// exactly 0..n-1 (else ErrInvalidPartitions); every list must hold the same
+// number of distinct, non-negative ids (else ErrInvalidReplicationFactor).
+// Other errors are CreateTopic's.
+func (m *Member) CreateTopicWithAssignment(ctx context.Context, name string, replicas map[int32][]int32, configs map[string]string) error {
+	return m.createTopic(ctx, name, configs, func(coord.Session) ([][]int32, error) {
+		return checkAssignment(replicas)
+	})
+}
+
+// checkAssignment turns a partition -> replicas map into the replica lists
+// indexed by partition id, refusing what Kafka's CreateTopics refuses as
+// INVALID_REPLICA_ASSIGNMENT.
+func checkAssignment(replicas map[int32][]int32) ([][]int32, error) {
+	if len(replicas) == 0 {
+		return nil, fmt.Errorf("%w: the assignment has no partitions", ErrInvalidPartitions)
+	}
+	out := make([][]int32, len(replicas))
+	for p, rs := range replicas {
+		if p < 0 || int(p) >= len(out) {
+			return nil, fmt.Errorf("%w: partition ids must be 0..%d, found %d", ErrInvalidPartitions, len(out)-1, p)
+		}
+		if len(rs) == 0 {
+			return nil, fmt.Errorf("%w: partition %d has no replicas", ErrInvalidReplicationFactor, p)
+		}
+		sorted := slices.Sorted(slices.Values(rs))
+		if sorted[0] < 0 {
+			return nil, fmt.Errorf("%w: partition %d has a negative broker id: %v", ErrInvalidReplicationFactor, p, rs)
+		}
+		if len(slices.Compact(sorted)) != len(rs) {
+			return nil, fmt.Errorf("%w: partition %d repeats a replica: %v", ErrInvalidReplicationFactor, p, rs)
+		}
+		out[p] = slices.Clone(rs)
+	}
+	for p, rs := range out {
+		if len(rs) != len(out[0]) {
+			return nil, fmt.Errorf("%w: partition %d has %d replicas, partition 0 has %d; all must have the same number",
+				ErrInvalidReplicationFactor, p, len(rs), len(out[0]))
+		}
+	}
+	return out, nil
+}
+
+// createTopic validates the name and configs, then writes the assignment
+// that assign returns and the config overrides in one multi-op. assign runs
+// after the name was checked against the existing topics, so that an
+// existing topic is reported before a bad assignment.
+func (m *Member) createTopic(ctx context.Context, name string, configs map[string]string, assign func(coord.Session) ([][]int32, error)) error {
 	if err := ValidateTopicName(name); err != nil {
 		return err
 	}
@@ -35,11 +96,7 @@ func (m *Member) CreateTopic(ctx context.Context, name string, partitions int32,
 	if err := m.checkNewTopic(ctx, s, name); err != nil {
 		return err
 	}
-	names, _, err := s.Children(ctx, brokerIDsPath)
-	if err != nil {
-		return fmt.Errorf("cluster: create topic %s: listing brokers: %w", name, err)
-	}
-	replicas, err := assignReplicas(brokerIDs(names), partitions, replicationFactor)
+	replicas, err := assign(s)
 	if err != nil {
 		return fmt.Errorf("cluster: create topic %s: %w", name, err)
 	}
@@ -63,8 +120,8 @@ func (m *Member) CreateTopic(ctx context.Context, name string, partitions int32,
 		}
 		return fmt.Errorf("cluster: create topic %s: %w", name, err)
 	}
-	m.log.Info("cluster: topic created", "topic", name, "partitions", partitions,
-		"replication_factor", replicationFactor, "configs", configs)
+	m.log.Info("cluster: topic created", "topic", name, "partitions", len(replicas),
+		"replication_factor", len(replicas[0]), "assignment", replicas, "configs", configs)
 	return nil
 }
 

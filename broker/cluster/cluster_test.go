@@ -444,3 +444,59 @@ func TestUpdateTopicConfigs(t *testing.T) {
 		wantErr(t, err, ErrUnknownTopic, "unknown topic")
 	})
 }
+
+// TestCreateTopicWithAssignment: the given replica lists are written as
+// they are, whatever the round-robin would pick and whether or not the
+// brokers are live; a broker that joins later leads its partitions; bad
+// assignments are refused with CreateTopic's errors and leave no node.
+func TestCreateTopicWithAssignment(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, e *env) {
+		ms := e.joinAll(t, 1, 2)
+		ctx := ctxFor(t)
+		// Round-robin would give 1,2,1,2; broker 3 is not live yet.
+		want := map[int32][]int32{0: {2}, 1: {2}, 2: {3}, 3: {1}}
+		must(t, ms[1].CreateTopicWithAssignment(ctx, "on_disk", want, map[string]string{"retention.ms": "7"}))
+		var rec topicRecord
+		must(t, json.Unmarshal(mustGet(t, e, topicPath("on_disk")), &rec))
+		wantRec := map[string][]int32{"0": {2}, "1": {2}, "2": {3}, "3": {1}}
+		if !maps.EqualFunc(rec.Partitions, wantRec, slices.Equal) {
+			t.Fatalf("assignment node %v, want %v", rec.Partitions, wantRec)
+		}
+		snap := await(t, ms[0], "leaders of on_disk with broker 3 away", leadersAre("on_disk", []int32{2, 2, -1, 1}))
+		if got := snap.Topics["on_disk"].Configs["retention.ms"]; got != "7" {
+			t.Errorf("configs %v, want retention.ms=7", snap.Topics["on_disk"].Configs)
+		}
+		for p, tp := range snap.Topics["on_disk"].Partitions {
+			if !slices.Equal(tp.Replicas, want[int32(p)]) {
+				t.Errorf("partition %d replicas %v, want %v", p, tp.Replicas, want[int32(p)])
+			}
+		}
+		e.join(t, 3)
+		await(t, ms[0], "broker 3 leads partition 2", leadersAre("on_disk", []int32{2, 2, 3, 1}))
+
+		for _, c := range []struct {
+			name     string
+			topic    string
+			replicas map[int32][]int32
+			configs  map[string]string
+			want     error
+		}{
+			{"exists", "on_disk", map[int32][]int32{0: {1}}, nil, ErrTopicExists},
+			{"collides", "on.disk", map[int32][]int32{0: {1}}, nil, ErrInvalidTopic},
+			{"bad name", "a/b", map[int32][]int32{0: {1}}, nil, ErrInvalidTopic},
+			{"no partitions", "empty", map[int32][]int32{}, nil, ErrInvalidPartitions},
+			{"gap", "gap", map[int32][]int32{0: {1}, 2: {1}}, nil, ErrInvalidPartitions},
+			{"negative partition", "neg", map[int32][]int32{-1: {1}}, nil, ErrInvalidPartitions},
+			{"no replicas", "norep", map[int32][]int32{0: {1}, 1: {}}, nil, ErrInvalidReplicationFactor},
+			{"repeated replica", "dup", map[int32][]int32{0: {1, 1}}, nil, ErrInvalidReplicationFactor},
+			{"negative broker", "negb", map[int32][]int32{0: {-1}}, nil, ErrInvalidReplicationFactor},
+			{"uneven replicas", "uneven", map[int32][]int32{0: {1, 2}, 1: {2}}, nil, ErrInvalidReplicationFactor},
+			{"empty config key", "cfg", map[int32][]int32{0: {1}}, map[string]string{"": "x"}, ErrInvalidTopicConfig},
+		} {
+			wantErr(t, ms[0].CreateTopicWithAssignment(ctx, c.topic, c.replicas, c.configs), c.want, c.name)
+			if c.topic != "on_disk" && (e.exists(t, topicPath(c.topic)) || e.exists(t, topicConfigPath(c.topic))) {
+				t.Errorf("%s: refused topic %s left nodes behind", c.name, c.topic)
+			}
+		}
+	})
+}

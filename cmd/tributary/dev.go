@@ -44,7 +44,8 @@ func newDevCommand() *cobra.Command {
 		Short: "Run a whole cluster in one process, for development",
 		Long: "Run N brokers (ids 1..N, ports PORT..PORT+N-1) in this process on in-process " +
 			"coordination, with their data under DIR/broker-<id>, and optionally the schema registry. " +
-			"Topics are kept across restarts on the same DIR and the same N. --port 0 picks free ports. " +
+			"Topics are kept across restarts on the same DIR, each partition served by the broker holding its data " +
+			"(so keep N at least as large as before). --port 0 picks free ports. " +
 			"SIGTERM or SIGINT shuts everything down gracefully.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDev(cmd, o) },
@@ -130,8 +131,16 @@ func runDev(cmd *cobra.Command, o devOptions) (err error) {
 			return fmt.Errorf("broker %d: %w", id, err)
 		}
 		brokers = append(brokers, b)
+	}
+	// The coordinator starts empty: before any broker serves, it learns
+	// which producer ids were handed out before, and then which topics
+	// lie on which broker.
+	if err := broker.SeedProducerIDs(ctx, brokers...); err != nil {
+		return err
+	}
+	for i, b := range brokers {
 		if err := b.Start(ctx); err != nil {
-			return fmt.Errorf("broker %d: %w", id, err)
+			return fmt.Errorf("broker %d: %w", i+1, err)
 		}
 	}
 	if err := broker.RestoreTopics(ctx, brokers...); err != nil {

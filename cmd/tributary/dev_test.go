@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // devRun is `tributary dev` running in the background.
@@ -175,5 +176,107 @@ func TestDevRejectsBadFlags(t *testing.T) {
 		if res.err == nil || !strings.Contains(res.err.Error(), c.want) {
 			t.Errorf("dev %v: error %v, want one naming %q", c.args, res.err, c.want)
 		}
+	}
+}
+
+// TestDevRestartKeepsKeyedRecords: records produced by key to a 6-partition
+// topic on 3 brokers are all back, each in its partition at its offset,
+// after a restart on the same directory with 3 brokers and again with 4 (a
+// round-robin over 4 would put partitions 3 to 5 on brokers that hold no
+// data). Producer ids handed out before a restart are never handed out
+// again.
+func TestDevRestartKeepsKeyedRecords(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const topic, n = "keyed", 300
+	r := startDev(t, "--dir", dir, "--brokers", "3", "--port", "0", "--log-level", "warn")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(r.bootstrap...), kgo.RetryTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := kadm.NewClient(cl).CreateTopic(ctx, 6, 1, nil, topic); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
+	}
+	type placed struct {
+		value     string
+		partition int32
+		offset    int64
+	}
+	want := map[string]placed{}
+	for i := range n {
+		key := "user-" + strconv.Itoa(i%37)
+		rec := &kgo.Record{Topic: topic, Key: []byte(key), Value: []byte("event-" + strconv.Itoa(i))}
+		res, err := cl.ProduceSync(ctx, rec).First()
+		if err != nil {
+			t.Fatalf("produce %d: %v", i, err)
+		}
+		want[key+"/"+strconv.Itoa(i)] = placed{string(rec.Value), res.Partition, res.Offset}
+	}
+	perPartition := map[int32]int{}
+	for _, p := range want {
+		perPartition[p.partition]++
+	}
+	if len(perPartition) != 6 {
+		t.Fatalf("keys landed in partitions %v; want all 6 used", perPartition)
+	}
+	issued := map[int64]bool{}
+	askProducerIDs(t, ctx, cl, issued)
+	cl.Close()
+	r.stop(t)
+
+	for _, brokers := range []string{"3", "4"} {
+		r := startDev(t, "--dir", dir, "--brokers", brokers, "--port", "0", "--log-level", "warn")
+		cl, err := kgo.NewClient(kgo.SeedBrokers(r.bootstrap...), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.RetryTimeout(30*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		seenAt := map[string]bool{}
+		for got < n {
+			fs := cl.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("%s brokers: consumed %d of %d: %v", brokers, got, n, ctx.Err())
+			}
+			fs.EachRecord(func(rec *kgo.Record) {
+				i := strings.TrimPrefix(string(rec.Value), "event-")
+				id := string(rec.Key) + "/" + i
+				w, ok := want[id]
+				if !ok || seenAt[id] || w.partition != rec.Partition || w.offset != rec.Offset {
+					t.Fatalf("%s brokers: record %s=%s at %d/%d; want it once, at %d/%d (known: %v)",
+						brokers, rec.Key, rec.Value, rec.Partition, rec.Offset, w.partition, w.offset, ok)
+				}
+				seenAt[id] = true
+				got++
+			})
+		}
+		askProducerIDs(t, ctx, cl, issued)
+		cl.Close()
+		r.stop(t)
+	}
+}
+
+// askProducerIDs asks every broker for a producer id and fails on one that
+// is in issued; the new ids are added to it.
+func askProducerIDs(t *testing.T, ctx context.Context, cl *kgo.Client, issued map[int64]bool) {
+	t.Helper()
+	brokers, err := kadm.NewClient(cl).ListBrokers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range brokers {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		resp, err := req.RequestWith(ctx, cl.Broker(int(b.NodeID)))
+		if err != nil {
+			t.Fatalf("InitProducerId on broker %d: %v", b.NodeID, err)
+		}
+		if resp.ErrorCode != 0 {
+			t.Fatalf("InitProducerId on broker %d: error code %d", b.NodeID, resp.ErrorCode)
+		}
+		if issued[resp.ProducerID] {
+			t.Fatalf("broker %d issued producer id %d again (issued before: %v)", b.NodeID, resp.ProducerID, issued)
+		}
+		issued[resp.ProducerID] = true
 	}
 }
