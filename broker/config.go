@@ -67,6 +67,10 @@ type Config struct {
 	FlushInterval time.Duration
 	// IndexIntervalBytes is log.index.interval.bytes.
 	IndexIntervalBytes int
+	// ProducerIDExpiration is producer.id.expiration.ms: how long an
+	// idempotent producer's state is kept after its last append; zero
+	// means 24 hours, negative never.
+	ProducerIDExpiration time.Duration
 	// MessageMaxBytes is message.max.bytes: the largest record batch accepted.
 	MessageMaxBytes int32
 	// SocketRequestMaxBytes is socket.request.max.bytes: the largest frame
@@ -368,6 +372,9 @@ var propertySetters = map[string]func(c *Config, v string) error{
 	},
 	"log.flush.interval.ms": func(c *Config, v string) error {
 		return setDuration(&c.FlushInterval, v, time.Millisecond)
+	},
+	"producer.id.expiration.ms": func(c *Config, v string) error {
+		return setDuration(&c.ProducerIDExpiration, v, time.Millisecond)
 	},
 	"log.index.interval.bytes": func(c *Config, v string) error {
 		var n int32

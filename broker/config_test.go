@@ -22,6 +22,7 @@ log.retention.bytes=-1
 log.roll.hours=1
 log.flush.interval.messages=9223372036854775807
 log.flush.interval.ms=1000
+producer.id.expiration.ms=3600000
 message.max.bytes=2000000
 socket.request.max.bytes=4194304
 metrics.listen=127.0.0.1:0
@@ -41,6 +42,7 @@ mystery.key=1
 		SegmentBytes: 1 << 20, Retention: 90 * time.Minute, RetentionBytes: -1, SegmentMs: time.Hour,
 		FlushIntervalMessages: 0, FlushInterval: time.Second, MessageMaxBytes: 2000000,
 		SocketRequestMaxBytes: 4 << 20, MetricsListen: "127.0.0.1:0", IndexIntervalBytes: 8192,
+		ProducerIDExpiration: time.Hour,
 	}
 	if got, w := strings.Join(cfg.LogDirs, ","), strings.Join(want.LogDirs, ","); got != w {
 		t.Fatalf("log.dirs %q, want %q", got, w)
@@ -62,7 +64,8 @@ func configEqual(a, b Config) bool {
 		a.RetentionBytes == b.RetentionBytes && a.RetentionCheckInterval == b.RetentionCheckInterval &&
 		a.FlushIntervalMessages == b.FlushIntervalMessages && a.FlushInterval == b.FlushInterval &&
 		a.IndexIntervalBytes == b.IndexIntervalBytes && a.MessageMaxBytes == b.MessageMaxBytes &&
-		a.SocketRequestMaxBytes == b.SocketRequestMaxBytes && a.MetricsListen == b.MetricsListen
+		a.SocketRequestMaxBytes == b.SocketRequestMaxBytes && a.MetricsListen == b.MetricsListen &&
+		a.ProducerIDExpiration == b.ProducerIDExpiration
 }
 
 func TestConfigErrorsNameTheKey(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"time"
 
@@ -285,8 +286,13 @@ func (f *fetchReply) writeFrame(w *connWriter, r *request) (int64, error) {
 		if err != nil {
 			return written, err
 		}
-		vn, err := s.view.WriteTo(w.conn)
+		vn, zeroCopy, err := sendView(s.view, w.conn)
 		written += vn
+		if zeroCopy {
+			f.b.metrics.sendfileBytes.Add(float64(vn))
+		} else {
+			f.b.metrics.copiedBytes.Add(float64(vn))
+		}
 		if err != nil {
 			return written, err
 		}
@@ -299,6 +305,22 @@ func (f *fetchReply) writeFrame(w *connWriter, r *request) (int64, error) {
 	n, err := w.conn.Write(buf[prev:])
 	written += int64(n)
 	return written, err
+}
+
+// zeroCopySender is a RecordView that tells whether it used sendfile, as
+// broker/log's View does.
+type zeroCopySender interface {
+	SendTo(w io.Writer) (n int64, zeroCopy bool, err error)
+}
+
+// sendView writes v to w; zeroCopy is false for views that cannot say (the
+// bytes may have been copied, and the metric must not claim otherwise).
+func sendView(v RecordView, w io.Writer) (n int64, zeroCopy bool, err error) {
+	if zc, ok := v.(zeroCopySender); ok {
+		return zc.SendTo(w)
+	}
+	n, err = v.WriteTo(w)
+	return n, false, err
 }
 
 // recordsPrefix is the length prefix of a record set of n bytes: nullable
@@ -320,6 +342,7 @@ func (f *fetchReply) writeCopied(w *connWriter, r *request) (int64, error) {
 		}
 		f.resp.Topics[s.topic].Partitions[s.part].RecordBatches = data
 		f.b.metrics.bytesOut.WithLabelValues(s.topicName).Add(float64(len(data)))
+		f.b.metrics.copiedBytes.Add(float64(len(data)))
 	}
 	return kmsgReply{f.resp}.writeFrame(w, r)
 }

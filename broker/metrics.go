@@ -18,6 +18,11 @@ type metrics struct {
 	connections   prometheus.Gauge
 	logEnd        *prometheus.GaugeVec
 	logStart      *prometheus.GaugeVec
+	// Fetch record bytes by how they reached the socket, so that a silent
+	// loss of the zero-copy path (a wrapped connection, a kernel refusing
+	// sendfile) shows up.
+	sendfileBytes prometheus.Counter
+	copiedBytes   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -59,9 +64,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "tributary", Subsystem: "broker", Name: "log_start_offset",
 			Help: "Log start offset per partition.",
 		}, []string{"topic", "partition"}),
+		sendfileBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "tributary", Subsystem: "fetch", Name: "sendfile_bytes_total",
+			Help: "Record batch bytes Fetch sent from segment files with sendfile (zero copy).",
+		}),
+		copiedBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "tributary", Subsystem: "fetch", Name: "copied_bytes_total",
+			Help: "Record batch bytes Fetch copied through user space instead of sendfile.",
+		}),
 	}
 	for _, c := range []prometheus.Collector{m.bytesIn, m.bytesOut, m.recordsIn, m.requests,
-		m.requestErrors, m.duplicates, m.connections, m.logEnd, m.logStart} {
+		m.requestErrors, m.duplicates, m.connections, m.logEnd, m.logStart, m.sendfileBytes, m.copiedBytes} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -49,6 +49,7 @@ type plogSettings struct {
 	FlushIntervalMessages int64
 	FlushInterval         time.Duration
 	IndexIntervalBytes    int
+	ProducerIDExpiration  time.Duration
 }
 
 // plogConfig is the storage engine's configuration for these settings.
@@ -61,6 +62,7 @@ func (s plogSettings) plogConfig() plog.Config {
 		FlushInterval:         s.FlushInterval,
 		RetentionMs:           s.Retention,
 		RetentionBytes:        s.RetentionBytes,
+		ProducerIDExpiration:  s.ProducerIDExpiration,
 	}
 }
 
@@ -76,6 +78,7 @@ func (c Config) topicDefaults() topicConfig {
 			FlushIntervalMessages: c.FlushIntervalMessages,
 			FlushInterval:         c.FlushInterval,
 			IndexIntervalBytes:    c.IndexIntervalBytes,
+			ProducerIDExpiration:  c.ProducerIDExpiration,
 		},
 		MaxMessageBytes: c.MessageMaxBytes,
 	}

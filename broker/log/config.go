@@ -13,6 +13,8 @@ const (
 	DefaultSegmentMs          = 168 * time.Hour
 	DefaultIndexIntervalBytes = 4096
 	DefaultRetentionMs        = 168 * time.Hour
+	// DefaultProducerIDExpiration is Kafka's producer.id.expiration.ms default (1 day).
+	DefaultProducerIDExpiration = 24 * time.Hour
 )
 
 // Config configures one Log. Zero values mean the Kafka defaults.
@@ -24,6 +26,7 @@ type Config struct {
 	FlushInterval         time.Duration    // log.flush.interval.ms; 0 = never by time (fsync on roll/close still)
 	RetentionMs           time.Duration    // log.retention.ms; 0 = 168h; negative = unlimited
 	RetentionBytes        int64            // log.retention.bytes; 0 or negative = unlimited
+	ProducerIDExpiration  time.Duration    // producer.id.expiration.ms; 0 = 24h; negative = never (see "Idempotent producers" in doc.go)
 	Logger                *slog.Logger     // nil = slog.Default()
 	Now                   func() time.Time // nil = time.Now; for tests
 }
@@ -65,6 +68,9 @@ func (c Config) withDefaults() Config {
 	if c.RetentionBytes == 0 {
 		c.RetentionBytes = -1
 	}
+	if c.ProducerIDExpiration == 0 {
+		c.ProducerIDExpiration = DefaultProducerIDExpiration
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -72,4 +78,14 @@ func (c Config) withDefaults() Config {
 		c.Now = time.Now
 	}
 	return c
+}
+
+// producerExpireMs is ProducerIDExpiration in whole milliseconds, rounded
+// up so that a tiny positive value does not mean "expire at once"; -1 means
+// never. c must have its defaults applied.
+func (c Config) producerExpireMs() int64 {
+	if c.ProducerIDExpiration < 0 {
+		return -1
+	}
+	return int64((c.ProducerIDExpiration + time.Millisecond - 1) / time.Millisecond)
 }

@@ -16,8 +16,8 @@
 //     Written with each .index entry and once more when the segment is sealed.
 //
 // and, for the partition, NNN.snapshot (producer idempotence state after
-// every batch below NNN, CRC-32C protected; written at each roll and at
-// Close), recovery-point (offset below which all data was fsynced, with a
+// every batch below NNN with each producer's last append time, CRC-32C
+// protected, version 2; written at each roll and at Close), recovery-point (offset below which all data was fsynced, with a
 // CRC) and .clean-shutdown (written last by Close, removed by Open).
 // All integers are big-endian. Index and snapshot files are replaced
 // atomically (write, fsync, rename).
@@ -37,7 +37,19 @@
 // follow the last one (wrapping after MaxInt32 to 0); a newer epoch must
 // start at sequence 0; an older epoch is rejected. A producer the log does
 // not know may start at any sequence, as in Kafka >= 2.5 after its state
-// expired. Producer state is never expired here.
+// expired.
+//
+// Producer state expires (Kafka's producer.id.expiration.ms): a producer
+// whose last append, by the broker clock Config.Now, is ProducerIDExpiration
+// old or more is unknown from then on, so its next batch starts it afresh at
+// any sequence and epoch. (Kafka compares the batch's max timestamp instead;
+// a mirror re-sending old events with their CreateTime would then be
+// forgotten at once.) Append only compares a timestamp; the entries are
+// deleted by ApplyRetention and before each snapshot is written. Retention
+// also forgets producers whose last batch is below the new log start offset.
+// Loading a snapshot applies both rules again, so a snapshot taken before a
+// producer expired never brings it back. Batches re-read from segments at
+// recovery count as appended at their segment file's modification time.
 //
 // # Durability and recovery
 //

@@ -112,6 +112,8 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 		return AppendResult{}, err
 	}
 
+	now := l.cfg.Now()
+	nowMs := now.UnixMilli()
 	var overlay map[int64]*producerEntry
 	next := l.active.next
 	var maxTs int64 = -1
@@ -119,7 +121,7 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 	for i := range hs {
 		h := &hs[i]
 		if h.producerID >= 0 {
-			dup, err := l.producers.check(overlay, *h)
+			dup, err := l.producers.check(overlay, *h, nowMs)
 			if err != nil {
 				return AppendResult{}, err
 			}
@@ -133,7 +135,7 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 			if overlay == nil {
 				overlay = map[int64]*producerEntry{}
 			}
-			update(overlay, l.producers, *h)
+			update(overlay, l.producers, *h, nowMs)
 		}
 		next += int64(h.lastOffsetDelta) + 1
 		maxTs = max(maxTs, h.maxTimestamp)
@@ -141,8 +143,8 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 	}
 	first, last := hs[0].baseOffset, next-1
 
-	if l.shouldRoll(int64(len(batch)), last) {
-		if err := l.roll(); err != nil {
+	if l.shouldRoll(int64(len(batch)), last, now) {
+		if err := l.roll(now); err != nil {
 			return AppendResult{}, err
 		}
 	}
@@ -165,14 +167,14 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 	return AppendResult{BaseOffset: first, LastOffset: last, MaxTimestamp: maxTs, LogStartOffset: l.start.Load()}, nil
 }
 
-func (l *Log) shouldRoll(n, lastOffset int64) bool {
+func (l *Log) shouldRoll(n, lastOffset int64, now time.Time) bool {
 	s := l.active
 	size := s.size.Load()
 	if size == 0 {
 		return false
 	}
 	return size+n > l.cfg.SegmentBytes ||
-		l.cfg.Now().Sub(s.created) >= l.cfg.SegmentMs ||
+		now.Sub(s.created) >= l.cfg.SegmentMs ||
 		lastOffset-s.base > math.MaxUint32 ||
 		size+n > math.MaxUint32
 }
@@ -292,13 +294,13 @@ func syncClose(fs ...*os.File) error {
 // old segment is fsynced in the background, as Kafka does, so an append
 // never waits for a whole segment to reach the disk; the recovery point
 // moves past it only once that sync is done, in roll order.
-func (l *Log) roll() error {
+func (l *Log) roll(now time.Time) error {
 	old := l.active
 	idxFile, timeFile, err := l.sealActive()
 	if err != nil {
 		return fmt.Errorf("log: seal segment %d: %w", old.base, err)
 	}
-	s, err := createSegment(l.dir, old.next, old.interval, l.cfg.Now())
+	s, err := createSegment(l.dir, old.next, old.interval, now)
 	if err != nil {
 		syncClose(idxFile, timeFile)
 		return fmt.Errorf("log: roll: %w", err)
@@ -309,6 +311,9 @@ func (l *Log) roll() error {
 	ns = append(ns, s)
 	l.segs.Store(&ns)
 	l.active = s
+	// Expired producers are dropped before the snapshot, so that a
+	// recovery from it cannot bring them back.
+	l.producers.removeStale(now.UnixMilli(), l.start.Load())
 	snapshot := l.producers.encode()
 
 	old.acquire() // the background sync's reference
@@ -410,6 +415,7 @@ func (l *Log) Close() error {
 	idxFile, timeFile, err := l.sealActive()
 	errs = append(errs, err, l.active.file.Sync(), syncClose(idxFile, timeFile))
 	end := l.end.Load()
+	l.producers.removeStale(l.cfg.Now().UnixMilli(), l.start.Load())
 	errs = append(errs, l.producers.writeSnapshot(l.dir, end))
 	pruneSnapshots(l.dir)
 	l.setRecoveryPoint(end)

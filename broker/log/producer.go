@@ -24,21 +24,65 @@ type producerBatch struct {
 }
 
 type producerEntry struct {
-	epoch   int16
-	batches []producerBatch // oldest first, at most producerWindow
+	epoch int16
+	// lastAppendMs is the broker's clock (Config.Now) at the producer's last
+	// append, not the batch timestamp: a mirror re-producing old events keeps
+	// their CreateTime, and expiring by it would forget a live producer at
+	// once and let its retries in as new batches.
+	lastAppendMs int64
+	batches      []producerBatch // oldest first, at most producerWindow
 }
 
 func (e *producerEntry) clone() *producerEntry {
-	return &producerEntry{epoch: e.epoch, batches: append([]producerBatch(nil), e.batches...)}
+	return &producerEntry{epoch: e.epoch, lastAppendMs: e.lastAppendMs, batches: append([]producerBatch(nil), e.batches...)}
 }
 
 // producerState is the idempotence state of one partition, guarded by the
 // Log's appender lock.
 type producerState struct {
 	m map[int64]*producerEntry
+	// expireMs is Config.ProducerIDExpiration in milliseconds; negative
+	// means producers are never forgotten for being idle.
+	expireMs int64
 }
 
-func newProducerState() *producerState { return &producerState{m: map[int64]*producerEntry{}} }
+func newProducerState(expireMs int64) *producerState {
+	return &producerState{m: map[int64]*producerEntry{}, expireMs: expireMs}
+}
+
+// expired reports whether e has been idle for the expiration time at nowMs.
+// A clock that went backwards expires nothing.
+func (ps *producerState) expired(e *producerEntry, nowMs int64) bool {
+	return ps.expireMs >= 0 && nowMs-e.lastAppendMs >= ps.expireMs
+}
+
+// lookup returns the live entry of pid, nil if unknown or expired. It is the
+// only expiry work on the append path: expired entries are treated as absent
+// here and deleted later by removeStale.
+func (ps *producerState) lookup(pid, nowMs int64) *producerEntry {
+	e := ps.m[pid]
+	if e == nil || ps.expired(e, nowMs) {
+		return nil
+	}
+	return e
+}
+
+// removeStale forgets producers idle for the expiration time and, as Kafka
+// does when the log start offset moves, producers whose last batch lies
+// entirely below logStart (their batches are gone, so duplicate detection
+// for them could only return offsets that no longer exist). It returns the
+// number removed.
+func (ps *producerState) removeStale(nowMs, logStart int64) int {
+	n := 0
+	for pid, e := range ps.m {
+		below := len(e.batches) > 0 && e.batches[len(e.batches)-1].lastOffset < logStart
+		if below || ps.expired(e, nowMs) {
+			delete(ps.m, pid)
+			n++
+		}
+	}
+	return n
+}
 
 // incSeq adds n to a sequence number the way Kafka does: past MaxInt32 it
 // wraps to 0, not to a negative number.
@@ -52,13 +96,13 @@ func incSeq(seq, n int32) int32 {
 // check decides what to do with the idempotent batch h, consulting overlay
 // (entries already updated by earlier batches of the same Append) first. It
 // returns the original batch if h is a retry of one of the last five.
-func (ps *producerState) check(overlay map[int64]*producerEntry, h batchHeader) (*producerBatch, error) {
+func (ps *producerState) check(overlay map[int64]*producerEntry, h batchHeader, nowMs int64) (*producerBatch, error) {
 	if h.producerID < 0 {
 		return nil, nil
 	}
 	e := overlay[h.producerID]
 	if e == nil {
-		e = ps.m[h.producerID]
+		e = ps.lookup(h.producerID, nowMs)
 	}
 	if e == nil {
 		// Unknown producer: its state may have expired or been lost with
@@ -88,20 +132,22 @@ func (ps *producerState) check(overlay map[int64]*producerEntry, h batchHeader) 
 	return nil, nil
 }
 
-// update records the appended batch h (with its assigned offsets) in dst.
-func update(dst map[int64]*producerEntry, src *producerState, h batchHeader) {
+// update records the batch h (with its assigned offsets), appended at
+// nowMs, in dst.
+func update(dst map[int64]*producerEntry, src *producerState, h batchHeader, nowMs int64) {
 	if h.producerID < 0 {
 		return
 	}
 	e := dst[h.producerID]
 	if e == nil {
-		if old := src.m[h.producerID]; old != nil {
+		if old := src.lookup(h.producerID, nowMs); old != nil {
 			e = old.clone()
 		} else {
 			e = &producerEntry{epoch: h.producerEpoch}
 		}
 		dst[h.producerID] = e
 	}
+	e.lastAppendMs = max(e.lastAppendMs, nowMs)
 	if h.producerEpoch != e.epoch {
 		e.epoch, e.batches = h.producerEpoch, e.batches[:0]
 	}
@@ -123,13 +169,18 @@ func (ps *producerState) apply(overlay map[int64]*producerEntry) {
 // Snapshot file "<20-digit offset>.snapshot": the producer state after every
 // batch below offset. Frozen format, big-endian:
 //
-//	magic "TRPS" | version uint16 = 1 | producers uint32 |
-//	  per producer: id int64 | epoch int16 | batches uint8 |
+//	magic "TRPS" | version uint16 = 2 | producers uint32 |
+//	  per producer: id int64 | epoch int16 | lastAppendMs int64 | batches uint8 |
 //	    per batch: firstSeq int32 | lastSeq int32 | firstOffset int64 | lastOffset int64 | maxTs int64
 //	| crc32c uint32 over everything before it
+//
+// Version 1 (still read) lacks lastAppendMs; its producers are taken as
+// having appended when the snapshot is loaded, so an upgrade never forgets
+// a producer early.
 const (
-	snapshotMagic   = "TRPS"
-	snapshotVersion = 1
+	snapshotMagic     = "TRPS"
+	snapshotVersion   = 2
+	snapshotVersionV1 = 1
 )
 
 func (ps *producerState) encode() []byte {
@@ -145,6 +196,7 @@ func (ps *producerState) encode() []byte {
 		e := ps.m[id]
 		b = binary.BigEndian.AppendUint64(b, uint64(id))
 		b = binary.BigEndian.AppendUint16(b, uint16(e.epoch))
+		b = binary.BigEndian.AppendUint64(b, uint64(e.lastAppendMs))
 		b = append(b, byte(len(e.batches)))
 		for _, pb := range e.batches {
 			b = binary.BigEndian.AppendUint32(b, uint32(pb.firstSeq))
@@ -157,7 +209,9 @@ func (ps *producerState) encode() []byte {
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
-func decodeSnapshot(b []byte) (*producerState, error) {
+// decodeSnapshot parses a snapshot; loadMs stands in for the last append
+// time of producers in a version 1 snapshot.
+func decodeSnapshot(b []byte, expireMs, loadMs int64) (*producerState, error) {
 	if len(b) < 14 || string(b[:4]) != snapshotMagic {
 		return nil, fmt.Errorf("not a snapshot")
 	}
@@ -165,20 +219,29 @@ func decodeSnapshot(b []byte) (*producerState, error) {
 	if crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(b[len(b)-4:]) {
 		return nil, fmt.Errorf("checksum mismatch")
 	}
-	if v := binary.BigEndian.Uint16(body[4:]); v != snapshotVersion {
+	v := binary.BigEndian.Uint16(body[4:])
+	if v != snapshotVersion && v != snapshotVersionV1 {
 		return nil, fmt.Errorf("version %d", v)
 	}
 	n := binary.BigEndian.Uint32(body[6:])
 	p := body[10:]
-	ps := newProducerState()
+	ps := newProducerState(expireMs)
 	for range n {
 		if len(p) < 11 {
 			return nil, fmt.Errorf("truncated")
 		}
 		id := int64(binary.BigEndian.Uint64(p))
-		e := &producerEntry{epoch: int16(binary.BigEndian.Uint16(p[8:]))}
-		nb := int(p[10])
-		p = p[11:]
+		e := &producerEntry{epoch: int16(binary.BigEndian.Uint16(p[8:])), lastAppendMs: loadMs}
+		p = p[10:]
+		if v >= 2 {
+			if len(p) < 9 {
+				return nil, fmt.Errorf("truncated")
+			}
+			e.lastAppendMs = int64(binary.BigEndian.Uint64(p))
+			p = p[8:]
+		}
+		nb := int(p[0])
+		p = p[1:]
 		if nb > producerWindow || len(p) < nb*32 {
 			return nil, fmt.Errorf("bad batch count %d", nb)
 		}
@@ -226,7 +289,7 @@ func (ps *producerState) writeSnapshot(dir string, offset int64) error {
 // loadSnapshot returns the newest valid snapshot at or below maxOffset and
 // its offset, removing snapshots above maxOffset (they describe a log tail
 // that recovery truncated) and unreadable ones.
-func loadSnapshot(dir string, names []string, maxOffset int64) (*producerState, int64, bool) {
+func loadSnapshot(dir string, names []string, maxOffset, expireMs, nowMs int64) (*producerState, int64, bool) {
 	offs := listOffsetFiles(names, snapshotSuffix)
 	for i := len(offs) - 1; i >= 0; i-- {
 		path := filepath.Join(dir, fmt.Sprintf("%020d%s", offs[i], snapshotSuffix))
@@ -236,13 +299,13 @@ func loadSnapshot(dir string, names []string, maxOffset int64) (*producerState, 
 		}
 		b, err := os.ReadFile(path)
 		if err == nil {
-			if ps, derr := decodeSnapshot(b); derr == nil {
+			if ps, derr := decodeSnapshot(b, expireMs, nowMs); derr == nil {
 				return ps, offs[i], true
 			}
 		}
 		os.Remove(path)
 	}
-	return newProducerState(), 0, false
+	return newProducerState(expireMs), 0, false
 }
 
 // pruneSnapshots keeps the two newest snapshots.

@@ -256,10 +256,19 @@ func (l *Log) recover(segs []*segment) error {
 // loadProducers restores idempotence state from the newest snapshot and the
 // batch headers after it. Without a snapshot only the active segment is
 // read: older producers count as unknown, which Append tolerates.
+//
+// Headers carry no append time, so a batch read back from a segment counts
+// as appended at the segment file's modification time (capped at Now): never
+// earlier than it really was, so no producer is forgotten early, at the cost
+// of keeping one that shares a segment with later writes a little longer.
+// Producers already expired or below the log start offset are then dropped,
+// so a snapshot written before they expired does not bring them back.
 func (l *Log) loadProducers(names []string) error {
 	end := l.end.Load()
-	ps, from, ok := loadSnapshot(l.dir, names, end)
+	nowMs := l.cfg.Now().UnixMilli()
+	ps, from, ok := loadSnapshot(l.dir, names, end, l.cfg.producerExpireMs(), nowMs)
 	l.producers = ps
+	defer func() { ps.removeStale(nowMs, l.start.Load()) }()
 	segs := *l.segs.Load()
 	if !ok || from < segs[0].base {
 		from = l.active.base
@@ -275,10 +284,14 @@ func (l *Log) loadProducers(names []string) error {
 		if err != nil {
 			return err
 		}
+		appendMs := nowMs
+		if st, err := f.Stat(); err == nil {
+			appendMs = min(appendMs, st.ModTime().UnixMilli())
+		}
 		tmp := map[int64]*producerEntry{}
 		_, err = scanSegment(f, s.base, s.size.Load(), s.interval, false, func(h batchHeader) {
 			if h.baseOffset >= from && h.producerID >= 0 {
-				update(tmp, ps, h)
+				update(tmp, ps, h, appendMs)
 				ps.apply(tmp)
 				clear(tmp)
 			}

@@ -8,9 +8,10 @@ import (
 // ApplyRetention deletes the oldest non-active segments that are past
 // RetentionMs (by their largest batch timestamp, or the file's modification
 // time when batches carry none) or that push the log over RetentionBytes, and
-// advances the log start offset. The broker calls it every
-// log.retention.check.interval.ms. Readers holding Views of a deleted segment
-// finish normally.
+// advances the log start offset. It also forgets idempotent producers idle
+// for ProducerIDExpiration or whose last batch is now below the log start
+// offset. The broker calls it every log.retention.check.interval.ms. Readers
+// holding Views of a deleted segment finish normally.
 func (l *Log) ApplyRetention() (deletedSegments int, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -43,6 +44,7 @@ func (l *Log) ApplyRetention() (deletedSegments int, err error) {
 		}
 	}
 	if n == 0 {
+		l.expireProducers(0)
 		return 0, nil
 	}
 	kept := append([]*segment(nil), segs[n:]...)
@@ -56,7 +58,17 @@ func (l *Log) ApplyRetention() (deletedSegments int, err error) {
 		s.release()
 	}
 	l.logger.Info("retention deleted segments", "segments", n, "log_start_offset", kept[0].base)
+	l.expireProducers(n)
 	return n, errors.Join(errs...)
+}
+
+// expireProducers drops stale producer state; the caller holds l.mu. The
+// snapshots on disk may still list the dropped producers: loading applies
+// the same rules, so they do not come back.
+func (l *Log) expireProducers(deletedSegments int) {
+	if k := l.producers.removeStale(l.cfg.Now().UnixMilli(), l.start.Load()); k > 0 {
+		l.logger.Debug("forgot producer state", "producers", k, "after_deleting_segments", deletedSegments)
+	}
 }
 
 func (l *Log) segmentTime(s *segment) (int64, error) {

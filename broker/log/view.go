@@ -55,19 +55,30 @@ func (v *View) Bytes() ([]byte, error) {
 // e.g. *net.TCPConn) the bytes go with sendfile(2) from an explicit file
 // offset, never from the shared file position; otherwise they are copied.
 func (v *View) WriteTo(w io.Writer) (int64, error) {
+	n, _, err := v.SendTo(w)
+	return n, err
+}
+
+// SendTo is WriteTo that also reports the path taken: zeroCopy is true when
+// the bytes were handed to sendfile(2) (all n of them, even if it then
+// failed part way), false when they were copied through user space, either
+// because w has no descriptor or because the kernel refused sendfile for it.
+// An empty view sends nothing and reports false.
+func (v *View) SendTo(w io.Writer) (n int64, zeroCopy bool, err error) {
 	if v.n == 0 {
-		return 0, nil
+		return 0, false, nil
 	}
 	if v.released.Load() {
-		return 0, ErrClosed
+		return 0, false, ErrClosed
 	}
 	if sc, ok := w.(syscall.Conn); ok {
 		n, err, handled := v.sendfile(sc)
 		if handled {
-			return n, err
+			return n, true, err
 		}
 	}
-	return io.Copy(w, io.NewSectionReader(v.file, v.pos, v.n))
+	n, err = io.Copy(w, io.NewSectionReader(v.file, v.pos, v.n))
+	return n, false, err
 }
 
 // sendfile returns handled=false if the kernel refused before sending

@@ -57,9 +57,9 @@ func TestViewWriteToSendfileAndCopy(t *testing.T) {
 	if err != nil || n != int64(len(want)) {
 		t.Fatalf("WriteTo(tcp) = %d, %v; want %d", n, err, len(want))
 	}
-	n2, err := v2.WriteTo(conn)
-	if err != nil || n2 != 100 {
-		t.Fatalf("truncated WriteTo = %d, %v", n2, err)
+	n2, zeroCopy, err := v2.SendTo(conn)
+	if err != nil || n2 != 100 || !zeroCopy {
+		t.Fatalf("truncated SendTo(tcp) = %d, zeroCopy %v, %v", n2, zeroCopy, err)
 	}
 	conn.Close()
 	var b []byte
@@ -78,8 +78,8 @@ func TestViewWriteToSendfileAndCopy(t *testing.T) {
 
 	// A plain writer takes the copy path.
 	var buf bytes.Buffer
-	if n, err := v.WriteTo(&buf); err != nil || !bytes.Equal(buf.Bytes(), want) || n != int64(len(want)) {
-		t.Fatalf("WriteTo(buffer) = %d, %v", n, err)
+	if n, zeroCopy, err := v.SendTo(&buf); err != nil || !bytes.Equal(buf.Bytes(), want) || n != int64(len(want)) || zeroCopy {
+		t.Fatalf("SendTo(buffer) = %d, zeroCopy %v, %v", n, zeroCopy, err)
 	}
 	v.Release()
 	v2.Release()
