@@ -139,6 +139,9 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	c := dialRaw(t, b.Addr())
 	c.roundTrip(produceRequest(9, 1, "m", 0, makeBatch(1, -1, -1, -1, "a", "b", "c")))
+	if heap := httpGet(t, "http://"+b.MetricsAddr()+"/debug/pprof/heap?debug=1"); !strings.Contains(heap, "heap profile:") {
+		t.Errorf("/debug/pprof/heap does not serve a heap profile: %.200q", heap)
+	}
 	body := httpGet(t, "http://"+b.MetricsAddr()+"/metrics")
 	for _, want := range []string{
 		`tributary_broker_records_in_total{topic="m"} 3`,
