@@ -22,6 +22,32 @@ type Registry interface {
 	SchemaByID(ctx context.Context, id int) (string, error)
 }
 
+// Reference is a schema reference as the registry reports it: the full name
+// of an Avro named type and the subject version defining it.
+type Reference struct {
+	Name    string `json:"name"`
+	Subject string `json:"subject"`
+	Version int    `json:"version"`
+}
+
+// RegisteredSchema is a schema with its references.
+type RegisteredSchema struct {
+	Schema     string      `json:"schema"`
+	SchemaType string      `json:"schemaType"`
+	References []Reference `json:"references"`
+}
+
+// ReferenceRegistry is a Registry that also reports schema references; a
+// Deserializer given one decodes payloads whose writer schema uses types
+// of other schemas. RegistryClient is one.
+type ReferenceRegistry interface {
+	Registry
+	// SchemaWithReferences returns the schema with the id and its references.
+	SchemaWithReferences(ctx context.Context, id int) (RegisteredSchema, error)
+	// SubjectVersion returns one version of a subject.
+	SubjectVersion(ctx context.Context, subject string, version int) (RegisteredSchema, error)
+}
+
 // ClientConfig configures a RegistryClient.
 type ClientConfig struct {
 	// URL is the registry's base URL, "http://host:8081". Required.
@@ -51,12 +77,21 @@ type RegistryClient struct {
 	base string
 	http *http.Client
 
-	mu      sync.RWMutex
-	ids     map[[2]string]int
-	schemas map[int]string
+	mu       sync.RWMutex
+	ids      map[[2]string]int
+	schemas  map[int]string
+	full     map[int]RegisteredSchema
+	versions map[subjectVersion]RegisteredSchema
 }
 
-var _ Registry = (*RegistryClient)(nil)
+// subjectVersion keys the version cache: a version number names one schema
+// for as long as it exists, and a referenced one cannot be deleted.
+type subjectVersion struct {
+	subject string
+	version int
+}
+
+var _ ReferenceRegistry = (*RegistryClient)(nil)
 
 // NewRegistryClient returns a client of the registry at cfg.URL.
 func NewRegistryClient(cfg ClientConfig) (*RegistryClient, error) {
@@ -72,10 +107,12 @@ func NewRegistryClient(cfg ClientConfig) (*RegistryClient, error) {
 		hc = &http.Client{Timeout: timeout}
 	}
 	return &RegistryClient{
-		base:    strings.TrimSuffix(cfg.URL, "/"),
-		http:    hc,
-		ids:     map[[2]string]int{},
-		schemas: map[int]string{},
+		base:     strings.TrimSuffix(cfg.URL, "/"),
+		http:     hc,
+		ids:      map[[2]string]int{},
+		schemas:  map[int]string{},
+		full:     map[int]RegisteredSchema{},
+		versions: map[subjectVersion]RegisteredSchema{},
 	}, nil
 }
 
@@ -189,4 +226,47 @@ func (c *RegistryClient) SchemaByID(ctx context.Context, id int) (string, error)
 	c.schemas[id] = out.Schema
 	c.mu.Unlock()
 	return out.Schema, nil
+}
+
+// SchemaWithReferences fetches a schema and its references by id, once.
+func (c *RegistryClient) SchemaWithReferences(ctx context.Context, id int) (RegisteredSchema, error) {
+	c.mu.RLock()
+	rs, ok := c.full[id]
+	c.mu.RUnlock()
+	if ok {
+		return rs, nil
+	}
+	if err := c.do(ctx, http.MethodGet, "/schemas/ids/"+strconv.Itoa(id), nil, &rs); err != nil {
+		return RegisteredSchema{}, err
+	}
+	if rs.SchemaType != "" && rs.SchemaType != "AVRO" {
+		return RegisteredSchema{}, fmt.Errorf("%w: schema %d is %s, not AVRO", ErrInvalidSchema, id, rs.SchemaType)
+	}
+	c.mu.Lock()
+	c.full[id] = rs
+	c.schemas[id] = rs.Schema
+	c.mu.Unlock()
+	return rs, nil
+}
+
+// SubjectVersion fetches one version of a subject, once.
+func (c *RegistryClient) SubjectVersion(ctx context.Context, subject string, version int) (RegisteredSchema, error) {
+	key := subjectVersion{subject, version}
+	c.mu.RLock()
+	rs, ok := c.versions[key]
+	c.mu.RUnlock()
+	if ok {
+		return rs, nil
+	}
+	path := "/subjects/" + url.PathEscape(subject) + "/versions/" + strconv.Itoa(version) + "?deleted=true"
+	if err := c.do(ctx, http.MethodGet, path, nil, &rs); err != nil {
+		return RegisteredSchema{}, err
+	}
+	if rs.SchemaType != "" && rs.SchemaType != "AVRO" {
+		return RegisteredSchema{}, fmt.Errorf("%w: %s version %d is %s, not AVRO", ErrInvalidSchema, subject, version, rs.SchemaType)
+	}
+	c.mu.Lock()
+	c.versions[key] = rs
+	c.mu.Unlock()
+	return rs, nil
 }

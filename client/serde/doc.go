@@ -17,6 +17,12 @@
 // goavro panic is recovered. Failures are classified by the sentinels of
 // errors.go.
 //
+// Writer schemas with Confluent schema references are decoded when the
+// Registry is a ReferenceRegistry (RegistryClient is): the referenced
+// subject versions are fetched (and cached) depth first and their named
+// types made known to the writer schema. Serializer registers schemas
+// without references only.
+//
 // RegistryClient is the REST client of the registry (the Confluent API),
 // caching ids and schemas; Serializer and Deserializer take any Registry.
 //

@@ -198,20 +198,74 @@ func (d *Deserializer) writer(ctx context.Context, id schema.ID) (*avro.Schema, 
 	if ok {
 		return s, nil
 	}
-	text, err := d.reg.SchemaByID(ctx, int(id))
+	s, err := d.fetchWriter(ctx, id)
 	if err != nil {
-		if errors.Is(err, ErrUnknownSchema) {
-			return nil, fmt.Errorf("schema id %d: %w", id, err)
-		}
-		return nil, fmt.Errorf("fetch schema %d: %w", id, err)
-	}
-	s, err = avro.Parse(text)
-	if err != nil {
-		return nil, fmt.Errorf("%w: registry schema %d: %v", ErrInvalidSchema, id, err)
+		return nil, err
 	}
 	d.mu.Lock()
 	d.writers[id] = s
 	d.mu.Unlock()
+	return s, nil
+}
+
+// maxReferenceDepth bounds chains of schema references.
+const maxReferenceDepth = 32
+
+// fetchWriter fetches and parses a writer schema, with its references when
+// the registry reports them.
+func (d *Deserializer) fetchWriter(ctx context.Context, id schema.ID) (*avro.Schema, error) {
+	rr, ok := d.reg.(ReferenceRegistry)
+	if !ok {
+		text, err := d.reg.SchemaByID(ctx, int(id))
+		if err != nil {
+			return nil, fetchErr(id, err)
+		}
+		s, err := avro.Parse(text)
+		if err != nil {
+			return nil, fmt.Errorf("%w: registry schema %d: %v", ErrInvalidSchema, id, err)
+		}
+		return s, nil
+	}
+	rs, err := rr.SchemaWithReferences(ctx, int(id))
+	if err != nil {
+		return nil, fetchErr(id, err)
+	}
+	s, err := parseWithReferences(ctx, rr, rs, 0)
+	if err != nil {
+		return nil, fmt.Errorf("registry schema %d: %w", id, err)
+	}
+	return s, nil
+}
+
+func fetchErr(id schema.ID, err error) error {
+	if errors.Is(err, ErrUnknownSchema) {
+		return fmt.Errorf("schema id %d: %w", id, err)
+	}
+	return fmt.Errorf("fetch schema %d: %w", id, err)
+}
+
+// parseWithReferences parses rs after fetching and parsing, depth first,
+// the subject versions it refers to.
+func parseWithReferences(ctx context.Context, rr ReferenceRegistry, rs RegisteredSchema, depth int) (*avro.Schema, error) {
+	if depth > maxReferenceDepth {
+		return nil, fmt.Errorf("%w: references nested deeper than %d", ErrInvalidSchema, maxReferenceDepth)
+	}
+	refs := make([]*avro.Schema, 0, len(rs.References))
+	for _, ref := range rs.References {
+		sub, err := rr.SubjectVersion(ctx, ref.Subject, ref.Version)
+		if err != nil {
+			return nil, fmt.Errorf("reference %s (%s version %d): %w", ref.Name, ref.Subject, ref.Version, err)
+		}
+		s, err := parseWithReferences(ctx, rr, sub, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		refs = append(refs, s)
+	}
+	s, err := avro.ParseWithReferences(rs.Schema, refs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
+	}
 	return s, nil
 }
 

@@ -4,6 +4,11 @@
 //   - Parse validates a schema with goavro, computes its Parsing Canonical
 //     Form, and builds a Type tree with named types resolved (a recursive
 //     record refers back to the same *Type, so walks must guard cycles);
+//   - ParseWithReferences parses a schema using named types defined by
+//     other (already parsed) schemas, Confluent's schema references: the
+//     referenced definitions, fully qualified, are inlined at first use
+//     (goavro has no shared symbol table), and Canonical is the form of
+//     the result;
 //   - Check lists why data written with one schema cannot be read with
 //     another (the registry's compatibility levels are built on it);
 //   - Resolve converts a value decoded with the writer's schema (goavro's

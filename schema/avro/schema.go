@@ -91,6 +91,10 @@ type Schema struct {
 	Canonical string
 	Root      *Type
 	codec     *goavro.Codec
+	// named holds the context-free definitions of the named types the
+	// schema defines or got from its references, for schemas referring to
+	// it (refs.go).
+	named map[string]any
 }
 
 // Codec returns the goavro codec of the schema.
@@ -105,14 +109,14 @@ func (s *Schema) Fingerprint() string {
 
 // Parse validates text as an Avro schema and builds its Type tree.
 func Parse(text string) (*Schema, error) {
-	codec, err := goavro.NewCodec(text)
+	return ParseWithReferences(text, nil)
+}
+
+// parseDoc builds a Schema from text as given, the text goavro compiles
+// (text with referenced types inlined) and its qualified decoded form.
+func parseDoc(text, codecText string, doc any) (*Schema, error) {
+	codec, err := goavro.NewCodec(codecText)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
-	}
-	dec := json.NewDecoder(strings.NewReader(text))
-	dec.UseNumber()
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
 	}
 	p := &parser{named: map[string]*Type{}}

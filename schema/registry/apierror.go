@@ -24,10 +24,15 @@ var apiErrors = []apiError{
 	{ErrVersionSoftDeleted, 40406, http.StatusNotFound},
 	{ErrVersionNotSoftDeleted, 40407, http.StatusNotFound},
 	{ErrConfigNotFound, 40408, http.StatusNotFound},
+	{ErrModeNotFound, 40409, http.StatusNotFound},
 	{ErrIncompatible, 409, http.StatusConflict},
 	{ErrInvalidSchema, 42201, http.StatusUnprocessableEntity},
 	{ErrInvalidVersion, 42202, http.StatusUnprocessableEntity},
 	{ErrInvalidCompatibility, 42203, http.StatusUnprocessableEntity},
+	{ErrInvalidMode, 42204, http.StatusUnprocessableEntity},
+	{ErrNotPermitted, 42205, http.StatusUnprocessableEntity},
+	{ErrReferenceExists, 42206, http.StatusUnprocessableEntity},
+	{ErrIDMismatch, 42207, http.StatusUnprocessableEntity},
 	{ErrStore, 50001, http.StatusInternalServerError},
 }
 

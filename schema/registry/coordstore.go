@@ -29,12 +29,18 @@ const (
 	subjectsNode     = "subjects"     // subjects/<subject>/versions/<n>: coordVersion JSON
 	versionsNode     = "versions"
 	configNode       = "config" // config: global level JSON; config/<subject>: subject level JSON
+	modeNode         = "mode"   // mode: global mode JSON; mode/<subject>: subject mode JSON
 )
 
 // coordVersion is the JSON of a version node.
 type coordVersion struct {
 	ID      int  `json:"id"`
 	Deleted bool `json:"deleted"`
+}
+
+// coordMode is the JSON of a mode node.
+type coordMode struct {
+	Mode Mode `json:"mode"`
 }
 
 // coordLevel is the JSON of a config node.
@@ -136,7 +142,7 @@ func NewCoordStore(ctx context.Context, sess coord.Session, cfg CoordConfig) (*C
 		schemas:  map[int]SchemaRecord{},
 		subjects: map[string]*subjectState{},
 	}
-	for _, p := range []string{s.path(schemasNode), s.path(fingerprintsNode), s.path(subjectsNode), s.path(configNode)} {
+	for _, p := range []string{s.path(schemasNode), s.path(fingerprintsNode), s.path(subjectsNode), s.path(configNode), s.path(modeNode)} {
 		if err := s.ensure(ctx, p, nil); err != nil {
 			return nil, err
 		}
@@ -213,33 +219,102 @@ func (s *CoordStore) PutSchema(ctx context.Context, rec SchemaRecord) (int, erro
 	} else if !errors.Is(err, coord.ErrNoNode) {
 		return 0, storeErr("read fingerprint", err)
 	}
-	id, err := s.nextID(ctx)
-	if err != nil {
-		return 0, err
+	for {
+		id, err := s.nextID(ctx)
+		if err != nil {
+			return 0, err
+		}
+		rec.ID = id
+		body, err := json.Marshal(rec)
+		if err != nil {
+			return 0, err
+		}
+		err = s.sess.Multi(ctx,
+			coord.Op{Kind: coord.OpCreate, Path: s.path(schemasNode, strconv.Itoa(id)), Data: body, Mode: coord.Persistent},
+			coord.Op{Kind: coord.OpCreate, Path: fpPath, Data: []byte(strconv.Itoa(id)), Mode: coord.Persistent},
+		)
+		if errors.Is(err, coord.ErrNodeExists) {
+			winner, rerr := s.readID(ctx, fpPath)
+			if errors.Is(rerr, coord.ErrNoNode) {
+				continue // the id was imported meanwhile: take the next
+			}
+			if rerr != nil {
+				return 0, storeErr("read fingerprint", rerr)
+			}
+			return winner, nil
+		}
+		if err != nil {
+			return 0, storeErr("store schema", err)
+		}
+		s.mu.Lock()
+		s.schemas[id] = rec
+		s.mu.Unlock()
+		return id, nil
 	}
-	rec.ID = id
+}
+
+// ImportSchema raises the counter to the id first, so that PutSchema never
+// hands it out, then creates the schema node; the fingerprint node keeps
+// the first id a schema got.
+func (s *CoordStore) ImportSchema(ctx context.Context, rec SchemaRecord) error {
+	if err := s.checkLive(); err != nil {
+		return err
+	}
+	if err := s.raiseCounter(ctx, rec.ID); err != nil {
+		return err
+	}
 	body, err := json.Marshal(rec)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	err = s.sess.Multi(ctx,
-		coord.Op{Kind: coord.OpCreate, Path: s.path(schemasNode, strconv.Itoa(id)), Data: body, Mode: coord.Persistent},
-		coord.Op{Kind: coord.OpCreate, Path: fpPath, Data: []byte(strconv.Itoa(id)), Mode: coord.Persistent},
-	)
+	_, err = s.sess.Create(ctx, s.path(schemasNode, strconv.Itoa(rec.ID)), body, coord.Persistent)
 	if errors.Is(err, coord.ErrNodeExists) {
-		winner, rerr := s.readID(ctx, fpPath)
+		old, rerr := s.Schema(ctx, rec.ID)
 		if rerr != nil {
-			return 0, storeErr("read fingerprint", rerr)
+			return rerr
 		}
-		return winner, nil
+		if old.Fingerprint != rec.Fingerprint {
+			return fmt.Errorf("%w: id %d", ErrIDTaken, rec.ID)
+		}
+		return nil
 	}
 	if err != nil {
-		return 0, storeErr("store schema", err)
+		return storeErr("import schema", err)
+	}
+	_, err = s.sess.Create(ctx, s.path(fingerprintsNode, rec.Fingerprint), []byte(strconv.Itoa(rec.ID)), coord.Persistent)
+	if err != nil && !errors.Is(err, coord.ErrNodeExists) {
+		return storeErr("import fingerprint", err)
 	}
 	s.mu.Lock()
-	s.schemas[id] = rec
+	s.schemas[rec.ID] = rec
 	s.mu.Unlock()
-	return id, nil
+	return nil
+}
+
+// raiseCounter sets the id counter to at least id (compare-and-set).
+func (s *CoordStore) raiseCounter(ctx context.Context, id int) error {
+	p := s.path(idCounterNode)
+	for {
+		data, stat, err := s.sess.Get(ctx, p)
+		if err != nil {
+			return storeErr("read id counter", err)
+		}
+		last, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil {
+			return fmt.Errorf("%w: id counter holds %q", ErrStore, data)
+		}
+		if last >= id {
+			return nil
+		}
+		_, err = s.sess.Set(ctx, p, []byte(strconv.Itoa(id)), stat.Version)
+		if errors.Is(err, coord.ErrBadVersion) {
+			continue
+		}
+		if err != nil {
+			return storeErr("raise id counter", err)
+		}
+		return nil
+	}
 }
 
 func (s *CoordStore) readID(ctx context.Context, p string) (int, error) {
@@ -479,6 +554,78 @@ func (s *CoordStore) DeleteCompatibility(ctx context.Context, subject string) er
 	}
 	if err != nil {
 		return storeErr("delete config", err)
+	}
+	return nil
+}
+
+func (s *CoordStore) modePath(subject string) string {
+	if subject == "" {
+		return s.path(modeNode)
+	}
+	return s.path(modeNode, escapeName(subject))
+}
+
+// Mode, like Compatibility, reads the tree on every call: a READONLY set by
+// one process must stop registrations in all of them at once.
+func (s *CoordStore) Mode(ctx context.Context, subject string) (Mode, error) {
+	if err := s.checkLive(); err != nil {
+		return "", err
+	}
+	data, _, err := s.sess.Get(ctx, s.modePath(subject))
+	if errors.Is(err, coord.ErrNoNode) || (err == nil && len(data) == 0) {
+		return "", fmt.Errorf("%w: %q", ErrModeNotFound, subject)
+	}
+	if err != nil {
+		return "", storeErr("read mode", err)
+	}
+	var m coordMode
+	if err := json.Unmarshal(data, &m); err != nil {
+		return "", fmt.Errorf("%w: mode %q: %v", ErrStore, subject, err)
+	}
+	return m.Mode, nil
+}
+
+func (s *CoordStore) SetMode(ctx context.Context, subject string, mode Mode) error {
+	if err := s.checkLive(); err != nil {
+		return err
+	}
+	body, _ := json.Marshal(coordMode{Mode: mode})
+	return s.setNode(ctx, s.modePath(subject), body, "write mode")
+}
+
+func (s *CoordStore) DeleteMode(ctx context.Context, subject string) error {
+	if err := s.checkLive(); err != nil {
+		return err
+	}
+	var err error
+	if subject == "" {
+		if _, err = s.Mode(ctx, ""); err != nil {
+			return err
+		}
+		_, err = s.sess.Set(ctx, s.modePath(""), nil, coord.AnyVersion)
+	} else {
+		err = s.sess.Delete(ctx, s.modePath(subject), coord.AnyVersion)
+	}
+	if errors.Is(err, coord.ErrNoNode) {
+		return fmt.Errorf("%w: %q", ErrModeNotFound, subject)
+	}
+	if err != nil {
+		return storeErr("delete mode", err)
+	}
+	return nil
+}
+
+// setNode writes data to p, creating it if missing.
+func (s *CoordStore) setNode(ctx context.Context, p string, data []byte, op string) error {
+	_, err := s.sess.Set(ctx, p, data, coord.AnyVersion)
+	if errors.Is(err, coord.ErrNoNode) {
+		_, err = s.sess.CreateAll(ctx, p, data, coord.Persistent)
+		if errors.Is(err, coord.ErrNodeExists) {
+			_, err = s.sess.Set(ctx, p, data, coord.AnyVersion)
+		}
+	}
+	if err != nil {
+		return storeErr(op, err)
 	}
 	return nil
 }

@@ -5,16 +5,34 @@
 //
 // # API
 //
-// Registry.Handler serves GET /, the /subjects, /schemas, /compatibility and
-// /config endpoints with Confluent's bodies, content types
+// Registry.Handler serves GET /, the /subjects, /schemas, /compatibility,
+// /config and /mode endpoints with Confluent's bodies, content types
 // (application/vnd.schemaregistry.v1+json, application/vnd.schemaregistry+json,
 // application/json) and errors: {"error_code": N, "message": "..."} with
-// 40401..40408, 409, 42201..42203 and 50001 and their HTTP statuses (the
-// table is in apierror.go). Only AVRO schemas are accepted; schema
-// references are not supported (42201).
+// 40401..40409, 409, 42201..42207 and 50001 and their HTTP statuses (the
+// table is in apierror.go). Only AVRO schemas are accepted.
 //
-// Schema ids are global: one canonical schema (Avro Parsing Canonical
-// Form, compared by SHA-256) has one id across all subjects. Registering a
+// Schema references: a schema may use the named types of other subjects'
+// versions, listed as Confluent's "references" [{name, subject, version}]
+// (version -1 means the latest, stored as its number). The referenced types
+// are inlined at first use to build the codec (schema/avro
+// ParseWithReferences). A version that any version (soft-deleted ones
+// included) refers to cannot be deleted (42206); .../referencedby lists the
+// referring ids.
+//
+// Schema ids are global: one schema identity has one id across all
+// subjects. The identity is the Avro Parsing Canonical Form (referenced
+// types inlined), compared by SHA-256, plus the references when there are
+// any. ?normalize=true on registration stores the canonical form instead of
+// the text given (schemas without references); lookups always compare
+// canonical forms.
+//
+// Modes (/mode, /mode/{subject}): READWRITE (default); READONLY refuses
+// registrations and deletes (42205); IMPORT requires registrations to name
+// their id (and optionally version), skips compatibility checks, and may be
+// set only on a subject without live versions (or globally on an empty
+// registry) unless ?force=true. Ids handed out afterwards follow the
+// highest imported id. Registering a
 // schema identical to a live version returns that version's id. A soft
 // delete hides a version unless ?deleted=true; a permanent delete needs a
 // soft delete first. A schema stays readable by id after its versions are
@@ -32,6 +50,12 @@
 //	/schema_registry/subjects/<subject>/versions/<n>      JSON {id, deleted}
 //	/schema_registry/config                               global level JSON {compatibilityLevel}, empty if unset
 //	/schema_registry/config/<subject>                     subject level JSON
+//	/schema_registry/mode                                 global mode JSON {mode}, empty if unset
+//	/schema_registry/mode/<subject>                       subject mode JSON
+//
+// A schema node's JSON also holds "references" when the schema has any.
+// An import raises id_counter to the imported id before creating the
+// schema node, and PutSchema skips an id whose node an import created.
 //
 // Subject names are path-escaped into one node name. Any number of
 // processes share one tree: ids come from the CAS counter, so two never
@@ -46,8 +70,8 @@
 // fresh by watches: ChildrenW on subjects/ and on each subject's versions/,
 // and GetW on each subject node, which a soft delete touches in the same
 // multi-op as the version's flag. A process sees its own writes at once and
-// other processes' after the watch round trip. Compatibility levels are read
-// from the tree on use, so a level change holds at once everywhere. If the
+// other processes' after the watch round trip. Compatibility levels and modes
+// are read from the tree on use, so a change holds at once everywhere. If the
 // session expires, the store fails every call with ErrStore: its owner must
 // open a new session and a new store (`tributary registry` exits so that its
 // supervisor restarts it).

@@ -22,6 +22,8 @@ var (
 	ErrVersionNotSoftDeleted = errors.New("registry: version must be soft deleted before it is permanently deleted")
 	// ErrConfigNotFound: the subject has no compatibility level of its own. 40408.
 	ErrConfigNotFound = errors.New("registry: subject compatibility level not configured")
+	// ErrModeNotFound: the subject has no mode of its own. 40409.
+	ErrModeNotFound = errors.New("registry: subject mode not configured")
 	// ErrIncompatible: the schema breaks the subject's compatibility level. 409.
 	ErrIncompatible = errors.New("registry: schema being registered is incompatible with an earlier schema")
 	// ErrInvalidSchema: not a valid Avro schema, or an unsupported schema type. 42201.
@@ -30,6 +32,19 @@ var (
 	ErrInvalidVersion = errors.New("registry: invalid version")
 	// ErrInvalidCompatibility: an unknown compatibility level. 42203.
 	ErrInvalidCompatibility = errors.New("registry: invalid compatibility level")
+	// ErrInvalidMode: an unknown mode. 42204.
+	ErrInvalidMode = errors.New("registry: invalid mode")
+	// ErrNotPermitted: the subject's mode forbids the operation (READONLY
+	// refuses writes; an id in a registration needs IMPORT; IMPORT needs
+	// an empty subject), or an import would give an id a second schema. 42205.
+	ErrNotPermitted = errors.New("registry: operation not permitted")
+	// ErrReferenceExists: a version other schemas refer to cannot be deleted. 42206.
+	ErrReferenceExists = errors.New("registry: one or more references exist to the schema")
+	// ErrIDMismatch: an import names an id but the subject holds the schema under another. 42207.
+	ErrIDMismatch = errors.New("registry: schema already registered with another id")
+	// ErrIDTaken: Store.ImportSchema was given an id that holds another
+	// schema; the registry reports it as ErrNotPermitted.
+	ErrIDTaken = errors.New("registry: id holds another schema")
 	// ErrStore: the backing store failed. 50001.
 	ErrStore = errors.New("registry: error in the backend data store")
 	// ErrVersionExists: Store.CreateVersion lost a race for the version

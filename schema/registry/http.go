@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -45,6 +46,7 @@ func (r *Registry) Handler() http.Handler {
 	h("GET /schemas/ids/{id}/schema", r.getRawSchemaByID)
 	h("GET /schemas/ids/{id}/versions", r.getSchemaVersions)
 	h("GET /schemas/ids/{id}/subjects", r.getSchemaSubjects)
+	h("GET /schemas", r.getSchemas)
 	h("GET /subjects", r.getSubjects)
 	h("POST /subjects/{subject}", r.postLookup)
 	h("DELETE /subjects/{subject}", r.deleteSubject)
@@ -60,6 +62,11 @@ func (r *Registry) Handler() http.Handler {
 	h("GET /config/{subject}", r.getConfig)
 	h("PUT /config/{subject}", r.putConfig)
 	h("DELETE /config/{subject}", r.deleteConfig)
+	h("GET /mode", r.getMode)
+	h("PUT /mode", r.putMode)
+	h("GET /mode/{subject}", r.getMode)
+	h("PUT /mode/{subject}", r.putMode)
+	h("DELETE /mode/{subject}", r.deleteMode)
 	mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
 		writeError(w, req, http.StatusNotFound, http.StatusNotFound, "HTTP 404 Not Found")
 	})
@@ -128,13 +135,6 @@ func writeError(w http.ResponseWriter, req *http.Request, status, code int, msg 
 // badRequest is a body the API cannot decode: HTTP 400, as Confluent.
 type badRequest struct{ error }
 
-// schemaRequest is the body of register, lookup and compatibility calls.
-type schemaRequest struct {
-	Schema     string            `json:"schema"`
-	SchemaType string            `json:"schemaType"`
-	References []json.RawMessage `json:"references"`
-}
-
 func decodeBody(req *http.Request, v any) error {
 	if err := json.NewDecoder(io.LimitReader(req.Body, maxBody)).Decode(v); err != nil {
 		return badRequest{fmt.Errorf("malformed JSON body: %v", err)}
@@ -167,6 +167,9 @@ func (r *Registry) getSchemaByID(_ http.ResponseWriter, req *http.Request) (any,
 	out := map[string]any{"schema": rec.Schema}
 	if rec.Type != SchemaTypeAvro {
 		out["schemaType"] = rec.Type
+	}
+	if len(rec.References) > 0 {
+		out["references"] = rec.References
 	}
 	return out, nil
 }
@@ -210,15 +213,98 @@ func (r *Registry) getSchemaSubjects(_ http.ResponseWriter, req *http.Request) (
 }
 
 func (r *Registry) getSubjects(_ http.ResponseWriter, req *http.Request) (any, error) {
-	return r.Subjects(req.Context(), flag(req, "deleted"))
+	deletedOnly := flag(req, "deletedOnly")
+	all, err := r.Subjects(req.Context(), flag(req, "deleted") || deletedOnly)
+	if err != nil {
+		return nil, err
+	}
+	var live []string
+	if deletedOnly {
+		if live, err = r.Subjects(req.Context(), false); err != nil {
+			return nil, err
+		}
+	}
+	prefix := req.URL.Query().Get("subjectPrefix")
+	out := []string{}
+	for _, s := range all {
+		if strings.HasPrefix(s, prefix) && !(deletedOnly && slices.Contains(live, s)) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }
 
-func (r *Registry) postLookup(_ http.ResponseWriter, req *http.Request) (any, error) {
-	var body schemaRequest
+// getSchemas lists schemas (GET /schemas) with Confluent's subjectPrefix,
+// deleted, latestOnly, offset and limit parameters.
+func (r *Registry) getSchemas(_ http.ResponseWriter, req *http.Request) (any, error) {
+	q := req.URL.Query()
+	out, err := r.ListSchemas(req.Context(), q.Get("subjectPrefix"), flag(req, "deleted"), flag(req, "latestOnly"))
+	if err != nil {
+		return nil, err
+	}
+	if off, err := strconv.Atoi(q.Get("offset")); err == nil && off > 0 {
+		out = out[min(off, len(out)):]
+	}
+	if limit, err := strconv.Atoi(q.Get("limit")); err == nil && limit > 0 && limit < len(out) {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+type modeBody struct {
+	Mode string `json:"mode"`
+}
+
+func (r *Registry) getMode(_ http.ResponseWriter, req *http.Request) (any, error) {
+	subject := req.PathValue("subject")
+	var (
+		mode Mode
+		err  error
+	)
+	if subject == "" || flag(req, "defaultToGlobal") {
+		mode, err = r.Mode(req.Context(), subject)
+	} else {
+		mode, err = r.store.Mode(req.Context(), subject)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return map[string]Mode{"mode": mode}, nil
+}
+
+func (r *Registry) putMode(_ http.ResponseWriter, req *http.Request) (any, error) {
+	var body modeBody
 	if err := decodeBody(req, &body); err != nil {
 		return nil, err
 	}
-	return r.Lookup(req.Context(), req.PathValue("subject"), body.Schema, body.SchemaType, len(body.References), flag(req, "deleted"))
+	mode, err := ParseMode(body.Mode)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.SetMode(req.Context(), req.PathValue("subject"), mode, flag(req, "force")); err != nil {
+		return nil, err
+	}
+	return map[string]Mode{"mode": mode}, nil
+}
+
+func (r *Registry) deleteMode(_ http.ResponseWriter, req *http.Request) (any, error) {
+	subject := req.PathValue("subject")
+	mode, err := r.store.Mode(req.Context(), subject)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.store.DeleteMode(req.Context(), subject); err != nil {
+		return nil, err
+	}
+	return map[string]Mode{"mode": mode}, nil
+}
+
+func (r *Registry) postLookup(_ http.ResponseWriter, req *http.Request) (any, error) {
+	var body SchemaInput
+	if err := decodeBody(req, &body); err != nil {
+		return nil, err
+	}
+	return r.Lookup(req.Context(), req.PathValue("subject"), body, flag(req, "deleted"))
 }
 
 func (r *Registry) deleteSubject(_ http.ResponseWriter, req *http.Request) (any, error) {
@@ -230,11 +316,11 @@ func (r *Registry) getVersions(_ http.ResponseWriter, req *http.Request) (any, e
 }
 
 func (r *Registry) postRegister(_ http.ResponseWriter, req *http.Request) (any, error) {
-	var body schemaRequest
+	var body SchemaInput
 	if err := decodeBody(req, &body); err != nil {
 		return nil, err
 	}
-	id, err := r.Register(req.Context(), req.PathValue("subject"), body.Schema, body.SchemaType, len(body.References))
+	id, err := r.Register(req.Context(), req.PathValue("subject"), body, flag(req, "normalize"))
 	if err != nil {
 		return nil, err
 	}
@@ -253,13 +339,8 @@ func (r *Registry) getRawVersion(_ http.ResponseWriter, req *http.Request) (any,
 	return rawText(sv.Schema), nil
 }
 
-// getReferencedBy is always empty: references are not supported, so no
-// schema can refer to another.
 func (r *Registry) getReferencedBy(_ http.ResponseWriter, req *http.Request) (any, error) {
-	if _, err := r.Version(req.Context(), req.PathValue("subject"), req.PathValue("version"), false); err != nil {
-		return nil, err
-	}
-	return []int{}, nil
+	return r.ReferencedBy(req.Context(), req.PathValue("subject"), req.PathValue("version"))
 }
 
 func (r *Registry) deleteVersion(_ http.ResponseWriter, req *http.Request) (any, error) {
@@ -273,12 +354,11 @@ type CompatibilityResult struct {
 }
 
 func (r *Registry) postCompatibility(_ http.ResponseWriter, req *http.Request) (any, error) {
-	var body schemaRequest
+	var body SchemaInput
 	if err := decodeBody(req, &body); err != nil {
 		return nil, err
 	}
-	problems, err := r.CheckCompatibility(req.Context(), req.PathValue("subject"), req.PathValue("version"),
-		body.Schema, body.SchemaType, len(body.References))
+	problems, err := r.CheckCompatibility(req.Context(), req.PathValue("subject"), req.PathValue("version"), body)
 	if err != nil {
 		return nil, err
 	}

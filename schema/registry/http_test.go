@@ -161,7 +161,7 @@ func testREST(t *testing.T, store Store) {
 	expectError(t, call(t, srv, "POST", "/subjects/users-value/versions", schemaBody(`{"type":"recrd"}`)), 422, 42201, "invalid schema")
 	expectError(t, call(t, srv, "POST", "/subjects/users-value/versions", schemaBody(``)), 422, 42201, "empty schema")
 	expectError(t, call(t, srv, "POST", "/subjects/p/versions", map[string]any{"schema": "syntax = \"proto3\";", "schemaType": "PROTOBUF"}), 422, 42201, "only AVRO")
-	expectError(t, call(t, srv, "POST", "/subjects/p/versions", map[string]any{"schema": userV1, "references": []any{map[string]any{"name": "x", "subject": "y", "version": 1}}}), 422, 42201, "references")
+	expectError(t, call(t, srv, "POST", "/subjects/p/versions", map[string]any{"schema": userV1, "references": []any{map[string]any{"name": "x", "subject": "y", "version": 1}}}), 422, 42201, "reference x")
 	expectError(t, call(t, srv, "GET", "/subjects/users-value/versions/abc", nil), 422, 42202, "invalid version")
 	expectError(t, call(t, srv, "GET", "/subjects/users-value/versions/0", nil), 422, 42202, "invalid version")
 	expectError(t, call(t, srv, "GET", "/subjects/users-value/versions/9", nil), 404, 40402, "version not found")

@@ -63,7 +63,7 @@ func TestLevelsMatrix(t *testing.T) {
 			must(t, err)
 			must(t, reg.store.SetCompatibility(ctx, "s", None))
 			for _, h := range tc.history {
-				if _, err := reg.Register(ctx, "s", h, "", 0); err != nil {
+				if _, err := reg.Register(ctx, "s", SchemaInput{Schema: h}, false); err != nil {
 					t.Fatalf("history: %v", err)
 				}
 			}
@@ -73,12 +73,12 @@ func TestLevelsMatrix(t *testing.T) {
 				}
 			}
 			must(t, reg.store.SetCompatibility(ctx, "s", tc.level))
-			problems, err := reg.CheckCompatibility(ctx, "s", "latest", tc.next, "AVRO", 0)
+			problems, err := reg.CheckCompatibility(ctx, "s", "latest", SchemaInput{Schema: tc.next, SchemaType: "AVRO"})
 			must(t, err)
 			if (len(problems) == 0) != tc.ok {
 				t.Fatalf("compatibility endpoint: problems %q, want ok=%v", problems, tc.ok)
 			}
-			_, err = reg.Register(ctx, "s", tc.next, "", 0)
+			_, err = reg.Register(ctx, "s", SchemaInput{Schema: tc.next}, false)
 			if tc.ok && err != nil {
 				t.Fatalf("Register: %v, want success", err)
 			}

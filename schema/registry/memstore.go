@@ -18,6 +18,7 @@ type MemStore struct {
 	nextID        int
 	subjects      map[string]map[int]VersionRecord
 	levels        map[string]Level
+	modes         map[string]Mode
 }
 
 // NewMemStore returns an empty in-memory store.
@@ -28,6 +29,7 @@ func NewMemStore() *MemStore {
 		nextID:        1,
 		subjects:      map[string]map[int]VersionRecord{},
 		levels:        map[string]Level{},
+		modes:         map[string]Mode{},
 	}
 }
 
@@ -55,6 +57,26 @@ func (m *MemStore) PutSchema(_ context.Context, rec SchemaRecord) (int, error) {
 	m.schemas[rec.ID] = rec
 	m.byFingerprint[rec.Fingerprint] = rec.ID
 	return rec.ID, nil
+}
+
+func (m *MemStore) ImportSchema(_ context.Context, rec SchemaRecord) error {
+	if err := m.lock(); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	if old, ok := m.schemas[rec.ID]; ok {
+		if old.Fingerprint == rec.Fingerprint {
+			return nil
+		}
+		return fmt.Errorf("%w: id %d", ErrIDTaken, rec.ID)
+	}
+	m.schemas[rec.ID] = rec
+	// As in the coordination store: new ids continue after imported ones.
+	m.nextID = max(m.nextID, rec.ID+1)
+	if _, ok := m.byFingerprint[rec.Fingerprint]; !ok {
+		m.byFingerprint[rec.Fingerprint] = rec.ID
+	}
+	return nil
 }
 
 func (m *MemStore) Schema(_ context.Context, id int) (SchemaRecord, error) {
@@ -176,6 +198,39 @@ func (m *MemStore) DeleteCompatibility(_ context.Context, subject string) error 
 		return fmt.Errorf("%w: %q", ErrConfigNotFound, subject)
 	}
 	delete(m.levels, subject)
+	return nil
+}
+
+func (m *MemStore) Mode(_ context.Context, subject string) (Mode, error) {
+	if err := m.lock(); err != nil {
+		return "", err
+	}
+	defer m.mu.Unlock()
+	md, ok := m.modes[subject]
+	if !ok {
+		return "", fmt.Errorf("%w: %q", ErrModeNotFound, subject)
+	}
+	return md, nil
+}
+
+func (m *MemStore) SetMode(_ context.Context, subject string, mode Mode) error {
+	if err := m.lock(); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	m.modes[subject] = mode
+	return nil
+}
+
+func (m *MemStore) DeleteMode(_ context.Context, subject string) error {
+	if err := m.lock(); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	if _, ok := m.modes[subject]; !ok {
+		return fmt.Errorf("%w: %q", ErrModeNotFound, subject)
+	}
+	delete(m.modes, subject)
 	return nil
 }
 

@@ -41,42 +41,8 @@ type SubjectVersion struct {
 	ID      int    `json:"id"`
 	Schema  string `json:"schema"`
 	// SchemaType is omitted for AVRO, as Confluent does.
-	SchemaType string `json:"schemaType,omitempty"`
-}
-
-// parseSchema validates a schema given to the API.
-func parseSchema(text, schemaType string, references int) (*avro.Schema, error) {
-	if schemaType != "" && !strings.EqualFold(schemaType, SchemaTypeAvro) {
-		return nil, fmt.Errorf("%w: schema type %s is not supported; this registry supports only AVRO", ErrInvalidSchema, schemaType)
-	}
-	if references > 0 {
-		return nil, fmt.Errorf("%w: schema references are not supported", ErrInvalidSchema)
-	}
-	if strings.TrimSpace(text) == "" {
-		return nil, fmt.Errorf("%w: empty schema", ErrInvalidSchema)
-	}
-	s, err := avro.Parse(text)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
-	}
-	return s, nil
-}
-
-// schemaByID returns the parsed schema with the id, cached for good.
-func (r *Registry) schemaByID(ctx context.Context, id int) (*avro.Schema, SchemaRecord, error) {
-	rec, err := r.store.Schema(ctx, id)
-	if err != nil {
-		return nil, SchemaRecord{}, err
-	}
-	if s, ok := r.parsed.Load(id); ok {
-		return s.(*avro.Schema), rec, nil
-	}
-	s, err := avro.Parse(rec.Schema)
-	if err != nil {
-		return nil, rec, fmt.Errorf("%w: stored schema %d does not parse: %v", ErrStore, id, err)
-	}
-	r.parsed.Store(id, s)
-	return s, rec, nil
+	SchemaType string      `json:"schemaType,omitempty"`
+	References []Reference `json:"references,omitempty"`
 }
 
 // versions returns the subject's versions, hiding soft-deleted ones unless
@@ -117,13 +83,31 @@ func (r *Registry) Level(ctx context.Context, subject string) (Level, error) {
 }
 
 // Register adds a schema to a subject and returns its global id. A schema
-// identical (in canonical form) to a live version returns that version's id.
-func (r *Registry) Register(ctx context.Context, subject, text, schemaType string, references int) (int, error) {
-	s, err := parseSchema(text, schemaType, references)
+// identical (in canonical form, with the same references) to a live
+// version returns that version's id. With normalize the canonical form is
+// stored instead of the text given (schemas without references only).
+func (r *Registry) Register(ctx context.Context, subject string, in SchemaInput, normalize bool) (int, error) {
+	mode, err := r.Mode(ctx, subject)
 	if err != nil {
 		return 0, err
 	}
-	fp := s.Fingerprint()
+	switch {
+	case mode == ReadOnly:
+		return 0, fmt.Errorf("%w: Subject %s is in read-only mode", ErrNotPermitted, subject)
+	case in.ID != 0 && mode != Import:
+		return 0, fmt.Errorf("%w: Subject %s is not in import mode; a registration may name its id only in IMPORT mode", ErrNotPermitted, subject)
+	case mode == Import && in.ID < 1:
+		return 0, fmt.Errorf("%w: Subject %s is in import mode; a registration must name its id", ErrNotPermitted, subject)
+	}
+	s, refs, err := r.parseInput(ctx, in)
+	if err != nil {
+		return 0, err
+	}
+	fp := identity(s, refs)
+	text := in.Schema
+	if normalize && len(refs) == 0 {
+		text = s.Canonical
+	}
 	for range r.cfg.RegisterRetries {
 		all, err := r.store.Versions(ctx, subject)
 		if err != nil && !errors.Is(err, ErrSubjectNotFound) {
@@ -142,24 +126,46 @@ func (r *Registry) Register(ctx context.Context, subject, text, schemaType strin
 				return 0, err
 			}
 			if rec.Fingerprint == fp {
+				if mode == Import && v.ID != in.ID {
+					return 0, fmt.Errorf("%w: Schema already registered with id %d instead of input id %d", ErrIDMismatch, v.ID, in.ID)
+				}
 				return v.ID, nil
 			}
 		}
-		level, err := r.Level(ctx, subject)
-		if err != nil {
-			return 0, err
-		}
-		if problems, err := r.check(ctx, s, live, level); err != nil {
-			return 0, err
-		} else if len(problems) > 0 {
-			return 0, fmt.Errorf("%w (%s): %s", ErrIncompatible, level, strings.Join(problems, "; "))
-		}
-		id, err := r.store.PutSchema(ctx, SchemaRecord{Schema: text, Type: SchemaTypeAvro, Fingerprint: fp})
-		if err != nil {
-			return 0, err
+		rec := SchemaRecord{Schema: text, Type: SchemaTypeAvro, Fingerprint: fp, References: refs}
+		var id int
+		if mode == Import {
+			// An import copies another registry's history: its
+			// compatibility was checked there.
+			rec.ID = in.ID
+			if err := r.store.ImportSchema(ctx, rec); errors.Is(err, ErrIDTaken) {
+				return 0, fmt.Errorf("%w: Overwrite new schema with id %d is not permitted", ErrNotPermitted, in.ID)
+			} else if err != nil {
+				return 0, err
+			}
+			id = in.ID
+			if in.Version > 0 {
+				next = in.Version
+			}
+		} else {
+			level, err := r.Level(ctx, subject)
+			if err != nil {
+				return 0, err
+			}
+			if problems, err := r.check(ctx, s, live, level); err != nil {
+				return 0, err
+			} else if len(problems) > 0 {
+				return 0, fmt.Errorf("%w (%s): %s", ErrIncompatible, level, strings.Join(problems, "; "))
+			}
+			if id, err = r.store.PutSchema(ctx, rec); err != nil {
+				return 0, err
+			}
 		}
 		err = r.store.CreateVersion(ctx, subject, next, id)
 		if errors.Is(err, ErrVersionExists) {
+			if mode == Import && in.Version > 0 {
+				return 0, fmt.Errorf("%w: Subject %s already has version %d", ErrNotPermitted, subject, in.Version)
+			}
 			continue
 		}
 		if err != nil {
@@ -204,8 +210,8 @@ func (r *Registry) check(ctx context.Context, s *avro.Schema, live []VersionReco
 
 // CheckCompatibility tests a schema against one version of the subject
 // ("latest" checks as registration would) and returns the problems found.
-func (r *Registry) CheckCompatibility(ctx context.Context, subject, version, text, schemaType string, references int) ([]string, error) {
-	s, err := parseSchema(text, schemaType, references)
+func (r *Registry) CheckCompatibility(ctx context.Context, subject, version string, in SchemaInput) ([]string, error) {
+	s, _, err := r.parseInput(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -287,24 +293,26 @@ func (r *Registry) Version(ctx context.Context, subject, version string, deleted
 }
 
 func subjectVersion(subject string, v VersionRecord, rec SchemaRecord) SubjectVersion {
-	sv := SubjectVersion{Subject: subject, Version: v.Version, ID: v.ID, Schema: rec.Schema}
+	sv := SubjectVersion{Subject: subject, Version: v.Version, ID: v.ID, Schema: rec.Schema, References: rec.References}
 	if rec.Type != SchemaTypeAvro {
 		sv.SchemaType = rec.Type
 	}
 	return sv
 }
 
-// Lookup finds the version of a subject holding the schema.
-func (r *Registry) Lookup(ctx context.Context, subject, text, schemaType string, references int, deleted bool) (SubjectVersion, error) {
-	s, err := parseSchema(text, schemaType, references)
-	if err != nil {
-		return SubjectVersion{}, err
-	}
+// Lookup finds the version of a subject holding the schema (same canonical
+// form and references). Identity is always by canonical form, so
+// ?normalize=true changes nothing here.
+func (r *Registry) Lookup(ctx context.Context, subject string, in SchemaInput, deleted bool) (SubjectVersion, error) {
 	vs, err := r.versions(ctx, subject, deleted)
 	if err != nil {
 		return SubjectVersion{}, err
 	}
-	fp := s.Fingerprint()
+	s, refs, err := r.parseInput(ctx, in)
+	if err != nil {
+		return SubjectVersion{}, err
+	}
+	fp := identity(s, refs)
 	for i := len(vs) - 1; i >= 0; i-- {
 		rec, err := r.store.Schema(ctx, vs[i].ID)
 		if err != nil {
@@ -393,9 +401,17 @@ func (r *Registry) SchemaVersions(ctx context.Context, id int, deleted bool) ([]
 // permanent, removes a subject whose versions are all soft-deleted. It
 // returns the version numbers it deleted.
 func (r *Registry) DeleteSubject(ctx context.Context, subject string, permanent bool) ([]int, error) {
+	if err := r.checkWritable(ctx, subject); err != nil {
+		return nil, err
+	}
 	all, err := r.store.Versions(ctx, subject)
 	if err != nil {
 		return nil, err
+	}
+	for _, v := range all {
+		if err := r.checkNotReferenced(ctx, subject, v.Version); err != nil {
+			return nil, err
+		}
 	}
 	deleted := []int{}
 	for _, v := range all {
@@ -435,6 +451,9 @@ func (r *Registry) DeleteVersion(ctx context.Context, subject, version string, p
 	if err != nil {
 		return 0, err
 	}
+	if err := r.checkWritable(ctx, subject); err != nil {
+		return 0, err
+	}
 	// A numbered version is found even when soft-deleted, so that deleting
 	// it twice reports 40406 rather than 40402; "latest" is the newest live
 	// version for a soft delete.
@@ -447,6 +466,11 @@ func (r *Registry) DeleteVersion(ctx context.Context, subject, version string, p
 		return 0, fmt.Errorf("%w: %q version %d", ErrVersionSoftDeleted, subject, v.Version)
 	case permanent && !v.Deleted:
 		return 0, fmt.Errorf("%w: %q version %d", ErrVersionNotSoftDeleted, subject, v.Version)
+	}
+	if err := r.checkNotReferenced(ctx, subject, v.Version); err != nil {
+		return 0, err
+	}
+	switch {
 	case permanent:
 		err = r.store.DeleteVersion(ctx, subject, v.Version)
 	default:
@@ -456,4 +480,88 @@ func (r *Registry) DeleteVersion(ctx context.Context, subject, version string, p
 		return 0, err
 	}
 	return v.Version, nil
+}
+
+// Mode returns the mode in force for subject ("" for the global one).
+func (r *Registry) Mode(ctx context.Context, subject string) (Mode, error) {
+	if subject != "" {
+		m, err := r.store.Mode(ctx, subject)
+		if err == nil || !errors.Is(err, ErrModeNotFound) {
+			return m, err
+		}
+	}
+	m, err := r.store.Mode(ctx, "")
+	if errors.Is(err, ErrModeNotFound) {
+		return DefaultMode, nil
+	}
+	return m, err
+}
+
+// SetMode sets the mode of subject ("" for the registry). IMPORT needs the
+// subject (or, globally, every subject) to hold no live version, unless
+// force: ids imported into a subject with history could clash with it.
+func (r *Registry) SetMode(ctx context.Context, subject string, mode Mode, force bool) error {
+	if mode == Import && !force {
+		var subjects []string
+		if subject == "" {
+			all, err := r.Subjects(ctx, false)
+			if err != nil {
+				return err
+			}
+			subjects = all
+		} else if _, err := r.versions(ctx, subject, false); err == nil {
+			subjects = []string{subject}
+		} else if !errors.Is(err, ErrSubjectNotFound) {
+			return err
+		}
+		if len(subjects) > 0 {
+			return fmt.Errorf("%w: Cannot import since found existing subjects %v; set force=true to override", ErrNotPermitted, subjects)
+		}
+	}
+	return r.store.SetMode(ctx, subject, mode)
+}
+
+// checkWritable refuses deletes while the subject is READONLY.
+func (r *Registry) checkWritable(ctx context.Context, subject string) error {
+	m, err := r.Mode(ctx, subject)
+	if err != nil {
+		return err
+	}
+	if m == ReadOnly {
+		return fmt.Errorf("%w: Subject %s is in read-only mode", ErrNotPermitted, subject)
+	}
+	return nil
+}
+
+// ListSchemas lists the versions of every subject starting with prefix:
+// visible ones (all with deleted), or each subject's latest only.
+func (r *Registry) ListSchemas(ctx context.Context, prefix string, deleted, latestOnly bool) ([]SubjectVersion, error) {
+	subjects, err := r.Subjects(ctx, deleted)
+	if err != nil {
+		return nil, err
+	}
+	out := []SubjectVersion{}
+	for _, subject := range subjects {
+		if !strings.HasPrefix(subject, prefix) {
+			continue
+		}
+		vs, err := r.versions(ctx, subject, deleted)
+		if errors.Is(err, ErrSubjectNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if latestOnly {
+			vs = vs[len(vs)-1:]
+		}
+		for _, v := range vs {
+			rec, err := r.store.Schema(ctx, v.ID)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, subjectVersion(subject, v, rec))
+		}
+	}
+	return out, nil
 }

@@ -13,6 +13,16 @@ type SchemaRecord struct {
 	// Fingerprint is the hex SHA-256 of the schema's Parsing Canonical
 	// Form: one fingerprint, one id.
 	Fingerprint string `json:"fingerprint"`
+	// References are the schemas whose named types Schema uses.
+	References []Reference `json:"references,omitempty"`
+}
+
+// Reference is Confluent's schema reference: the full name of an Avro named
+// type and the subject version that defines it.
+type Reference struct {
+	Name    string `json:"name"`
+	Subject string `json:"subject"`
+	Version int    `json:"version"`
 }
 
 // VersionRecord is one version of a subject.
@@ -31,6 +41,10 @@ type Store interface {
 	// rec.Fingerprint, storing rec under a new id if there is none. Any
 	// number of concurrent callers with one fingerprint get one id.
 	PutSchema(ctx context.Context, rec SchemaRecord) (int, error)
+	// ImportSchema stores rec under rec.ID (IMPORT mode). Storing the
+	// schema an id already holds is a no-op; an id holding another schema
+	// gives ErrIDTaken. Ids PutSchema hands out afterwards skip it.
+	ImportSchema(ctx context.Context, rec SchemaRecord) error
 	// Schema returns the schema with the id, or ErrSchemaNotFound.
 	Schema(ctx context.Context, id int) (SchemaRecord, error)
 	// Subjects lists every subject holding at least one version, soft
@@ -55,6 +69,13 @@ type Store interface {
 	SetCompatibility(ctx context.Context, subject string, level Level) error
 	// DeleteCompatibility removes the subject's level, or ErrConfigNotFound.
 	DeleteCompatibility(ctx context.Context, subject string) error
+	// Mode returns the mode set for the subject, or for the registry when
+	// subject is "", or ErrModeNotFound.
+	Mode(ctx context.Context, subject string) (Mode, error)
+	// SetMode sets the mode of the subject ("" for the registry).
+	SetMode(ctx context.Context, subject string, mode Mode) error
+	// DeleteMode removes the subject's mode, or ErrModeNotFound.
+	DeleteMode(ctx context.Context, subject string) error
 	// Close releases the store; the Session of a coord store is the
 	// caller's and stays open.
 	Close() error
