@@ -196,7 +196,33 @@ func (c *treeCache) refresh(ctx context.Context, k string) error {
 				c.need(nodeKind + statePath(topic, int32(p)))
 			}
 		}
+		return c.topicConfig(ctx, topic)
 	}
+	return nil
+}
+
+// topicConfig makes sure a topic's config node is read in the same batch
+// as its assignment (they are written in one multi-op), so that no
+// snapshot shows a new topic without its configs. An armed watch on a node
+// that was missing may not have fired yet: then the node is read without
+// re-arming, which keeps the invariant (the watch was armed earlier).
+func (c *treeCache) topicConfig(ctx context.Context, topic string) error {
+	path := topicConfigPath(topic)
+	if _, cached := c.nodes[path]; cached {
+		return nil
+	}
+	if !c.armed[nodeKind+path] {
+		c.need(nodeKind + path)
+		return nil
+	}
+	data, st, err := c.s.Get(ctx, path)
+	switch {
+	case errors.Is(err, coord.ErrNoNode):
+		return nil
+	case err != nil:
+		return err
+	}
+	c.nodes[path] = nodeValue{data: data, version: st.Version}
 	return nil
 }
 
