@@ -1,10 +1,6 @@
 package broker
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"testing"
 	"time"
 
@@ -12,52 +8,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/cluster"
-	"github.com/tributary/tributary/internal/coord"
-	"github.com/tributary/tributary/internal/coord/zkcoord"
 	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/zktest"
 )
 
 // zkTestChroot returns a zookeeper.connect string with a fresh chroot on
 // the test ZooKeeper, removed when t ends.
 func zkTestChroot(t *testing.T) string {
 	t.Helper()
-	servers := testenv.ZooKeeper(t)
-	var r [6]byte
-	_, _ = rand.Read(r[:])
-	chroot := "/broker-test-" + hex.EncodeToString(r[:])
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		s, err := zkcoord.Connect(ctx, servers, zkcoord.Config{SessionTimeout: 6 * time.Second, ConnectionTimeout: 20 * time.Second})
-		if err != nil {
-			t.Errorf("cleanup of %s: %v", chroot, err)
-			return
-		}
-		defer s.Close()
-		if err := removeTree(ctx, s, chroot); err != nil {
-			t.Errorf("cleanup of %s: %v", chroot, err)
-		}
-	})
-	return servers + chroot
-}
-
-func removeTree(ctx context.Context, s coord.Session, path string) error {
-	names, _, err := s.Children(ctx, path)
-	if errors.Is(err, coord.ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, n := range names {
-		if err := removeTree(ctx, s, coord.Join(path, n)); err != nil {
-			return err
-		}
-	}
-	if err := s.Delete(ctx, path, coord.AnyVersion); err != nil && !errors.Is(err, coord.ErrNoNode) {
-		return err
-	}
-	return nil
+	return zktest.Chroot(t, testenv.ZooKeeper(t), "broker-test")
 }
 
 // TestTopicConfigsOverZooKeeper: overrides created through one broker and

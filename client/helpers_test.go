@@ -2,12 +2,10 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
-	"math/rand/v2"
 	"os"
 	"testing"
 	"time"
@@ -22,6 +20,7 @@ import (
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
 	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/zktest"
 )
 
 // clusterSize is the number of brokers newTestCluster starts: issue 5's
@@ -231,9 +230,9 @@ func newZooKeeper(t testing.TB, sessionTimeout time.Duration) *coordEnv {
 // newZooKeeperOn is newZooKeeper on servers ("h:p,h:p", no chroot).
 func newZooKeeperOn(t testing.TB, servers string, sessionTimeout time.Duration) *coordEnv {
 	t.Helper()
-	chroot := fmt.Sprintf("/client-test-%016x", rand.Uint64())
-	connect := servers + chroot
-	t.Cleanup(func() { removeChroot(t, servers, chroot) })
+	// Registered first, the chroot's removal runs after everything else of
+	// the test has closed; ephemeral nodes of SIGKILLed children go with it.
+	connect := zktest.Chroot(t, servers, "client-test")
 	ctx := testContext(t, 30*time.Second)
 	admin, err := zkcoord.Connect(ctx, connect, zkcoord.Config{SessionTimeout: sessionTimeout})
 	if err != nil {
@@ -253,42 +252,6 @@ func newZooKeeperOn(t testing.TB, servers string, sessionTimeout time.Duration) 
 			}
 		},
 	}
-}
-
-// removeChroot deletes a test's chroot once everything of the test is
-// closed (it is registered first, so it runs last). Ephemeral nodes of a
-// SIGKILLed child may still be there; any session may delete them.
-func removeChroot(t testing.TB, servers, chroot string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := zkcoord.Connect(ctx, servers, zkcoord.Config{SessionTimeout: 10 * time.Second})
-	if err != nil {
-		t.Errorf("removing %s: %v", chroot, err)
-		return
-	}
-	defer s.Close()
-	if err := deleteTree(ctx, s, chroot); err != nil {
-		t.Errorf("removing %s: %v", chroot, err)
-	}
-}
-
-func deleteTree(ctx context.Context, s coord.Session, path string) error {
-	kids, _, err := s.Children(ctx, path)
-	if errors.Is(err, coord.ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, k := range kids {
-		if err := deleteTree(ctx, s, coord.Join(path, k)); err != nil {
-			return err
-		}
-	}
-	if err := s.Delete(ctx, path, coord.AnyVersion); err != nil && !errors.Is(err, coord.ErrNoNode) {
-		return err
-	}
-	return nil
 }
 
 // readOwners reads /consumers/<group>/owners/<topic> directly.

@@ -175,7 +175,10 @@ func killedConsumer(t *testing.T, ce *coordEnv, n int) {
 	})
 	moved := time.Since(killedAt)
 	t.Logf("the victim's partitions moved %v after SIGKILL (session timeout %v)", moved.Round(time.Millisecond), session)
-	if limit := session + 3*300*time.Millisecond + 2*time.Second; moved > limit {
+	// ZooKeeper expires sessions on tick boundaries (1 s in the test
+	// ensemble) and the rebalance backs off 300 ms a retry; the rest is slack
+	// for a shared 2-core machine.
+	if limit := session + 2*time.Second + 3*300*time.Millisecond + 2*time.Second; moved > limit {
 		t.Errorf("hand-over took %v, want within the session timeout plus a rebalance (%v)", moved, limit)
 	}
 

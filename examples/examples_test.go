@@ -7,11 +7,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -30,9 +28,8 @@ import (
 
 	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/client"
-	"github.com/tributary/tributary/internal/coord"
-	"github.com/tributary/tributary/internal/coord/zkcoord"
 	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/zktest"
 )
 
 // Environment of a broker child process (the test binary re-executed).
@@ -204,54 +201,13 @@ func createTopic(ctx context.Context, t *testing.T, addrs []string, topic string
 	}
 }
 
-// newChroot returns the test ZooKeeper's address with a fresh chroot,
-// removed when the test ends.
-func newChroot(t *testing.T) string {
-	t.Helper()
-	servers := testenv.ZooKeeper(t)
-	chroot := fmt.Sprintf("/examples-test-%016x", rand.Uint64())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		s, err := zkcoord.Connect(ctx, servers, zkcoord.Config{SessionTimeout: 10 * time.Second})
-		if err != nil {
-			t.Errorf("removing %s: %v", chroot, err)
-			return
-		}
-		defer s.Close()
-		if err := deleteTree(ctx, s, chroot); err != nil {
-			t.Errorf("removing %s: %v", chroot, err)
-		}
-	})
-	return servers + chroot
-}
-
-func deleteTree(ctx context.Context, s coord.Session, path string) error {
-	kids, _, err := s.Children(ctx, path)
-	if errors.Is(err, coord.ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, k := range kids {
-		if err := deleteTree(ctx, s, coord.Join(path, k)); err != nil {
-			return err
-		}
-	}
-	if err := s.Delete(ctx, path, coord.AnyVersion); err != nil && !errors.Is(err, coord.ErrNoNode) {
-		return err
-	}
-	return nil
-}
-
 // TestProducerAndConsumerGroupExamples: on three broker processes sharing
 // a ZooKeeper chroot, a 3-partition topic with one partition led by each;
 // the producer example writes 50 keyed messages; the consumer-group
 // example, coordinated through the same chroot, prints all of them, each in
 // the partition its key hashes to.
 func TestProducerAndConsumerGroupExamples(t *testing.T) {
-	zk := newChroot(t)
+	zk := zktest.Chroot(t, testenv.ZooKeeper(t), "examples-test")
 	producer, consumer := build(t, "producer"), build(t, "consumergroup")
 	var addrs []string
 	for id := 1; id <= brokers; id++ {

@@ -20,6 +20,7 @@ import (
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/zktest"
 )
 
 // Records of the round trip. The ZooKeeper cluster carries the issue's
@@ -41,7 +42,7 @@ type backend struct {
 }
 
 var backends = []backend{
-	{"zookeeper", processRecords, func(t *testing.T) testCluster { return newProcCluster(t, zkChroot(t, zk(t)), 3) }},
+	{"zookeeper", processRecords, func(t *testing.T) testCluster { return newProcCluster(t, zktest.Chroot(t, zk(t), "clustertest"), 3) }},
 	{"memcoord", inProcessRecords, func(t *testing.T) testCluster { return newMemCluster(t, 3) }},
 }
 
@@ -211,7 +212,7 @@ func TestControllerFailover(t *testing.T) {
 // to start, naming the reason.
 func TestDuplicateBrokerID(t *testing.T) {
 	t.Run("zookeeper", func(t *testing.T) {
-		connect := zkChroot(t, zk(t))
+		connect := zktest.Chroot(t, zk(t), "clustertest")
 		c := newProcCluster(t, connect, 1)
 		props := filepath.Join(t.TempDir(), "dup.properties")
 		writeFile(t, props, fmt.Sprintf("broker.id=1\nlisteners=PLAINTEXT://127.0.0.1:0\nlog.dirs=%s\nzookeeper.connect=%s\n"+

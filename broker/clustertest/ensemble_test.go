@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/zktest"
 )
 
 // TestEnsembleMemberDown: with the ensemble's leader killed, the cluster
@@ -23,7 +24,7 @@ import (
 // stops ensemble members; it starts the member again before it ends.
 func TestEnsembleMemberDown(t *testing.T) {
 	members, _ := testenv.ZooKeeperEnsemble(t)
-	connect := zkChroot(t, strings.Join(members, ","))
+	connect := zktest.Chroot(t, strings.Join(members, ","), "clustertest")
 	c := newProcCluster(t, connect, 3)
 	ctx := testContext(t, 5*time.Minute)
 	addrs := bootstrap(c, 3)

@@ -3,9 +3,6 @@ package clustertest
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -23,7 +20,6 @@ import (
 	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
-	"github.com/tributary/tributary/internal/coord/zkcoord"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 )
@@ -37,48 +33,6 @@ const waitTimeout = 60 * time.Second
 
 // TestMain removes the tributary binary the process clusters run.
 func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }
-
-// zkChroot gives t a fresh chroot on servers ("h:p,h:p") and removes it
-// when t ends. It returns the zookeeper.connect string.
-func zkChroot(t *testing.T, servers string) string {
-	t.Helper()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	chroot := "/clustertest-" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		s, err := zkcoord.Connect(ctx, servers, zkcoord.Config{SessionTimeout: sessionTimeout, ConnectionTimeout: 20 * time.Second})
-		if err != nil {
-			t.Errorf("cleanup of %s: %v", chroot, err)
-			return
-		}
-		defer s.Close()
-		if err := deleteTree(ctx, s, chroot); err != nil {
-			t.Errorf("cleanup of %s: %v", chroot, err)
-		}
-	})
-	return servers + chroot
-}
-
-func deleteTree(ctx context.Context, s coord.Session, path string) error {
-	names, _, err := s.Children(ctx, path)
-	if errors.Is(err, coord.ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, n := range names {
-		if err := deleteTree(ctx, s, coord.Join(path, n)); err != nil {
-			return err
-		}
-	}
-	if err := s.Delete(ctx, path, coord.AnyVersion); err != nil && !errors.Is(err, coord.ErrNoNode) {
-		return err
-	}
-	return nil
-}
 
 // testCluster is a set of brokers with ids 1..n, whichever way they run.
 type testCluster interface {

@@ -2,13 +2,12 @@ package registry
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"testing"
 	"time"
 
 	"github.com/tributary/tributary/internal/coord/zkcoord"
 	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/zktest"
 )
 
 func init() {
@@ -19,12 +18,10 @@ func init() {
 }
 
 // newZKChroot returns a connect string to the test ZooKeeper with a chroot
-// of its own, so tests never see each other's nodes.
+// of its own, so tests never see each other's nodes; removed when t ends.
 func newZKChroot(t *testing.T) string {
 	t.Helper()
-	b := make([]byte, 6)
-	rand.Read(b)
-	return testenv.ZooKeeper(t) + "/registry-test-" + hex.EncodeToString(b)
+	return zktest.Chroot(t, testenv.ZooKeeper(t), "registry-test")
 }
 
 // newZKStore opens a real ZooKeeper session and a CoordStore over it.
