@@ -60,13 +60,16 @@ type GroupConsumer struct {
 	// commit never writes for a partition this member has released.
 	commitMu sync.Mutex
 
-	mu            sync.Mutex
-	sess          coord.Session
-	stopWatchers  context.CancelFunc
-	sub           map[string]int
-	streams       map[string][]*Stream
-	owned         map[topicPartition]*partitionState
-	claimed       []string // owner node paths created in this session
+	mu           sync.Mutex
+	sess         coord.Session
+	stopWatchers context.CancelFunc
+	sub          map[string]int
+	streams      map[string][]*Stream
+	owned        map[topicPartition]*partitionState
+	claimed      []string // owner node paths created in this session
+	// settled describes the registries (members, partitions) the current
+	// ownership was computed from; "" when nothing is owned.
+	settled       string
 	fetch         *fetcher
 	meta          *kgo.Client
 	adm           *kadm.Client
@@ -306,13 +309,17 @@ func (g *GroupConsumer) watch(ctx context.Context, sess coord.Session, path stri
 			_ = sleepCtx(ctx, g.backoff())
 			continue
 		}
+		// Ask for a rebalance only now that the watch is armed: a change
+		// between the last rebalance's read and this arm fires no event,
+		// but the rebalance asked for here reads it. (A rebalance that
+		// finds the registries as they were is a no-op.)
+		g.requestRebalance()
 		select {
 		case ev := <-ch:
 			if ev.Type == coord.EventSessionLost {
 				return
 			}
 			g.logger.Debug("watch fired", "path", path, "event", ev.Type)
-			g.requestRebalance()
 		case <-ctx.Done():
 			return
 		}
@@ -390,7 +397,7 @@ func (g *GroupConsumer) recoverSession() {
 	g.stopFetching(false)
 	g.commitMu.Lock()
 	g.mu.Lock()
-	g.owned, g.claimed = nil, nil
+	g.owned, g.claimed, g.settled = nil, nil, ""
 	old := g.sess
 	if g.stopWatchers != nil {
 		g.stopWatchers()

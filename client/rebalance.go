@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/tributary/tributary/internal/coord"
 )
@@ -53,6 +54,14 @@ func (g *GroupConsumer) rebalanceOnce(ctx context.Context) (bool, error) {
 		return false, err
 	}
 
+	settled := settledKey(members, parts)
+	g.mu.Lock()
+	unchanged := g.settled == settled
+	g.mu.Unlock()
+	if unchanged {
+		return true, nil // the registries are as the current ownership saw them
+	}
+
 	// Stop fetching, commit what the application handled, release what we
 	// own: from here on this member owns nothing.
 	if err := g.stopFetchingCtx(ctx, true); err != nil {
@@ -90,6 +99,9 @@ func (g *GroupConsumer) rebalanceOnce(ctx context.Context) (bool, error) {
 		g.releaseAll(ctx)
 		return false, err
 	}
+	g.mu.Lock()
+	g.settled = settled
+	g.mu.Unlock()
 	g.logger.Info("rebalanced", "owned", fmtOwned(mine), "members", len(members))
 	return true, nil
 }
@@ -222,7 +234,7 @@ func (g *GroupConsumer) releaseAll(ctx context.Context) {
 	g.commitMu.Lock()
 	g.mu.Lock()
 	claimed, sess := g.claimed, g.sess
-	g.claimed, g.owned = nil, nil
+	g.claimed, g.owned, g.settled = nil, nil, ""
 	g.mu.Unlock()
 	g.commitMu.Unlock()
 	for _, path := range claimed {
@@ -245,4 +257,21 @@ func fmtOwned(tps []topicPartition) string {
 		s += tp.topic + "-" + strconv.Itoa(int(tp.partition))
 	}
 	return "[" + s + "]"
+}
+
+// settledKey describes what a rebalance computes ownership from: every
+// member with its subscription and every subscribed topic's partitions.
+func settledKey(members map[string]map[string]int, parts map[string][]int32) string {
+	var b strings.Builder
+	for _, id := range slices.Sorted(maps.Keys(members)) {
+		fmt.Fprintf(&b, "m %s", id)
+		for _, t := range slices.Sorted(maps.Keys(members[id])) {
+			fmt.Fprintf(&b, " %s:%d", t, members[id][t])
+		}
+		b.WriteByte('\n')
+	}
+	for _, t := range slices.Sorted(maps.Keys(parts)) {
+		fmt.Fprintf(&b, "p %s %v\n", t, parts[t])
+	}
+	return b.String()
 }
