@@ -55,9 +55,6 @@ type Broker struct {
 	// badConfigs holds, per topic, the config error last warned about;
 	// reconciler-owned.
 	badConfigs map[string]string
-	// awaitingConfig holds when each topic was first seen without its
-	// config node; reconciler-owned.
-	awaitingConfig map[string]time.Time
 
 	pids *producerIDs
 

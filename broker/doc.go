@@ -60,8 +60,9 @@
 // topic.config.json. A directory whose recorded id differs from the
 // topic's holds the data of an earlier topic of that name, deleted while
 // this broker was away: it is deleted before the partition is served.
-// Until the topic's config node is in the metadata, partitions with a
-// recorded id wait (up to configGrace), since the check needs the id.
+// The cluster's metadata never shows a topic without its config node
+// (both are written in one multi-op and read together), so the id is
+// there when a partition opens.
 //
 // ListOffsets by timestamp answers the first record, in offset order, with
 // a timestamp >= t in the first batch whose max timestamp is >= t: the

@@ -339,13 +339,8 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 		}
 	}
 	changed := old == nil || len(old.partitions) != len(slots)
-	deferOpen := b.deferOpening(t)
 	for i, cp := range t.Partitions {
 		lead := cp.Leader == b.cfg.BrokerID
-		if lead && slots[i] == nil && deferOpen {
-			ok = false
-			continue
-		}
 		if lead && slots[i] != nil && slots[i].settings != tc.log {
 			// Two logs must never share a directory: the old one is
 			// closed before the new one opens. Requests meanwhile get
@@ -382,45 +377,6 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 		b.releasePartition(p, false)
 	}
 	return ok
-}
-
-// configGrace is how long partitions wait for their topic's config node
-// (the topic id) when the metadata shows the topic without one.
-const configGrace = 2 * reconcileRetry
-
-// deferOpening reports whether t's partitions must not be opened yet: the
-// metadata has the topic but not its config node, which is written with it
-// but watched apart, and local data recorded under a topic id could belong
-// to an earlier topic of the name. After configGrace without a config node
-// (a topic created by a tool that writes none) they open anyway.
-func (b *Broker) deferOpening(t cluster.Topic) bool {
-	if t.Configs != nil {
-		delete(b.awaitingConfig, t.Name)
-		return false
-	}
-	recorded := false
-	for _, dir := range b.diskPartitions()[t.Name] {
-		if id, err := readPartitionTopicID(dir); err == nil && id != "" {
-			recorded = true
-			break
-		}
-	}
-	if !recorded {
-		return false
-	}
-	if b.awaitingConfig == nil {
-		b.awaitingConfig = map[string]time.Time{}
-	}
-	since, waiting := b.awaitingConfig[t.Name]
-	if !waiting {
-		b.awaitingConfig[t.Name] = time.Now()
-		return true
-	}
-	if time.Since(since) < configGrace {
-		return true
-	}
-	b.logger.Warn("topic has no config node; serving the local data without checking its topic id", "topic", t.Name)
-	return false
 }
 
 // topicConfigOf returns the effective configuration of t. Overrides that
