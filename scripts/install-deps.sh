@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the third-party programs the integration tests drive (kcat,
-# ZooKeeper, netcat-openbsd for ZooKeeper's four-letter words) and the Go
-# modules. Idempotent and quiet: on a machine that has everything it only
+# ZooKeeper, netcat-openbsd for ZooKeeper's four-letter words, Chromium for
+# the dashboard test), the independent Avro/Parquet readers (a Python
+# virtualenv with fastavro and pyarrow in .cache/venv) and the Go modules.
+# HDFS comes from Maven Central on its first start (scripts/with-servers.sh). Idempotent and quiet: on a machine that has everything it only
 # checks, and apt-get runs (update + install) only for what is missing.
 #
 # The checks ask dpkg, not PATH: another netcat (netcat-traditional, busybox)
@@ -14,7 +16,7 @@ installed() {
 }
 
 need=()
-for pkg in kcat zookeeper netcat-openbsd; do
+for pkg in kcat zookeeper netcat-openbsd chromium; do
 	installed "$pkg" || need+=("$pkg")
 done
 
@@ -39,6 +41,22 @@ if [ ${#need[@]} -gt 0 ]; then
 	for pkg in "${need[@]}"; do
 		installed "$pkg" || { echo "install-deps: $pkg still missing after apt-get" >&2; exit 1; }
 	done
+fi
+
+# The readers tests use to check what we write: someone else's code, not ours.
+venv=.cache/venv
+if ! "$venv/bin/python3" -c 'import fastavro, pyarrow' 2>/dev/null; then
+	echo "install-deps: making $venv with fastavro and pyarrow"
+	rm -rf "$venv"
+	python3 -m venv "$venv"
+	pip_log=$(mktemp)
+	if ! "$venv/bin/pip" install -q --disable-pip-version-check fastavro pyarrow >"$pip_log" 2>&1; then
+		cat "$pip_log" >&2
+		rm -f "$pip_log"
+		echo "install-deps: pip install fastavro pyarrow failed" >&2
+		exit 1
+	fi
+	rm -f "$pip_log"
 fi
 
 go mod download

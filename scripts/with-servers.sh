@@ -8,11 +8,19 @@
 #     controlled by tests through   TRIBUTARY_TEST_ZK_ENSEMBLE_CTL (`$CTL stop 2`, `$CTL start 2`,
 #                                   `$CTL kill 2`), which finds the ensemble through
 #                                   TRIBUTARY_ZK_ENSEMBLE_DIR, exported too.
+#   - a real HDFS (MiniDFSCluster)  TRIBUTARY_TEST_HDFS=127.0.0.1:19000, from ../shared/hdfs
+#                                   (NameNode RPC port 19000 + TRIBUTARY_TEST_PORT_OFFSET)
+# and the reader/browser the tests check output with:
+#   TRIBUTARY_TEST_PYTHON (.cache/venv, fastavro + pyarrow, made by install-deps.sh)
 #
 # TRIBUTARY_KEEP_SERVER_DIR=1 keeps the temp dir (server logs) after the run.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+# The verified MiniDFSCluster recipe lives beside the repository (read-only).
+hdfs_scripts=${TRIBUTARY_HDFS_SCRIPTS:-$repo/../shared/hdfs}
+hdfs_port=$((19000 + ${TRIBUTARY_TEST_PORT_OFFSET:-0}))
 if [ $# -eq 0 ]; then
 	echo "usage: with-servers.sh CMD [ARGS...]" >&2
 	exit 2
@@ -29,6 +37,7 @@ for old in "${TMPDIR:-/tmp}"/tributary-servers.*; do
 	echo "with-servers: stopping servers left by a dead run in $old" >&2
 	TRIBUTARY_ZK_DIR=$old/zk-standalone bash "$here/zk.sh" stop || true
 	TRIBUTARY_ZK_ENSEMBLE_DIR=$old/zk-ensemble bash "$here/zk.sh" ensemble-stop || true
+	[ -f "$old/hdfs/minihdfs.pid" ] && { bash "$hdfs_scripts/stop.sh" "$old/hdfs" || true; }
 	rm -rf "$old"
 done
 
@@ -44,6 +53,9 @@ stop_servers() {
 	# Stop in parallel; each stop waits for its process to be gone.
 	bash "$here/zk.sh" stop >/dev/null 2>&1 &
 	bash "$here/zk.sh" ensemble-stop >/dev/null 2>&1 &
+	if [ -f "$state/hdfs/minihdfs.pid" ]; then
+		bash "$hdfs_scripts/stop.sh" "$state/hdfs" >/dev/null 2>&1 &
+	fi
 	wait
 	# Belt and braces: no process started from our state dir may outlive us,
 	# whatever a test did to the pid files.
@@ -88,16 +100,28 @@ trap 'on_signal TERM 143' TERM
 
 start=$SECONDS
 bash "$here/zk.sh" check-ports
+if [ ! -x "$hdfs_scripts/start.sh" ]; then
+	echo "with-servers: $hdfs_scripts/start.sh not found: HDFS comes from ../shared/hdfs beside the repository (or set TRIBUTARY_HDFS_SCRIPTS)" >&2
+	exit 1
+fi
+if python3 -c "import socket,sys; s=socket.socket(); sys.exit(s.connect_ex(('127.0.0.1', $hdfs_port)) != 0)"; then
+	echo "with-servers: port $hdfs_port (HDFS) is already in use on 127.0.0.1 (set TRIBUTARY_TEST_PORT_OFFSET)" >&2
+	exit 1
+fi
 # Both at once: the JVMs start faster side by side than one after another.
 bash "$here/zk.sh" start >"$state/standalone.env" 2>"$state/standalone.err" &
 standalone_pid=$!
 bash "$here/zk.sh" ensemble-start >"$state/ensemble.env" 2>"$state/ensemble.err" &
 ensemble_pid=$!
+mkdir -p "$state/hdfs"
+bash "$hdfs_scripts/start.sh" "$hdfs_port" "$state/hdfs" >"$state/hdfs.pid" 2>"$state/hdfs.err" &
+hdfs_pid=$!
 failed=
 wait "$standalone_pid" || failed=1
 wait "$ensemble_pid" || failed=1
+wait "$hdfs_pid" || failed=1
 if [ -n "$failed" ]; then
-	cat "$state/standalone.err" "$state/ensemble.err" >&2
+	cat "$state/standalone.err" "$state/ensemble.err" "$state/hdfs.err" >&2
 	echo "with-servers: could not start the test servers (see above)" >&2
 	exit 1
 fi
@@ -105,7 +129,11 @@ fi
 source "$state/standalone.env"
 # shellcheck disable=SC1091
 source "$state/ensemble.env"
-echo "with-servers: ZooKeeper standalone $TRIBUTARY_TEST_ZK and ensemble $TRIBUTARY_TEST_ZK_ENSEMBLE up in $((SECONDS - start))s" >&2
+export TRIBUTARY_TEST_HDFS=127.0.0.1:$hdfs_port
+if [ -x "$repo/.cache/venv/bin/python3" ]; then
+	export TRIBUTARY_TEST_PYTHON=$repo/.cache/venv/bin/python3
+fi
+echo "with-servers: ZooKeeper standalone $TRIBUTARY_TEST_ZK and ensemble $TRIBUTARY_TEST_ZK_ENSEMBLE, HDFS $TRIBUTARY_TEST_HDFS up in $((SECONDS - start))s" >&2
 
 # In the background and waited for, so that a TERM or INT reaches our trap
 # at once instead of after CMD ends. `<&0` keeps CMD's stdin (a background
