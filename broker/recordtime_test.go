@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"testing"
 	"time"
 
@@ -132,31 +133,37 @@ func TestRecordAtOrAfter(t *testing.T) {
 }
 
 // TestListOffsetsExactTimestamp: ListOffsets by time answers the first
-// record at or after t, not the start of its batch, for batches written by
-// kgo with every codec and out-of-order timestamps.
+// record at or after t, not the start of its batch, for batches compressed
+// with kgo's compressors in every codec and with out-of-order timestamps.
+//
+// The batch layout is part of what is tested, so the test writes the
+// batches itself, one Produce request each: a producing client decides its
+// own batch boundaries (kgo, even with manual flushing, may send a record
+// produced right after a Flush in a batch of its own while its drain loop
+// is still running).
 func TestListOffsetsExactTimestamp(t *testing.T) {
 	b := newTestBroker(t, nil)
 	ctx := testContext(t, time.Minute)
 	for _, cc := range codecCases {
 		if cc.xerial {
-			continue // kgo does not write it; TestRecordAtOrAfter covers it
+			continue // TestRecordAtOrAfter covers the framing
 		}
 		t.Run(cc.name, func(t *testing.T) {
 			topic := "ts-" + cc.name
 			if err := b.CreateTopic(ctx, topic, 1); err != nil {
 				t.Fatal(err)
 			}
-			cl := newClient(t, b.Addr(), kgo.ManualFlushing(), kgo.ProducerBatchCompression(cc.codec),
-				kgo.DefaultProduceTopic(topic))
-			// Two batches: manual flushing puts each group in one batch.
-			for _, group := range [][]int64{unorderedTimestamps, {5000, 4500, 6000}} {
-				for i, ts := range group {
-					// Repetitive values, so that compression pays and kgo keeps it.
-					v := append(fmt.Appendf(nil, "%d-%d", ts, i), bytes.Repeat([]byte("abc"), 100)...)
-					cl.Produce(ctx, &kgo.Record{Value: v, Timestamp: time.UnixMilli(ts)}, nil)
-				}
-				if err := cl.Flush(ctx); err != nil {
-					t.Fatal(err)
+			conn := dialRaw(t, b.Addr())
+			for i, batch := range []struct {
+				base       int64
+				timestamps []int64
+			}{{0, unorderedTimestamps}, {5, []int64{5000, 4500, 6000}}} {
+				data := timedBatch(t, 0, batch.timestamps, cc.codec, false, 0)
+				binary.BigEndian.PutUint32(data[batchCRCOffset:], crc32.Checksum(data[batchAttributesOff:], castagnoli))
+				resp := conn.roundTrip(produceRequest(9, 1, topic, 0, data)).(*kmsg.ProduceResponse)
+				rp := resp.Topics[0].Partitions[0]
+				if rp.ErrorCode != 0 || rp.BaseOffset != batch.base {
+					t.Fatalf("batch %d: error %d base offset %d, want base offset %d", i, rp.ErrorCode, rp.BaseOffset, batch.base)
 				}
 			}
 			p := b.partitionOf(topic, 0)
@@ -176,6 +183,7 @@ func TestListOffsetsExactTimestamp(t *testing.T) {
 			if codec != cc.attr {
 				t.Fatalf("stored batch codec %d, want %d", codec, cc.attr)
 			}
+			cl := newClient(t, b.Addr())
 			adm := kadm.NewClient(cl)
 			for _, tt := range []struct{ target, off, ts int64 }{
 				{999, 0, 1000},
