@@ -1,0 +1,235 @@
+package loader
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tributary/tributary/internal/filesys"
+)
+
+// ManifestVersion is the format version of manifests this package writes.
+// Frozen: a reader refuses other versions.
+const ManifestVersion = 1
+
+// Manifest is one commit of one partition of one job: the write-ahead
+// record of the data files it moves into place and the offsets it
+// commits. Its rename to manifests/<seq>.json is the commit point. The
+// JSON layout is frozen (version 1).
+type Manifest struct {
+	Version   int    `json:"version"`
+	Job       string `json:"job"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Seq numbers the partition's commits from 1.
+	Seq int64 `json:"seq"`
+	// Run identifies the process run that wrote it.
+	Run         string    `json:"run"`
+	CommittedAt time.Time `json:"committed_at"`
+	// FirstOffset..NextOffset-1 is the range this commit consumed; the
+	// next commit starts at NextOffset.
+	FirstOffset int64 `json:"first_offset"`
+	NextOffset  int64 `json:"next_offset"`
+	// MaxTimestampMs is the largest record timestamp committed so far for
+	// the partition (carried from commit to commit), 0 if none.
+	MaxTimestampMs int64 `json:"max_timestamp_ms"`
+	// WatermarkMs is what CommittedThrough reports for the partition: the
+	// larger of MaxTimestampMs and, if the commit reached the end offset the
+	// run saw at its start, the time that end offset was read.
+	WatermarkMs int64 `json:"watermark_ms"`
+	// Origins holds the mirror de-duplication high-water marks:
+	// "<source>/<source partition>" -> the largest source offset landed.
+	Origins map[string]int64 `json:"origins,omitempty"`
+	// Moves are the renames from the run's temporary directory into the
+	// output, applied after the commit point (idempotently).
+	Moves []Move `json:"moves"`
+	// Counts of this commit.
+	Records    int64 `json:"records"`
+	Bytes      int64 `json:"bytes"`
+	Errors     int64 `json:"errors"`
+	Duplicates int64 `json:"duplicates"`
+	// Audit holds the audit events of this commit and any of earlier
+	// commits not confirmed published (IDs are deterministic, so a
+	// re-publish never counts twice).
+	Audit []AuditEvent `json:"audit,omitempty"`
+}
+
+// Move is one rename of a commit.
+type Move struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// AuditEvent is an audit.Event as a manifest records it.
+type AuditEvent struct {
+	ID            string `json:"id"`
+	Topic         string `json:"topic"`
+	WindowStartMs int64  `json:"window_start_ms"`
+	WindowMs      int64  `json:"window_ms"`
+	Count         int64  `json:"count"`
+	Bytes         int64  `json:"bytes"`
+	Errors        int64  `json:"errors"`
+}
+
+// Directory layout under the output base, all of it not data ("_" prefix).
+const (
+	// StateDir holds every job's state: <base>/_loader/<job>/...
+	StateDir = "_loader"
+	// ErrorsDir holds bad records: <base>/_errors/<topic>/...
+	ErrorsDir = "_errors"
+)
+
+func jobDir(base, job string) string { return path.Join(base, StateDir, job) }
+
+func partitionDir(base, job, topic string, p int32) string {
+	return path.Join(jobDir(base, job), topic, strconv.Itoa(int(p)))
+}
+
+func manifestsDir(base, job, topic string, p int32) string {
+	return path.Join(partitionDir(base, job, topic, p), "manifests")
+}
+
+func tmpDir(base, job, topic string, p int32) string {
+	return path.Join(partitionDir(base, job, topic, p), "tmp")
+}
+
+func manifestName(seq int64) string { return fmt.Sprintf("%020d.json", seq) }
+
+func publishedName(seq int64) string { return fmt.Sprintf("%020d.published", seq) }
+
+// parseSeq returns the sequence number of a manifest file name.
+func parseSeq(name string) (int64, bool) {
+	s, ok := strings.CutSuffix(name, ".json")
+	if !ok || len(s) != 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil && n > 0
+}
+
+// latestManifest reads the newest committed manifest of a partition; nil
+// (and no error) if the partition has none.
+func latestManifest(fsys filesys.FS, base, job, topic string, p int32) (*Manifest, []int64, error) {
+	dir := manifestsDir(base, job, topic, p)
+	list, err := fsys.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	var seqs []int64
+	for _, fi := range list {
+		if n, ok := parseSeq(fi.Name()); ok {
+			seqs = append(seqs, n)
+		}
+	}
+	if len(seqs) == 0 {
+		return nil, nil, nil
+	}
+	slices.Sort(seqs)
+	m, err := readManifest(fsys, path.Join(dir, manifestName(seqs[len(seqs)-1])))
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, seqs, nil
+}
+
+func readManifest(fsys filesys.FS, name string) (*Manifest, error) {
+	b, err := filesys.ReadFile(fsys, name)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest %s: %w", name, err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorruptManifest, name, err)
+	}
+	if m.Version != ManifestVersion {
+		return nil, fmt.Errorf("%w: %s: version %d, this loader reads %d", ErrCorruptManifest, name, m.Version, ManifestVersion)
+	}
+	return &m, nil
+}
+
+// PartitionState is what the newest commit of one partition says.
+type PartitionState struct {
+	Topic      string
+	Partition  int32
+	Seq        int64
+	NextOffset int64
+	// MaxTimestamp is the largest record timestamp committed (zero if none).
+	MaxTimestamp time.Time
+	// Watermark is the partition's share of CommittedThrough.
+	Watermark time.Time
+}
+
+// States lists the committed state of every partition of a job.
+func States(ctx context.Context, fsys filesys.FS, base, job string) ([]PartitionState, error) {
+	dir := jobDir(base, job)
+	topics, err := fsys.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	var out []PartitionState
+	for _, td := range topics {
+		if !td.IsDir() {
+			continue
+		}
+		parts, err := fsys.ReadDir(path.Join(dir, td.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", path.Join(dir, td.Name()), err)
+		}
+		for _, pd := range parts {
+			p, err := strconv.ParseInt(pd.Name(), 10, 32)
+			if err != nil || !pd.IsDir() {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			m, _, err := latestManifest(fsys, base, job, td.Name(), int32(p))
+			if err != nil {
+				return nil, err
+			}
+			if m == nil {
+				continue
+			}
+			st := PartitionState{Topic: m.Topic, Partition: m.Partition, Seq: m.Seq, NextOffset: m.NextOffset,
+				Watermark: time.UnixMilli(m.WatermarkMs).UTC()}
+			if m.MaxTimestampMs > 0 {
+				st.MaxTimestamp = time.UnixMilli(m.MaxTimestampMs).UTC()
+			}
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}
+
+// CommittedThrough returns, for compaction's "closed hour" rule, the
+// smallest over the job's partitions of the partition's watermark: the
+// largest record timestamp committed, or the time the partition was last
+// found fully loaded, whichever is later. An hour H is closed when
+// CommittedThrough >= end of H + a delay for late records. It is the zero
+// time if the job has committed nothing.
+func CommittedThrough(ctx context.Context, fsys filesys.FS, base, job string) (time.Time, error) {
+	states, err := States(ctx, fsys, base, job)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var min time.Time
+	for i, st := range states {
+		if i == 0 || st.Watermark.Before(min) {
+			min = st.Watermark
+		}
+	}
+	return min, nil
+}
