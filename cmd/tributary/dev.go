@@ -7,20 +7,15 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tributary/tributary/broker"
-	"github.com/tributary/tributary/internal/coord"
-	"github.com/tributary/tributary/internal/coord/memcoord"
-	"github.com/tributary/tributary/schema/registry"
+	"github.com/tributary/tributary/internal/devcluster"
 )
 
 // devOptions are the flags of `tributary dev`.
@@ -33,9 +28,6 @@ type devOptions struct {
 	registry   string
 	logLevel   string
 }
-
-// devShutdownTimeout bounds the registry's graceful shutdown.
-const devShutdownTimeout = 10 * time.Second
 
 func newDevCommand() *cobra.Command {
 	var o devOptions
@@ -101,113 +93,23 @@ func runDev(cmd *cobra.Command, o devOptions) (err error) {
 	ctx, stop := signal.NotifyContext(parent, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	srv := memcoord.NewServer()
-	connect := func(context.Context) (coord.Session, error) { return srv.Connect(memcoord.Config{}), nil }
-	var brokers []*broker.Broker
-	defer func() {
-		// Last started, first stopped; every broker is closed whatever fails.
-		var errs []error
-		for i := len(brokers) - 1; i >= 0; i-- {
-			if cerr := brokers[i].Close(); cerr != nil {
-				errs = append(errs, fmt.Errorf("broker %d: %w", i+1, cerr))
-			}
-		}
-		err = errors.Join(append([]error{err}, errs...)...)
-	}()
-	for i := range o.brokers {
-		id := int32(i + 1)
-		port := 0
-		if o.port > 0 {
-			port = o.port + i
-		}
-		cfg := broker.Config{
-			BrokerID:      id,
-			Listeners:     "PLAINTEXT://" + net.JoinHostPort(o.host, strconv.Itoa(port)),
-			LogDirs:       []string{filepath.Join(dir, fmt.Sprintf("broker-%d", id))},
-			NumPartitions: o.partitions,
-		}
-		b, err := broker.New(cfg, logger.With("broker", id), nil, broker.WithCoordinator(connect))
-		if err != nil {
-			return fmt.Errorf("broker %d: %w", id, err)
-		}
-		brokers = append(brokers, b)
-	}
-	// The coordinator starts empty: before any broker serves, it learns
-	// which producer ids were handed out before, and then which topics
-	// lie on which broker.
-	if err := broker.SeedProducerIDs(ctx, brokers...); err != nil {
+	c, err := devcluster.Start(ctx, devcluster.Config{
+		Dir:        dir,
+		Brokers:    o.brokers,
+		Host:       o.host,
+		Port:       o.port,
+		Partitions: o.partitions,
+		Registry:   o.registry,
+		Logger:     logger,
+	})
+	if err != nil {
 		return err
 	}
-	for i, b := range brokers {
-		if err := b.Start(ctx); err != nil {
-			return fmt.Errorf("broker %d: %w", i+1, err)
-		}
-	}
-	if err := broker.RestoreTopics(ctx, brokers...); err != nil {
-		return err
-	}
-
-	regURL := ""
-	if o.registry != "" {
-		shutdown, url, err := startDevRegistry(ctx, srv, o.registry, logger)
-		if err != nil {
-			return err
-		}
-		defer shutdown()
-		regURL = url
-	}
-
-	addrs := make([]string, len(brokers))
-	for i, b := range brokers {
-		addrs[i] = b.Addr()
-	}
-	printDevBanner(cmd.OutOrStdout(), dir, addrs, regURL)
+	defer func() { err = errors.Join(err, c.Close()) }()
+	printDevBanner(cmd.OutOrStdout(), dir, c.Bootstrap(), c.RegistryURL())
 	<-ctx.Done()
 	logger.Info("tributary dev shutting down")
 	return nil
-}
-
-// startDevRegistry serves the schema registry on the in-process
-// coordinator, as `tributary registry --zookeeper` does on ZooKeeper.
-func startDevRegistry(ctx context.Context, srv *memcoord.Server, addr string, logger *slog.Logger) (func(), string, error) {
-	sess := srv.Connect(memcoord.Config{})
-	store, err := registry.NewCoordStore(ctx, sess, registry.CoordConfig{Logger: logger})
-	if err != nil {
-		_ = sess.Close()
-		return nil, "", fmt.Errorf("schema registry store: %w", err)
-	}
-	reg, err := registry.New(store, registry.Config{Logger: logger})
-	if err != nil {
-		_ = store.Close()
-		_ = sess.Close()
-		return nil, "", err
-	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", addr)
-	if err != nil {
-		_ = store.Close()
-		_ = sess.Close()
-		return nil, "", fmt.Errorf("--registry: %w", err)
-	}
-	hs := &http.Server{Handler: reg.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("schema registry stopped", "err", err)
-		}
-	}()
-	shutdown := func() {
-		sctx, cancel := context.WithTimeout(context.Background(), devShutdownTimeout)
-		defer cancel()
-		if err := hs.Shutdown(sctx); err != nil {
-			logger.Warn("schema registry shutdown", "err", err)
-		}
-		<-served
-		_ = store.Close()
-		_ = sess.Close()
-	}
-	return shutdown, "http://" + ln.Addr().String(), nil
 }
 
 func printDevBanner(w io.Writer, dir string, addrs []string, regURL string) {

@@ -1,0 +1,381 @@
+package devcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/internal/coord"
+	"github.com/tributary/tributary/internal/coord/memcoord"
+	"github.com/tributary/tributary/internal/coord/zkcoord"
+	"github.com/tributary/tributary/schema/registry"
+)
+
+// Defaults.
+const (
+	// DefaultHost is the address brokers listen on and advertise.
+	DefaultHost = "127.0.0.1"
+	// DefaultZooKeeperSession is the session timeout of ZooKeeper sessions.
+	DefaultZooKeeperSession = 10 * time.Second
+	// shutdownTimeout bounds the registry's graceful shutdown.
+	shutdownTimeout = 10 * time.Second
+)
+
+// Config describes a cluster. Zero values mean defaults, except Dir.
+type Config struct {
+	// Name labels log lines ("dc1"); empty means none.
+	Name string
+	// Dir holds the brokers' data, <Dir>/broker-<id>. Required.
+	Dir string
+	// Brokers is the number of brokers, ids 1..Brokers; default 1.
+	Brokers int
+	// Host is the address brokers listen on and advertise; default
+	// DefaultHost.
+	Host string
+	// Port is the first broker's port, the others follow; 0 picks free
+	// ports (a restarted broker keeps the port it got).
+	Port int
+	// Partitions is num.partitions for auto-created topics; default
+	// broker.DefaultNumPartitions.
+	Partitions int32
+	// Registry, when set, serves the schema registry on this host:port
+	// (port 0 picks one) on the cluster's coordination service.
+	Registry string
+	// ZooKeeper is a zookeeper.connect string ("h:2181/chroot"); empty
+	// means in-process coordination.
+	ZooKeeper string
+	// ZooKeeperSession is the ZooKeeper session timeout; default
+	// DefaultZooKeeperSession.
+	ZooKeeperSession time.Duration
+	// Broker, when set, adjusts each broker's configuration (segment
+	// sizes, retention...) after the fields above are filled in.
+	Broker func(*broker.Config)
+	// Logger receives the brokers' and registry's logs; nil discards.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Brokers == 0 {
+		c.Brokers = 1
+	}
+	if c.Host == "" {
+		c.Host = DefaultHost
+	}
+	if c.Partitions == 0 {
+		c.Partitions = broker.DefaultNumPartitions
+	}
+	if c.ZooKeeperSession == 0 {
+		c.ZooKeeperSession = DefaultZooKeeperSession
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate checks the configuration and names the offending field.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	switch {
+	case strings.TrimSpace(c.Dir) == "":
+		return bad("Dir is required")
+	case c.Brokers < 1 || c.Brokers > 64:
+		return bad("Brokers %d: want 1 to 64", c.Brokers)
+	case c.Port < 0 || c.Port+c.Brokers-1 > 65535:
+		return bad("Port %d: the ports up to %d must be valid", c.Port, c.Port+c.Brokers-1)
+	case c.Partitions < 1:
+		return bad("Partitions %d: must be >= 1", c.Partitions)
+	case strings.ContainsAny(c.Host, "/ "):
+		return bad("Host %q: not a host name", c.Host)
+	case c.ZooKeeperSession < 0:
+		return bad("ZooKeeperSession %v: must be >= 0", c.ZooKeeperSession)
+	}
+	if c.Registry != "" {
+		if _, _, err := net.SplitHostPort(c.Registry); err != nil {
+			return bad("Registry %q: %v", c.Registry, err)
+		}
+	}
+	if c.ZooKeeper != "" {
+		if _, _, err := zkcoord.ParseConnect(c.ZooKeeper); err != nil {
+			return bad("ZooKeeper %q: %v", c.ZooKeeper, err)
+		}
+	}
+	return nil
+}
+
+// Cluster is a running cluster.
+type Cluster struct {
+	cfg     Config
+	dir     string
+	srv     *memcoord.Server // nil on ZooKeeper
+	connect func(context.Context) (coord.Session, error)
+	logger  *slog.Logger
+
+	mu      sync.Mutex
+	closed  bool
+	brokers []*broker.Broker // index id-1; nil while stopped
+	addrs   []string         // index id-1; the address each broker got
+	regURL  string
+	stopReg func()
+}
+
+// Start starts the brokers (and the registry) and returns once every broker
+// serves and the topics found on disk are restored. The brokers serve until
+// ctx is cancelled or Close is called; callers that stop other parts first
+// (a pipeline) pass a ctx that outlives them and call Close.
+func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Dir: %v", ErrInvalidConfig, err)
+	}
+	logger := cfg.Logger
+	if cfg.Name != "" {
+		logger = logger.With("cluster", cfg.Name)
+	}
+	c := &Cluster{
+		cfg:     cfg,
+		dir:     dir,
+		logger:  logger,
+		brokers: make([]*broker.Broker, cfg.Brokers),
+		addrs:   make([]string, cfg.Brokers),
+	}
+	if cfg.ZooKeeper == "" {
+		c.srv = memcoord.NewServer()
+		c.connect = func(context.Context) (coord.Session, error) { return c.srv.Connect(memcoord.Config{}), nil }
+	} else {
+		zc := zkcoord.Config{SessionTimeout: cfg.ZooKeeperSession, Logger: logger}
+		connect := cfg.ZooKeeper
+		c.connect = func(ctx context.Context) (coord.Session, error) { return zkcoord.Connect(ctx, connect, zc) }
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, c.Close())
+		}
+	}()
+	for i := range cfg.Brokers {
+		b, err := c.newBroker(int32(i + 1))
+		if err != nil {
+			return nil, err
+		}
+		c.brokers[i] = b
+	}
+	if c.srv != nil {
+		// The in-process coordinator starts empty: before any broker
+		// serves, it learns which producer ids were handed out before, and
+		// then which topics lie on which broker.
+		if err := broker.SeedProducerIDs(ctx, c.brokers...); err != nil {
+			return nil, err
+		}
+	}
+	for i, b := range c.brokers {
+		if err := b.Start(ctx); err != nil {
+			return nil, fmt.Errorf("broker %d: %w", i+1, err)
+		}
+		c.addrs[i] = b.Addr()
+	}
+	if c.srv != nil {
+		if err := broker.RestoreTopics(ctx, c.brokers...); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Registry != "" {
+		if err := c.startRegistry(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// newBroker builds broker id; it listens on the port it had before, if any.
+func (c *Cluster) newBroker(id int32) (*broker.Broker, error) {
+	port := 0
+	if c.cfg.Port > 0 {
+		port = c.cfg.Port + int(id) - 1
+	}
+	if prev := c.addrs[id-1]; prev != "" {
+		if _, p, err := net.SplitHostPort(prev); err == nil {
+			port, _ = strconv.Atoi(p)
+		}
+	}
+	bc := broker.Config{
+		BrokerID:      id,
+		Listeners:     "PLAINTEXT://" + net.JoinHostPort(c.cfg.Host, strconv.Itoa(port)),
+		LogDirs:       []string{filepath.Join(c.dir, fmt.Sprintf("broker-%d", id))},
+		NumPartitions: c.cfg.Partitions,
+	}
+	if c.cfg.Broker != nil {
+		c.cfg.Broker(&bc)
+	}
+	// nil: each broker gets a private metrics registry, since several
+	// brokers of one process would collide on one.
+	b, err := broker.New(bc, c.logger.With("broker", id), nil, broker.WithCoordinator(c.connect))
+	if err != nil {
+		return nil, fmt.Errorf("broker %d: %w", id, err)
+	}
+	return b, nil
+}
+
+// startRegistry serves the schema registry on the cluster's coordination.
+func (c *Cluster) startRegistry(ctx context.Context) error {
+	sess, err := c.connect(ctx)
+	if err != nil {
+		return fmt.Errorf("schema registry: %w", err)
+	}
+	store, err := registry.NewCoordStore(ctx, sess, registry.CoordConfig{Logger: c.logger})
+	if err != nil {
+		_ = sess.Close()
+		return fmt.Errorf("schema registry store: %w", err)
+	}
+	reg, err := registry.New(store, registry.Config{Logger: c.logger})
+	if err != nil {
+		_ = store.Close()
+		_ = sess.Close()
+		return err
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", c.cfg.Registry)
+	if err != nil {
+		_ = store.Close()
+		_ = sess.Close()
+		return fmt.Errorf("schema registry: %w", err)
+	}
+	hs := &http.Server{Handler: reg.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			c.logger.Error("schema registry stopped", "err", err)
+		}
+	}()
+	c.regURL = "http://" + ln.Addr().String()
+	c.stopReg = func() {
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		if err := hs.Shutdown(sctx); err != nil {
+			c.logger.Warn("schema registry shutdown", "err", err)
+		}
+		<-served
+		_ = store.Close()
+		_ = sess.Close()
+	}
+	return nil
+}
+
+// Name returns Config.Name.
+func (c *Cluster) Name() string { return c.cfg.Name }
+
+// Dir returns the absolute data directory.
+func (c *Cluster) Dir() string { return c.dir }
+
+// Bootstrap returns every broker's address, broker 1 first.
+func (c *Cluster) Bootstrap() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.addrs...)
+}
+
+// RegistryURL returns the schema registry's base URL, "" without one.
+func (c *Cluster) RegistryURL() string { return c.regURL }
+
+// ZooKeeper returns Config.ZooKeeper ("" on in-process coordination).
+func (c *Cluster) ZooKeeper() string { return c.cfg.ZooKeeper }
+
+// Connector opens a session on the cluster's coordination service, as a
+// client.Connector or cluster.SessionFactory does: consumer groups of the
+// cluster (the mirror's, the loader's) coordinate through it.
+func (c *Cluster) Connector() func(context.Context) (coord.Session, error) { return c.connect }
+
+// Memcoord returns the in-process coordination server, nil on ZooKeeper.
+func (c *Cluster) Memcoord() *memcoord.Server { return c.srv }
+
+// StopBroker closes broker id (1-based) gracefully; its partitions are
+// unavailable until StartBroker. Stopping a stopped broker does nothing.
+func (c *Cluster) StopBroker(id int) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	if id < 1 || id > len(c.brokers) {
+		c.mu.Unlock()
+		return fmt.Errorf("%w: %d", ErrNoBroker, id)
+	}
+	b := c.brokers[id-1]
+	c.brokers[id-1] = nil
+	c.mu.Unlock()
+	if b == nil {
+		return nil
+	}
+	return b.Close()
+}
+
+// StartBroker starts a stopped broker id again, on its directory and port;
+// it serves until ctx is cancelled or Close. Starting a running broker does
+// nothing.
+func (c *Cluster) StartBroker(ctx context.Context, id int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	if id < 1 || id > len(c.brokers) {
+		return fmt.Errorf("%w: %d", ErrNoBroker, id)
+	}
+	if c.brokers[id-1] != nil {
+		return nil
+	}
+	b, err := c.newBroker(int32(id))
+	if err != nil {
+		return err
+	}
+	if err := b.Start(ctx); err != nil {
+		_ = b.Close()
+		return fmt.Errorf("broker %d: %w", id, err)
+	}
+	c.brokers[id-1] = b
+	c.addrs[id-1] = b.Addr()
+	return nil
+}
+
+// Close stops the registry and every broker, last started first; every
+// broker is closed whatever fails.
+func (c *Cluster) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	brokers := c.brokers
+	stopReg := c.stopReg
+	c.mu.Unlock()
+	if stopReg != nil {
+		stopReg()
+	}
+	var errs []error
+	for i := len(brokers) - 1; i >= 0; i-- {
+		if brokers[i] == nil {
+			continue
+		}
+		if err := brokers[i].Close(); err != nil {
+			errs = append(errs, fmt.Errorf("broker %d: %w", i+1, err))
+		}
+	}
+	return errors.Join(errs...)
+}

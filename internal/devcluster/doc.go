@@ -1,0 +1,30 @@
+// Package devcluster runs a whole Tributary cluster inside one process: N
+// brokers sharing one coordination service, plus optionally the schema
+// registry on that same service. `tributary dev` is a Cluster with a
+// banner; `tributary pipeline up` runs three of them (dc1, dc2, analytics).
+//
+// # Coordination
+//
+// With Config.ZooKeeper empty the brokers share one in-process memcoord
+// server, which lives as long as the Cluster: nothing of it is persisted, so
+// on start the server is seeded from the data directory (producer-id blocks
+// handed out before, then the topics found on disk, each partition served by
+// the broker holding its data). With Config.ZooKeeper set ("host:2181/chroot")
+// every broker and the registry hold a ZooKeeper session instead, and the
+// cluster state is ZooKeeper's.
+//
+// # Layout on disk
+//
+// Broker i (ids 1..N) keeps its partitions under <Dir>/broker-<i>. Nothing
+// else is written there.
+//
+// # Faults
+//
+// StopBroker and StartBroker stop one broker and bring it back on the same
+// directory and the same port, for tests and soaks that inject faults.
+//
+// # Concurrency
+//
+// A Cluster's methods are safe for concurrent use. Close stops the
+// registry and then the brokers, last started first, and is idempotent.
+package devcluster
