@@ -14,6 +14,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,8 +30,12 @@ import (
 
 	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/client"
+	"github.com/tributary/tributary/client/serde"
+	"github.com/tributary/tributary/internal/devcluster"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/schema"
 )
 
 // Environment of a broker child process (the test binary re-executed).
@@ -255,4 +261,92 @@ func TestProducerAndConsumerGroupExamples(t *testing.T) {
 	if len(got) != n {
 		t.Errorf("printed %d distinct keys, want %d", len(got), n)
 	}
+}
+
+// TestPageViewsExample: the pageviews example writes 300 page views to a
+// 3-broker in-process cluster with its schema registry; read back, every
+// record is framed with the id the registry gives the page-view schema
+// under "pageviews-value", decodes to exactly the event seq i would be,
+// is keyed by its user, stamped with its event time, and appears once.
+func TestPageViewsExample(t *testing.T) {
+	bin := build(t, "pageviews")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := devcluster.Start(ctx, devcluster.Config{Dir: t.TempDir(), Brokers: 3, Partitions: 3, Registry: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	const n = 300
+	createTopic(ctx, t, c.Bootstrap(), "pageviews", 3)
+	out, err := exec.CommandContext(ctx, bin, "--bootstrap", strings.Join(c.Bootstrap(), ","), "--registry", c.RegistryURL(),
+		"--datacenter", "dc7", "--count", strconv.Itoa(n), "--rate", "0").CombinedOutput()
+	if err != nil {
+		t.Fatalf("pageviews: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`^sent 300 page views to pageviews as (dc7-[0-9a-f]{8}) \(schema id (\d+)\)\n$`).FindStringSubmatch(string(out))
+	if m == nil {
+		t.Fatalf("pageviews printed %q", out)
+	}
+	producer := m[1]
+	reg, err := serde.NewRegistryClient(serde.ClientConfig{URL: c.RegistryURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := reg.Register(ctx, "pageviews-value", pipeline.PageViewSchema)
+	if err != nil || strconv.Itoa(id) != m[2] {
+		t.Fatalf("registry id of the page-view schema: %d, %v; the example printed %s", id, err, m[2])
+	}
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.ConsumeTopics("pageviews"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	de := serde.NewDeserializer(reg)
+	seen := map[int64]bool{}
+	for len(seen) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d page views: %v", len(seen), n, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			gotID, _, err := schema.Parse(r.Value)
+			if err != nil || int(gotID) != id {
+				t.Fatalf("offset %d/%d: frame id %d, %v; want %d", r.Partition, r.Offset, gotID, err, id)
+			}
+			v, _, err := de.Decode(ctx, r.Value)
+			if err != nil {
+				t.Fatalf("decode %d/%d: %v", r.Partition, r.Offset, err)
+			}
+			got := v.(map[string]any)
+			seq := got["seq"].(int64)
+			ts := got["timestamp"].(time.Time)
+			if want := pipeline.PageView("dc7", producer, seq, ts); !reflect.DeepEqual(normalize(got), normalize(want)) {
+				t.Fatalf("record %d: %v, want %v", seq, got, want)
+			}
+			if string(r.Key) != got["user"] || !r.Timestamp.Equal(ts) {
+				t.Fatalf("record %d: key %q timestamp %v; want key %v and the event time %v", seq, r.Key, r.Timestamp, got["user"], ts)
+			}
+			if want := client.KeyPartition(r.Key, 3); int(r.Partition) != want {
+				t.Fatalf("record %d in partition %d, murmur2 says %d", seq, r.Partition, want)
+			}
+			if seq < 0 || seq >= n || seen[seq] {
+				t.Fatalf("record %d: out of range or seen twice", seq)
+			}
+			seen[seq] = true
+		})
+	}
+}
+
+// normalize makes decoded and built page views comparable: times in UTC.
+func normalize(v map[string]any) map[string]any {
+	out := maps.Clone(v)
+	out["timestamp"] = v["timestamp"].(time.Time).UTC()
+	return out
 }

@@ -1,0 +1,273 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tributary/tributary/client"
+	"github.com/tributary/tributary/client/serde"
+)
+
+// PageViewSchema is the Avro schema of the example page-view event. A
+// record is identified by (producer, seq): producer is unique per producer
+// run and seq counts from 0 without gaps, which is what lets a reader of
+// the loaded files prove every record is there exactly once.
+const PageViewSchema = `{
+  "type": "record",
+  "name": "PageView",
+  "namespace": "tributary.examples",
+  "doc": "One page view, produced in an online datacenter.",
+  "fields": [
+    {"name": "datacenter", "type": "string", "doc": "where the view was produced, e.g. dc1"},
+    {"name": "producer", "type": "string", "doc": "the producing run, unique per run"},
+    {"name": "seq", "type": "long", "doc": "0, 1, 2, ... per producer"},
+    {"name": "user", "type": "string"},
+    {"name": "page", "type": "string"},
+    {"name": "referrer", "type": ["null", "string"], "default": null},
+    {"name": "timestamp", "type": {"type": "long", "logicalType": "timestamp-millis"}, "doc": "event time; also the record's timestamp"}
+  ]
+}`
+
+// DefaultTopic is the page-view topic.
+const DefaultTopic = "pageviews"
+
+var pages = []string{"/", "/jobs", "/feed", "/profile", "/search", "/messages", "/settings", "/groups"}
+
+// PageView returns the native (goavro) value of page view seq of producer
+// in datacenter at ts. Everything but the timestamp is a function of seq,
+// so a test can recompute what it expects.
+func PageView(datacenter, producer string, seq int64, ts time.Time) map[string]any {
+	var referrer any // null
+	if seq%3 == 0 {
+		referrer = map[string]any{"string": "https://search.example/?q=" + strconv.FormatInt(seq%97, 10)}
+	}
+	return map[string]any{
+		"datacenter": datacenter,
+		"producer":   producer,
+		"seq":        seq,
+		"user":       PageViewUser(seq),
+		"page":       pages[seq%int64(len(pages))],
+		"referrer":   referrer,
+		"timestamp":  ts.UTC().Truncate(time.Millisecond),
+	}
+}
+
+// PageViewUser is the user (and record key) of page view seq.
+func PageViewUser(seq int64) string { return "user-" + strconv.FormatInt(seq*7919%1000, 10) }
+
+// NewProducerID returns a fresh producer run id, "<datacenter>-<8 hex>".
+func NewProducerID(datacenter string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return datacenter + "-" + hex.EncodeToString(b[:])
+}
+
+// Counter counts handled records per topic and record timestamp, as
+// audit.Counter does.
+type Counter interface {
+	Count(topic string, recordTimestamp time.Time, records, bytes int64)
+}
+
+// ProducerConfig configures a page-view producer.
+type ProducerConfig struct {
+	// Brokers are the datacenter cluster's bootstrap addresses. Required.
+	Brokers []string
+	// RegistryURL is the schema registry. Required.
+	RegistryURL string
+	// Datacenter names the cluster, e.g. "dc1". Required.
+	Datacenter string
+	// Producer is the run id; default NewProducerID(Datacenter).
+	Producer string
+	// Topic defaults to DefaultTopic.
+	Topic string
+	// Rate is records per second; default 50.
+	Rate float64
+	// Count stops after this many records; 0 means until ctx ends.
+	Count int64
+	// Audit, when set, counts every acknowledged record (the producer
+	// tier); an *audit.Counter is one.
+	Audit Counter
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// Validate checks the configuration.
+func (c ProducerConfig) Validate() error {
+	switch {
+	case len(c.Brokers) == 0:
+		return fmt.Errorf("%w: producer: Brokers is required", ErrInvalidConfig)
+	case c.RegistryURL == "":
+		return fmt.Errorf("%w: producer: RegistryURL is required", ErrInvalidConfig)
+	case c.Datacenter == "":
+		return fmt.Errorf("%w: producer: Datacenter is required", ErrInvalidConfig)
+	case c.Rate < 0:
+		return fmt.Errorf("%w: producer: Rate %v must be >= 0", ErrInvalidConfig, c.Rate)
+	case c.Count < 0:
+		return fmt.Errorf("%w: producer: Count %d must be >= 0", ErrInvalidConfig, c.Count)
+	}
+	return nil
+}
+
+// ProducerStats is what a producer run did.
+type ProducerStats struct {
+	Producer string
+	Sent     int64 // records handed to the client
+	Acked    int64 // records acknowledged: seq 0..Acked-1 when Failed is 0
+	Failed   int64 // records whose send failed for good
+}
+
+// Producer sends page views at a steady rate.
+type Producer struct {
+	cfg    ProducerConfig
+	p      *client.Producer
+	ser    *serde.Serializer
+	logger *slog.Logger
+
+	sent, acked, failed atomic.Int64
+
+	mu  sync.Mutex
+	err error // the first send error
+}
+
+// NewProducer validates cfg and connects.
+func NewProducer(cfg ProducerConfig) (*Producer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Producer == "" {
+		cfg.Producer = NewProducerID(cfg.Datacenter)
+	}
+	if cfg.Topic == "" {
+		cfg.Topic = DefaultTopic
+	}
+	if cfg.Rate == 0 {
+		cfg.Rate = 50
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	reg, err := serde.NewRegistryClient(serde.ClientConfig{URL: cfg.RegistryURL})
+	if err != nil {
+		return nil, err
+	}
+	// acks=all and idempotence: a retried batch is never written twice,
+	// so the producer tier's count is the truth the others are held to.
+	p, err := client.NewProducer(client.ProducerConfig{Brokers: cfg.Brokers, ClientID: cfg.Producer, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	return &Producer{cfg: cfg, p: p, ser: serde.NewSerializer(reg, serde.SerializerConfig{}), logger: logger}, nil
+}
+
+// ID returns the producer run id.
+func (p *Producer) ID() string { return p.cfg.Producer }
+
+// Stats returns the counts so far.
+func (p *Producer) Stats() ProducerStats {
+	return ProducerStats{Producer: p.cfg.Producer, Sent: p.sent.Load(), Acked: p.acked.Load(), Failed: p.failed.Load()}
+}
+
+// Run sends until Count records were sent or ctx ends, then waits (up to
+// drain) for every acknowledgement and closes the producer. It returns the
+// first send error, if any.
+func (p *Producer) Run(ctx context.Context, drain time.Duration) (ProducerStats, error) {
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), drain)
+		defer cancel()
+		if err := p.p.Close(cctx); err != nil {
+			p.setErr(err)
+		}
+	}()
+	// Sends in small bursts every tick: steady enough for windows, cheap
+	// at thousands of records per second.
+	const tick = 20 * time.Millisecond
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	start := time.Now()
+	var seq int64
+	for p.cfg.Count == 0 || seq < p.cfg.Count {
+		due := int64(time.Since(start).Seconds() * p.cfg.Rate)
+		if p.cfg.Count > 0 {
+			due = min(due, p.cfg.Count)
+		}
+		for ; seq < due; seq++ {
+			if err := p.send(ctx, seq); err != nil {
+				if ctx.Err() != nil {
+					return p.finish(drain)
+				}
+				p.setErr(err)
+				return p.finish(drain)
+			}
+		}
+		if p.cfg.Count > 0 && seq >= p.cfg.Count {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return p.finish(drain)
+		case <-t.C:
+		}
+	}
+	return p.finish(drain)
+}
+
+// finish waits for the outstanding acknowledgements.
+func (p *Producer) finish(drain time.Duration) (ProducerStats, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	if err := p.p.Flush(ctx); err != nil {
+		p.setErr(fmt.Errorf("flush: %w", err))
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.Stats(), p.err
+}
+
+func (p *Producer) setErr(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err == nil {
+		p.err = err
+	}
+}
+
+func (p *Producer) send(ctx context.Context, seq int64) error {
+	ts := time.Now()
+	v := PageView(p.cfg.Datacenter, p.cfg.Producer, seq, ts)
+	val, err := p.ser.EncodeTopic(ctx, p.cfg.Topic, PageViewSchema, v)
+	if err != nil {
+		return err
+	}
+	m := &client.Message{
+		Topic:     p.cfg.Topic,
+		Key:       []byte(v["user"].(string)),
+		Value:     val,
+		Timestamp: v["timestamp"].(time.Time),
+	}
+	p.sent.Add(1)
+	// The send's own context is not ctx: once handed over, a record is
+	// either acknowledged or failed, never abandoned by a stop.
+	p.p.SendAsync(context.WithoutCancel(ctx), m, func(m *client.Message, err error) {
+		if err != nil {
+			p.failed.Add(1)
+			if !errors.Is(err, client.ErrClosed) {
+				p.setErr(fmt.Errorf("page view %s/%d: %w", p.cfg.Producer, seq, err))
+			}
+			return
+		}
+		p.acked.Add(1)
+		if p.cfg.Audit != nil {
+			p.cfg.Audit.Count(m.Topic, m.Timestamp, 1, int64(len(m.Key)+len(m.Value)))
+		}
+	})
+	return nil
+}
