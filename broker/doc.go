@@ -30,8 +30,11 @@
 // its own. Start binds the listener, joins with the bound (or advertised)
 // address, and accepts clients only once it serves what it leads; joining
 // fails with an error wrapping cluster.ErrBrokerIDRegistered when the id is
-// taken, or coord.ErrUnavailable when ZooKeeper does not answer within
-// zookeeper.connection.timeout.ms.
+// taken by a broker with other endpoints, or coord.ErrUnavailable when
+// ZooKeeper does not answer within zookeeper.connection.timeout.ms. A
+// registration with this broker's own endpoints is its killed predecessor's
+// (a restart right after a crash): the join waits, up to the session timeout
+// plus cluster.StaleRegistrationSlack, for ZooKeeper to expire it.
 //
 // Topic existence, partition counts and leaders come from the member's
 // metadata snapshot in every mode. One reconciler goroutine follows the

@@ -69,13 +69,17 @@ func (b *Broker) chooseCoordinator() {
 // first register the topics found on disk, which their fresh in-process
 // coordinator does not know.
 func (b *Broker) join(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, b.cfg.ZooKeeperConnectionTimeout+joinSlack)
+	// A restart right after a crash may wait out its own stale
+	// registration: up to a session timeout plus cluster's slack.
+	wait := b.cfg.ZooKeeperConnectionTimeout + b.cfg.ZooKeeperSessionTimeout + cluster.StaleRegistrationSlack + joinSlack
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	m, err := cluster.Join(ctx, b.connect, cluster.Config{
-		BrokerID: b.cfg.BrokerID,
-		Host:     b.advHost,
-		Port:     b.advPort,
-		Logger:   b.logger,
+		BrokerID:       b.cfg.BrokerID,
+		Host:           b.advHost,
+		Port:           b.advPort,
+		Logger:         b.logger,
+		SessionTimeout: b.cfg.ZooKeeperSessionTimeout,
 	})
 	if err != nil {
 		return fmt.Errorf("broker: joining the cluster: %w", err)

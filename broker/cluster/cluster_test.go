@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tributary/tributary/internal/coord"
 )
@@ -199,13 +200,20 @@ func TestFailoverToNextReplica(t *testing.T) {
 	})
 }
 
-// TestDuplicateBrokerID: a second broker with a registered id is refused
-// and leaves the first one's registration alone.
+// TestDuplicateBrokerID: a second broker with a registered id and other
+// endpoints is refused at once and leaves the first one's registration
+// alone.
 func TestDuplicateBrokerID(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, e *env) {
 		m := e.join(t, 1)
-		_, err := Join(ctxFor(t), e.factory, e.config(1))
+		other := e.config(1)
+		other.Port++
+		start := time.Now()
+		_, err := Join(ctxFor(t), e.factory, other)
 		wantErr(t, err, ErrBrokerIDRegistered, "second join of id 1")
+		if took := time.Since(start); took >= StaleRegistrationSlack {
+			t.Errorf("refused after %v, want at once", took)
+		}
 		if !strings.Contains(err.Error(), "broker id 1 is already registered in ZooKeeper by another broker") {
 			t.Errorf("message: %v", err)
 		}

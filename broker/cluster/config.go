@@ -19,6 +19,14 @@ const (
 	// DefaultRetryBackoff spaces retries after a failed coordination call
 	// and is the first pause between attempts to open a new session.
 	DefaultRetryBackoff = 200 * time.Millisecond
+	// DefaultSessionTimeout is zookeeper.session.timeout.ms's default.
+	DefaultSessionTimeout = 18 * time.Second
+	// StaleRegistrationSlack is added to the session timeout to bound the
+	// wait for this broker's own stale registration: ZooKeeper expires
+	// sessions on tick boundaries and may raise a short timeout to two
+	// ticks, so the old session can outlive its nominal timeout by a few
+	// seconds.
+	StaleRegistrationSlack = 10 * time.Second
 	// maxRetryBackoff caps the exponential pause between reconnect attempts.
 	maxRetryBackoff = 5 * time.Second
 )
@@ -45,6 +53,12 @@ type Config struct {
 	// RetryBackoff is the pause after a failed coordination call; reconnect
 	// attempts double it up to 5 s. Default DefaultRetryBackoff.
 	RetryBackoff time.Duration
+	// SessionTimeout is the coordination session timeout
+	// (zookeeper.session.timeout.ms). A broker killed without closing its
+	// session stays registered that long; restarted at once, Join waits up
+	// to SessionTimeout + StaleRegistrationSlack for that registration to
+	// go. Default DefaultSessionTimeout.
+	SessionTimeout time.Duration
 }
 
 // Validate checks the configuration; the error wraps ErrBadConfig.
@@ -66,6 +80,9 @@ func (c Config) Validate() error {
 	}
 	if c.RetryBackoff < 0 {
 		errs = append(errs, fmt.Errorf("negative retry backoff %v", c.RetryBackoff))
+	}
+	if c.SessionTimeout < 0 {
+		errs = append(errs, fmt.Errorf("negative session timeout %v", c.SessionTimeout))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadConfig, err)
@@ -113,6 +130,15 @@ func (c Config) retryBackoff() time.Duration {
 		return c.RetryBackoff
 	}
 	return DefaultRetryBackoff
+}
+
+// staleWait bounds the wait for a stale registration of this broker.
+func (c Config) staleWait() time.Duration {
+	timeout := c.SessionTimeout
+	if timeout <= 0 {
+		timeout = DefaultSessionTimeout
+	}
+	return timeout + StaleRegistrationSlack
 }
 
 // parseEndpoint splits "NAME://host:port".

@@ -23,8 +23,14 @@
 //
 // # Roles
 //
-// Join registers /brokers/ids/<id>; an id held by another live session is
-// refused (ErrBrokerIDRegistered). Every member then stands for controller
+// Join registers /brokers/ids/<id>. An id registered with other endpoints
+// is another broker's and is refused at once (ErrBrokerIDRegistered). One
+// registered with this broker's own host, port and endpoints is taken, as
+// Kafka 0.8 did, for this broker's previous session, killed before it could
+// close (a supervisor restarting a crashed broker at once): Join watches
+// the node until the coordination service expires that session, up to
+// Config.SessionTimeout + StaleRegistrationSlack, then registers; past the
+// bound it is a live twin and refused. Every member then stands for controller
 // through coord.Elect on /controller. CreateTopic and DeleteTopic may be
 // called on any member: creation writes the assignment (Kafka's
 // assignReplicasToBrokers, first broker first, so leaders spread evenly)

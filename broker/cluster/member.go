@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
@@ -42,8 +41,10 @@ type Member struct {
 
 // Join opens a session, registers the broker at /brokers/ids/<id>, starts
 // watching the cluster metadata and standing for controller, and returns
-// once Metadata reflects the cluster. A broker id held by another live
-// session fails with an error wrapping ErrBrokerIDRegistered.
+// once Metadata reflects the cluster. A broker id registered with other
+// endpoints fails at once with an error wrapping ErrBrokerIDRegistered;
+// one registered with this broker's own endpoints is taken for a stale
+// session of this broker and waited out (see register).
 func Join(ctx context.Context, connect SessionFactory, cfg Config) (*Member, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -71,29 +72,6 @@ func Join(ctx context.Context, connect SessionFactory, cfg Config) (*Member, err
 
 // ID returns the broker id.
 func (m *Member) ID() int32 { return m.cfg.BrokerID }
-
-// register creates the persistent roots and the broker's ephemeral node.
-func (m *Member) register(ctx context.Context, s coord.Session) error {
-	for _, p := range persistentRoots {
-		if _, err := s.CreateAll(ctx, p, nil, coord.Persistent); err != nil && !errors.Is(err, coord.ErrNodeExists) {
-			return fmt.Errorf("cluster: broker %d: creating %s: %w", m.cfg.BrokerID, p, err)
-		}
-	}
-	path := brokerPath(m.cfg.BrokerID)
-	_, err := s.Create(ctx, path, encodeBroker(m.cfg), coord.Ephemeral)
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, coord.ErrNodeExists) {
-		return fmt.Errorf("cluster: broker %d: registering %s: %w", m.cfg.BrokerID, path, err)
-	}
-	_, st, gerr := s.Get(ctx, path)
-	if gerr == nil && st.EphemeralOwner == s.ID() {
-		return nil // our own create, retried after an ambiguous failure
-	}
-	return fmt.Errorf("%w: broker id %d is already registered in ZooKeeper by another broker (%s)",
-		ErrBrokerIDRegistered, m.cfg.BrokerID, path)
-}
 
 // run serves one session after another until Close.
 func (m *Member) run(s coord.Session) {

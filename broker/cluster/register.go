@@ -1,0 +1,96 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/tributary/tributary/internal/coord"
+)
+
+// register creates the persistent roots and the broker's ephemeral node.
+//
+// An existing /brokers/ids/<id> is told apart as Kafka 0.8 did: one that
+// carries this broker's own advertised endpoints is this broker's earlier
+// session, killed without closing (a supervisor restarting a crashed
+// broker at once), which the coordination service deletes when that
+// session times out; register waits for it, watching the node, up to
+// Config.staleWait, then registers. One with other endpoints is another
+// broker: refused at once. A live duplicate cannot pass for a stale self
+// on one host, since it would hold the listener port this broker has just
+// bound.
+func (m *Member) register(ctx context.Context, s coord.Session) error {
+	for _, p := range persistentRoots {
+		if _, err := s.CreateAll(ctx, p, nil, coord.Persistent); err != nil && !errors.Is(err, coord.ErrNodeExists) {
+			return fmt.Errorf("cluster: broker %d: creating %s: %w", m.cfg.BrokerID, p, err)
+		}
+	}
+	path := brokerPath(m.cfg.BrokerID)
+	data := encodeBroker(m.cfg)
+	var deadline *time.Timer
+	var waitStart time.Time
+	defer func() {
+		if deadline != nil {
+			deadline.Stop()
+		}
+	}()
+	for {
+		_, err := s.Create(ctx, path, data, coord.Ephemeral)
+		if err == nil {
+			if deadline != nil {
+				m.log.Info("cluster: stale registration gone; registered", "waited", time.Since(waitStart).Round(time.Millisecond))
+			}
+			return nil
+		}
+		if !errors.Is(err, coord.ErrNodeExists) {
+			return fmt.Errorf("cluster: broker %d: registering %s: %w", m.cfg.BrokerID, path, err)
+		}
+		held, st, gone, err := s.GetW(ctx, path)
+		if errors.Is(err, coord.ErrNoNode) {
+			continue // its session ended meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("cluster: broker %d: reading %s: %w", m.cfg.BrokerID, path, err)
+		}
+		if st.EphemeralOwner == s.ID() {
+			return nil // our own create, retried after an ambiguous failure
+		}
+		if !m.ownRegistration(held) {
+			return fmt.Errorf("%w: broker id %d is already registered in ZooKeeper by another broker (%s: %s)",
+				ErrBrokerIDRegistered, m.cfg.BrokerID, path, held)
+		}
+		if deadline == nil {
+			waitStart = time.Now()
+			deadline = time.NewTimer(m.cfg.staleWait())
+			m.log.Warn("cluster: broker id registered with this broker's endpoints by an earlier session; "+
+				"waiting for that session to expire", "path", path, "session", fmt.Sprintf("0x%x", st.EphemeralOwner),
+				"bound", m.cfg.staleWait())
+		}
+		select {
+		case <-gone: // deleted, or rewritten: look again
+		case <-deadline.C:
+			return fmt.Errorf("%w: broker id %d is already registered in ZooKeeper with this broker's endpoints "+
+				"by session 0x%x, still live after %v (a second broker with the same broker.id and listeners?) (%s)",
+				ErrBrokerIDRegistered, m.cfg.BrokerID, st.EphemeralOwner, m.cfg.staleWait(), path)
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: broker %d: waiting for the stale registration %s to expire: %w",
+				m.cfg.BrokerID, path, ctx.Err())
+		}
+	}
+}
+
+// ownRegistration reports whether a registration's data advertises exactly
+// this broker's host, port and endpoints (Kafka 0.8 compared host and
+// port). Unparseable data is another broker's.
+func (m *Member) ownRegistration(data []byte) bool {
+	b, err := decodeBroker(m.cfg.BrokerID, data)
+	if err != nil {
+		return false
+	}
+	mine, theirs := slices.Clone(m.cfg.endpoints()), slices.Clone(b.Endpoints)
+	slices.Sort(mine)
+	slices.Sort(theirs)
+	return b.Host == m.cfg.host() && b.Port == m.cfg.port() && slices.Equal(mine, theirs)
+}
