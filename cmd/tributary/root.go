@@ -19,5 +19,6 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newBrokerCommand())
 	root.AddCommand(newRegistryCommand())
 	root.AddCommand(newDevCommand())
+	root.AddCommand(newJobsCommand())
 	return root
 }
