@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/group"
 )
 
 // Broker is one Kafka-protocol server over a set of log directories.
@@ -57,6 +58,11 @@ type Broker struct {
 	badConfigs map[string]string
 
 	pids *producerIDs
+
+	// groups is the group coordinator; groupRegistry, when set, mirrors
+	// its offsets into the coordination service (see groups.go).
+	groups        *group.Coordinator
+	groupRegistry *group.ZooKeeperRegistry
 
 	startMu    sync.Mutex
 	started    bool
@@ -160,6 +166,9 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, opts ...Opt
 		o(b)
 	}
 	b.chooseCoordinator()
+	if err := b.newGroupCoordinator(); err != nil {
+		return nil, err
+	}
 	b.shutdownCtx, b.shutdownCancel = context.WithCancel(context.Background())
 	for _, d := range cfg.LogDirs {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -358,10 +367,11 @@ func (b *Broker) Start(ctx context.Context) error {
 	}
 	b.ln = ln
 	b.started = true
-	b.wg.Add(3)
+	b.wg.Add(4)
 	go b.acceptLoop()
 	go b.housekeeping()
 	go b.runReconciler()
+	go b.runGroupLoader()
 	go func() {
 		select {
 		case <-ctx.Done():

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tributary/tributary/broker/group"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
 )
 
@@ -91,6 +92,9 @@ type Config struct {
 	// CreateTopics request leaves the factor to the broker (-1). Only 1 is
 	// accepted: there is no replication yet.
 	DefaultReplicationFactor int16
+	// Groups configures the group coordinator (offsets.topic.*, group.*;
+	// see broker/group.Config and groups.go).
+	Groups group.Config
 }
 
 // withDefaults returns c with zero fields replaced by defaults.
@@ -199,6 +203,9 @@ func (c Config) Validate() error {
 	case c.DefaultReplicationFactor != 1:
 		return fmt.Errorf("%w: default.replication.factor: only 1 is supported (partitions are not replicated yet), got %d",
 			ErrInvalidConfig, c.DefaultReplicationFactor)
+	}
+	if err := c.Groups.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/group"
 )
 
 // clusterID is reported in Metadata v2+.
@@ -116,6 +117,7 @@ func (b *Broker) describeBrokers(resp *kmsg.MetadataResponse, snap cluster.Snaps
 func (b *Broker) describeTopic(snap cluster.Snapshot, t cluster.Topic) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = kmsg.StringPtr(t.Name)
+	mt.IsInternal = t.Name == group.OffsetsTopic
 	live := func(id int32) bool {
 		_, ok := snap.Broker(id)
 		return ok || id == b.cfg.BrokerID

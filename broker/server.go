@@ -33,6 +33,18 @@ var apiTable = map[int16]apiSpec{
 	int16(kmsg.InitProducerID):          {0, 4},
 	int16(kmsg.DescribeConfigs):         {0, 4},
 	int16(kmsg.IncrementalAlterConfigs): {0, 1},
+	// The group coordinator's APIs (groups.go, broker/group).
+	int16(kmsg.FindCoordinator): {0, 4},
+	int16(kmsg.JoinGroup):       {0, 9},
+	int16(kmsg.SyncGroup):       {0, 5},
+	int16(kmsg.Heartbeat):       {0, 4},
+	int16(kmsg.LeaveGroup):      {0, 5},
+	int16(kmsg.OffsetCommit):    {2, 8},
+	int16(kmsg.OffsetFetch):     {1, 8},
+	int16(kmsg.ListGroups):      {0, 5},
+	int16(kmsg.DescribeGroups):  {0, 5},
+	int16(kmsg.DeleteGroups):    {0, 2},
+	int16(kmsg.OffsetDelete):    {0, 0},
 }
 
 // dispatch runs the handler of r's API; every key of apiTable has one.
@@ -58,6 +70,28 @@ func (b *Broker) dispatch(ctx context.Context, r *request) (reply, error) {
 		return b.handleDescribeConfigs(ctx, r)
 	case kmsg.IncrementalAlterConfigs:
 		return b.handleIncrementalAlterConfigs(ctx, r)
+	case kmsg.FindCoordinator:
+		return b.handleFindCoordinator(ctx, r)
+	case kmsg.JoinGroup:
+		return b.handleJoinGroup(ctx, r)
+	case kmsg.SyncGroup:
+		return b.handleSyncGroup(ctx, r)
+	case kmsg.Heartbeat:
+		return b.handleHeartbeat(ctx, r)
+	case kmsg.LeaveGroup:
+		return b.handleLeaveGroup(ctx, r)
+	case kmsg.OffsetCommit:
+		return b.handleOffsetCommit(ctx, r)
+	case kmsg.OffsetFetch:
+		return b.handleOffsetFetch(ctx, r)
+	case kmsg.ListGroups:
+		return b.handleListGroups(ctx, r)
+	case kmsg.DescribeGroups:
+		return b.handleDescribeGroups(ctx, r)
+	case kmsg.DeleteGroups:
+		return b.handleDeleteGroups(ctx, r)
+	case kmsg.OffsetDelete:
+		return b.handleOffsetDelete(ctx, r)
 	}
 	return nil, fmt.Errorf("%w: api key %d", ErrUnsupportedRequest, r.key)
 }

@@ -1,0 +1,82 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/group"
+)
+
+// Coordinator key types (frozen by the protocol).
+const (
+	coordinatorTypeGroup       = 0
+	coordinatorTypeTransaction = 1
+)
+
+// handleFindCoordinator answers where a group's coordinator is: the leader
+// of the group's partition of __consumer_offsets (created on first use, as
+// Kafka does). v4 carries a batch of keys. Transactions are not supported,
+// so their coordinators are refused with INVALID_REQUEST, not a retriable
+// code a client would retry forever.
+func (b *Broker) handleFindCoordinator(ctx context.Context, r *request) (reply, error) {
+	req := r.msg.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	resp.Default()
+	resp.SetVersion(req.Version)
+	keys := req.CoordinatorKeys
+	if req.Version < 4 {
+		keys = []string{req.CoordinatorKey}
+	}
+	for _, key := range keys {
+		resp.Coordinators = append(resp.Coordinators, b.findCoordinator(ctx, req.CoordinatorType, key))
+	}
+	if req.Version < 4 {
+		c := resp.Coordinators[0]
+		resp.Coordinators = nil
+		resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = c.ErrorCode, c.NodeID, c.Host, c.Port
+		if req.Version >= 1 {
+			resp.ErrorMessage = c.ErrorMessage
+		}
+	}
+	return kmsgReply{resp}, nil
+}
+
+func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+	c := kmsg.NewFindCoordinatorResponseCoordinator()
+	c.Key, c.NodeID, c.Port = key, -1, -1
+	fail := func(code *kerr.Error, msg string) kmsg.FindCoordinatorResponseCoordinator {
+		c.ErrorCode, c.ErrorMessage = code.Code, kmsg.StringPtr(msg)
+		return c
+	}
+	switch keyType {
+	case coordinatorTypeGroup:
+	case coordinatorTypeTransaction:
+		return fail(kerr.InvalidRequest, "transactions are not supported by this broker")
+	default:
+		return fail(kerr.InvalidRequest, "unknown coordinator key type")
+	}
+	wctx, cancel := context.WithTimeout(ctx, offsetsTopicWait)
+	err := b.ensureOffsetsTopic(wctx)
+	cancel()
+	if err != nil {
+		b.logger.Warn("offsets topic not available", "err", err)
+		return fail(kerr.CoordinatorNotAvailable, "the offsets topic is not available yet")
+	}
+	snap := b.metadata()
+	p, ok := snap.Partition(group.OffsetsTopic, b.groups.PartitionFor(key))
+	if !ok || p.Leader < 0 {
+		return fail(kerr.CoordinatorNotAvailable, "the group's offsets partition has no leader")
+	}
+	if p.Leader == b.cfg.BrokerID {
+		c.NodeID, c.Host, c.Port = b.cfg.BrokerID, b.advHost, b.advPort
+		return c
+	}
+	br, live := snap.Broker(p.Leader)
+	if !live {
+		return fail(kerr.CoordinatorNotAvailable, "the group's coordinator is not live")
+	}
+	c.NodeID, c.Host, c.Port = br.ID, br.Host, br.Port
+	return c
+}

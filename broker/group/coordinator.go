@@ -1,0 +1,339 @@
+package group
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Log is one partition of the offsets topic, as the coordinator uses it.
+type Log interface {
+	// Append writes the records durably, in order, as one batch. An error
+	// wrapping ErrNotLoaded means the partition is no longer served here.
+	Append(records []Record) error
+	// Replay calls fn with every record of the partition in offset order.
+	Replay(fn func(Record) error) error
+}
+
+// TopicPartition names a partition of a consumed topic.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// RegistryOffset is an offset found in the registry.
+type RegistryOffset struct {
+	TopicPartition
+	Offset int64
+	// Modified is when the registry last wrote it.
+	Modified time.Time
+}
+
+// Registry mirrors committed offsets into another store that other tools
+// read: the paper's ZooKeeper consumer registry (see ZooKeeperRegistry).
+// Writes are best effort: a failure is logged, never returned to clients.
+type Registry interface {
+	// Store writes the offsets of one group.
+	Store(ctx context.Context, group string, offsets []RegistryOffset) error
+	// Remove deletes offsets of one group; nil tps removes all of them.
+	Remove(ctx context.Context, group string, tps []TopicPartition) error
+	// Load returns the offsets of every group for which owns is true.
+	Load(ctx context.Context, owns func(group string) bool) (map[string][]RegistryOffset, error)
+}
+
+// Coordinator is the group coordinator of one broker: the groups of the
+// offsets-topic partitions this broker leads, loaded with Load and dropped
+// with Unload as leadership moves.
+type Coordinator struct {
+	cfg      Config
+	registry Registry
+	// partitionExists says whether a consumed topic partition exists; nil
+	// accepts every commit.
+	partitionExists func(topic string, p int32) bool
+
+	mu    sync.Mutex
+	parts map[int32]*offsetsPartition
+}
+
+// offsetsPartition is one loaded (or loading) offsets partition.
+type offsetsPartition struct {
+	index int32
+	log   Log
+	// loaded is closed once the groups are read back.
+	loaded chan struct{}
+	// writeMu serializes appends, so that the log, the memory and the
+	// registry see commits in one order. Taken before a group's mu.
+	writeMu sync.Mutex
+	// groups is guarded by Coordinator.mu.
+	groups map[string]*group
+	// gone is set (under Coordinator.mu) when unloaded.
+	gone bool
+}
+
+// Option adjusts a Coordinator.
+type Option func(*Coordinator)
+
+// WithRegistry mirrors offsets into r and reads them back on load.
+func WithRegistry(r Registry) Option { return func(c *Coordinator) { c.registry = r } }
+
+// WithPartitionCheck makes commits for partitions that do not exist fail
+// with UNKNOWN_TOPIC_OR_PARTITION.
+func WithPartitionCheck(exists func(topic string, p int32) bool) Option {
+	return func(c *Coordinator) { c.partitionExists = exists }
+}
+
+// New returns a coordinator serving no partition yet.
+func New(cfg Config, opts ...Option) (*Coordinator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Coordinator{cfg: cfg.withDefaults(), parts: map[int32]*offsetsPartition{}}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// Partitions is the partition count of the offsets topic.
+func (c *Coordinator) Partitions() int32 { return c.cfg.OffsetsTopicPartitions }
+
+// Config returns the effective configuration.
+func (c *Coordinator) Config() Config { return c.cfg }
+
+// PartitionFor is the offsets partition owning group.
+func (c *Coordinator) PartitionFor(group string) int32 {
+	return PartitionFor(group, c.cfg.OffsetsTopicPartitions)
+}
+
+// Load makes this coordinator serve offsets partition p from log: the
+// groups are read back in the background (requests for them meanwhile get
+// COORDINATOR_LOAD_IN_PROGRESS). Loading the log already loaded is a
+// no-op; another log replaces it (the old one is unloaded first).
+func (c *Coordinator) Load(p int32, log Log) {
+	c.mu.Lock()
+	if old := c.parts[p]; old != nil {
+		if old.log == log {
+			c.mu.Unlock()
+			return
+		}
+		c.unloadLocked(old)
+	}
+	ps := &offsetsPartition{index: p, log: log, loaded: make(chan struct{}), groups: map[string]*group{}}
+	c.parts[p] = ps
+	c.mu.Unlock()
+	go c.load(ps)
+}
+
+// Loaded reports whether p is served and fully loaded.
+func (c *Coordinator) Loaded(p int32) bool {
+	c.mu.Lock()
+	ps := c.parts[p]
+	c.mu.Unlock()
+	if ps == nil {
+		return false
+	}
+	select {
+	case <-ps.loaded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Serving returns the offsets partitions loaded or loading here.
+func (c *Coordinator) Serving() map[int32]Log {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[int32]Log, len(c.parts))
+	for p, ps := range c.parts {
+		out[p] = ps.log
+	}
+	return out
+}
+
+// Unload stops serving p: waiting joins and syncs get NOT_COORDINATOR and
+// the groups are dropped from memory (their offsets stay in the log).
+func (c *Coordinator) Unload(p int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ps := c.parts[p]; ps != nil {
+		c.unloadLocked(ps)
+	}
+}
+
+// Close unloads every partition.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ps := range c.parts {
+		c.unloadLocked(ps)
+	}
+}
+
+func (c *Coordinator) unloadLocked(ps *offsetsPartition) {
+	ps.gone = true
+	delete(c.parts, ps.index)
+	for _, g := range ps.groups {
+		g.mu.Lock()
+		g.unload()
+		g.mu.Unlock()
+	}
+	ps.groups = map[string]*group{}
+}
+
+// load replays the log, then overlays the registry: an offset the registry
+// wrote later than the log's commit (made while another broker was the
+// coordinator and this log was not replicated to) wins.
+func (c *Coordinator) load(ps *offsetsPartition) {
+	start := c.cfg.Now()
+	offsets := map[string]map[TopicPartition]committed{}
+	var corrupt int
+	err := ps.log.Replay(func(r Record) error {
+		d, err := decodeRecord(r)
+		if err != nil {
+			corrupt++
+			return nil
+		}
+		if !d.isOffset {
+			return nil
+		}
+		tp := TopicPartition{d.topic, d.partition}
+		if d.value == nil {
+			delete(offsets[d.group], tp)
+			return nil
+		}
+		if offsets[d.group] == nil {
+			offsets[d.group] = map[TopicPartition]committed{}
+		}
+		offsets[d.group][tp] = *d.value
+		return nil
+	})
+	if err != nil {
+		c.cfg.Logger.Error("loading offsets partition failed; its groups start without offsets", "partition", ps.index, "err", err)
+	}
+	if corrupt > 0 {
+		c.cfg.Logger.Warn("skipped undecodable records of the offsets topic", "partition", ps.index, "records", corrupt)
+	}
+	fromRegistry := 0
+	if c.registry != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		reg, err := c.registry.Load(ctx, func(g string) bool { return c.PartitionFor(g) == ps.index })
+		cancel()
+		if err != nil {
+			c.cfg.Logger.Warn("reading offsets from the registry failed; serving the log's", "partition", ps.index, "err", err)
+		}
+		for g, offs := range reg {
+			for _, o := range offs {
+				cur, ok := offsets[g][o.TopicPartition]
+				if ok && (cur.Offset == o.Offset || o.Modified.UnixMilli() <= cur.CommitTime) {
+					continue
+				}
+				if offsets[g] == nil {
+					offsets[g] = map[TopicPartition]committed{}
+				}
+				offsets[g][o.TopicPartition] = committed{Offset: o.Offset, LeaderEpoch: -1, CommitTime: o.Modified.UnixMilli()}
+				fromRegistry++
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ps.gone {
+		return
+	}
+	for id, offs := range offsets {
+		if len(offs) == 0 {
+			continue
+		}
+		g := c.newGroup(ps, id)
+		for tp, o := range offs {
+			g.setOffset(tp.Topic, tp.Partition, o)
+		}
+		ps.groups[id] = g
+	}
+	close(ps.loaded)
+	c.cfg.Logger.Info("loaded offsets partition", "partition", ps.index, "groups", len(ps.groups),
+		"from_registry", fromRegistry, "took", c.cfg.Now().Sub(start))
+}
+
+// lookup finds the group's partition and the group (created when create
+// is set and it does not exist); code is NOT_COORDINATOR or
+// COORDINATOR_LOAD_IN_PROGRESS when this broker cannot serve it.
+func (c *Coordinator) lookup(id string, create bool) (*group, *offsetsPartition, int16) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ps := c.parts[c.PartitionFor(id)]
+	if ps == nil {
+		return nil, nil, kerr.NotCoordinator.Code
+	}
+	select {
+	case <-ps.loaded:
+	default:
+		return nil, nil, kerr.CoordinatorLoadInProgress.Code
+	}
+	g := ps.groups[id]
+	if g == nil && create {
+		g = c.newGroup(ps, id)
+		ps.groups[id] = g
+	}
+	return g, ps, 0
+}
+
+// CoordinatorError returns the error code for requests about group on this
+// broker: 0, NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS.
+func (c *Coordinator) CoordinatorError(group string) int16 {
+	_, _, code := c.lookup(group, false)
+	return code
+}
+
+// forget removes a deleted group, if it is still the one mapped.
+func (c *Coordinator) forget(ps *offsetsPartition, g *group) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ps.groups[g.id] == g {
+		delete(ps.groups, g.id)
+	}
+}
+
+// allGroups returns the groups of every loaded partition.
+func (c *Coordinator) allGroups() []*group {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*group
+	for _, ps := range c.parts {
+		select {
+		case <-ps.loaded:
+		default:
+			continue
+		}
+		for _, g := range ps.groups {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// appendCode maps a failed append to the code Kafka sends for it.
+func (c *Coordinator) appendCode(err error) int16 {
+	if errors.Is(err, ErrNotLoaded) {
+		return kerr.NotCoordinator.Code
+	}
+	c.cfg.Logger.Error("writing to the offsets topic failed", "err", err)
+	return kerr.UnknownServerError.Code
+}
+
+// newMemberID is Kafka's: the client id (or instance id) and a UUID.
+func newMemberID(prefix string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return fmt.Sprintf("%s-%s-%s-%s-%s-%s", prefix, h[:8], h[8:12], h[12:16], h[16:20], h[20:])
+}

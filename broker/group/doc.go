@@ -1,0 +1,82 @@
+// Package group is the broker's group coordinator: Kafka's classic group
+// protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), committed offsets
+// (OffsetCommit, OffsetFetch, OffsetDelete) and group administration
+// (ListGroups, DescribeGroups, DeleteGroups), so that every standard
+// client's consumer groups work against Tributary brokers.
+//
+// # Placement
+//
+// A group belongs to partition PartitionFor(group, n) of the offsets topic
+// __consumer_offsets (n is offsets.topic.num.partitions, 50 by default):
+// Java's String.hashCode of the group id, sign bit masked, modulo n, as
+// Kafka computes it. The broker leading that partition is the group's
+// coordinator; the broker hands the partitions it leads to Load and takes
+// them back with Unload when leadership moves, so a group's coordinator
+// moves when its broker dies.
+//
+// # Protocol
+//
+// The broker never reads protocol metadata or assignments (except to learn
+// a consumer group's subscriptions for OffsetDelete): members bring their
+// own assignors and the leader assigns, as in Kafka. Groups go through
+// Kafka's states Empty, PreparingRebalance, CompletingRebalance, Stable
+// and Dead, with Kafka's rules: JoinGroup v4+ without a member id gets
+// MEMBER_ID_REQUIRED and a member id to come back with (KIP-394); the
+// first rebalance of an empty group waits group.initial.rebalance.delay.ms
+// for more members; a rebalance completes when every member has rejoined
+// or the largest rebalance timeout has passed (members that did not rejoin
+// are removed); a member whose session timeout passes without a heartbeat
+// (or a join, sync or commit) is removed and the group rebalances. Static
+// members (group.instance.id, KIP-345) that restart get a new member id,
+// fence the old one with FENCED_INSTANCE_ID and, in a stable group, their
+// old assignment without a rebalance (a restarted static leader on
+// JoinGroup < v9 makes the group rebalance, since only v9 can tell it to
+// skip assigning). Errors are Kafka's: UNKNOWN_MEMBER_ID,
+// ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, INCONSISTENT_GROUP_PROTOCOL,
+// INVALID_SESSION_TIMEOUT, GROUP_MAX_SIZE_REACHED, NOT_COORDINATOR,
+// COORDINATOR_LOAD_IN_PROGRESS, NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND,
+// GROUP_SUBSCRIBED_TO_TOPIC, OFFSET_METADATA_TOO_LARGE and
+// UNKNOWN_TOPIC_OR_PARTITION (a commit for a partition that does not
+// exist). A leader's SyncGroup whose assignments add up to more than
+// MaxAssignmentBytes fails every member's sync with UNKNOWN_SERVER_ERROR
+// (what Kafka answers when the group record is too large) and the group
+// rebalances again.
+//
+// Membership is held in memory only: after a coordinator move the members
+// get NOT_COORDINATOR, find the new coordinator and join again.
+//
+// # Offsets: format and truth
+//
+// Committed offsets are records of the group's offsets partition, in
+// Kafka's own format (frozen): key OffsetCommitKey v1 (group, topic,
+// partition), value OffsetCommitValue v3 (offset, leader epoch, metadata,
+// commit timestamp), a null value deleting the offset. A commit is
+// acknowledged only after its records are appended to the log; the offsets
+// topic keeps its records forever (retention.ms=-1, since there is no
+// compaction yet), and loading replays it.
+//
+// The log is the truth while the broker that wrote it leads the partition.
+// Every commit is then written through, best effort, to the Registry when
+// the broker runs in a cluster: the paper's ZooKeeper registry
+// /consumers/<group>/offsets/<topic>/<partition> (decimal next offset, as
+// Kafka 0.8 and this repository's client write it), so ZooKeeper-group
+// consumers and monitoring that reads ZooKeeper see Kafka-protocol groups'
+// progress. Partitions are not replicated yet, so when leadership of an
+// offsets partition moves to a broker whose copy of the log is stale, the
+// registry is what carries the offsets over: on load, a registry offset
+// modified after the log's commit time of that partition (or absent from
+// the log) wins. The same rule lets the Kafka-protocol group see offsets
+// that ZooKeeper-group consumers of the same group id committed before the
+// load. Known limits until replication: an offset deleted (DeleteGroups,
+// OffsetDelete) while another broker led the partition can come back from
+// a stale log, and a commit whose registry write failed is lost if the
+// coordinator moves before the next one.
+//
+// # Concurrency
+//
+// A Coordinator is safe for concurrent use. Lock order: Coordinator.mu
+// before a group's mu; an offsets partition's writeMu before a group's mu.
+// Joins and syncs block their request until the rebalance answers them;
+// timers (session, rebalance, initial delay) run under the group's mu and
+// ignore firings that a later event made stale.
+package group

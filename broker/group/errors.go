@@ -1,0 +1,12 @@
+package group
+
+import "errors"
+
+var (
+	// ErrInvalidConfig: a configuration value is out of range; the message names the key.
+	ErrInvalidConfig = errors.New("group: invalid configuration")
+	// ErrNotLoaded: the offsets partition is not (or no longer) loaded on this coordinator.
+	ErrNotLoaded = errors.New("group: offsets partition not loaded here")
+	// ErrCorruptRecord: a record of the offsets topic does not decode; it is skipped on load.
+	ErrCorruptRecord = errors.New("group: corrupt offsets record")
+)

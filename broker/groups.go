@@ -1,0 +1,343 @@
+package broker
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/group"
+)
+
+// The group coordinator (broker/group) is wired in here: the broker opens
+// the partitions of __consumer_offsets it leads like any other, and
+// runGroupLoader hands them to the coordinator (and takes them back) after
+// every reconciliation. Offsets are mirrored into the coordination
+// service's /consumers registry whenever the broker is part of a cluster
+// (ZooKeeper, or memcoord shared by brokers of one process); a standalone
+// broker has only its private in-process coordinator, so its log is the
+// only store.
+
+// offsetsTopicSegmentBytes is Kafka's offsets.topic.segment.bytes default.
+const offsetsTopicSegmentBytes = 100 << 20
+
+// offsetsTopicWait bounds how long FindCoordinator waits for the offsets
+// topic it creates; past it the client gets COORDINATOR_NOT_AVAILABLE and
+// asks again.
+const offsetsTopicWait = 15 * time.Second
+
+// groupPropertySetters are the group coordinator's server.properties keys.
+var groupPropertySetters = map[string]func(c *Config, v string) error{
+	"offsets.topic.num.partitions": func(c *Config, v string) error {
+		return setPositiveInt32(&c.Groups.OffsetsTopicPartitions, v)
+	},
+	"offsets.topic.replication.factor": func(c *Config, v string) error {
+		var n int32
+		if err := setPositiveInt32(&n, v); err != nil {
+			return err
+		}
+		if n > math.MaxInt16 {
+			return fmt.Errorf("must be <= %d", math.MaxInt16)
+		}
+		c.Groups.OffsetsReplication = int16(n)
+		return nil
+	},
+	"group.min.session.timeout.ms": func(c *Config, v string) error {
+		return setPositiveDuration(&c.Groups.MinSessionTimeout, v)
+	},
+	"group.max.session.timeout.ms": func(c *Config, v string) error {
+		return setPositiveDuration(&c.Groups.MaxSessionTimeout, v)
+	},
+	"group.initial.rebalance.delay.ms": func(c *Config, v string) error {
+		if err := setDuration(&c.Groups.InitialRebalanceDelay, v, time.Millisecond); err != nil {
+			return err
+		}
+		if c.Groups.InitialRebalanceDelay == 0 {
+			c.Groups.InitialRebalanceDelay = -1 // zero means the default in Config
+		}
+		return nil
+	},
+	"group.max.size":            func(c *Config, v string) error { return setPositiveInt32(&c.Groups.MaxGroupSize, v) },
+	"offset.metadata.max.bytes": func(c *Config, v string) error { return setPositiveInt32(&c.Groups.OffsetMetadataMaxBytes, v) },
+}
+
+func init() {
+	// The keys live here with the feature; the table is config.go's.
+	for k, set := range groupPropertySetters {
+		propertySetters[k] = set
+	}
+}
+
+func setPositiveInt32(dst *int32, v string) error {
+	if err := setInt32(dst, v); err != nil {
+		return err
+	}
+	if *dst < 1 {
+		return fmt.Errorf("must be >= 1")
+	}
+	return nil
+}
+
+// newGroupCoordinator builds the coordinator from the configuration.
+func (b *Broker) newGroupCoordinator() error {
+	gc := b.cfg.Groups
+	gc.Logger = b.logger.With("component", "group-coordinator")
+	opts := []group.Option{group.WithPartitionCheck(func(topic string, p int32) bool {
+		_, ok := b.metadata().Partition(topic, p)
+		return ok
+	})}
+	if !b.standalone {
+		b.groupRegistry = group.NewZooKeeperRegistry(b.connect)
+		opts = append(opts, group.WithRegistry(b.groupRegistry))
+	}
+	c, err := group.New(gc, opts...)
+	if err != nil {
+		return err
+	}
+	b.groups = c
+	return nil
+}
+
+// runGroupLoader follows the reconciler: every offsets partition this
+// broker serves is loaded into the coordinator, every one it stopped
+// serving is unloaded.
+func (b *Broker) runGroupLoader() {
+	defer b.wg.Done()
+	defer func() {
+		b.groups.Close()
+		if b.groupRegistry != nil {
+			_ = b.groupRegistry.Close()
+		}
+	}()
+	for {
+		b.mu.RLock()
+		ch := b.served
+		b.mu.RUnlock()
+		b.syncGroupPartitions()
+		select {
+		case <-ch:
+		case <-b.shutdownCtx.Done():
+			return
+		}
+	}
+}
+
+func (b *Broker) syncGroupPartitions() {
+	t := b.lookup(group.OffsetsTopic)
+	serving := b.groups.Serving()
+	for p := range b.groups.Partitions() {
+		var part *partition
+		if t != nil && int(p) < len(t.partitions) {
+			part = t.partitions[p]
+		}
+		if part == nil {
+			if _, ok := serving[p]; ok {
+				b.groups.Unload(p)
+			}
+			continue
+		}
+		b.groups.Load(p, offsetsLog{b: b, p: part})
+	}
+}
+
+// ensureOffsetsTopic creates __consumer_offsets on first use, as Kafka
+// does, with offsets.topic.num.partitions partitions and
+// offsets.topic.replication.factor replicas capped at the live brokers,
+// retention off (offsets must not age out: there is no compaction), and
+// waits until its partitions have leaders.
+func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
+	m, err := b.clusterMember()
+	if err != nil {
+		return err
+	}
+	snap := m.Metadata()
+	if t, ok := snap.Topics[group.OffsetsTopic]; ok {
+		if int32(len(t.Partitions)) != b.groups.Partitions() {
+			return fmt.Errorf("%w: %s has %d partitions, offsets.topic.num.partitions is %d", ErrInvalidConfig,
+				group.OffsetsTopic, len(t.Partitions), b.groups.Partitions())
+		}
+		return nil
+	}
+	rf := min(int(b.groups.Config().OffsetsReplication), max(len(snap.Brokers), 1))
+	id, err := newTopicID()
+	if err != nil {
+		return err
+	}
+	configs := map[string]string{
+		topicIDConfig:   id,
+		"retention.ms":  "-1",
+		"segment.bytes": strconv.Itoa(offsetsTopicSegmentBytes),
+	}
+	err = m.CreateTopic(ctx, group.OffsetsTopic, b.groups.Partitions(), int16(rf), configs)
+	if err != nil && !errors.Is(err, cluster.ErrTopicExists) {
+		return err
+	}
+	if err == nil {
+		b.logger.Info("created the offsets topic", "topic", group.OffsetsTopic, "partitions", b.groups.Partitions(), "replication", rf)
+	}
+	_, err = m.AwaitMetadata(ctx, func(s cluster.Snapshot) bool {
+		t, ok := s.Topics[group.OffsetsTopic]
+		if !ok {
+			return false
+		}
+		for _, p := range t.Partitions {
+			if p.Leader < 0 {
+				return false
+			}
+		}
+		return true
+	})
+	return err
+}
+
+// clientHost is the client's address as DescribeGroups reports it
+// ("/127.0.0.1", Kafka's InetAddress.toString form).
+func clientHost(r *request) string {
+	if r.conn == nil {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(r.conn.RemoteAddr().String())
+	if err != nil {
+		return ""
+	}
+	return "/" + host
+}
+
+func clientIDOf(r *request) string {
+	if r.clientID == nil {
+		return ""
+	}
+	return *r.clientID
+}
+
+// offsetsLog is a served partition of the offsets topic as the
+// coordinator's group.Log.
+type offsetsLog struct {
+	b *Broker
+	p *partition
+}
+
+func (l offsetsLog) Append(records []group.Record) error {
+	res, err := l.p.log.Append(encodeOffsetsBatch(records, time.Now().UnixMilli()))
+	if err != nil {
+		if errors.Is(err, logErrClosed) {
+			return fmt.Errorf("%w: %w", group.ErrNotLoaded, err)
+		}
+		return err
+	}
+	_ = res
+	l.b.metrics.observeOffsets(l.p)
+	l.p.wake()
+	return nil
+}
+
+// Replay reads the partition from its start, batch by batch; compressed
+// batches (written by someone else) are decompressed.
+func (l offsetsLog) Replay(fn func(group.Record) error) error {
+	off, end := l.p.log.StartOffset(), l.p.log.EndOffset()
+	for off < end {
+		v, err := l.p.log.Read(off, 1<<20)
+		if err != nil {
+			return err
+		}
+		data, err := v.Bytes()
+		if err != nil {
+			v.Release()
+			return err
+		}
+		next, err := replayBatches(data, off, l.b.decompressor, fn)
+		v.Release()
+		if err != nil {
+			return err
+		}
+		if next <= off {
+			return fmt.Errorf("offsets log made no progress at offset %d", off)
+		}
+		off = next
+	}
+	return nil
+}
+
+// replayBatches calls fn for each record at or after from in data (whole
+// batches) and returns the offset after the last batch.
+func replayBatches(data []byte, from int64, dec kgo.Decompressor, fn func(group.Record) error) (int64, error) {
+	next := from
+	for len(data) >= batchHeaderSize {
+		size := int(binary.BigEndian.Uint32(data[batchLengthOffset:])) + batchOverheadNoLen
+		if size < batchHeaderSize || size > len(data) {
+			break
+		}
+		var batch kmsg.RecordBatch
+		if err := batch.ReadFrom(data[:size]); err != nil {
+			return next, fmt.Errorf("decoding offsets batch: %w", err)
+		}
+		data = data[size:]
+		next = batch.FirstOffset + int64(batch.LastOffsetDelta) + 1
+		if batch.Attributes&0x20 != 0 { // control batch
+			continue
+		}
+		records := batch.Records
+		if codec := kgo.CompressionCodecType(batch.Attributes & batchCodecMask); codec != kgo.CodecNone {
+			var err error
+			if records, err = dec.Decompress(records, codec); err != nil {
+				return next, fmt.Errorf("decompressing offsets batch: %w", err)
+			}
+		}
+		for range batch.NumRecords {
+			length, n := binary.Varint(records)
+			if n <= 0 || length < 0 || int64(n)+length > int64(len(records)) {
+				return next, errRecordFraming
+			}
+			var r kmsg.Record
+			if err := r.ReadFrom(records[:int64(n)+length]); err != nil {
+				return next, fmt.Errorf("decoding offsets record: %w", err)
+			}
+			records = records[int64(n)+length:]
+			if batch.FirstOffset+int64(r.OffsetDelta) < from {
+				continue
+			}
+			if err := fn(group.Record{Key: r.Key, Value: r.Value}); err != nil {
+				return next, err
+			}
+		}
+	}
+	return next, nil
+}
+
+// encodeOffsetsBatch builds one uncompressed magic-2 batch of records.
+func encodeOffsetsBatch(records []group.Record, now int64) []byte {
+	var recs []byte
+	for i, rec := range records {
+		r := kmsg.NewRecord()
+		r.OffsetDelta = int32(i)
+		r.Key, r.Value = rec.Key, rec.Value
+		body := r.AppendTo(nil)
+		r.Length = int32(len(body) - 1) // the zero length took one byte
+		recs = r.AppendTo(recs)
+	}
+	batch := kmsg.RecordBatch{
+		PartitionLeaderEpoch: -1,
+		Magic:                2,
+		LastOffsetDelta:      int32(len(records) - 1),
+		FirstTimestamp:       now,
+		MaxTimestamp:         now,
+		ProducerID:           -1,
+		ProducerEpoch:        -1,
+		FirstSequence:        -1,
+		NumRecords:           int32(len(records)),
+		Records:              recs,
+	}
+	out := batch.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[batchLengthOffset:], uint32(len(out)-batchOverheadNoLen))
+	binary.BigEndian.PutUint32(out[batchCRCOffset:], crc32.Checksum(out[batchAttributesOff:], castagnoli))
+	return out
+}

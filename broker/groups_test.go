@@ -1,0 +1,125 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// groupTestConfig makes group tests quick: a small offsets topic, no
+// initial rebalance delay unless a test wants one, and short sessions
+// allowed.
+func groupTestConfig(c *Config) {
+	c.Groups.OffsetsTopicPartitions = 4
+	c.Groups.InitialRebalanceDelay = -1
+	c.Groups.MinSessionTimeout = 500 * time.Millisecond
+}
+
+// produceTestRecords writes records 0..n-1 of testRecord to topic and
+// returns them by partition, in offset order.
+func produceTestRecords(t *testing.T, ctx context.Context, addr, topic string, n, partitions int) {
+	t.Helper()
+	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, testRecord(topic, i, partitions))
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+}
+
+// pollUntil polls cl until it has seen n records, checking each one's
+// content, and returns the record numbers seen, per partition in order.
+func pollUntil(t *testing.T, ctx context.Context, cl *kgo.Client, n, partitions int) map[int32][]int {
+	t.Helper()
+	seen := map[int32][]int{}
+	total := 0
+	for total < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("polled %d of %d records: %v", total, n, ctx.Err())
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s-%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			seen[r.Partition] = append(seen[r.Partition], checkRecord(t, r, partitions))
+			total++
+		})
+	}
+	return seen
+}
+
+// TestGroupCommitRestartResumes: a franz-go group consumer reads half a
+// topic and commits; a new consumer of the same group resumes exactly
+// after the committed offsets, and kadm reads back those offsets.
+func TestGroupCommitRestartResumes(t *testing.T) {
+	b := newTestBroker(t, groupTestConfig)
+	ctx := testContext(t, 2*time.Minute)
+	const parts, n = 3, 300
+	if err := b.CreateTopic(ctx, "gr", parts); err != nil {
+		t.Fatal(err)
+	}
+	produceTestRecords(t, ctx, b.Addr(), "gr", n, parts)
+
+	first := newClient(t, b.Addr(), kgo.ConsumerGroup("g1"), kgo.ConsumeTopics("gr"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.FetchMaxBytes(1))
+	// Read (at least) half, then commit exactly the first half of each
+	// partition: record i is the (i/3)th of partition i%3.
+	pollUntil(t, ctx, first, n/2, parts)
+	commit := map[string]map[int32]kgo.EpochOffset{"gr": {}}
+	for p := range int32(parts) {
+		commit["gr"][p] = kgo.EpochOffset{Epoch: -1, Offset: int64(n / parts / 2)}
+	}
+	var commitErr error
+	first.CommitOffsetsSync(ctx, commit, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		commitErr = err
+		if err == nil {
+			for _, rt := range resp.Topics {
+				for _, rp := range rt.Partitions {
+					if rp.ErrorCode != 0 {
+						commitErr = fmt.Errorf("commit %s-%d: error %d", rt.Topic, rp.Partition, rp.ErrorCode)
+					}
+				}
+			}
+		}
+	})
+	if commitErr != nil {
+		t.Fatal(commitErr)
+	}
+	first.Close()
+
+	adm := kadm.NewClient(newClient(t, b.Addr()))
+	offs, err := adm.FetchOffsets(ctx, "g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(parts) {
+		o, ok := offs.Lookup("gr", p)
+		if !ok || o.Err != nil || o.At != int64(n/parts/2) {
+			t.Fatalf("fetched offset of gr-%d: %+v (ok %v), want %d", p, o, ok, n/parts/2)
+		}
+	}
+
+	second := newClient(t, b.Addr(), kgo.ConsumerGroup("g1"), kgo.ConsumeTopics("gr"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	seen := pollUntil(t, ctx, second, n/2, parts)
+	for p := range int32(parts) {
+		var want []int
+		for i := n / 2; i < n; i++ {
+			if int32(i%parts) == p {
+				want = append(want, i)
+			}
+		}
+		got := seen[p]
+		sort.Ints(got)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("partition %d after restart read %v, want %v", p, got, want)
+		}
+	}
+}
