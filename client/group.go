@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -52,8 +53,8 @@ type GroupConsumer struct {
 	gen      atomic.Uint64
 	inflight atomic.Int64
 
-	trigger chan struct{} // a rebalance is wanted (coalesced)
-	expired chan struct{} // the session expired
+	trigger chan struct{}      // a rebalance is wanted (coalesced)
+	expired chan coord.Session // a session that expired (recovered unless replaced already)
 	seeks   chan seekRequest
 
 	// commitMu serialises offset commits with ownership changes, so that a
@@ -97,7 +98,7 @@ func NewGroupConsumer(ctx context.Context, cfg GroupConfig) (*GroupConsumer, err
 		connect: cfg.connector(logger),
 		closed:  make(chan struct{}),
 		trigger: make(chan struct{}, 1),
-		expired: make(chan struct{}, 1),
+		expired: make(chan coord.Session, 4),
 		seeks:   make(chan seekRequest),
 	}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
@@ -187,7 +188,11 @@ func (g *GroupConsumer) CreateMessageStreamsByTopic(ctx context.Context, topics 
 		return nil, err
 	}
 	if err := g.syncedRebalance(ctx); err != nil {
-		return nil, err
+		if !errors.Is(err, errSessionLost) {
+			return nil, err
+		}
+		// The run loop below registers again on a new session.
+		g.sessionExpired(sess)
 	}
 	g.wg.Add(1)
 	go g.run()
@@ -252,35 +257,87 @@ func (g *GroupConsumer) join(ctx context.Context, sess coord.Session) error {
 	return nil
 }
 
-// register creates this member's ephemeral node. A node left by an earlier
-// session of ours lingers until that session's timeout; wait it out.
+// staleRegistrationSlack is added to the session timeout to bound the wait
+// for this member's own stale registration: ZooKeeper expires sessions on
+// tick boundaries and may raise a short timeout to two ticks.
+const staleRegistrationSlack = 10 * time.Second
+
+// register creates this member's ephemeral node.
+//
+// A node already there under this consumer id is told apart by its data. A
+// registration with this member's subscription (the same topics, stream
+// counts and pattern) is taken for an earlier session of this member: a
+// process restarted with the same consumer.id right after a crash, or this
+// member's own session that just expired. ZooKeeper deletes it when that
+// session times out, so register waits for it, watching the node, up to
+// zookeeper.session.timeout.ms plus staleRegistrationSlack. A registration
+// with another subscription is another consumer's: ErrConsumerIDInUse at
+// once, as is one with ours that outlives the bound (a live twin).
 func (g *GroupConsumer) register(ctx context.Context, sess coord.Session) error {
 	g.mu.Lock()
-	data := encodeRegistration(g.sub, time.Now())
+	sub := maps.Clone(g.sub)
 	g.mu.Unlock()
+	data := encodeRegistration(sub, time.Now())
 	path := idPath(g.cfg.GroupID, g.id)
-	deadline := time.Now().Add(orDuration(g.cfg.ZooKeeperSessionTimeout, DefaultZooKeeperSession) + g.backoff())
+	bound := orDuration(g.cfg.ZooKeeperSessionTimeout, DefaultZooKeeperSession) + staleRegistrationSlack
+	var deadline *time.Timer
+	var waitStart time.Time
+	defer func() {
+		if deadline != nil {
+			deadline.Stop()
+		}
+	}()
 	for {
 		_, err := sess.CreateAll(ctx, path, data, coord.Ephemeral)
 		if err == nil {
+			if deadline != nil {
+				g.logger.Info("stale registration gone", "waited", time.Since(waitStart).Round(time.Millisecond))
+			}
 			g.logger.Info("registered consumer", "path", path)
 			return nil
 		}
 		if !errors.Is(err, coord.ErrNodeExists) {
 			return fmt.Errorf("client: registering %s: %w", path, err)
 		}
-		_, st, gerr := sess.Get(ctx, path)
-		if gerr == nil && st.EphemeralOwner == sess.ID() {
+		held, st, gone, err := sess.GetW(ctx, path)
+		if errors.Is(err, coord.ErrNoNode) {
+			continue // its session ended meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("client: reading %s: %w", path, err)
+		}
+		if st.EphemeralOwner == sess.ID() {
 			_, err := sess.Set(ctx, path, data, coord.AnyVersion)
 			return err
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: %s", ErrConsumerIDInUse, path)
+		if !sameSubscription(held, sub) {
+			return fmt.Errorf("%w: %s is registered with another subscription: %s", ErrConsumerIDInUse, path, held)
 		}
-		if err := sleepCtx(ctx, g.backoff()/4+10*time.Millisecond); err != nil {
-			return err
+		if deadline == nil {
+			waitStart = time.Now()
+			deadline = time.NewTimer(bound)
+			g.logger.Warn("consumer id registered with this member's subscription by an earlier session; "+
+				"waiting for that session to expire", "path", path, "session", fmt.Sprintf("0x%x", st.EphemeralOwner), "bound", bound)
+		}
+		select {
+		case <-gone: // deleted, or rewritten: look again
+		case <-deadline.C:
+			return fmt.Errorf("%w: %s is still registered by session 0x%x after %v (another live consumer with this consumer.id?)",
+				ErrConsumerIDInUse, path, st.EphemeralOwner, bound)
+		case <-ctx.Done():
+			return fmt.Errorf("client: waiting for the stale registration %s to expire: %w", path, ctx.Err())
 		}
 	}
+}
+
+// sameSubscription reports whether a registration's data subscribes to
+// exactly sub, statically. Unparseable data is another consumer's.
+func sameSubscription(data []byte, sub map[string]int) bool {
+	var reg consumerRegistration
+	if err := json.Unmarshal(data, &reg); err != nil {
+		return false
+	}
+	return reg.Pattern == "static" && maps.Equal(reg.Subscription, sub)
 }
 
 func (g *GroupConsumer) backoff() time.Duration {
@@ -333,15 +390,22 @@ func (g *GroupConsumer) watchSession(ctx context.Context, sess coord.Session) {
 		select {
 		case st := <-sess.States():
 			if st == coord.StateExpired {
-				select {
-				case g.expired <- struct{}{}:
-				default:
-				}
+				g.sessionExpired(sess)
 				return
 			}
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// sessionExpired asks the run loop to replace sess. Reports of one session
+// may come twice (its state watch and a failed rebalance); recoverSession
+// ignores a session it has replaced already.
+func (g *GroupConsumer) sessionExpired(sess coord.Session) {
+	select {
+	case g.expired <- sess:
+	default: // full of reports that lead to the same recovery
 	}
 }
 
@@ -363,8 +427,8 @@ func (g *GroupConsumer) run() {
 			return
 		case <-g.trigger:
 			g.rebalanceReporting()
-		case <-g.expired:
-			g.recoverSession()
+		case sess := <-g.expired:
+			g.recoverSession(sess)
 		case r := <-g.seeks:
 			r.reply <- g.doSeek(g.ctx, r)
 		case <-refresh.C:
@@ -377,10 +441,20 @@ func (g *GroupConsumer) run() {
 
 // rebalanceReporting runs a rebalance; on failure it tells the streams and
 // tries again later, so a group that failed to settle does not stay idle
-// until the next membership change.
+// until the next membership change. A rebalance cut short by the loss of
+// the session is no failure: the member registers again on a new session
+// and rebalances there (recoverSession), and the streams go on.
 func (g *GroupConsumer) rebalanceReporting() {
+	g.mu.Lock()
+	sess := g.sess
+	g.mu.Unlock()
 	err := g.syncedRebalance(g.ctx)
 	if err == nil || g.ctx.Err() != nil {
+		return
+	}
+	if errors.Is(err, errSessionLost) {
+		g.logger.Warn("rebalance interrupted: coordination session lost; registering again", "err", err)
+		g.sessionExpired(sess)
 		return
 	}
 	g.rebalanceErrs.Add(1)
@@ -389,10 +463,17 @@ func (g *GroupConsumer) rebalanceReporting() {
 	time.AfterFunc(g.backoff(), g.requestRebalance)
 }
 
-// recoverSession replaces an expired session: the ephemeral nodes are gone
-// (others may own our partitions by now), so fetching stops without a
-// commit, and the member registers and rebalances anew.
-func (g *GroupConsumer) recoverSession() {
+// recoverSession replaces expired, the expired session, unless that was
+// done already: the ephemeral nodes are gone (others may own our partitions
+// by now), so fetching stops without a commit, and the member registers and
+// rebalances anew.
+func (g *GroupConsumer) recoverSession(expired coord.Session) {
+	g.mu.Lock()
+	current := g.sess
+	g.mu.Unlock()
+	if expired != current {
+		return // a late report of a session replaced already
+	}
 	g.logger.Warn("coordination session expired; registering again")
 	g.stopFetching(false)
 	g.commitMu.Lock()
@@ -438,8 +519,7 @@ func (g *GroupConsumer) Close(ctx context.Context) error {
 		sess, meta, joined := g.sess, g.meta, g.sub != nil
 		g.mu.Unlock()
 		if joined {
-			if err := sess.Delete(ctx, idPath(g.cfg.GroupID, g.id), coord.AnyVersion); err != nil &&
-				!errors.Is(err, coord.ErrNoNode) && !errors.Is(err, coord.ErrSessionExpired) {
+			if err := g.deregister(ctx, sess); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -453,6 +533,24 @@ func (g *GroupConsumer) Close(ctx context.Context) error {
 		g.closeErr = errors.Join(errs...)
 	})
 	return g.closeErr
+}
+
+// deregister deletes this member's registration if sess owns it: a member
+// refused at join (ErrConsumerIDInUse) must not delete the registration of
+// the consumer that holds its id.
+func (g *GroupConsumer) deregister(ctx context.Context, sess coord.Session) error {
+	path := idPath(g.cfg.GroupID, g.id)
+	_, st, err := sess.Get(ctx, path)
+	if err == nil {
+		if st.EphemeralOwner != sess.ID() {
+			return nil
+		}
+		err = sess.Delete(ctx, path, st.Version)
+	}
+	if err != nil && !errors.Is(err, coord.ErrNoNode) && !sessionGone(err) {
+		return err
+	}
+	return nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

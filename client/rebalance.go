@@ -13,9 +13,22 @@ import (
 	"github.com/tributary/tributary/internal/coord"
 )
 
+// errSessionLost: a rebalance attempt failed because the coordination
+// session is gone (expired, or closed under it). Retrying on that session
+// cannot succeed, so the rebalance stops at once, without counting against
+// rebalance.max.retries: the member registers again on a new session and
+// rebalances there.
+var errSessionLost = errors.New("client: coordination session lost")
+
+// sessionGone reports whether err says the session can serve no more calls.
+func sessionGone(err error) bool {
+	return errors.Is(err, coord.ErrSessionExpired) || errors.Is(err, coord.ErrClosed)
+}
+
 // syncedRebalance is Kafka 0.8's syncedRebalance: up to
 // rebalance.max.retries attempts of Algorithm 1, rebalance.backoff.ms
-// apart, each starting from nothing owned.
+// apart, each starting from nothing owned. An attempt that fails because
+// the session is gone ends it with an error wrapping errSessionLost.
 func (g *GroupConsumer) syncedRebalance(ctx context.Context) error {
 	var last error
 	for attempt := 1; attempt <= g.cfg.maxRetries(); attempt++ {
@@ -25,6 +38,9 @@ func (g *GroupConsumer) syncedRebalance(ctx context.Context) error {
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if sessionGone(err) {
+			return fmt.Errorf("%w: group %s consumer %s: %w", errSessionLost, g.cfg.GroupID, g.id, err)
 		}
 		last = err
 		g.logger.Info("rebalance attempt did not settle; backing off",
