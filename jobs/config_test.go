@@ -1,0 +1,86 @@
+package jobs
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseConfigIssueExample(t *testing.T) {
+	list, err := ParseConfig([]byte(`
+jobs:
+  - name: load-page-views
+    schedule: "@every 5m"
+    kind: loader
+    args: {config: /etc/tributary/loader.properties}
+    timeout: 30m
+    retries: 2
+  - name: nightly-report
+    schedule: "0 30 2 * * *"
+    kind: exec
+    args: {command: ["sh", "-c", "make-report > /tmp/report.txt"]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].Name != "load-page-views" || list[0].EffectiveTimeout() != 30*time.Minute || list[0].Retries != 2 {
+		t.Fatalf("parsed %+v", list)
+	}
+	// @every is aligned to the epoch, so that every scheduler computes the same due times.
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	if got, want := list[0].Next(at), time.Date(2026, 1, 2, 3, 5, 0, 0, time.UTC); !got.Equal(want) {
+		t.Errorf("@every 5m after %v = %v, want %v", at, got, want)
+	}
+	if got, want := list[1].Next(at), time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC); !got.After(want) || got.Hour() != 2 || got.Minute() != 30 || got.Day() != 3 {
+		t.Errorf("0 30 2 * * * after %v = %v", at, got)
+	}
+	if list[1].EffectiveTimeout() != DefaultTimeout || list[1].EffectiveBackoff() != DefaultRetryBackoff {
+		t.Errorf("defaults not applied: %+v", list[1])
+	}
+}
+
+func TestParseConfigBad(t *testing.T) {
+	const head = "jobs:\n  - name: j1\n"
+	cases := []struct{ name, yaml, job, field string }{
+		{"invalid schedule", head + "    schedule: \"every five minutes\"\n    kind: exec\n    args: {command: [\"true\"]}\n", "j1", "schedule"},
+		{"missing schedule", head + "    kind: exec\n    args: {command: [\"true\"]}\n", "j1", "schedule"},
+		{"unknown kind", head + "    schedule: \"@every 1m\"\n    kind: spark\n", "j1", "kind"},
+		{"missing kind", head + "    schedule: \"@every 1m\"\n", "j1", "kind"},
+		{"loader without config", head + "    schedule: \"@every 1m\"\n    kind: loader\n    args: {}\n", "j1", "args.config"},
+		{"exec without command", head + "    schedule: \"@every 1m\"\n    kind: exec\n", "j1", "args.command"},
+		{"compact without base", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {loader_job: l}\n", "j1", "args.base"},
+		{"compact bad codec", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {base: /x, loader_job: l, codec: lzo}\n", "j1", "args.codec"},
+		{"retention without age", head + "    schedule: \"@hourly\"\n    kind: retention\n    args: {base: /x}\n", "j1", "args.max_age"},
+		{"retention bad topic age", head + "    schedule: \"@hourly\"\n    kind: retention\n    args: {base: /x, topics: {pv: soon}}\n", "j1", "args.topics.pv"},
+		{"unknown argument", head + "    schedule: \"@every 1m\"\n    kind: exec\n    args: {command: [\"true\"], shell: bash}\n", "j1", "args.shell"},
+		{"bad timeout", head + "    schedule: \"@every 1m\"\n    kind: exec\n    args: {command: [\"true\"]}\n    timeout: forever\n", "j1", "timeout"},
+		{"negative retries", head + "    schedule: \"@every 1m\"\n    kind: exec\n    args: {command: [\"true\"]}\n    retries: -1\n", "j1", "retries"},
+		{"unknown field", head + "    schedule: \"@every 1m\"\n    kind: exec\n    args: {command: [\"true\"]}\n    retry: 3\n", "j1", "retry"},
+		{"missing name", "jobs:\n  - schedule: \"@every 1m\"\n    kind: exec\n    args: {command: [\"true\"]}\n", "jobs[0]", "name"},
+		{"duplicate name", head + "    schedule: \"@every 1m\"\n    kind: exec\n    args: {command: [\"true\"]}\n" + head[6:] + "    schedule: \"@every 1m\"\n    kind: exec\n    args: {command: [\"true\"]}\n", "j1", "name"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(c.yaml))
+			if !errors.Is(err, ErrBadConfig) {
+				t.Fatalf("err = %v, want ErrBadConfig", err)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, c.job) || !strings.Contains(msg, c.field) {
+				t.Errorf("error %q does not name job %q and field %q", msg, c.job, c.field)
+			}
+		})
+	}
+	if _, err := ParseConfig([]byte("jobs: []\n")); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("empty jobs list: %v", err)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"100": 100, "128MB": 128 << 20, "128MiB": 128 << 20, "1g": 1 << 30, "4 KiB": 4096} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+}
