@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/audit"
 )
 
 // Producer sends messages to a cluster through one franz-go client, which
@@ -17,6 +19,11 @@ import (
 type Producer struct {
 	cfg ProducerConfig
 	cl  *kgo.Client
+
+	// auditCl publishes audit events: a client of its own, so that the
+	// user's partitioner and buffer never apply to the audit topic.
+	auditCl *kgo.Client
+	counter *audit.Counter // nil when audit is disabled
 
 	closeOnce sync.Once
 	closeErr  error
@@ -58,7 +65,38 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: producer: %w", err)
 	}
-	return &Producer{cfg: cfg, cl: cl}, nil
+	p := &Producer{cfg: cfg, cl: cl}
+	if !cfg.Audit.Disable {
+		if err := p.startAudit(); err != nil {
+			cl.Close()
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func (p *Producer) startAudit() error {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(p.cfg.Brokers...),
+		kgo.WithLogger(kgoLogger{loggerOr(p.cfg.Logger)}),
+		kgo.RecordDeliveryTimeout(p.cfg.deliveryTimeout()),
+	}
+	if p.cfg.ClientID != "" {
+		opts = append(opts, kgo.ClientID(p.cfg.ClientID+"-audit"))
+	}
+	acl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("client: producer audit: %w", err)
+	}
+	acfg := p.cfg.auditConfig()
+	acfg.Logger = loggerOr(p.cfg.Logger)
+	counter, err := audit.NewCounter(acfg, audit.NewKafkaPublisher(acl, acfg.Topic))
+	if err != nil {
+		acl.Close()
+		return fmt.Errorf("client: producer audit: %w", err)
+	}
+	p.auditCl, p.counter = acl, counter
+	return nil
 }
 
 func (c ProducerConfig) partitioner() Partitioner {
@@ -125,6 +163,11 @@ func (p *Producer) SendAsync(ctx context.Context, m *Message, done func(*Message
 	p.cl.Produce(ctx, m.toRecord(), func(r *kgo.Record, err error) {
 		if err == nil {
 			m.fillFromRecord(r)
+			if p.counter != nil {
+				// Only acknowledged records count: the producer tier is
+				// what the cluster has.
+				p.counter.Count(r.Topic, r.Timestamp, 1, int64(len(r.Key)+len(r.Value)))
+			}
 		} else {
 			err = classifyProduceError(err)
 		}
@@ -181,15 +224,33 @@ func (p *Producer) Flush(ctx context.Context) error {
 	return p.cl.Flush(ctx)
 }
 
-// Close flushes (bounded by ctx) and closes the producer. Records still
-// unsent when ctx ends fail with ErrClosed-wrapped errors in their callbacks.
-// Close is idempotent.
+// FlushAudit publishes the audit counts of everything acknowledged so far
+// (a no-op with audit disabled).
+func (p *Producer) FlushAudit(ctx context.Context) error {
+	if p.counter == nil {
+		return nil
+	}
+	return p.counter.Flush(ctx)
+}
+
+// Close flushes (bounded by ctx), publishes the last audit counts and
+// closes the producer. Records still unsent when ctx ends fail with
+// ErrClosed-wrapped errors in their callbacks. Close is idempotent.
 func (p *Producer) Close(ctx context.Context) error {
 	p.closeOnce.Do(func() {
+		var errs []error
 		if err := p.cl.Flush(ctx); err != nil {
-			p.closeErr = fmt.Errorf("client: producer close: flush: %w", err)
+			errs = append(errs, fmt.Errorf("client: producer close: flush: %w", err))
+		}
+		if p.counter != nil {
+			// After the flush every acknowledgement has been counted.
+			if err := p.counter.Close(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("client: producer close: audit: %w", err))
+			}
+			p.auditCl.Close()
 		}
 		p.cl.Close()
+		p.closeErr = errors.Join(errs...)
 	})
 	return p.closeErr
 }

@@ -6,6 +6,10 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tributary/tributary/audit"
 )
 
 // Acks is the producer's acks setting: how many replicas must have the
@@ -68,6 +72,33 @@ type ProducerConfig struct {
 	MaxBufferedRecords int
 	// Logger receives client events; nil discards them.
 	Logger *slog.Logger
+	// Audit configures the producer's audit counter (the "producer" tier):
+	// on by default.
+	Audit ProducerAudit
+}
+
+// ProducerAudit configures the audit counter of a Producer: it counts
+// acknowledged records per topic and window of their timestamps and
+// publishes the counts to the audit topic of the cluster it produces to
+// (see package audit). Zero values mean defaults.
+type ProducerAudit struct {
+	// Disable is audit.enable=false: count nothing, publish nothing.
+	Disable bool
+	// Cluster is audit.cluster: the name of the cluster produced to, as
+	// the audit report shows it. Default: the bootstrap servers joined by
+	// commas.
+	Cluster string
+	// Window is audit.window.ms; default audit.DefaultWindow.
+	Window time.Duration
+	// Interval is audit.interval.ms, how often counts are published;
+	// default audit.DefaultInterval.
+	Interval time.Duration
+	// Topic is audit.topic; default audit.DefaultTopic.
+	Topic string
+	// Instance names this process in audit events; default "host:pid".
+	Instance string
+	// Registerer receives the audit counter's metrics; nil registers none.
+	Registerer prometheus.Registerer
 }
 
 // Validate checks the configuration.
@@ -93,7 +124,30 @@ func (c ProducerConfig) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("%w: compression.type: unknown codec %q", ErrInvalidConfig, c.Compression))
 	}
+	if !c.Audit.Disable {
+		if err := c.auditConfig().Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %w", ErrInvalidConfig, err))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// auditConfig is the audit.Config of the producer tier.
+func (c ProducerConfig) auditConfig() audit.Config {
+	cluster := c.Audit.Cluster
+	if cluster == "" {
+		cluster = strings.Join(c.Brokers, ",")
+	}
+	return audit.Config{
+		Tier:       audit.TierProducer,
+		Cluster:    cluster,
+		Instance:   c.Audit.Instance,
+		Window:     c.Audit.Window,
+		Interval:   c.Audit.Interval,
+		Topic:      c.Audit.Topic,
+		Logger:     c.Logger,
+		Registerer: c.Audit.Registerer,
+	}
 }
 
 func (c ProducerConfig) acks() Acks {
