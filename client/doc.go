@@ -65,7 +65,18 @@
 // When the coordination session expires, the member's ephemeral nodes are
 // gone and others may already own its partitions: it stops fetching without
 // committing, opens a new session (GroupConfig.Coordinator or
-// zookeeper.connect), registers again and rebalances.
+// zookeeper.connect), registers again and rebalances. A rebalance that
+// fails because the session is gone is not a rebalance failure: it does
+// not count against rebalance.max.retries and no error reaches the
+// streams; the recovery above follows.
+//
+// A registration already holding this member's consumer id is told apart
+// by its data: one with this member's subscription (same topics, stream
+// counts and pattern) is taken for this member's previous session, e.g. a
+// process restarted with a fixed consumer.id right after a crash, and
+// waited for, watching the node, until ZooKeeper expires it (at most
+// zookeeper.session.timeout.ms plus 10 s); one with another subscription
+// fails the join at once with ErrConsumerIDInUse.
 //
 // # Concurrency
 //

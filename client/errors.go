@@ -13,7 +13,8 @@ var (
 	// ErrRebalanceFailed: a rebalance did not settle within
 	// rebalance.max.retries attempts.
 	ErrRebalanceFailed = errors.New("client: rebalance failed")
-	// ErrConsumerIDInUse: another live session holds this consumer id.
+	// ErrConsumerIDInUse: another consumer holds this consumer id (another
+	// subscription, or ours past the wait for a stale session).
 	ErrConsumerIDInUse = errors.New("client: consumer id registered by another session")
 	// ErrNotOwned: the partition is not owned by this consumer (Seek on a
 	// group consumer, or a partition outside a group-less consumer's set).
