@@ -27,6 +27,7 @@ type Config struct {
 	RetentionMs           time.Duration    // log.retention.ms; 0 = 168h; negative = unlimited
 	RetentionBytes        int64            // log.retention.bytes; 0 or negative = unlimited
 	ProducerIDExpiration  time.Duration    // producer.id.expiration.ms; 0 = 24h; negative = never (see "Idempotent producers" in doc.go)
+	Files                 *FileCache       // open segment files, shared by the Logs of a process; nil = a private cache of DefaultMaxOpenFiles
 	Logger                *slog.Logger     // nil = slog.Default()
 	Now                   func() time.Time // nil = time.Now; for tests
 }

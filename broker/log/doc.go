@@ -13,7 +13,13 @@
 //     position uint32), one before a batch each IndexIntervalBytes.
 //   - NNN.timeindex: 12-byte entries (timestamp int64, relative offset
 //     uint32): every batch below that offset has max timestamp <= timestamp.
-//     Written with each .index entry and once more when the segment is sealed.
+//     An entry goes with each .index entry and one more when the segment is
+//     sealed.
+//
+// The active segment's index entries are kept in memory; both index files
+// are written whole (atomically) when the segment is sealed, at roll and at
+// Close. After a crash the active segment is always rescanned (see below),
+// so its index files are never needed before then.
 //
 // and, for the partition, NNN.snapshot (producer idempotence state after
 // every batch below NNN with each producer's last append time, CRC-32C
@@ -68,6 +74,20 @@
 // when first used. Bytes are CRC-checked before a Read returns them unless
 // this process wrote or checked them already, so a corrupt byte is never
 // returned: Read returns ErrCorruption for a damaged batch instead.
+//
+// # File descriptors
+//
+// A Log holds no descriptor of its own: every segment's .log file, the
+// active one included, is opened through a FileCache (Config.Files, shared
+// by all the Logs of a broker) that keeps at most its capacity open and
+// closes the least recently used idle one to make room; a file in use (an
+// Append, a Read, a View not yet released) is never closed. Index files
+// are read into memory and closed. Writing checkpoints, snapshots and index
+// files opens a file for a moment. When the process is out of descriptors
+// (EMFILE), opening a new partition fails with ErrNoDescriptors; reads and
+// appends first close an idle cached file; rolls, flushes, recovery and
+// Close also use the cache's reserve of spare descriptors, so that what is
+// open stays durable.
 //
 // # Concurrency
 //

@@ -31,3 +31,8 @@ var errSegmentGone = errors.New("log: segment deleted")
 // a position that is not a batch boundary; the index is rebuilt and the
 // lookup retried.
 var errIndexSuspect = errors.New("log: index inconsistent with segment")
+
+// ErrNoDescriptors: the process ran out of file descriptors (EMFILE/ENFILE)
+// opening a segment or a new partition. What is open keeps working; retry
+// once descriptors are free. Kafka: the broker answers with a retriable error.
+var ErrNoDescriptors = errors.New("log: out of file descriptors")

@@ -31,7 +31,7 @@ type Log struct {
 	producers *producerState
 	unflushed int64 // records appended since the last flush
 	scratch   []batchHeader
-	entryBuf  []byte
+	files     *FileCache // segment files open on use; shared by the broker's Logs
 
 	rpMu          sync.Mutex // the recovery-point file
 	recoveryPoint int64
@@ -63,10 +63,18 @@ func Open(dir string, cfg Config) (*Log, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, cfg: cfg, logger: cfg.Logger.With("log", dir), stop: make(chan struct{}), lastRollDone: make(chan struct{})}
+	l := &Log{dir: dir, cfg: cfg, logger: cfg.Logger.With("log", dir), files: cfg.Files,
+		stop: make(chan struct{}), lastRollDone: make(chan struct{})}
+	if l.files == nil {
+		l.files = NewFileCache(DefaultMaxOpenFiles, 0)
+	}
 	close(l.lastRollDone)
 	if err := l.load(); err != nil {
 		l.releaseAll()
+		if isNoDescriptors(err) && !errors.Is(err, ErrNoDescriptors) {
+			l.files.failures.Add(1)
+			err = fmt.Errorf("%w: opening %s: %w", ErrNoDescriptors, dir, err)
+		}
 		return nil, err
 	}
 	if cfg.FlushInterval > 0 {
@@ -186,7 +194,6 @@ func (l *Log) write(batch []byte, hs []batchHeader, maxTs int64) error {
 	pos := s.size.Load()
 	var newIdx []offsetEntry
 	var newTidx []timeEntry
-	ib, tb := l.entryBuf[:0], []byte(nil)
 	runningMax := s.maxTs.Load()
 	lastIndexed := s.lastIndexedPos
 	s.idxMu.RLock()
@@ -200,41 +207,23 @@ func (l *Log) write(batch []byte, hs []batchHeader, maxTs int64) error {
 		binary.BigEndian.PutUint64(batch[p-pos:], uint64(h.baseOffset))
 		if p > 0 && p-lastIndexed >= s.interval {
 			rel := uint32(h.baseOffset - s.base)
-			oe := offsetEntry{rel: rel, pos: uint32(p)}
-			newIdx, ib = append(newIdx, oe), oe.appendTo(ib)
+			newIdx = append(newIdx, offsetEntry{rel: rel, pos: uint32(p)})
 			if int64(rel) > lastTimeRel {
-				te := timeEntry{ts: runningMax, rel: rel}
-				newTidx, tb = append(newTidx, te), te.appendTo(tb)
+				newTidx = append(newTidx, timeEntry{ts: runningMax, rel: rel})
 			}
 			lastIndexed = p
 		}
 		runningMax = max(runningMax, h.maxTimestamp)
 		p += h.size
 	}
-	l.entryBuf = ib[:0]
 
-	var err error
-	if len(ib) > 0 && s.idxFile == nil {
-		// Index writers open on the first entry: Open stays cheap.
-		err = s.openIndexWriters(false)
-	}
-	if err == nil {
-		_, err = s.file.WriteAt(batch, pos)
-	}
-	if err == nil && len(ib) > 0 {
-		s.idxMu.RLock()
-		ni, nt := len(s.idx), len(s.tidx)
-		s.idxMu.RUnlock()
-		if _, err = s.idxFile.WriteAt(ib, int64(ni)*offsetIndexEntrySize); err == nil && len(tb) > 0 {
-			_, err = s.timeFile.WriteAt(tb, int64(nt)*timeIndexEntrySize)
-		}
-		if err != nil {
-			s.idxFile.Truncate(int64(ni) * offsetIndexEntrySize)
-			s.timeFile.Truncate(int64(nt) * timeIndexEntrySize)
-		}
-	}
+	f, err := s.openFile(useOrdinary)
 	if err != nil {
-		if terr := s.file.Truncate(pos); terr != nil {
+		return fmt.Errorf("log: append to segment %d: %w", s.base, err)
+	}
+	defer s.file.release()
+	if _, err := f.WriteAt(batch, pos); err != nil {
+		if terr := f.Truncate(pos); terr != nil {
 			l.logger.Error("cannot undo a failed append", "segment", s.base, "err", terr)
 		}
 		return fmt.Errorf("log: append to segment %d: %w", s.base, err)
@@ -252,42 +241,34 @@ func (l *Log) write(batch []byte, hs []batchHeader, maxTs int64) error {
 	return nil
 }
 
-// sealActive writes the active segment's closing time-index entry and hands
-// back its index writers, which the caller syncs and closes.
-func (l *Log) sealActive() (idxFile, timeFile *os.File, err error) {
+// sealActive adds the active segment's closing time-index entry and
+// returns a write of both index files, which the caller runs (the entries
+// no longer change once the segment is sealed).
+func (l *Log) sealActive() (writeIndexes func() error) {
 	s := l.active
-	if s.next > s.base && s.timeFile == nil {
-		if err := s.openIndexWriters(false); err != nil {
-			return nil, nil, err
-		}
-	}
+	s.idxMu.Lock()
 	if s.next > s.base {
 		rel := uint32(s.next - s.base)
-		s.idxMu.Lock()
-		n := len(s.tidx)
-		if n == 0 || s.tidx[n-1].rel < rel {
-			te := timeEntry{ts: s.maxTs.Load(), rel: rel}
-			if _, err := s.timeFile.WriteAt(te.appendTo(nil), int64(n)*timeIndexEntrySize); err != nil {
-				s.idxMu.Unlock()
-				return nil, nil, err
-			}
-			s.tidx = append(s.tidx, te)
+		if n := len(s.tidx); n == 0 || s.tidx[n-1].rel < rel {
+			s.tidx = append(s.tidx, timeEntry{ts: s.maxTs.Load(), rel: rel})
 		}
-		s.idxMu.Unlock()
 	}
-	idxFile, timeFile = s.idxFile, s.timeFile
-	s.idxFile, s.timeFile = nil, nil
-	return idxFile, timeFile, nil
+	idx, tidx := s.idx, s.tidx
+	s.idxMu.Unlock()
+	return func() error {
+		return l.files.essential(func() error { return s.writeIndexFiles(idx, tidx) })
+	}
 }
 
-func syncClose(fs ...*os.File) error {
-	var errs []error
-	for _, f := range fs {
-		if f != nil {
-			errs = append(errs, f.Sync(), f.Close())
-		}
+// syncSegment fsyncs a segment's .log file, reopening it if the cache
+// closed it (fsync flushes the file's pages whichever descriptor wrote them).
+func (l *Log) syncSegment(s *segment) error {
+	f, err := s.file.acquire(useEssential)
+	if err != nil {
+		return err
 	}
-	return errors.Join(errs...)
+	defer s.file.release()
+	return f.Sync()
 }
 
 // roll seals the active segment and starts a new one at the end offset. The
@@ -296,15 +277,11 @@ func syncClose(fs ...*os.File) error {
 // moves past it only once that sync is done, in roll order.
 func (l *Log) roll(now time.Time) error {
 	old := l.active
-	idxFile, timeFile, err := l.sealActive()
+	s, err := createSegment(l.dir, old.next, old.interval, now, l.files, useEssential)
 	if err != nil {
-		return fmt.Errorf("log: seal segment %d: %w", old.base, err)
-	}
-	s, err := createSegment(l.dir, old.next, old.interval, now)
-	if err != nil {
-		syncClose(idxFile, timeFile)
 		return fmt.Errorf("log: roll: %w", err)
 	}
+	writeIndexes := l.sealActive()
 	segs := *l.segs.Load()
 	ns := make([]*segment, len(segs), len(segs)+1)
 	copy(ns, segs)
@@ -324,8 +301,9 @@ func (l *Log) roll(now time.Time) error {
 		defer l.wg.Done()
 		defer close(done)
 		defer old.release()
-		err := errors.Join(old.file.Sync(), syncClose(idxFile, timeFile),
-			writeFileAtomic(snapshotPath(l.dir, s.base), snapshot), syncDir(l.dir))
+		err := errors.Join(l.syncSegment(old), writeIndexes(),
+			l.files.essential(func() error { return writeFileAtomic(snapshotPath(l.dir, s.base), snapshot) }),
+			l.files.essential(func() error { return syncDir(l.dir) }))
 		pruneSnapshots(l.dir)
 		<-prev
 		if err != nil {
@@ -355,7 +333,7 @@ func (l *Log) Flush() error {
 	}
 	l.mu.Unlock()
 	defer s.release()
-	if err := s.file.Sync(); err != nil {
+	if err := l.syncSegment(s); err != nil {
 		return fmt.Errorf("log: flush: %w", err)
 	}
 	<-rolled // earlier segments must be on disk before the checkpoint passes them
@@ -365,7 +343,7 @@ func (l *Log) Flush() error {
 
 func (l *Log) flushLocked() error {
 	l.unflushed = 0
-	if err := l.active.file.Sync(); err != nil {
+	if err := l.syncSegment(l.active); err != nil {
 		return err
 	}
 	<-l.lastRollDone
@@ -412,16 +390,17 @@ func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var errs []error
-	idxFile, timeFile, err := l.sealActive()
-	errs = append(errs, err, l.active.file.Sync(), syncClose(idxFile, timeFile))
+	errs = append(errs, l.syncSegment(l.active), l.sealActive()())
 	end := l.end.Load()
 	l.producers.removeStale(l.cfg.Now().UnixMilli(), l.start.Load())
-	errs = append(errs, l.producers.writeSnapshot(l.dir, end))
+	errs = append(errs, l.files.essential(func() error { return l.producers.writeSnapshot(l.dir, end) }))
 	pruneSnapshots(l.dir)
 	l.setRecoveryPoint(end)
 	if err := errors.Join(errs...); err == nil {
 		// Only a fully synced log may skip recovery next time.
-		errs = append(errs, writeFileAtomic(cleanShutdownPath(l.dir), nil), syncDir(l.dir))
+		errs = append(errs, l.files.essential(func() error {
+			return errors.Join(writeFileAtomic(cleanShutdownPath(l.dir), nil), syncDir(l.dir))
+		}))
 	}
 	l.releaseAll()
 	return errors.Join(errs...)
@@ -495,11 +474,20 @@ func (l *Log) readOnce(offset int64, maxBytes int) (*View, error) {
 }
 
 // readSegment returns nil, nil if the segment has no batch at or after offset.
+// A View returned holds the segment's file until Release.
 func (l *Log) readSegment(s *segment, offset int64, maxBytes int) (*View, error) {
-	f, err := s.logFile()
+	f, err := s.openFile(useOrdinary)
 	if err != nil {
 		return nil, err
 	}
+	v, err := l.readSegmentFile(s, f, offset, maxBytes)
+	if v == nil {
+		s.file.release()
+	}
+	return v, err
+}
+
+func (l *Log) readSegmentFile(s *segment, f *os.File, offset int64, maxBytes int) (*View, error) {
 	for try := 0; ; try++ {
 		v, err := readFrom(s, f, offset, maxBytes)
 		if err == nil || try > 0 {
@@ -573,10 +561,11 @@ func (s *segment) firstAtOrAfter(ts int64) (int64, int64, bool, error) {
 	if err != nil || largest < ts {
 		return 0, 0, false, err
 	}
-	f, err := s.logFile()
+	f, err := s.openFile(useOrdinary)
 	if err != nil {
 		return 0, 0, false, err
 	}
+	defer s.file.release()
 	_, tidx, _, err := s.indexes()
 	if err != nil {
 		return 0, 0, false, err

@@ -38,7 +38,7 @@ func (l *Log) setRecoveryPoint(off int64) {
 	}
 	b := binary.BigEndian.AppendUint64(nil, uint64(off))
 	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-	if err := writeFileAtomic(filepath.Join(l.dir, recoveryPointFile), b); err != nil {
+	if err := l.files.essential(func() error { return writeFileAtomic(filepath.Join(l.dir, recoveryPointFile), b) }); err != nil {
 		l.logger.Warn("write recovery point", "err", err)
 		return
 	}
@@ -91,7 +91,7 @@ func (l *Log) load() error {
 		if err != nil {
 			return err
 		}
-		s := newSegmentStruct(l.dir, base, interval)
+		s := newSegmentStruct(l.dir, base, interval, l.files.newHandle(segmentPath(l.dir, base, logSuffix), nil))
 		s.size.Store(st.Size())
 		segs = append(segs, s)
 	}
@@ -110,7 +110,7 @@ func (l *Log) load() error {
 	l.segs.Store(&segs)
 
 	if len(segs) == 0 {
-		s, err := createSegment(l.dir, 0, interval, l.cfg.Now())
+		s, err := createSegment(l.dir, 0, interval, l.cfg.Now(), l.files, useOrdinary)
 		if err != nil {
 			return err
 		}
@@ -128,9 +128,12 @@ func (l *Log) load() error {
 	}
 	segs = *l.segs.Load()
 	active := segs[len(segs)-1]
-	if _, err := active.logFile(); err != nil {
+	// The active segment must open now, so that a partition that cannot
+	// (out of descriptors) fails here, to the caller, not at its first append.
+	if _, err := active.openFile(useOrdinary); err != nil {
 		return err
 	}
+	active.file.release()
 	active.created = l.cfg.Now() // the roll clock restarts at open
 	l.active = active
 	l.start.Store(segs[0].base)
@@ -141,10 +144,11 @@ func (l *Log) load() error {
 // openActiveClean finds the end of the active segment from its last index
 // entry after a clean shutdown.
 func (l *Log) openActiveClean(s *segment) error {
-	f, err := s.logFile()
+	f, err := s.openFile(useOrdinary)
 	if err != nil {
 		return err
 	}
+	defer s.file.release()
 	idx, tidx, _, err := s.indexes()
 	if err != nil {
 		return err
@@ -190,63 +194,83 @@ func (l *Log) recover(segs []*segment) error {
 	l.logger.Info("recovering log after unclean shutdown", "from_segment", segs[first].base, "segments", len(segs)-first)
 	for i := first; i < len(segs); i++ {
 		s := segs[i]
-		f, err := s.logFile()
+		f, err := s.openFile(useEssential)
 		if err != nil {
 			return err
 		}
 		res, err := scanSegment(f, s.base, s.size.Load(), s.interval, true, nil)
 		if err != nil {
+			s.file.release()
 			return fmt.Errorf("log: recover segment %d: %w", s.base, err)
 		}
-		if err := s.writeIndexFiles(res.idx, res.tidx); err != nil {
+		// The cache may close f once released; recovery truncates through it below.
+		err = l.recoverSegment(s, f, segs, i, all, res)
+		s.file.release()
+		if err == errStopRecovery {
+			break
+		}
+		if err != nil {
 			return err
 		}
-		s.idxMu.Lock()
-		s.idx, s.tidx, s.idxLoaded, s.idxTrusted = res.idx, res.tidx, true, true
-		s.idxMu.Unlock()
-		s.maxTs.Store(res.maxTs)
-		s.next = res.next
-		if n := len(res.idx); n > 0 {
-			s.lastIndexedPos = int64(res.idx[n-1].pos)
-		}
-		s.markVerified(0, res.validEnd)
-		if res.badErr == nil && (i+1 == len(segs) || segs[i+1].base >= res.next) {
-			continue
-		}
-		// Cut here: drop the damaged tail and every later segment.
-		why := res.badErr
-		if why == nil {
-			why = fmt.Errorf("next segment %d overlaps offsets up to %d", segs[i+1].base, res.next-1)
-		}
-		l.logger.Warn("truncating log at first bad batch", "segment", s.base, "position", res.validEnd,
-			"dropped_bytes", s.size.Load()-res.validEnd, "dropped_segments", len(segs)-i-1, "reason", why)
-		if err := f.Truncate(res.validEnd); err != nil {
-			return err
-		}
-		s.size.Store(res.validEnd)
-		if err := f.Sync(); err != nil {
-			return err
-		}
-		for _, later := range segs[i+1:] {
-			if err := later.remove(); err != nil {
-				return err
-			}
-			later.release()
-		}
-		keep := all[:len(all)-(len(segs)-i-1)]
-		l.segs.Store(&keep)
-		break
 	}
-	// The scanned tail is now known good; make it durable so the next
-	// recovery can start after it.
+	return l.finishRecovery()
+}
+
+// errStopRecovery: recoverSegment cut the log; later segments are gone.
+var errStopRecovery = errors.New("log: recovery cut the log")
+
+// recoverSegment applies one scanned segment's result: its indexes, and a
+// cut at the first bad batch (dropping every later segment).
+func (l *Log) recoverSegment(s *segment, f *os.File, segs []*segment, i int, all []*segment, res scanResult) error {
+	if err := l.files.essential(func() error { return s.writeIndexFiles(res.idx, res.tidx) }); err != nil {
+		return err
+	}
+	s.idxMu.Lock()
+	s.idx, s.tidx, s.idxLoaded, s.idxTrusted = res.idx, res.tidx, true, true
+	s.idxMu.Unlock()
+	s.maxTs.Store(res.maxTs)
+	s.next = res.next
+	if n := len(res.idx); n > 0 {
+		s.lastIndexedPos = int64(res.idx[n-1].pos)
+	}
+	s.markVerified(0, res.validEnd)
+	if res.badErr == nil && (i+1 == len(segs) || segs[i+1].base >= res.next) {
+		return nil
+	}
+	// Cut here: drop the damaged tail and every later segment.
+	why := res.badErr
+	if why == nil {
+		why = fmt.Errorf("next segment %d overlaps offsets up to %d", segs[i+1].base, res.next-1)
+	}
+	l.logger.Warn("truncating log at first bad batch", "segment", s.base, "position", res.validEnd,
+		"dropped_bytes", s.size.Load()-res.validEnd, "dropped_segments", len(segs)-i-1, "reason", why)
+	if err := f.Truncate(res.validEnd); err != nil {
+		return err
+	}
+	s.size.Store(res.validEnd)
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	for _, later := range segs[i+1:] {
+		if err := later.remove(); err != nil {
+			return err
+		}
+		later.release()
+	}
+	keep := all[:len(all)-(len(segs)-i-1)]
+	l.segs.Store(&keep)
+	return errStopRecovery
+}
+
+// finishRecovery makes the scanned tail, now known good, durable so the
+// next recovery can start after it.
+func (l *Log) finishRecovery() error {
 	cur := *l.segs.Load()
 	last := cur[len(cur)-1]
-	if f, err := last.logFile(); err == nil {
-		if err := f.Sync(); err != nil {
-			return err
-		}
+	if err := l.syncSegment(last); err != nil && !errors.Is(err, errSegmentGone) {
+		return err
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := l.files.essential(func() error { return syncDir(l.dir) }); err != nil {
 		return err
 	}
 	l.setRecoveryPoint(last.next)
@@ -280,7 +304,7 @@ func (l *Log) loadProducers(names []string) error {
 		if i+1 < len(segs) && segs[i+1].base <= from {
 			continue
 		}
-		f, err := s.logFile()
+		f, err := s.openFile(useEssential)
 		if err != nil {
 			return err
 		}
@@ -296,6 +320,7 @@ func (l *Log) loadProducers(names []string) error {
 				clear(tmp)
 			}
 		})
+		s.file.release()
 		if err != nil {
 			return err
 		}

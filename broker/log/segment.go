@@ -42,9 +42,9 @@ type segment struct {
 	// maxTs caches the largest batch timestamp; math.MinInt64 = not known yet.
 	maxTs atomic.Int64
 
-	mu      sync.Mutex // file, deleted
-	file    *os.File
-	deleted bool
+	// file is the .log file, opened through the FileCache on use.
+	file    *fileHandle
+	deleted atomic.Bool
 
 	idxMu      sync.RWMutex
 	idxLoaded  bool
@@ -56,65 +56,48 @@ type segment struct {
 	verified []span // byte ranges already CRC-checked, sorted, disjoint
 
 	// Writer state, used only by the Log's appender (under Log.mu) while
-	// the segment is active.
-	idxFile, timeFile *os.File
-	next              int64 // next offset to assign
-	lastIndexedPos    int64
-	created           time.Time
+	// the segment is active. The active segment's index entries are kept
+	// in idx and tidx only; the files are written whole when it is sealed.
+	next           int64 // next offset to assign
+	lastIndexedPos int64
+	created        time.Time
 }
 
 type span struct{ start, end int64 }
 
-func newSegmentStruct(dir string, base, interval int64) *segment {
-	s := &segment{dir: dir, base: base, interval: interval, next: base}
+func newSegmentStruct(dir string, base, interval int64, file *fileHandle) *segment {
+	s := &segment{dir: dir, base: base, interval: interval, next: base, file: file}
 	s.refs.Store(1)
 	s.maxTs.Store(math.MinInt64)
 	return s
 }
 
-// createSegment makes the files of a fresh, empty active segment.
-func createSegment(dir string, base, interval int64, now time.Time) (*segment, error) {
-	s := newSegmentStruct(dir, base, interval)
+// createSegment makes the .log file of a fresh, empty active segment (its
+// index files are written when it is sealed). Only a roll (essential) may
+// use the cache's reserve when descriptors run out; a new partition fails
+// with ErrNoDescriptors.
+func createSegment(dir string, base, interval int64, now time.Time, files *FileCache, use fileUse) (*segment, error) {
+	path := segmentPath(dir, base, logSuffix)
+	var f *os.File
+	create := func() (err error) {
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		return err
+	}
+	var err error
+	if use == useEssential {
+		err = files.essential(create)
+	} else if err = create(); isNoDescriptors(err) {
+		files.failures.Add(1)
+		err = fmt.Errorf("%w: creating segment %s: %w", ErrNoDescriptors, path, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := newSegmentStruct(dir, base, interval, files.newHandle(path, f))
 	s.created = now
 	s.maxTs.Store(-1)
-	var err error
-	if s.file, err = os.OpenFile(segmentPath(dir, base, logSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
-		return nil, err
-	}
-	if err = s.openIndexWriters(true); err != nil {
-		s.file.Close()
-		return nil, err
-	}
 	s.idxLoaded, s.idxTrusted = true, true
 	return s, nil
-}
-
-func (s *segment) openIndexWriters(truncate bool) error {
-	flags := os.O_RDWR | os.O_CREATE
-	if truncate {
-		flags |= os.O_TRUNC
-	}
-	var err error
-	if s.idxFile, err = os.OpenFile(segmentPath(s.dir, s.base, indexSuffix), flags, 0o644); err != nil {
-		return err
-	}
-	if s.timeFile, err = os.OpenFile(segmentPath(s.dir, s.base, timeIndexSuffix), flags, 0o644); err != nil {
-		s.idxFile.Close()
-		s.idxFile = nil
-		return err
-	}
-	return nil
-}
-
-func (s *segment) closeIndexWriters() error {
-	var errs []error
-	for _, f := range []*os.File{s.idxFile, s.timeFile} {
-		if f != nil {
-			errs = append(errs, f.Sync(), f.Close())
-		}
-	}
-	s.idxFile, s.timeFile = nil, nil
-	return errors.Join(errs...)
 }
 
 // acquire takes a reference unless the segment has already been released by
@@ -133,40 +116,23 @@ func (s *segment) acquire() bool {
 
 func (s *segment) release() {
 	if s.refs.Add(-1) == 0 {
-		s.mu.Lock()
-		if s.file != nil {
-			s.file.Close()
-			s.file = nil
-		}
-		s.mu.Unlock()
-		s.closeIndexWriters()
+		s.file.close()
 	}
 }
 
-// logFile opens the .log file on first use: a clean open touches only the
-// active segment's files.
-func (s *segment) logFile() (*os.File, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.deleted {
+// openFile returns the .log file, opened through the cache; the caller
+// must call s.file.release() when done with it.
+func (s *segment) openFile(use fileUse) (*os.File, error) {
+	if s.deleted.Load() {
 		return nil, errSegmentGone
 	}
-	if s.file == nil {
-		f, err := os.OpenFile(segmentPath(s.dir, s.base, logSuffix), os.O_RDWR, 0)
-		if err != nil {
-			return nil, err
-		}
-		s.file = f
-	}
-	return s.file, nil
+	return s.file.acquire(use)
 }
 
 // remove unlinks the segment's files; open descriptors keep working for
 // readers that still hold references.
 func (s *segment) remove() error {
-	s.mu.Lock()
-	s.deleted = true
-	s.mu.Unlock()
+	s.deleted.Store(true)
 	var errs []error
 	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
 		if err := os.Remove(segmentPath(s.dir, s.base, suf)); err != nil && !os.IsNotExist(err) {
@@ -218,10 +184,11 @@ func (s *segment) loadIndexesLocked() error {
 // that stops early (a header that does not parse) leaves the segment
 // readable only up to that point.
 func (s *segment) rebuildLocked(why string) error {
-	f, err := s.logFile()
+	f, err := s.openFile(useOrdinary)
 	if err != nil {
 		return err
 	}
+	defer s.file.release()
 	res, err := scanSegment(f, s.base, s.size.Load(), s.interval, false, nil)
 	if err != nil {
 		return err
@@ -259,17 +226,7 @@ func (s *segment) rebuildIndexes(why string) error {
 	if s.idxTrusted {
 		return nil
 	}
-	reopen := s.idxFile != nil
-	if reopen {
-		s.closeIndexWriters()
-	}
-	err := s.rebuildLocked(why)
-	if reopen {
-		if werr := s.openIndexWriters(false); werr != nil && err == nil {
-			err = werr
-		}
-	}
-	return err
+	return s.rebuildLocked(why)
 }
 
 func writeFileAtomic(path string, b []byte) error {

@@ -10,7 +10,7 @@ import (
 
 // View is a byte range of one segment file holding whole record batches,
 // as returned by Read. It keeps the segment's file open until Release, even
-// if retention deletes the segment meanwhile.
+// if retention deletes the segment meanwhile or the FileCache needs the slot.
 type View struct {
 	seg      *segment
 	file     *os.File
@@ -32,6 +32,7 @@ func (v *View) Truncate(n int64) {
 // Release drops the segment reference. Safe to call more than once.
 func (v *View) Release() {
 	if v.seg != nil && v.released.CompareAndSwap(false, true) {
+		v.seg.file.release()
 		v.seg.release()
 	}
 }
