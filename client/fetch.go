@@ -13,11 +13,14 @@ import (
 // partitionState is one owned partition during one fetch generation.
 // consumed is the next offset to hand out, advanced when the loop body of a
 // message returns; committed is what the offset registry holds (-1: none).
+// With ManualMark, consumed advances by MarkHandled instead, and delivered
+// is the offset after the last message handed to a loop body.
 type partitionState struct {
 	tp        topicPartition
 	stream    *Stream
 	consumed  atomic.Int64
 	committed atomic.Int64
+	delivered atomic.Int64
 }
 
 // fetcher is the franz-go client fetching one generation's partitions.
@@ -139,11 +142,28 @@ func (g *GroupConsumer) stopFetchingCtx(ctx context.Context, commit bool) error 
 	return nil
 }
 
-// waitInflight waits until no loop body runs, or d passes. A body that is
-// still running then will see its message again (at-least-once).
+// waitInflight waits until no loop body runs (and, with ManualMark, every
+// message handed out is marked), or d passes. A message not handled by then
+// is seen again by the partition's next owner (at-least-once).
 func (g *GroupConsumer) waitInflight(d time.Duration) {
 	deadline := time.Now().Add(d)
-	for g.inflight.Load() > 0 && time.Now().Before(deadline) {
+	for (g.inflight.Load() > 0 || g.unmarked()) && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// unmarked reports whether, with ManualMark, a message handed out is not
+// marked yet.
+func (g *GroupConsumer) unmarked() bool {
+	if !g.cfg.ManualMark {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, ps := range g.owned {
+		if ps.consumed.Load() < ps.delivered.Load() {
+			return true
+		}
+	}
+	return false
 }

@@ -87,6 +87,13 @@ type GroupConfig struct {
 	// broker for topics without a /brokers/topics registry. Default
 	// DefaultMetadataRefresh.
 	MetadataRefresh time.Duration
+	// ManualMark makes a message count as handled only when the application
+	// marks it with GroupConsumer.MarkHandled, not when its loop body
+	// returns: for applications that pass messages on asynchronously, such
+	// as the mirror, which may commit only what its target acknowledged. A
+	// rebalance (and Close) then waits, up to rebalance.backoff.ms, for the
+	// messages handed out to be marked before it commits.
+	ManualMark bool
 	// Logger receives rebalance and session events; nil discards them.
 	Logger *slog.Logger
 }

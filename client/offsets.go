@@ -38,6 +38,26 @@ func (g *GroupConsumer) CommitOffsets(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// MarkHandled records, with GroupConfig.ManualMark, that the messages of
+// topic's partition before offset next are handled, so that the next commit
+// may write next. Marks only move forward; a mark for a partition this
+// member does not own (any more) is ignored, since its offsets are no longer
+// this member's to commit.
+func (g *GroupConsumer) MarkHandled(topic string, partition int32, next int64) {
+	g.mu.Lock()
+	ps := g.owned[topicPartition{topic, partition}]
+	g.mu.Unlock()
+	if ps == nil {
+		return
+	}
+	for {
+		cur := ps.consumed.Load()
+		if next <= cur || ps.consumed.CompareAndSwap(cur, next) {
+			return
+		}
+	}
+}
+
 // autoCommit commits every auto.commit.interval.ms until Close.
 func (g *GroupConsumer) autoCommit() {
 	defer g.wg.Done()

@@ -112,6 +112,11 @@ func (s *Stream) deliver(c chunk, m *Message, yield func(*Message, error) bool) 
 	if g.gen.Load() != c.gen {
 		return true, false
 	}
+	if g.cfg.ManualMark {
+		// The application marks m itself (MarkHandled) once it is done.
+		c.ps.delivered.Store(m.Offset + 1)
+		return yield(m, nil), true
+	}
 	handled := false
 	defer func() {
 		// Also when the body breaks out of the loop: it did handle m. Not

@@ -1,0 +1,412 @@
+package mirror
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tributary/tributary/client"
+)
+
+// Defaults for zero Config fields.
+const (
+	DefaultTargetName           = "analytics"
+	DefaultTopicRename          = "${topic}"
+	DefaultTopicRefreshInterval = 10 * time.Second
+	DefaultCommitInterval       = 5 * time.Second
+	DefaultBufferRecords        = 100_000
+	DefaultBufferBytes          = 64 << 20
+	DefaultLinger               = 5 * time.Millisecond
+	DefaultBatchBytes           = 1 << 20
+	DefaultFetchMaxBytes        = 16 << 20
+	DefaultFetchPartitionBytes  = 1 << 20
+	DefaultFetchMaxWait         = 100 * time.Millisecond
+	DefaultQueuedChunks         = 2
+	DefaultShutdownTimeout      = 30 * time.Second
+	DefaultRebalanceBackoff     = 2 * time.Second
+	DefaultZooKeeperSession     = 6 * time.Second
+	DefaultAutoOffsetReset      = "earliest"
+	// AuditTopic is mirrored from every source into the target under its own
+	// name, whatever topics and topic.rename say.
+	AuditTopic = "__audit"
+)
+
+// SourceConfig is one source cluster, source.<name>.* in the properties.
+type SourceConfig struct {
+	// Name is the source's name: in property keys, the origin header and
+	// ${source} of topic.rename.
+	Name string
+	// Brokers is source.NAME.bootstrap.servers.
+	Brokers []string
+	// ZooKeeperConnect is source.NAME.zookeeper.connect: when set, the
+	// source is consumed by the paper's ZooKeeper consumer groups
+	// (client.GroupConsumer) instead of the brokers' group coordinator.
+	ZooKeeperConnect string
+	// Coordinator, when set, opens the ZooKeeper-group sessions instead of
+	// ZooKeeperConnect (e.g. an in-process memcoord cluster).
+	Coordinator client.Connector
+}
+
+// zkGroups reports whether the source uses the ZooKeeper consumer groups.
+func (s SourceConfig) zkGroups() bool { return s.ZooKeeperConnect != "" || s.Coordinator != nil }
+
+// Config configures a Mirror. Zero values mean the defaults above; the
+// comments name the property of `tributary mirror --config` for each field.
+type Config struct {
+	Sources []SourceConfig
+	// TargetName is target.name: the cluster name audit events carry.
+	TargetName string
+	// TargetBrokers is target.bootstrap.servers.
+	TargetBrokers []string
+	// Topics is topics: a regular expression over whole topic names.
+	Topics string
+	// TopicsExclude is topics.exclude: names matching it are not mirrored.
+	TopicsExclude string
+	// GroupID is group.id, the consumer group on every source.
+	GroupID string
+	// TopicRename is topic.rename: the target topic's name, with ${source}
+	// and ${topic} replaced. Default "${topic}" (the same name).
+	TopicRename string
+	// TopicRefreshInterval is topic.refresh.interval.ms: how often sources
+	// are listed for new topics.
+	TopicRefreshInterval time.Duration
+	// TargetReplicationFactor is target.replication.factor for topics the
+	// mirror creates; 0 means the target broker's default.
+	TargetReplicationFactor int16
+	// CommitInterval is offset.commit.interval.ms.
+	CommitInterval time.Duration
+	// AutoOffsetReset is auto.offset.reset for partitions without a
+	// committed offset: "earliest" (default) or "latest".
+	AutoOffsetReset string
+	// BufferRecords and BufferBytes are buffer.max.records and
+	// buffer.memory: records sent to the target and not yet acknowledged.
+	// When either is reached, fetching stops (back-pressure).
+	BufferRecords int
+	BufferBytes   int64
+	// Linger, BatchBytes and Compression are producer.linger.ms,
+	// producer.batch.size and producer.compression.type.
+	Linger      time.Duration
+	BatchBytes  int32
+	Compression string
+	// FetchMaxBytes, FetchPartitionBytes and FetchMaxWait are
+	// consumer.fetch.max.bytes, consumer.max.partition.fetch.bytes and
+	// consumer.fetch.max.wait.ms.
+	FetchMaxBytes       int32
+	FetchPartitionBytes int32
+	FetchMaxWait        time.Duration
+	// QueuedChunks is consumer.queued.max.message.chunks (ZooKeeper groups):
+	// fetched chunks held per stream.
+	QueuedChunks int
+	// RebalanceBackoff and ZooKeeperSessionTimeout are rebalance.backoff.ms
+	// and zookeeper.session.timeout.ms of the ZooKeeper groups.
+	RebalanceBackoff        time.Duration
+	ZooKeeperSessionTimeout time.Duration
+	// ShutdownTimeout is shutdown.timeout.ms: how long a stop waits for the
+	// target to acknowledge what is in flight before committing.
+	ShutdownTimeout time.Duration
+	// AuditDisable is audit.enable=false. AuditWindow and AuditInterval are
+	// audit.window.ms and audit.interval.ms.
+	AuditDisable  bool
+	AuditWindow   time.Duration
+	AuditInterval time.Duration
+	// Instance names this process in audit events and group member ids.
+	Instance string
+	// Logger and Registerer are injected; nil discards.
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+var sourceName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// Validate checks the configuration; each error names its property.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	}
+	if len(c.Sources) == 0 {
+		bad("no source: set source.NAME.bootstrap.servers")
+	}
+	seen := map[string]bool{}
+	for _, s := range c.Sources {
+		switch {
+		case !sourceName.MatchString(s.Name):
+			bad("source name %q: want letters, digits, '.', '_' or '-'", s.Name)
+		case seen[s.Name]:
+			bad("source %q configured twice", s.Name)
+		}
+		seen[s.Name] = true
+		if len(s.Brokers) == 0 {
+			bad("source.%s.bootstrap.servers is required", s.Name)
+		}
+	}
+	if len(c.TargetBrokers) == 0 {
+		bad("target.bootstrap.servers is required")
+	}
+	if c.TargetName != "" && !sourceName.MatchString(c.TargetName) {
+		bad("target.name %q: want letters, digits, '.', '_' or '-'", c.TargetName)
+	}
+	if c.Topics == "" {
+		bad("topics is required (a regular expression over topic names)")
+	} else if _, err := regexp.Compile(c.Topics); err != nil {
+		bad("topics: %v", err)
+	}
+	if _, err := regexp.Compile(c.TopicsExclude); err != nil {
+		bad("topics.exclude: %v", err)
+	}
+	if c.GroupID == "" {
+		bad("group.id is required")
+	} else if strings.Contains(c.GroupID, "/") {
+		bad("group.id %q contains '/'", c.GroupID)
+	}
+	if c.TopicRename != "" {
+		if !strings.Contains(c.TopicRename, "${topic}") {
+			bad("topic.rename %q: must contain ${topic}", c.TopicRename)
+		}
+		rest := strings.NewReplacer("${topic}", "", "${source}", "").Replace(c.TopicRename)
+		if strings.Contains(rest, "${") {
+			bad("topic.rename %q: only ${source} and ${topic} are known", c.TopicRename)
+		}
+	}
+	switch strings.ToLower(c.AutoOffsetReset) {
+	case "", "earliest", "smallest", "latest", "largest":
+	default:
+		bad("auto.offset.reset %q: want earliest or latest", c.AutoOffsetReset)
+	}
+	switch strings.ToLower(c.Compression) {
+	case "", "none", "gzip", "snappy", "lz4", "zstd":
+	default:
+		bad("producer.compression.type %q: want none, gzip, snappy, lz4 or zstd", c.Compression)
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{
+		{"topic.refresh.interval.ms", c.TopicRefreshInterval},
+		{"offset.commit.interval.ms", c.CommitInterval},
+		{"producer.linger.ms", c.Linger},
+		{"consumer.fetch.max.wait.ms", c.FetchMaxWait},
+		{"rebalance.backoff.ms", c.RebalanceBackoff},
+		{"zookeeper.session.timeout.ms", c.ZooKeeperSessionTimeout},
+		{"shutdown.timeout.ms", c.ShutdownTimeout},
+		{"audit.window.ms", c.AuditWindow},
+		{"audit.interval.ms", c.AuditInterval},
+	} {
+		if d.v < 0 {
+			bad("%s: must be >= 0", d.key)
+		}
+	}
+	for _, n := range []struct {
+		key string
+		v   int64
+	}{
+		{"buffer.max.records", int64(c.BufferRecords)},
+		{"buffer.memory", c.BufferBytes},
+		{"producer.batch.size", int64(c.BatchBytes)},
+		{"consumer.fetch.max.bytes", int64(c.FetchMaxBytes)},
+		{"consumer.max.partition.fetch.bytes", int64(c.FetchPartitionBytes)},
+		{"consumer.queued.max.message.chunks", int64(c.QueuedChunks)},
+		{"target.replication.factor", int64(c.TargetReplicationFactor)},
+	} {
+		if n.v < 0 {
+			bad("%s: must be >= 0", n.key)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults fills zero fields.
+func (c Config) withDefaults() Config {
+	or := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	if c.TargetName == "" {
+		c.TargetName = DefaultTargetName
+	}
+	if c.TopicRename == "" {
+		c.TopicRename = DefaultTopicRename
+	}
+	or(&c.TopicRefreshInterval, DefaultTopicRefreshInterval)
+	or(&c.CommitInterval, DefaultCommitInterval)
+	or(&c.Linger, DefaultLinger)
+	or(&c.FetchMaxWait, DefaultFetchMaxWait)
+	or(&c.RebalanceBackoff, DefaultRebalanceBackoff)
+	or(&c.ZooKeeperSessionTimeout, DefaultZooKeeperSession)
+	or(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	if c.AutoOffsetReset == "" {
+		c.AutoOffsetReset = DefaultAutoOffsetReset
+	}
+	if c.BufferRecords == 0 {
+		c.BufferRecords = DefaultBufferRecords
+	}
+	if c.BufferBytes == 0 {
+		c.BufferBytes = DefaultBufferBytes
+	}
+	if c.BatchBytes == 0 {
+		c.BatchBytes = DefaultBatchBytes
+	}
+	if c.FetchMaxBytes == 0 {
+		c.FetchMaxBytes = DefaultFetchMaxBytes
+	}
+	if c.FetchPartitionBytes == 0 {
+		c.FetchPartitionBytes = DefaultFetchPartitionBytes
+	}
+	if c.QueuedChunks == 0 {
+		c.QueuedChunks = DefaultQueuedChunks
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Registerer == nil {
+		c.Registerer = prometheus.NewRegistry()
+	}
+	return c
+}
+
+// resetEarliest reports whether auto.offset.reset starts at the beginning.
+func (c Config) resetEarliest() bool {
+	switch strings.ToLower(c.AutoOffsetReset) {
+	case "latest", "largest":
+		return false
+	}
+	return true
+}
+
+// targetTopic is where topic of source lands.
+func (c Config) targetTopic(source, topic string) string {
+	if topic == AuditTopic {
+		return topic
+	}
+	return strings.NewReplacer("${source}", source, "${topic}", topic).Replace(c.TopicRename)
+}
+
+// Keys lists the properties ConfigFromProperties reads besides the
+// source.NAME.* ones (source.NAME.bootstrap.servers,
+// source.NAME.zookeeper.connect) and metrics.listen, which is the command's.
+var Keys = []string{
+	"target.name", "target.bootstrap.servers", "target.replication.factor",
+	"topics", "topics.exclude", "group.id", "topic.rename", "topic.refresh.interval.ms",
+	"offset.commit.interval.ms", "auto.offset.reset",
+	"buffer.max.records", "buffer.memory",
+	"producer.linger.ms", "producer.batch.size", "producer.compression.type",
+	"consumer.fetch.max.bytes", "consumer.max.partition.fetch.bytes", "consumer.fetch.max.wait.ms",
+	"consumer.queued.max.message.chunks", "rebalance.backoff.ms", "zookeeper.session.timeout.ms",
+	"shutdown.timeout.ms", "audit.enable", "audit.window.ms", "audit.interval.ms",
+	"metrics.listen", "instance",
+}
+
+// ConfigFromProperties builds a Config from properties (as read by
+// broker.ReadProperties). Unknown keys are returned for the caller to warn
+// about; a malformed value is an error naming its key. The result still
+// needs Validate.
+func ConfigFromProperties(props map[string]string) (Config, []string, error) {
+	var c Config
+	var unknown []string
+	var errs []error
+	known := map[string]bool{}
+	for _, k := range Keys {
+		known[k] = true
+	}
+	sources := map[string]*SourceConfig{}
+	for _, k := range slices.Sorted(maps.Keys(props)) {
+		if rest, ok := strings.CutPrefix(k, "source."); ok {
+			name, field, _ := cutLast(rest)
+			if name != "" && (field == "bootstrap.servers" || field == "zookeeper.connect") {
+				s := sources[name]
+				if s == nil {
+					s = &SourceConfig{Name: name}
+					sources[name] = s
+				}
+				if field == "bootstrap.servers" {
+					s.Brokers = list(props[k])
+				} else {
+					s.ZooKeeperConnect = strings.TrimSpace(props[k])
+				}
+				continue
+			}
+		}
+		if !known[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(sources)) {
+		c.Sources = append(c.Sources, *sources[name])
+	}
+	num := func(key string, bits int) int64 {
+		v := strings.TrimSpace(props[key])
+		if v == "" {
+			return 0
+		}
+		n, err := strconv.ParseInt(v, 10, bits)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("%w: %s=%q: want a non-negative integer", ErrInvalidConfig, key, v))
+			return 0
+		}
+		return n
+	}
+	ms := func(key string) time.Duration { return time.Duration(num(key, 63)) * time.Millisecond }
+	c.TargetName = strings.TrimSpace(props["target.name"])
+	c.TargetBrokers = list(props["target.bootstrap.servers"])
+	c.TargetReplicationFactor = int16(num("target.replication.factor", 16))
+	c.Topics = strings.TrimSpace(props["topics"])
+	c.TopicsExclude = strings.TrimSpace(props["topics.exclude"])
+	c.GroupID = strings.TrimSpace(props["group.id"])
+	c.TopicRename = strings.TrimSpace(props["topic.rename"])
+	c.TopicRefreshInterval = ms("topic.refresh.interval.ms")
+	c.CommitInterval = ms("offset.commit.interval.ms")
+	c.AutoOffsetReset = strings.TrimSpace(props["auto.offset.reset"])
+	c.BufferRecords = int(num("buffer.max.records", 31))
+	c.BufferBytes = num("buffer.memory", 63)
+	c.Linger = ms("producer.linger.ms")
+	c.BatchBytes = int32(num("producer.batch.size", 31))
+	c.Compression = strings.TrimSpace(props["producer.compression.type"])
+	c.FetchMaxBytes = int32(num("consumer.fetch.max.bytes", 31))
+	c.FetchPartitionBytes = int32(num("consumer.max.partition.fetch.bytes", 31))
+	c.FetchMaxWait = ms("consumer.fetch.max.wait.ms")
+	c.QueuedChunks = int(num("consumer.queued.max.message.chunks", 31))
+	c.RebalanceBackoff = ms("rebalance.backoff.ms")
+	c.ZooKeeperSessionTimeout = ms("zookeeper.session.timeout.ms")
+	c.ShutdownTimeout = ms("shutdown.timeout.ms")
+	switch v := strings.ToLower(strings.TrimSpace(props["audit.enable"])); v {
+	case "", "true":
+	case "false":
+		c.AuditDisable = true
+	default:
+		errs = append(errs, fmt.Errorf("%w: audit.enable=%q: want true or false", ErrInvalidConfig, v))
+	}
+	c.AuditWindow = ms("audit.window.ms")
+	c.AuditInterval = ms("audit.interval.ms")
+	c.Instance = strings.TrimSpace(props["instance"])
+	return c, unknown, errors.Join(errs...)
+}
+
+// cutLast splits "NAME.bootstrap.servers" into the source name and its
+// field; a name may itself contain dots.
+func cutLast(rest string) (name, field string, ok bool) {
+	for _, f := range []string{"bootstrap.servers", "zookeeper.connect"} {
+		if n, ok := strings.CutSuffix(rest, "."+f); ok {
+			return n, f, true
+		}
+	}
+	return "", "", false
+}
+
+func list(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

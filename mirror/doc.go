@@ -1,0 +1,66 @@
+// Package mirror is the mirror daemon of the Kafka paper (§4): embedded
+// consumers pull the topics of one or more source clusters (the online
+// datacenters) into a target cluster (the analytics cluster), in order,
+// losing nothing, audited. `tributary mirror --config mirror.properties`
+// runs it; New(cfg, counter).Run(ctx) embeds it.
+//
+// # Groups
+//
+// Each source is consumed by group.id on that source. With
+// source.NAME.zookeeper.connect (or SourceConfig.Coordinator) the group is
+// the paper's ZooKeeper consumer group of package client (one member per
+// topic and process, offsets in /consumers/<group>/offsets); otherwise it is
+// the Kafka group protocol through the source brokers' group coordinator
+// (franz-go's group consumer), which Apache Kafka sources have. Several
+// mirror processes with one configuration share the partitions; when one
+// dies, the others take its partitions over from its last commit.
+//
+// # Topics
+//
+// Every topic.refresh.interval.ms (and at start) each source's topics are
+// listed; those matching topics (a regular expression over whole names) and
+// not topics.exclude, plus __audit, are mirrored. Other names starting with
+// "__" (internal topics) never are. A missing target topic is created with
+// the source's partition count and its explicitly set configs. A topic
+// deleted at the source stops its partitions.
+//
+// # Records (frozen format)
+//
+// Source partition p of topic T from source S goes to partition p of the
+// target topic topic.rename(S, T) ("${topic}" by default; __audit keeps its
+// name). Key, value, headers and timestamp are copied byte for byte, and a
+// header OriginHeader = "<S>/<p>/<offset>" is appended (ParseOrigin reads
+// it), so a consumer downstream can drop duplicates exactly.
+//
+// # Delivery and recovery
+//
+// At-least-once, in order per source partition: the target producer is
+// idempotent with acks=all, and a source offset is committed only after the
+// target acknowledged every record before it (franz-go completes the
+// records of one target partition in order). After a crash the partition's
+// next owner starts at the last commit, so what was mirrored since is
+// mirrored again, each copy with the same origin header. Records sent and
+// not yet acknowledged are bounded by buffer.max.records and buffer.memory;
+// when either is reached the mirror stops fetching (back-pressure). A target
+// that is down or refuses with a retriable error is retried with back-off
+// for ever, and logged; a record the target can never take (larger than its
+// max.message.bytes) stops its source partition with an error naming
+// topic, partition and offset (ErrPartitionStopped), and that partition's
+// offset is never committed past it. Stopping (ctx end, SIGTERM) stops
+// fetching, waits up to shutdown.timeout.ms for the target's
+// acknowledgements, commits and leaves the groups.
+//
+// # Audit and metrics
+//
+// The mirror is audit tier "mirror" in cluster target.name: it counts each
+// record the target acknowledged, per target topic and window of the
+// record's timestamp (not __audit). Prometheus series are registered on
+// Config.Registerer: tributary_mirror_records_total and _bytes_total,
+// _lag_records per owned source partition, _seconds_since_commit,
+// _buffered_records and _buffered_bytes, _stopped_partitions, _rebalances_total.
+//
+// # Concurrency
+//
+// A Mirror is run once; Run blocks until its ctx ends and the drain is over.
+// Records of one source partition are handled by one goroutine at a time.
+package mirror

@@ -1,0 +1,352 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Counter is what the mirror tells of every record the target
+// acknowledged: audit.Counter satisfies it.
+type Counter interface {
+	Count(topic string, recordTimestamp time.Time, records, bytes int64)
+	Close(ctx context.Context) error
+}
+
+// Mirror copies the matching topics of every source cluster into the
+// target cluster. See the package doc for its guarantees.
+type Mirror struct {
+	cfg     Config
+	log     *slog.Logger
+	include *regexp.Regexp
+	exclude *regexp.Regexp
+	metrics *metrics
+	counter Counter
+
+	target *kgo.Client
+	tadm   *kadm.Client
+
+	sources []*source
+
+	mu    sync.Mutex
+	parts map[partKey]*partState
+	// made holds target topics known to exist, with their partition count.
+	made map[string]int
+
+	lastAck atomic.Int64 // unix nanos of the latest acknowledgement
+}
+
+type partKey struct {
+	source, topic string
+	partition     int32
+}
+
+// partState is one source partition as this process mirrors it.
+type partState struct {
+	source    string
+	topic     string
+	target    string
+	partition int32
+	// sent is the offset after the last record handed to the producer,
+	// acked the offset after the last one the target acknowledged.
+	sent    atomic.Int64
+	acked   atomic.Int64
+	halted  atomic.Bool
+	records prometheus.Counter
+	bytes   prometheus.Counter
+}
+
+// New validates cfg and builds a Mirror; it connects to nothing until Run.
+// counter receives the acknowledged records (tier "mirror"); nil counts
+// nothing (see NewAuditCounter).
+func New(cfg Config, counter Counter) (*Mirror, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	met, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("mirror: registering metrics: %w", err)
+	}
+	m := &Mirror{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		include: regexp.MustCompile(`^(?:` + cfg.Topics + `)$`),
+		metrics: met,
+		counter: counter,
+		parts:   map[partKey]*partState{},
+		made:    map[string]int{},
+	}
+	if cfg.TopicsExclude != "" {
+		m.exclude = regexp.MustCompile(`^(?:` + cfg.TopicsExclude + `)$`)
+	}
+	for _, sc := range cfg.Sources {
+		m.sources = append(m.sources, &source{m: m, cfg: sc, log: m.log.With("source", sc.Name), active: map[string]int{}})
+	}
+	return m, nil
+}
+
+// instance names this process.
+func (c Config) instance() string {
+	if c.Instance != "" {
+		return c.Instance
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return host + ":" + strconv.Itoa(os.Getpid())
+}
+
+// mirrored reports whether a source topic is to be mirrored.
+func (m *Mirror) mirrored(topic string) bool {
+	if topic == AuditTopic {
+		return !m.cfg.AuditDisable
+	}
+	if strings.HasPrefix(topic, "__") {
+		return false // internal topics: consumer offsets, Connect's, ...
+	}
+	return m.include.MatchString(topic) && (m.exclude == nil || !m.exclude.MatchString(topic))
+}
+
+// Run mirrors until ctx ends, then stops fetching, waits (up to
+// shutdown.timeout.ms) for the target to acknowledge what is in flight,
+// commits and returns. It returns an error only when it could not start or
+// could not drain and commit.
+func (m *Mirror) Run(ctx context.Context) error {
+	codec, err := compression(m.cfg.Compression)
+	if err != nil {
+		return err
+	}
+	m.target, err = kgo.NewClient(
+		kgo.SeedBrokers(m.cfg.TargetBrokers...),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(m.cfg.Linger),
+		kgo.ProducerBatchMaxBytes(m.cfg.BatchBytes),
+		kgo.ProducerBatchCompression(codec),
+		kgo.MaxBufferedRecords(m.cfg.BufferRecords),
+		kgo.MaxBufferedBytes(int(m.cfg.BufferBytes)),
+		// The target may be down or not know a new topic yet: retry for
+		// ever rather than fail records (the stall watchdog logs).
+		kgo.UnknownTopicRetries(-1),
+		kgo.WithLogger(kgoLogger{m.log.With("client", "target")}),
+	)
+	if err != nil {
+		return fmt.Errorf("mirror: target client: %w", err)
+	}
+	defer m.target.Close()
+	m.tadm = kadm.NewClient(m.target)
+	m.lastAck.Store(time.Now().UnixNano())
+
+	for _, s := range m.sources {
+		if err := s.open(); err != nil {
+			return err
+		}
+	}
+	intake, stopIntake := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, s := range m.sources {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.discover(ctx, intake) }()
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); m.watch(ctx) }()
+	m.log.Info("mirror started", "sources", len(m.sources), "target", m.cfg.TargetName, "topics", m.cfg.Topics)
+	<-ctx.Done()
+
+	// Drain: no new records in, everything in flight acknowledged, then
+	// commit what was acknowledged and leave the groups.
+	stopIntake()
+	wg.Wait()
+	for _, s := range m.sources {
+		s.stopIntake()
+	}
+	dctx, cancel := context.WithTimeout(context.Background(), m.cfg.ShutdownTimeout)
+	defer cancel()
+	var errs []error
+	if err := m.target.Flush(dctx); err != nil {
+		errs = append(errs, fmt.Errorf("mirror: waiting for the target to acknowledge in-flight records: %w", err))
+	}
+	for _, s := range m.sources {
+		if err := s.close(dctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if m.counter != nil {
+		if err := m.counter.Close(dctx); err != nil {
+			errs = append(errs, fmt.Errorf("mirror: audit: %w", err))
+		}
+	}
+	m.log.Info("mirror stopped", "err", errors.Join(errs...))
+	return errors.Join(errs...)
+}
+
+func compression(name string) (kgo.CompressionCodec, error) {
+	switch strings.ToLower(name) {
+	case "", "none":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("%w: producer.compression.type %q", ErrInvalidConfig, name)
+}
+
+// part returns the state of a source partition, creating it.
+func (m *Mirror) part(source, topic string, partition int32) *partState {
+	k := partKey{source, topic, partition}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ps := m.parts[k]
+	if ps == nil {
+		ps = &partState{
+			source: source, topic: topic, partition: partition,
+			target:  m.cfg.targetTopic(source, topic),
+			records: m.metrics.records.WithLabelValues(source, topic),
+			bytes:   m.metrics.bytes.WithLabelValues(source, topic),
+		}
+		ps.sent.Store(-1)
+		ps.acked.Store(-1)
+		m.parts[k] = ps
+	}
+	return ps
+}
+
+// produce sends rec, the record at offset off of ps's partition, to the
+// target, blocking while buffer.max.records or buffer.memory is reached
+// (that is the back-pressure: the caller stops fetching). mark is called
+// with off+1 once the target acknowledged rec and every record of the
+// partition before it.
+func (m *Mirror) produce(ctx context.Context, ps *partState, off int64, rec *kgo.Record, mark func(next int64)) {
+	rec.Topic, rec.Partition = ps.target, ps.partition
+	rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: OriginHeader, Value: appendOrigin(make([]byte, 0, len(ps.source)+24), ps.source, ps.partition, off)})
+	ps.sent.Store(off + 1)
+	m.target.Produce(ctx, rec, func(r *kgo.Record, err error) {
+		// franz-go calls the promises of one target partition in order, and
+		// a source partition goes to one target partition: once a record
+		// failed, no later one of its partition may be marked.
+		if err != nil {
+			m.halt(ps, off, err)
+			return
+		}
+		if ps.halted.Load() {
+			return
+		}
+		ps.acked.Store(off + 1)
+		m.lastAck.Store(time.Now().UnixNano())
+		mark(off + 1)
+		size := int64(len(r.Key) + len(r.Value))
+		ps.records.Inc()
+		ps.bytes.Add(float64(size))
+		if m.counter != nil && ps.target != AuditTopic {
+			m.counter.Count(ps.target, r.Timestamp, 1, size)
+		}
+	})
+}
+
+// halt stops a partition at the record the target did not take. Its
+// offset is never committed past that record, so a restart retries it.
+func (m *Mirror) halt(ps *partState, off int64, err error) {
+	if !ps.halted.CompareAndSwap(false, true) {
+		return
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {
+		return // shutting down: what was not sent is sent by the next owner
+	}
+	m.metrics.stopped.Inc()
+	m.log.Error("partition stopped: the target refused a record",
+		"err", fmt.Errorf("%w: source %s topic %s partition %d offset %d (target topic %s): %v",
+			ErrPartitionStopped, ps.source, ps.topic, ps.partition, off, ps.target, err),
+		"source", ps.source, "topic", ps.topic, "partition", ps.partition, "offset", off)
+}
+
+// drained waits until every record sent for the given partitions of source
+// was acknowledged (or the partition halted), or ctx ends.
+func (m *Mirror) drained(ctx context.Context, source string, parts map[string][]int32) error {
+	for {
+		pending := 0
+		m.mu.Lock()
+		for topic, ps := range parts {
+			for _, p := range ps {
+				st := m.parts[partKey{source, topic, p}]
+				if st != nil && !st.halted.Load() && st.acked.Load() < st.sent.Load() {
+					pending++
+				}
+			}
+		}
+		m.mu.Unlock()
+		if pending == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d partitions still unacknowledged: %w", pending, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// watch updates the gauges and logs when the target stops acknowledging.
+func (m *Mirror) watch(ctx context.Context) {
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	var warned time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		buffered := m.target.BufferedProduceRecords()
+		m.metrics.bufferedRecords.Set(float64(buffered))
+		m.metrics.bufferedBytes.Set(float64(m.target.BufferedProduceBytes()))
+		since := time.Since(time.Unix(0, m.lastAck.Load()))
+		if buffered > 0 && since > 10*time.Second && time.Since(warned) > 10*time.Second {
+			warned = time.Now()
+			m.log.Warn("the target has not acknowledged anything; retrying with back-off",
+				"since", since.Round(time.Second), "buffered_records", buffered)
+		}
+		for _, s := range m.sources {
+			s.updateLag(ctx)
+		}
+	}
+}
+
+// kgoLogger forwards franz-go's log lines to slog.
+type kgoLogger struct{ l *slog.Logger }
+
+func (k kgoLogger) Level() kgo.LogLevel {
+	if k.l.Enabled(context.Background(), slog.LevelDebug) {
+		return kgo.LogLevelInfo
+	}
+	return kgo.LogLevelWarn
+}
+
+func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	lv := slog.LevelDebug
+	switch level {
+	case kgo.LogLevelError:
+		lv = slog.LevelError
+	case kgo.LogLevelWarn:
+		lv = slog.LevelWarn
+	}
+	k.l.Log(context.Background(), lv, "kgo: "+msg, keyvals...)
+}

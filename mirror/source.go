@@ -1,0 +1,253 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// group is how a source's partitions are shared among mirror processes:
+// the ZooKeeper consumer groups (zkGroup) or the Kafka group protocol
+// (kafkaGroup). Records flow from the group to Mirror.produce.
+type group interface {
+	// add starts consuming topic (partitions at discovery) from intake on.
+	add(intake context.Context, topic string, partitions int)
+	// remove stops consuming a topic that no longer exists.
+	remove(ctx context.Context, topic string)
+	// owned lists the partitions this process owns now.
+	owned() map[string][]int32
+	// stopIntake stops handing records to the producer and waits for that.
+	stopIntake()
+	// close commits what the target acknowledged and leaves the group.
+	close(ctx context.Context) error
+}
+
+// source is one source cluster.
+type source struct {
+	m   *Mirror
+	cfg SourceConfig
+	log *slog.Logger
+
+	meta  *kgo.Client // metadata, configs and end offsets
+	adm   *kadm.Client
+	group group
+
+	lastCommit atomic.Int64 // unix nanos; start time until the first commit
+
+	mu     sync.Mutex
+	active map[string]int // topics being mirrored -> partitions at discovery
+}
+
+func (s *source) open() error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.cfg.Brokers...), kgo.WithLogger(kgoLogger{s.log}))
+	if err != nil {
+		return fmt.Errorf("mirror: source %s: %w", s.cfg.Name, err)
+	}
+	s.meta, s.adm = cl, kadm.NewClient(cl)
+	s.lastCommit.Store(time.Now().UnixNano())
+	if s.cfg.zkGroups() {
+		s.group = newZKGroup(s)
+	} else {
+		s.group = newKafkaGroup(s)
+	}
+	return nil
+}
+
+func (s *source) committed() { s.lastCommit.Store(time.Now().UnixNano()) }
+
+// discover lists the source's topics at once and every
+// topic.refresh.interval.ms, starting the new matching ones (after their
+// target topic exists) and stopping deleted ones.
+func (s *source) discover(ctx, intake context.Context) {
+	t := time.NewTicker(s.m.cfg.TopicRefreshInterval)
+	defer t.Stop()
+	for {
+		if err := s.refresh(ctx, intake); err != nil && ctx.Err() == nil {
+			s.log.Warn("listing source topics failed; retrying", "err", err, "in", s.m.cfg.TopicRefreshInterval)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *source) refresh(ctx, intake context.Context) error {
+	details, err := s.adm.ListTopicsWithInternal(ctx)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	active := maps.Clone(s.active)
+	s.mu.Unlock()
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(details)) {
+		d := details[name]
+		if d.Err != nil || !s.m.mirrored(name) {
+			continue
+		}
+		n := len(d.Partitions)
+		if old, ok := active[name]; ok {
+			if n > old {
+				// New partitions need their target partitions first.
+				if err := s.m.ensureTarget(ctx, s, name, n); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			continue
+		}
+		if n == 0 {
+			continue
+		}
+		if err := s.m.ensureTarget(ctx, s, name, n); err != nil {
+			errs = append(errs, err)
+			continue // retried at the next refresh
+		}
+		s.log.Info("topic found; mirroring", "topic", name, "partitions", n, "target_topic", s.m.cfg.targetTopic(s.cfg.Name, name))
+		s.mu.Lock()
+		s.active[name] = n
+		s.m.metrics.topics.WithLabelValues(s.cfg.Name).Set(float64(len(s.active)))
+		s.mu.Unlock()
+		s.group.add(intake, name, n)
+	}
+	for name := range active {
+		if d, ok := details[name]; !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+			s.log.Info("topic deleted at the source; its partitions stop", "topic", name)
+			s.group.remove(ctx, name)
+			s.mu.Lock()
+			delete(s.active, name)
+			s.m.metrics.topics.WithLabelValues(s.cfg.Name).Set(float64(len(s.active)))
+			s.mu.Unlock()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ensureTarget makes sure the target topic of source topic exists with at
+// least partitions partitions, creating it with the source topic's
+// explicitly set configs when missing.
+func (m *Mirror) ensureTarget(ctx context.Context, s *source, topic string, partitions int) error {
+	name := m.cfg.targetTopic(s.cfg.Name, topic)
+	m.mu.Lock()
+	have := m.made[name]
+	m.mu.Unlock()
+	if have >= partitions {
+		return nil
+	}
+	details, err := m.tadm.ListTopics(ctx, name)
+	if err != nil {
+		return fmt.Errorf("target metadata for %s: %w", name, err)
+	}
+	if d, ok := details[name]; ok && d.Err == nil {
+		have = len(d.Partitions)
+		if have < partitions {
+			s.log.Warn("target topic has fewer partitions than the source; adding", "target_topic", name, "target_partitions", have, "partitions", partitions)
+			if _, err := m.tadm.CreatePartitions(ctx, partitions-have, name); err != nil {
+				// The source partitions beyond have then stop at their
+				// first record, with an error naming them.
+				s.log.Error("adding target partitions failed", "target_topic", name, "err", err)
+			} else {
+				have = partitions
+			}
+		}
+		m.mu.Lock()
+		m.made[name] = have
+		m.mu.Unlock()
+		return nil
+	}
+	configs := map[string]*string{}
+	if rcs, err := s.adm.DescribeTopicConfigs(ctx, topic); err == nil {
+		for _, rc := range rcs {
+			for _, c := range rc.Configs {
+				if c.Source == kmsg.ConfigSourceDynamicTopicConfig && c.Value != nil {
+					configs[c.Key] = c.Value
+				}
+			}
+		}
+	} else {
+		s.log.Warn("reading source topic configs failed; creating the target topic without them", "topic", topic, "err", err)
+	}
+	rf := m.cfg.TargetReplicationFactor
+	if rf == 0 {
+		rf = -1
+	}
+	resp, err := m.tadm.CreateTopic(ctx, int32(partitions), rf, configs, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) && len(configs) > 0 {
+		s.log.Warn("creating the target topic with the source's configs failed; creating it without them", "target_topic", name, "configs", configs, "err", err)
+		resp, err = m.tadm.CreateTopic(ctx, int32(partitions), rf, nil, name)
+		if err == nil {
+			err = resp.Err
+		}
+	}
+	switch {
+	case errors.Is(err, kerr.TopicAlreadyExists):
+		// Another mirror process (or source) was first.
+	case err != nil:
+		return fmt.Errorf("creating target topic %s: %w", name, err)
+	default:
+		s.log.Info("created target topic", "target_topic", name, "partitions", partitions, "configs", len(configs))
+	}
+	m.mu.Lock()
+	m.made[name] = partitions
+	m.mu.Unlock()
+	return nil
+}
+
+// updateLag sets the lag of owned partitions and the time since the last
+// commit.
+func (s *source) updateLag(ctx context.Context) {
+	s.m.metrics.sinceCommit.WithLabelValues(s.cfg.Name).Set(time.Since(time.Unix(0, s.lastCommit.Load())).Seconds())
+	owned := s.group.owned()
+	s.m.metrics.lag.DeletePartialMatch(map[string]string{"source": s.cfg.Name})
+	if len(owned) == 0 {
+		return
+	}
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ends, err := s.adm.ListEndOffsets(lctx, slices.Collect(maps.Keys(owned))...)
+	if err != nil {
+		return
+	}
+	for topic, ps := range owned {
+		for _, p := range ps {
+			end, ok := ends.Lookup(topic, p)
+			if !ok || end.Err != nil {
+				continue
+			}
+			s.m.mu.Lock()
+			st := s.m.parts[partKey{s.cfg.Name, topic, p}]
+			s.m.mu.Unlock()
+			if st == nil || st.acked.Load() < 0 {
+				continue // nothing acknowledged here yet: position unknown
+			}
+			s.m.metrics.lag.WithLabelValues(s.cfg.Name, topic, strconv.Itoa(int(p))).Set(float64(max(0, end.Offset-st.acked.Load())))
+		}
+	}
+}
+
+func (s *source) stopIntake() { s.group.stopIntake() }
+
+func (s *source) close(ctx context.Context) error {
+	err := s.group.close(ctx)
+	s.meta.Close()
+	if err != nil {
+		return fmt.Errorf("mirror: source %s: %w", s.cfg.Name, err)
+	}
+	return nil
+}
