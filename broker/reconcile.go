@@ -1,0 +1,288 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tributary/tributary/broker/cluster"
+)
+
+// reconcileRetry spaces retries of partitions that failed to open.
+const reconcileRetry = 5 * time.Second
+
+// runReconciler follows the cluster metadata until shutdown.
+func (b *Broker) runReconciler() {
+	defer b.wg.Done()
+	var retry <-chan time.Time
+	for {
+		changed := b.member.Changes()
+		if !b.reconcile(b.member.Metadata()) && retry == nil {
+			retry = time.After(reconcileRetry)
+		}
+		select {
+		case <-changed:
+		case <-retry:
+			retry = nil
+		case <-b.shutdownCtx.Done():
+			return
+		}
+	}
+}
+
+// reconcile opens the logs of the partitions snap says this broker leads,
+// closes the others and deletes the local data of topics that left the
+// metadata since the last pass. It reports false if a log failed to open.
+// Only one goroutine runs it at a time (Start, then runReconciler).
+func (b *Broker) reconcile(snap cluster.Snapshot) bool {
+	ok := true
+	for name := range b.seen {
+		if _, still := snap.Topics[name]; !still {
+			b.deleteLocal(name)
+		}
+	}
+	b.seen = map[string]bool{}
+	for _, name := range snap.TopicNames() {
+		b.seen[name] = true
+		if !b.reconcileTopic(snap.Topics[name]) {
+			ok = false
+		}
+	}
+	b.mu.Lock()
+	b.applied = snap
+	close(b.served)
+	b.served = make(chan struct{})
+	b.mu.Unlock()
+	return ok
+}
+
+// reconcileTopic publishes a new slot slice for t (topics are copied on
+// write, so readers holding the old one stay consistent). A served
+// partition whose storage settings changed is reopened with the new ones;
+// the other settings apply in place.
+func (b *Broker) reconcileTopic(t cluster.Topic) bool {
+	ok := true
+	tc := b.topicConfigOf(t)
+	old := b.lookup(t.Name)
+	slots := make([]*partition, len(t.Partitions))
+	if old != nil {
+		copy(slots, old.partitions)
+	}
+	var release []*partition
+	if old != nil {
+		for _, p := range old.partitions[min(len(slots), len(old.partitions)):] {
+			if p != nil {
+				release = append(release, p)
+			}
+		}
+	}
+	changed := old == nil || len(old.partitions) != len(slots)
+	for i, cp := range t.Partitions {
+		lead := cp.Leader == b.cfg.BrokerID
+		if lead && slots[i] != nil && slots[i].settings != tc.log {
+			// Two logs must never share a directory: the old one is
+			// closed before the new one opens. Requests meanwhile get
+			// NOT_LEADER_OR_FOLLOWER and retry.
+			b.logger.Info("topic storage settings changed; reopening partition", "topic", t.Name, "partition", i)
+			b.releasePartition(slots[i], false)
+			slots[i], changed = nil, true
+		}
+		switch {
+		case lead && slots[i] == nil:
+			p, err := b.openLocal(t.Name, int32(i), tc, t.Configs)
+			if err != nil {
+				b.logger.Error("opening a led partition failed", "topic", t.Name, "partition", i, "err", err)
+				ok = false
+				continue
+			}
+			slots[i], changed = p, true
+			b.logger.Debug("serving partition", "topic", t.Name, "partition", i)
+		case !lead && slots[i] != nil:
+			release = append(release, slots[i])
+			slots[i], changed = nil, true
+			b.logger.Debug("no longer leading partition", "topic", t.Name, "partition", i, "leader", cp.Leader)
+		case lead:
+			slots[i].conf.Store(&tc)
+			b.recordIdentity(slots[i], t.Configs)
+		}
+	}
+	if changed {
+		b.mu.Lock()
+		b.topics[t.Name] = &topic{name: t.Name, partitions: slots}
+		b.mu.Unlock()
+	}
+	for _, p := range release {
+		b.releasePartition(p, false)
+	}
+	return ok
+}
+
+// topicConfigOf returns the effective configuration of t. Overrides that
+// do not validate (written to the coordinator by another tool) are ignored
+// with a warning, once per distinct error.
+func (b *Broker) topicConfigOf(t cluster.Topic) topicConfig {
+	tc, err := resolveTopicConfig(b.cfg.topicDefaults(), t.Configs, true)
+	if err == nil {
+		delete(b.badConfigs, t.Name)
+		return tc
+	}
+	if b.badConfigs == nil {
+		b.badConfigs = map[string]string{}
+	}
+	if b.badConfigs[t.Name] != err.Error() {
+		b.badConfigs[t.Name] = err.Error()
+		b.logger.Warn("ignoring the topic's config overrides; broker defaults apply", "topic", t.Name, "err", err)
+	}
+	return tc
+}
+
+// openLocal opens a partition's log in the directory it already has, or in
+// the log dir with the fewest partitions. A directory recording another
+// topic id holds the data of an earlier topic of the same name, deleted
+// while this broker was away: it is removed first, so that none of it is
+// served.
+func (b *Broker) openLocal(name string, p int32, tc topicConfig, overrides map[string]string) (*partition, error) {
+	id := overrides[topicIDConfig]
+	b.mu.RLock()
+	dir, ok := b.onDisk[name][p]
+	b.mu.RUnlock()
+	if ok && id != "" {
+		onDisk, err := readPartitionTopicID(dir)
+		switch {
+		case err != nil:
+			b.logger.Warn("unreadable topic identity; keeping the partition's data", "dir", dir, "err", err)
+		case onDisk != "" && onDisk != id:
+			b.logger.Warn("deleting the data of an earlier topic of the same name", "topic", name,
+				"partition", p, "dir", dir, "old_topic_id", onDisk, "topic_id", id)
+			if err := os.RemoveAll(dir); err != nil {
+				return nil, fmt.Errorf("broker: deleting stale partition %s-%d: %w", name, p, err)
+			}
+		}
+	}
+	if !ok {
+		dir = filepath.Join(b.pickLogDir(), partitionDirName(name, p))
+	}
+	part, err := b.openPartition(name, p, dir, tc)
+	if err != nil {
+		return nil, err
+	}
+	b.recordIdentity(part, overrides)
+	b.mu.Lock()
+	if b.onDisk[name] == nil {
+		b.onDisk[name] = map[int32]string{}
+	}
+	b.onDisk[name][p] = dir
+	b.mu.Unlock()
+	return part, nil
+}
+
+// recordIdentity keeps the partition directory's identity files in line
+// with the topic's id and overrides. A failure is logged, not fatal: the
+// data is served either way, and a directory without an id is adopted by
+// the next topic of its name.
+func (b *Broker) recordIdentity(p *partition, overrides map[string]string) {
+	key := fmt.Sprint(overrides) // fmt sorts map keys
+	if p.identity == key {
+		return
+	}
+	if err := recordTopicIdentity(p.dir, overrides[topicIDConfig], overrides); err != nil {
+		b.logger.Error("recording the topic's identity", "topic", p.topic, "partition", p.index, "err", err)
+		return
+	}
+	p.identity = key
+}
+
+// releasePartition stops serving p: waiting fetches end, then the log is
+// closed, or deleted with its data.
+func (b *Broker) releasePartition(p *partition, del bool) {
+	p.wake()
+	b.metrics.forget(p)
+	var err error
+	if del {
+		err = p.log.Delete()
+	} else {
+		if err = p.log.Flush(); err == nil {
+			err = p.log.Close()
+		}
+	}
+	if err != nil {
+		b.logger.Error("releasing partition", "topic", p.topic, "partition", p.index, "delete", del, "err", err)
+	}
+}
+
+// deleteLocal removes a deleted topic's partitions, open or not.
+func (b *Broker) deleteLocal(name string) {
+	b.mu.Lock()
+	t := b.topics[name]
+	delete(b.topics, name)
+	dirs := b.onDisk[name]
+	delete(b.onDisk, name)
+	b.mu.Unlock()
+	open := map[string]bool{}
+	if t != nil {
+		for _, p := range t.partitions {
+			if p != nil {
+				open[p.dir] = true
+				b.releasePartition(p, true)
+			}
+		}
+	}
+	for _, dir := range dirs {
+		if open[dir] {
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			b.logger.Error("deleting partition directory", "dir", dir, "err", err)
+		}
+	}
+	b.logger.Info("deleted topic", "topic", name)
+}
+
+// awaitServed waits until cond holds for the last reconciled snapshot.
+func (b *Broker) awaitServed(ctx context.Context, cond func(cluster.Snapshot) bool) error {
+	for {
+		b.mu.RLock()
+		ch, snap := b.served, b.applied
+		b.mu.RUnlock()
+		if cond(snap) {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-b.shutdownCtx.Done():
+			return ErrClosed
+		}
+	}
+}
+
+// topicReady holds once every partition of the topic has a leader and this
+// broker serves those it leads.
+func (b *Broker) topicReady(name string) func(cluster.Snapshot) bool {
+	return func(snap cluster.Snapshot) bool {
+		t, ok := snap.Topics[name]
+		if !ok {
+			return false
+		}
+		for _, p := range t.Partitions {
+			if p.Leader < 0 {
+				return false
+			}
+			if p.Leader == b.cfg.BrokerID && b.partitionOf(name, p.ID) == nil {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// topicGone holds once the topic left the metadata and its data is deleted.
+func topicGone(name string) func(cluster.Snapshot) bool {
+	return func(snap cluster.Snapshot) bool {
+		_, ok := snap.Topics[name]
+		return !ok
+	}
+}

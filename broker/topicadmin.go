@@ -1,0 +1,125 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/internal/coord"
+)
+
+// adminWait bounds CreateTopic and DeleteTopic waits when the request
+// gives no timeout of its own (auto-creation, restore).
+const adminWait = 30 * time.Second
+
+// createTopic registers a topic of n partitions (n <= 0: num.partitions)
+// with the config overrides, which must have been validated, and a fresh
+// topic id, then waits until it is served. With existingOK an existing
+// topic is not an error.
+func (b *Broker) createTopic(ctx context.Context, name string, n int32, overrides map[string]string, existingOK bool) error {
+	if err := validateTopicName(name); err != nil {
+		return err
+	}
+	if n <= 0 {
+		n = b.cfg.NumPartitions
+	}
+	m, err := b.clusterMember()
+	if err != nil {
+		return err
+	}
+	configs := maps.Clone(overrides)
+	if configs == nil {
+		configs = map[string]string{}
+	}
+	if configs[topicIDConfig], err = newTopicID(); err != nil {
+		return err
+	}
+	err = m.CreateTopic(ctx, name, n, 1, configs)
+	switch {
+	case errors.Is(err, cluster.ErrTopicExists) && existingOK:
+	case errors.Is(err, cluster.ErrTopicExists):
+		return fmt.Errorf("%w: %w", ErrTopicExists, err)
+	case errors.Is(err, cluster.ErrInvalidTopic):
+		return fmt.Errorf("%w: %w", ErrInvalidTopic, err)
+	case err != nil:
+		return err
+	}
+	return b.awaitServed(ctx, b.topicReady(name))
+}
+
+// CreateTopic creates a topic with n partitions (n <= 0: num.partitions)
+// and returns once every partition has a leader and this broker serves the
+// ones it leads.
+func (b *Broker) CreateTopic(ctx context.Context, name string, n int32) error {
+	return b.createTopic(ctx, name, n, nil, false)
+}
+
+// CreateTopicWithConfigs is CreateTopic with topic config overrides
+// (Kafka's names: retention.ms, segment.bytes, max.message.bytes, ...).
+// Unknown keys and invalid values fail with an error wrapping
+// ErrInvalidTopicConfig.
+func (b *Broker) CreateTopicWithConfigs(ctx context.Context, name string, n int32, configs map[string]string) error {
+	if _, err := resolveTopicConfig(b.cfg.topicDefaults(), configs, false); err != nil {
+		return err
+	}
+	return b.createTopic(ctx, name, n, configs, false)
+}
+
+// DeleteTopic deletes a topic and returns once it has left this broker's
+// metadata and this broker's share of its data is deleted.
+func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
+	m, err := b.clusterMember()
+	if err != nil {
+		return err
+	}
+	if err := m.DeleteTopic(ctx, name); err != nil {
+		if errors.Is(err, cluster.ErrUnknownTopic) {
+			return fmt.Errorf("%w: %w", ErrUnknownTopic, err)
+		}
+		return err
+	}
+	return b.awaitServed(ctx, topicGone(name))
+}
+
+// adminErrorCodes is the one table from topic administration errors (the
+// cluster's and the broker's) to Kafka error codes; the first entry that
+// errors.Is matches wins.
+var adminErrorCodes = []struct {
+	err  error
+	code *kerr.Error
+}{
+	{ErrTopicExists, kerr.TopicAlreadyExists},
+	{cluster.ErrTopicExists, kerr.TopicAlreadyExists},
+	{ErrUnknownTopic, kerr.UnknownTopicOrPartition},
+	{cluster.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
+	{ErrInvalidTopic, kerr.InvalidTopicException},
+	{cluster.ErrInvalidTopic, kerr.InvalidTopicException},
+	{cluster.ErrInvalidPartitions, kerr.InvalidPartitions},
+	{cluster.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
+	{cluster.ErrInvalidTopicConfig, kerr.InvalidConfig},
+	{ErrInvalidTopicConfig, kerr.InvalidConfig},
+	// The request may still take effect: a retriable code makes the client
+	// try again and find out.
+	{context.DeadlineExceeded, kerr.RequestTimedOut},
+	{coord.ErrUnavailable, kerr.RequestTimedOut},
+	{ErrClosed, kerr.NotController},
+	{cluster.ErrClosed, kerr.NotController},
+}
+
+// adminErrorCode maps an error of createTopic or DeleteTopic.
+func adminErrorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	for _, e := range adminErrorCodes {
+		if errors.Is(err, e.err) {
+			return e.code.Code
+		}
+	}
+	return kerr.UnknownServerError.Code
+}
