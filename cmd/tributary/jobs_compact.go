@@ -1,17 +1,185 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/jobs"
+	"github.com/tributary/tributary/jobs/compact"
+	"github.com/tributary/tributary/jobs/retention"
+	"github.com/tributary/tributary/loader"
 )
 
+// jobsCompactOptions are the flags of `tributary jobs compact`.
+type jobsCompactOptions struct {
+	base          string
+	loaderJob     string
+	closedThrough string
+	topics        string
+	delay         time.Duration
+	codec         string
+	targetSize    string
+	summary       string
+	logLevel      string
+}
+
 func newJobsCompactCommand() *cobra.Command {
-	return &cobra.Command{Use: "compact", Short: "Compact closed hours of Avro into Parquet", Hidden: true,
-		RunE: func(*cobra.Command, []string) error { return errors.New("not yet") }}
+	var o jobsCompactOptions
+	cmd := &cobra.Command{
+		Use:   "compact --base URI --loader-job NAME",
+		Short: "Compact closed hours of the loader's Avro output into Parquet (what a compact job runs)",
+		Long: "For each topic and closed hour (the loader job has committed past the hour's end plus --delay), " +
+			"write the hour's Avro files as Parquet and swap them in atomically; first finish or undo what a " +
+			"crashed earlier run left. Prints a JSON summary.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runJobsCompact(cmd, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.base, "base", "", "loader output: hdfs://host:port/path, file:///path or a local path (required)")
+	f.StringVar(&o.loaderJob, "loader-job", "", "the loader job whose commits close hours (required unless --closed-through)")
+	f.StringVar(&o.closedThrough, "closed-through", "", "treat data as complete up to this RFC 3339 time instead of asking the loader")
+	f.StringVar(&o.topics, "topics", "", "comma-separated topics (default: every topic under --base)")
+	f.DurationVar(&o.delay, "delay", compact.DefaultDelay, "wait past an hour's end for late records")
+	f.StringVar(&o.codec, "codec", compact.DefaultCodec, "Parquet compression: snappy or zstd")
+	f.StringVar(&o.targetSize, "target-file-size", "128MiB", "approximate size of each Parquet file")
+	f.StringVar(&o.summary, "summary-json", "", "also write the JSON summary to this file")
+	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func runJobsCompact(cmd *cobra.Command, o jobsCompactOptions) error {
+	logger, err := jobsLogger(cmd, o.logLevel)
+	if err != nil {
+		return err
+	}
+	if o.base == "" {
+		return errors.New("--base is required")
+	}
+	if o.loaderJob == "" && o.closedThrough == "" {
+		return errors.New("--loader-job is required (or --closed-through)")
+	}
+	size, err := jobs.ParseSize(o.targetSize)
+	if err != nil || size <= 0 {
+		return fmt.Errorf("--target-file-size %q: want a positive size like 128MiB", o.targetSize)
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	fsys, base, err := filesys.Open(ctx, o.base)
+	if err != nil {
+		return fmt.Errorf("--base: %w", err)
+	}
+	defer fsys.Close()
+	closed := func(ctx context.Context) (time.Time, error) {
+		return loader.CommittedThrough(ctx, fsys, base, o.loaderJob)
+	}
+	if o.closedThrough != "" {
+		t, err := time.Parse(time.RFC3339, o.closedThrough)
+		if err != nil {
+			return fmt.Errorf("--closed-through: %w", err)
+		}
+		closed = func(context.Context) (time.Time, error) { return t, nil }
+	}
+	cfg := compact.Config{FS: fsys, Base: base, ClosedThrough: closed, Delay: o.delay, Codec: o.codec,
+		TargetFileSize: size, Logger: logger}
+	if o.topics != "" {
+		cfg.Topics = strings.Split(o.topics, ",")
+	}
+	if v := os.Getenv(compact.EnvCrashAt); v != "" {
+		if cfg.CrashAt, err = strconv.Atoi(v); err != nil {
+			return fmt.Errorf("%s: %w", compact.EnvCrashAt, err)
+		}
+	}
+	c, err := compact.New(cfg)
+	if err != nil {
+		return err
+	}
+	sum, err := c.Run(ctx)
+	if err != nil {
+		return err
+	}
+	return writeSummary(cmd, o.summary, sum)
+}
+
+// writeSummary prints v as one JSON line (the last line of output, which is
+// what the scheduler reads when no summary file is written) and to file.
+func writeSummary(cmd *cobra.Command, file string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if file != "" {
+		if err := os.WriteFile(file, b, 0o644); err != nil {
+			return fmt.Errorf("--summary-json: %w", err)
+		}
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), string(b))
+	return nil
+}
+
+// jobsRetentionOptions are the flags of `tributary jobs retention`.
+type jobsRetentionOptions struct {
+	base     string
+	maxAge   time.Duration
+	topicAge []string
+	summary  string
+	logLevel string
 }
 
 func newJobsRetentionCommand() *cobra.Command {
-	return &cobra.Command{Use: "retention", Short: "Delete hours older than a per-topic age", Hidden: true,
-		RunE: func(*cobra.Command, []string) error { return errors.New("not yet") }}
+	var o jobsRetentionOptions
+	cmd := &cobra.Command{
+		Use:   "retention --base URI [--max-age 168h] [--topic-age TOPIC=AGE ...]",
+		Short: "Delete hours of the loader's output older than a per-topic age (what a retention job runs)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runJobsRetention(cmd, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.base, "base", "", "loader output: hdfs://host:port/path, file:///path or a local path (required)")
+	f.DurationVar(&o.maxAge, "max-age", 0, "age past which an hour of any topic without its own --topic-age is deleted (0: keep)")
+	f.StringArrayVar(&o.topicAge, "topic-age", nil, "TOPIC=AGE: that topic's own age, e.g. page-views=72h (repeatable)")
+	f.StringVar(&o.summary, "summary-json", "", "also write the JSON summary to this file")
+	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func runJobsRetention(cmd *cobra.Command, o jobsRetentionOptions) error {
+	logger, err := jobsLogger(cmd, o.logLevel)
+	if err != nil {
+		return err
+	}
+	if o.base == "" {
+		return errors.New("--base is required")
+	}
+	ages := map[string]time.Duration{}
+	for _, ta := range o.topicAge {
+		t, a, ok := strings.Cut(ta, "=")
+		d, err := time.ParseDuration(a)
+		if !ok || t == "" || err != nil || d <= 0 {
+			return fmt.Errorf("--topic-age %q: want TOPIC=AGE with a positive duration, e.g. page-views=72h", ta)
+		}
+		ages[t] = d
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	fsys, base, err := filesys.Open(ctx, o.base)
+	if err != nil {
+		return fmt.Errorf("--base: %w", err)
+	}
+	defer fsys.Close()
+	sum, err := retention.Run(ctx, retention.Config{FS: fsys, Base: base, MaxAge: o.maxAge, Topics: ages, Logger: logger})
+	if err != nil {
+		return err
+	}
+	return writeSummary(cmd, o.summary, sum)
 }

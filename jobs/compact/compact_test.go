@@ -1,0 +1,125 @@
+package compact
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/jobs/hours"
+	"github.com/tributary/tributary/loader"
+)
+
+var hour0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+
+// compactAndCompare writes 3 hours plus an open 4th, compacts the closed
+// ones and checks with pyarrow/fastavro that each hour's Parquet rows are
+// the Avro rows, in order.
+func compactAndCompare(t *testing.T, fsys filesys.FS, base string, codec string) {
+	ctx := context.Background()
+	dirs := writeHours(t, fsys, base, "pv", hour0, 4, 3, 50)
+	// Keep the originals to compare against after they are deleted.
+	orig := map[string][]string{}
+	local := t.TempDir()
+	for i, d := range dirs {
+		names, err := hours.DataFiles(fsys, d)
+		if err != nil || len(names) != 3 {
+			t.Fatalf("hour %d data files %v, %v", i, names, err)
+		}
+		orig[d] = copyOut(t, fsys, d, names, filepath.Join(local, "orig", fmt.Sprint(i)))
+	}
+	// Hours 0..2 are closed: the loader committed to hour 3 + 1 min, delay 1 min.
+	writeLoaderCommit(t, fsys, base, "load", "pv", hour0.Add(3*time.Hour+time.Minute))
+	c, err := New(Config{FS: fsys, Base: base, Delay: time.Minute, Codec: codec, TargetFileSize: 8 << 10,
+		ClosedThrough: func(ctx context.Context) (time.Time, error) { return loader.CommittedThrough(ctx, fsys, base, "load") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := c.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.HoursCompacted != 3 || sum.HoursOpen != 1 || sum.FilesIn != 9 || sum.Records != 450 {
+		t.Errorf("summary %+v: want 3 hours (9 files, 450 records) compacted and 1 open", sum)
+	}
+	if sum.FilesOut <= 3 {
+		t.Errorf("%d Parquet files for 3 hours at an 8 KiB target: want several per hour", sum.FilesOut)
+	}
+	checks := map[string]check{}
+	for i, d := range dirs[:3] {
+		names, err := hours.DataFiles(fsys, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if !strings.HasSuffix(n, ".parquet") {
+				t.Errorf("hour %d still shows %s after compaction", i, n)
+			}
+		}
+		list, _ := fsys.ReadDir(d)
+		var all []string
+		for _, fi := range list {
+			all = append(all, fi.Name())
+		}
+		if strings.Contains(strings.Join(all, " "), ".avro") || strings.Contains(strings.Join(all, " "), hours.TmpDir) {
+			t.Errorf("hour %d keeps inputs or staging: %v", i, all)
+		}
+		checks[fmt.Sprintf("hour%d", i)] = check{Avro: orig[d], Parquet: copyOut(t, fsys, d, names, filepath.Join(local, "pq", fmt.Sprint(i)))}
+	}
+	// The open hour is untouched.
+	if names, _ := hours.DataFiles(fsys, dirs[3]); len(names) != 3 || !strings.HasSuffix(names[0], ".avro") {
+		t.Errorf("open hour compacted: %v", names)
+	}
+	res := comparePython(t, checks)
+	t.Logf("pyarrow vs fastavro: %v", res)
+
+	// A second run has nothing to do.
+	sum, err = c.Run(ctx)
+	if err != nil || sum.HoursCompacted != 0 || sum.HoursRecovered != 0 {
+		t.Errorf("second run: %+v, %v", sum, err)
+	}
+}
+
+func TestCompactLocal(t *testing.T) {
+	compactAndCompare(t, filesys.Local(), t.TempDir(), "snappy")
+}
+
+func TestCompactLocalZstd(t *testing.T) {
+	compactAndCompare(t, filesys.Local(), t.TempDir(), "zstd")
+}
+
+func TestCompactHDFS(t *testing.T) {
+	fsys, base := openHDFS(t)
+	compactAndCompare(t, fsys, base, "snappy")
+}
+
+func TestReaderRuleLateFile(t *testing.T) {
+	fsys, base := filesys.Local(), t.TempDir()
+	dirs := writeHours(t, fsys, base, "pv", hour0, 1, 2, 10)
+	c, err := New(Config{FS: fsys, Base: base, ClosedThrough: func(context.Context) (time.Time, error) { return hour0.Add(2 * time.Hour), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// A late Avro file landing after compaction stays visible next to the Parquet.
+	late := "pv+1+99999+99999+s7.avro"
+	if err := filesys.WriteFile(fsys, path.Join(dirs[0], late), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := hours.DataFiles(fsys, dirs[0])
+	sort.Strings(names)
+	if len(names) != 2 || names[0] != late || !strings.HasSuffix(names[1], ".parquet") {
+		t.Errorf("data files %v: want the Parquet file and the late Avro file", names)
+	}
+	sum, err := c.Run(context.Background())
+	if err != nil || sum.LateFiles != 1 {
+		t.Errorf("second run %+v, %v: want the late file reported", sum, err)
+	}
+}

@@ -1,0 +1,175 @@
+package compact
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/xitongsys/parquet-go/common"
+	"github.com/xitongsys/parquet-go/layout"
+	"github.com/xitongsys/parquet-go/schema"
+)
+
+// shredder turns Avro values (goavro's native form) into parquet-go's
+// column tables with Dremel definition and repetition levels. It replaces
+// parquet-go's reflection- and JSON-based marshallers, which need Go
+// structs or lose type information.
+type shredder struct {
+	root   *node
+	leaves []*node
+	tables []*layout.Table
+	err    error
+}
+
+// marshal is a parquet-go MarshalFunc; the writer calls it with NP = 1, so
+// never concurrently.
+func (s *shredder) marshal(objs []any, sh *schema.SchemaHandler) (*map[string]*layout.Table, error) {
+	res := make(map[string]*layout.Table, len(s.leaves))
+	s.tables = s.tables[:0]
+	for i := range sh.SchemaElements {
+		el := sh.SchemaElements[i]
+		if el.GetNumChildren() != 0 {
+			continue
+		}
+		pathStr := sh.IndexMap[int32(i)]
+		t := layout.NewEmptyTable()
+		t.Path = common.StrToPath(pathStr)
+		t.MaxDefinitionLevel, _ = sh.MaxDefinitionLevel(t.Path)
+		t.MaxRepetitionLevel, _ = sh.MaxRepetitionLevel(t.Path)
+		t.RepetitionType = el.GetRepetitionType()
+		t.Schema = el
+		t.Info = sh.Infos[i]
+		res[pathStr] = t
+		s.tables = append(s.tables, t)
+	}
+	if len(s.tables) != len(s.leaves) {
+		return nil, fmt.Errorf("compact: %d Parquet columns for %d mapped leaves", len(s.tables), len(s.leaves))
+	}
+	for _, o := range objs {
+		if err := s.shred(s.root, o, 0, 0); err != nil {
+			return nil, err
+		}
+	}
+	return &res, nil
+}
+
+func (s *shredder) emit(leaf *node, v any, r, d int32) {
+	t := s.tables[leaf.leaf]
+	t.Values = append(t.Values, v)
+	t.DefinitionLevels = append(t.DefinitionLevels, d)
+	t.RepetitionLevels = append(t.RepetitionLevels, r)
+}
+
+// nulls records "absent at definition level d" for every column under n.
+func (s *shredder) nulls(n *node, r, d int32) {
+	if n.kind == kindLeaf {
+		s.emit(n, nil, r, d)
+		return
+	}
+	for _, c := range n.children {
+		s.nulls(c, r, d)
+	}
+}
+
+// unwrapUnion returns the value of a union-with-null's branch.
+func unwrapUnion(v any) any {
+	if m, ok := v.(map[string]any); ok && len(m) == 1 {
+		for _, x := range m {
+			return x
+		}
+	}
+	return v
+}
+
+func (s *shredder) shred(n *node, v any, r, d int32) error {
+	if n.unwrap && v != nil {
+		v = unwrapUnion(v)
+	}
+	if n.optional {
+		if v == nil {
+			s.nulls(n, r, d)
+			return nil
+		}
+		d++
+	}
+	switch n.kind {
+	case kindLeaf:
+		pv, err := n.conv(v)
+		if err != nil {
+			return fmt.Errorf("compact: field %s: %w", n.name, err)
+		}
+		s.emit(n, pv, r, d)
+	case kindRecord:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Errorf("compact: field %s: value %T is not a record", n.name, v)
+		}
+		for _, c := range n.children {
+			if err := s.shred(c, m[c.field], r, d); err != nil {
+				return err
+			}
+		}
+	case kindUnion:
+		m, ok := v.(map[string]any)
+		if !ok || len(m) != 1 {
+			return fmt.Errorf("compact: field %s: value %T is not a union value", n.name, v)
+		}
+		matched := false
+		for i, c := range n.children {
+			val, ok := m[n.branches[i]]
+			if !ok {
+				val = nil
+			} else {
+				matched = true
+			}
+			if err := s.shred(c, val, r, d); err != nil {
+				return err
+			}
+		}
+		if !matched {
+			return fmt.Errorf("compact: field %s: union branch %v not in the schema", n.name, m)
+		}
+	case kindList:
+		items, ok := v.([]any)
+		if !ok {
+			return fmt.Errorf("compact: field %s: value %T is not an array", n.name, v)
+		}
+		if len(items) == 0 {
+			s.nulls(n, r, d)
+			return nil
+		}
+		for i, it := range items {
+			rr := r
+			if i > 0 {
+				rr = n.repLevel
+			}
+			if err := s.shred(n.children[0], it, rr, d+1); err != nil {
+				return err
+			}
+		}
+	case kindMap:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Errorf("compact: field %s: value %T is not a map", n.name, v)
+		}
+		if len(m) == 0 {
+			s.nulls(n, r, d)
+			return nil
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for i, k := range keys {
+			rr := r
+			if i > 0 {
+				rr = n.repLevel
+			}
+			s.emit(n.children[0], k, rr, d+1)
+			if err := s.shred(n.children[1], m[k], rr, d+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,152 @@
+package retention
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"sort"
+	"time"
+
+	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/jobs/hours"
+)
+
+// ErrBadConfig: a Config field is invalid; the message names it.
+var ErrBadConfig = errors.New("retention: invalid configuration")
+
+// Config configures a retention run.
+type Config struct {
+	FS   filesys.FS
+	Base string
+	// MaxAge applies to every topic without its own entry in Topics; 0
+	// keeps those topics forever.
+	MaxAge time.Duration
+	// Topics maps a topic to its own age.
+	Topics map[string]time.Duration
+	// Now is the clock; nil means time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if c.FS == nil || c.Base == "" {
+		return fmt.Errorf("%w: FS and Base are required", ErrBadConfig)
+	}
+	if c.MaxAge < 0 {
+		return fmt.Errorf("%w: max age %v is negative", ErrBadConfig, c.MaxAge)
+	}
+	if c.MaxAge == 0 && len(c.Topics) == 0 {
+		return fmt.Errorf("%w: give a max age, per-topic ages or both", ErrBadConfig)
+	}
+	for t, d := range c.Topics {
+		if d <= 0 {
+			return fmt.Errorf("%w: topic %s: age %v must be positive", ErrBadConfig, t, d)
+		}
+	}
+	return nil
+}
+
+// Removed is one deleted hour.
+type Removed struct {
+	Hour  string `json:"hour"` // topic/yyyy/MM/dd/HH
+	Files int    `json:"files"`
+	Bytes int64  `json:"bytes"`
+}
+
+// Summary is what a run removed; the job's summary in the history.
+type Summary struct {
+	HoursRemoved int       `json:"hours_removed"`
+	FilesRemoved int       `json:"files_removed"`
+	BytesRemoved int64     `json:"bytes_removed"`
+	Removed      []Removed `json:"removed,omitempty"`
+}
+
+// Run deletes every expired hour.
+func Run(ctx context.Context, cfg Config) (Summary, error) {
+	var sum Summary
+	if err := cfg.Validate(); err != nil {
+		return sum, err
+	}
+	now := time.Now
+	if cfg.Now != nil {
+		now = cfg.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	topics, err := hours.Topics(cfg.FS, cfg.Base)
+	if err != nil {
+		return sum, err
+	}
+	sort.Strings(topics)
+	t0 := now()
+	for _, topic := range topics {
+		age, ok := cfg.Topics[topic]
+		if !ok {
+			age = cfg.MaxAge
+		}
+		if age <= 0 {
+			continue
+		}
+		list, err := hours.List(cfg.FS, cfg.Base, topic)
+		if err != nil {
+			return sum, err
+		}
+		touched := map[string]bool{}
+		for _, h := range list {
+			if err := ctx.Err(); err != nil {
+				return sum, err
+			}
+			if h.End().Add(age).After(t0) {
+				continue
+			}
+			files, bytes, err := size(cfg.FS, h.Dir)
+			if err != nil {
+				return sum, err
+			}
+			if err := cfg.FS.RemoveAll(h.Dir); err != nil {
+				return sum, fmt.Errorf("retention: remove %s: %w", h, err)
+			}
+			log.Info("removed expired hour", "hour", h.String(), "files", files, "bytes", bytes)
+			sum.HoursRemoved++
+			sum.FilesRemoved += files
+			sum.BytesRemoved += bytes
+			sum.Removed = append(sum.Removed, Removed{Hour: h.String(), Files: files, Bytes: bytes})
+			touched[path.Dir(h.Dir)] = true
+		}
+		// Remove emptied day, month and year directories, deepest first.
+		for dir := range touched {
+			for d, i := dir, 0; i < 3; d, i = path.Dir(d), i+1 {
+				list, err := cfg.FS.ReadDir(d)
+				if err != nil || len(list) > 0 {
+					break
+				}
+				if err := cfg.FS.Remove(d); err != nil {
+					break
+				}
+			}
+		}
+	}
+	return sum, nil
+}
+
+// size counts an hour's data files and bytes (markers and staging aside).
+func size(fsys filesys.FS, dir string) (int, int64, error) {
+	list, err := fsys.ReadDir(dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	var n int
+	var b int64
+	for _, fi := range list {
+		if !fi.IsDir() && hours.IsData(fi.Name()) {
+			n++
+			b += fi.Size()
+		}
+	}
+	return n, b, nil
+}
