@@ -58,6 +58,8 @@ type Broker struct {
 	badConfigs map[string]string
 
 	pids *producerIDs
+	// res bounds descriptors, connections and topic creation (limits.go).
+	res *resources
 
 	// groups is the group coordinator; groupRegistry, when set, mirrors
 	// its offsets into the coordination service (see groups.go).
@@ -161,7 +163,10 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, opts ...Opt
 
 		decompressor: kgo.DefaultDecompressor(),
 	}
-	b.openLog = openStorageLog(logger)
+	if b.res, err = newResources(cfg, logger, reg); err != nil {
+		return nil, fmt.Errorf("broker: registering metrics: %w", err)
+	}
+	b.openLog = openStorageLog(logger, b.res.files)
 	for _, o := range opts {
 		o(b)
 	}
@@ -479,6 +484,7 @@ func (b *Broker) Close() error {
 			cancel()
 		}
 		b.closeErr = b.closeLogs()
+		b.res.files.Close()
 		b.logger.Info("broker stopped", "err", b.closeErr)
 		close(b.done)
 	})

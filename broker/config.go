@@ -95,6 +95,10 @@ type Config struct {
 	// Groups configures the group coordinator (offsets.topic.*, group.*;
 	// see broker/group.Config and groups.go).
 	Groups group.Config
+	// Limits bounds connections, open files and topic creation
+	// (connections.max.idle.ms, max.connections*, log.max.open.files,
+	// controller.mutation.rate; see limits.go).
+	Limits LimitsConfig
 }
 
 // withDefaults returns c with zero fields replaced by defaults.
@@ -207,7 +211,7 @@ func (c Config) Validate() error {
 	if err := c.Groups.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	return nil
+	return c.Limits.Validate()
 }
 
 // listenerHostPort turns "PLAINTEXT://host:port" or "host:port" into

@@ -2,7 +2,9 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -80,8 +82,25 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *request) (reply, err
 				fail(kerr.InvalidTopicException, err.Error())
 			}
 		default:
-			if err := b.createTopic(ctx, rt.Topic, n, overrides, false); err != nil {
+			parts := n
+			if parts <= 0 {
+				parts = b.cfg.NumPartitions
+			}
+			if wait := b.takeMutationQuota(ctx, r, int(parts)); wait > 0 {
+				b.res.throttled.Inc()
+				fail(kerr.ThrottlingQuotaExceeded, fmt.Sprintf(
+					"controller.mutation.rate exceeded: creating %d partitions; retry in %v", parts, wait))
+				resp.ThrottleMillis = max(resp.ThrottleMillis, int32(wait.Milliseconds()))
+				break
+			}
+			if err := b.createTopicReported(ctx, rt.Topic, n, overrides, false); err != nil {
 				st.ErrorCode, st.ErrorMessage = adminErrorCode(err), kmsg.StringPtr(err.Error())
+				if errors.Is(err, errPartitionOpen) {
+					// The topic exists; its partition comes online by itself
+					// once the cause (descriptors, disk) goes away.
+					st.ErrorCode = kerr.KafkaStorageError.Code
+					st.ErrorMessage = kmsg.StringPtr(err.Error() + "; the topic exists and the broker retries opening it with back-off")
+				}
 			}
 		}
 		if st.ErrorCode == 0 {
@@ -152,4 +171,54 @@ func requestTimeout(ctx context.Context, ms int32) (context.Context, context.Can
 		d = time.Duration(ms) * time.Millisecond
 	}
 	return context.WithTimeout(ctx, d)
+}
+
+// takeMutationQuota charges n partitions to the request's client id under
+// controller.mutation.rate (KIP-599). CreateTopics v6+ learns of an
+// exceeded quota at once (THROTTLING_QUOTA_EXCEEDED and the time to wait);
+// older versions cannot, so, as Kafka does, their request is held until the
+// quota allows it or the request's timeout ends. It returns the wait when
+// the request is refused, 0 when granted.
+func (b *Broker) takeMutationQuota(ctx context.Context, r *request, n int) time.Duration {
+	client := ""
+	if r.clientID != nil {
+		client = *r.clientID
+	}
+	for {
+		wait := b.res.quota.take(client, n)
+		if wait == 0 || r.version >= 6 {
+			return wait
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return wait
+		}
+	}
+}
+
+// autoCreateTopic creates a topic a Metadata request named (with
+// auto.create.topics.enable, Kafka's default: any client that can connect
+// creates topics by asking for them, which is why it is charged to the
+// client's controller.mutation.rate). It returns the topic's error code
+// for the response: UNKNOWN_TOPIC_OR_PARTITION (retriable) when the quota
+// refused, KAFKA_STORAGE_ERROR when a partition cannot be opened here.
+func (b *Broker) autoCreateTopic(ctx context.Context, r *request, name string) (int16, error) {
+	client := ""
+	if r.clientID != nil {
+		client = *r.clientID
+	}
+	if wait := b.res.quota.take(client, int(b.cfg.NumPartitions)); wait > 0 {
+		b.res.throttled.Inc()
+		b.res.logs.log(slog.LevelInfo, "auto-create-throttled", "auto-creation refused by controller.mutation.rate",
+			"client_id", client, "topic", name, "retry_in", wait)
+		return kerr.UnknownTopicOrPartition.Code, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, autoCreateWait)
+	defer cancel()
+	err := b.createTopicReported(cctx, name, 0, nil, true)
+	if errors.Is(err, errPartitionOpen) {
+		return kerr.KafkaStorageError.Code, err
+	}
+	return 0, err
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -35,6 +36,9 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) (reply, error) 
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	autoCreate := !b.cfg.DisableAutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
 	snap := b.metadata()
+	// autoErr holds the code for topics whose auto-creation was refused
+	// (controller.mutation.rate) or whose partitions cannot open here.
+	var autoErr map[string]int16
 	if !all && autoCreate {
 		for _, rt := range req.Topics {
 			if rt.Topic == nil || validateTopicName(*rt.Topic) != nil {
@@ -43,11 +47,15 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) (reply, error) 
 			if _, ok := snap.Topics[*rt.Topic]; ok {
 				continue
 			}
-			cctx, cancel := context.WithTimeout(ctx, autoCreateWait)
-			err := b.createTopic(cctx, *rt.Topic, 0, nil, true)
-			cancel()
+			code, err := b.autoCreateTopic(ctx, r, *rt.Topic)
+			if code != 0 {
+				if autoErr == nil {
+					autoErr = map[string]int16{}
+				}
+				autoErr[*rt.Topic] = code
+			}
 			if err != nil {
-				b.logger.Warn("auto-creating topic failed", "topic", *rt.Topic, "err", err)
+				b.res.logs.log(slog.LevelWarn, "auto-create-failed", "auto-creating topic failed", "topic", *rt.Topic, "err", err)
 			}
 			snap = b.metadata()
 		}
@@ -71,7 +79,11 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) (reply, error) 
 		}
 		name := *rt.Topic
 		if t, ok := snap.Topics[name]; ok {
-			resp.Topics = append(resp.Topics, b.describeTopic(snap, t))
+			mt := b.describeTopic(snap, t)
+			if code, failed := autoErr[name]; failed {
+				mt.ErrorCode = code
+			}
+			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
 		mt := kmsg.NewMetadataResponseTopic()

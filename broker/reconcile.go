@@ -91,12 +91,20 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 		}
 		switch {
 		case lead && slots[i] == nil:
-			p, err := b.openLocal(t.Name, int32(i), tc, t.Configs)
-			if err != nil {
-				b.logger.Error("opening a led partition failed", "topic", t.Name, "partition", i, "err", err)
+			// A partition that failed to open is retried after a back-off
+			// (openfail.go), not on every pass.
+			key := partKey{topic: t.Name, id: t.Configs[topicIDConfig], p: int32(i)}
+			if !b.res.failures.due(key) {
 				ok = false
 				continue
 			}
+			p, err := b.openLocal(t.Name, int32(i), tc, t.Configs)
+			if err != nil {
+				b.partitionOpenFailed(key, err)
+				ok = false
+				continue
+			}
+			b.res.failures.succeeded(key)
 			slots[i], changed = p, true
 			b.logger.Debug("serving partition", "topic", t.Name, "partition", i)
 		case !lead && slots[i] != nil:

@@ -148,6 +148,8 @@ type connWriter struct {
 
 func (b *Broker) acceptLoop() {
 	defer b.wg.Done()
+	spare := b.startResources()
+	defer spare.close()
 	var backoff time.Duration
 	for {
 		c, err := b.ln.Accept()
@@ -155,9 +157,15 @@ func (b *Broker) acceptLoop() {
 			if b.shutdownCtx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
+			if isNoDescriptors(err) && spare.use() {
+				// The spare's slot lets one connection in: an operator's
+				// admin client still reaches a broker at its limit.
+				b.res.logs.log(slog.LevelWarn, "accept-reserve", "out of file descriptors; accepting on the reserve", "err", err)
+				continue
+			}
 			// Out of file descriptors and the like: wait rather than spin.
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			b.logger.Warn("accept failed", "err", err, "retry_in", backoff)
+			b.res.logs.log(slog.LevelWarn, "accept-failed", "accept failed", "err", err, "retry_in", backoff)
 			select {
 			case <-time.After(backoff):
 			case <-b.shutdownCtx.Done():
@@ -166,6 +174,13 @@ func (b *Broker) acceptLoop() {
 			continue
 		}
 		backoff = 0
+		spare.refill()
+		if ok, limit := b.res.conns.admit(remoteIP(c)); !ok {
+			b.res.refused.WithLabelValues(limit).Inc()
+			b.res.logs.log(slog.LevelInfo, "refused-"+limit, "connection refused", "limit", limit, "remote", c.RemoteAddr().String())
+			c.Close()
+			continue
+		}
 		b.connMu.Lock()
 		if b.shutdownCtx.Err() != nil {
 			b.connMu.Unlock()
@@ -192,11 +207,14 @@ func (b *Broker) serveConn(c net.Conn) {
 	// does not wait out max_wait for a client that left.
 	connCtx, peerGone := context.WithCancel(b.shutdownCtx)
 	defer peerGone()
-	go b.readRequests(c, reqs, log, peerGone)
+	defer b.res.conns.release(remoteIP(c))
+	act := newConnActivity(b.cfg.Limits.withDefaults().ConnectionsMaxIdle)
+	go b.readRequests(c, reqs, log, peerGone, act)
 	w := &connWriter{conn: c}
 	broken := false
 	for r := range reqs {
 		if broken {
+			act.inFlight.Add(-1)
 			continue // drain so the reader can exit
 		}
 		if err := b.handle(connCtx, w, r, log); err != nil {
@@ -204,6 +222,8 @@ func (b *Broker) serveConn(c net.Conn) {
 			broken = true
 			_ = c.Close()
 		}
+		act.touch()
+		act.inFlight.Add(-1)
 	}
 	_ = c.Close()
 	b.connMu.Lock()
@@ -214,12 +234,24 @@ func (b *Broker) serveConn(c net.Conn) {
 
 // readRequests decodes frames until EOF, an error or shutdown, then closes
 // reqs. A bad frame is logged and ends the connection.
-func (b *Broker) readRequests(c net.Conn, reqs chan<- *request, log *slog.Logger, peerGone context.CancelFunc) {
+// A connection idle for connections.max.idle.ms is closed here too.
+func (b *Broker) readRequests(c net.Conn, reqs chan<- *request, log *slog.Logger, peerGone context.CancelFunc, act *connActivity) {
 	defer close(reqs)
 	br := bufio.NewReaderSize(c, 64<<10)
 	var sizeBuf [4]byte
 	for {
-		if _, err := io.ReadFull(br, sizeBuf[:]); err != nil {
+		act.armRead(c)
+		if n, err := io.ReadFull(br, sizeBuf[:]); err != nil {
+			var ne net.Error
+			if n == 0 && errors.As(err, &ne) && ne.Timeout() && b.shutdownCtx.Err() == nil {
+				if !act.expired() {
+					continue // a long request in flight, or activity since the deadline was set
+				}
+				b.res.idleClosed.Inc()
+				log.Debug("closing idle connection", "connections.max.idle.ms", act.idle.Milliseconds())
+				peerGone()
+				return
+			}
 			if b.shutdownCtx.Err() == nil {
 				peerGone()
 			}
@@ -234,11 +266,14 @@ func (b *Broker) readRequests(c net.Conn, reqs chan<- *request, log *slog.Logger
 				ErrFrameTooLarge, size, b.cfg.SocketRequestMaxBytes))
 			return
 		}
-		frame := make([]byte, size)
-		if _, err := io.ReadFull(br, frame); err != nil {
+		act.touch()
+		act.armRead(c)
+		frame, err := readFrame(br, int(size))
+		if err != nil {
 			log.Debug("connection closed mid-frame", "err", err)
 			return
 		}
+		act.touch()
 		r, err := b.decodeRequest(frame)
 		if err != nil {
 			reason := "malformed"
@@ -249,13 +284,19 @@ func (b *Broker) readRequests(c net.Conn, reqs chan<- *request, log *slog.Logger
 			return
 		}
 		r.conn = c
+		act.inFlight.Add(1)
 		reqs <- r
 	}
 }
 
+// badFrame counts a protocol error and logs it at debug level; a summary
+// goes out at most once a second (ratelog.go), so that a flood of bad
+// requests cannot fill the disk with logs.
 func (b *Broker) badFrame(log *slog.Logger, reason string, err error) {
 	b.metrics.requestErrors.WithLabelValues(reason).Inc()
-	log.Warn("closing connection on bad request", "reason", reason, "err", err)
+	log.Debug("closing connection on bad request", "reason", reason, "err", err)
+	b.res.logs.log(slog.LevelWarn, "bad-request-"+reason, "closing connections on bad requests (details at debug level)",
+		"reason", reason, "last_err", err)
 }
 
 // decodeRequest parses the request header and body of one frame.

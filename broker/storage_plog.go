@@ -36,11 +36,13 @@ func (l storageLog) Read(offset int64, maxBytes int) (RecordView, error) {
 }
 
 // openStorageLog opens partitions with broker/log; the settings are the
-// topic's (broker defaults and its overrides).
-func openStorageLog(logger *slog.Logger) logOpener {
+// topic's (broker defaults and its overrides). Every partition's segment
+// files share files, the broker's descriptor budget for them.
+func openStorageLog(logger *slog.Logger, files *plog.FileCache) logOpener {
 	return func(dir string, settings plogSettings) (PartitionLog, error) {
 		lc := settings.plogConfig()
 		lc.Logger = logger
+		lc.Files = files
 		l, err := plog.Open(dir, lc)
 		if err != nil {
 			return nil, err

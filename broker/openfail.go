@@ -1,0 +1,152 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	plog "github.com/tributary/tributary/broker/log"
+)
+
+// errPartitionOpen marks a topic whose partition this broker leads but
+// cannot open (out of file descriptors, a disk error). The topic exists;
+// the broker retries with back-off, so it comes online once the cause goes.
+var errPartitionOpen = errors.New("broker: partition cannot be opened")
+
+// Back-off of retries to open a partition that failed: doubling from
+// openRetryMin up to openRetryMax, so a broker out of descriptors does not
+// spin on thousands of partitions.
+const (
+	openRetryMin = time.Second
+	openRetryMax = time.Minute
+)
+
+type partKey struct {
+	topic, id string // id: the topic id, so a re-created topic starts afresh
+	p         int32
+}
+
+type openFailure struct {
+	err      error
+	attempts int
+	next     time.Time
+}
+
+// openFailures remembers partitions that failed to open, spaces their
+// retries, and tells CreateTopics and auto-creation waiting on a topic
+// that it failed, so they answer at once with the cause. Safe for
+// concurrent use.
+type openFailures struct {
+	now func() time.Time
+
+	mu       sync.Mutex
+	m        map[partKey]*openFailure
+	watchers map[string]map[*func(error)]struct{}
+}
+
+func newOpenFailures(now func() time.Time) *openFailures {
+	return &openFailures{now: now, m: map[partKey]*openFailure{}, watchers: map[string]map[*func(error)]struct{}{}}
+}
+
+// due reports whether an open of k may be tried now.
+func (o *openFailures) due(k partKey) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	f := o.m[k]
+	return f == nil || !o.now().Before(f.next)
+}
+
+// failed records a failure and tells the topic's watchers.
+func (o *openFailures) failed(k partKey, err error) time.Duration {
+	o.mu.Lock()
+	now := o.now()
+	f := o.m[k]
+	if f == nil {
+		if len(o.m) > 100_000 {
+			o.pruneLocked(now)
+		}
+		f = &openFailure{}
+		o.m[k] = f
+	}
+	f.attempts++
+	wait := openRetryMin << min(f.attempts-1, 6)
+	wait = min(wait, openRetryMax)
+	f.err, f.next = err, now.Add(wait)
+	var notify []func(error)
+	for w := range o.watchers[k.topic] {
+		notify = append(notify, *w)
+	}
+	o.mu.Unlock()
+	werr := fmt.Errorf("%w: %s-%d: %w", errPartitionOpen, k.topic, k.p, err)
+	for _, w := range notify {
+		w(werr)
+	}
+	return wait
+}
+
+func (o *openFailures) succeeded(k partKey) {
+	o.mu.Lock()
+	delete(o.m, k)
+	o.mu.Unlock()
+}
+
+// pruneLocked drops failures of topics that are likely gone (not retried
+// for ten back-off periods).
+func (o *openFailures) pruneLocked(now time.Time) {
+	for k, f := range o.m {
+		if now.Sub(f.next) > 10*openRetryMax {
+			delete(o.m, k)
+		}
+	}
+}
+
+// watch calls fn with the error of every failure of topic until stop.
+func (o *openFailures) watch(topic string, fn func(error)) (stop func()) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.watchers[topic] == nil {
+		o.watchers[topic] = map[*func(error)]struct{}{}
+	}
+	key := &fn
+	o.watchers[topic][key] = struct{}{}
+	return func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		delete(o.watchers[topic], key)
+		if len(o.watchers[topic]) == 0 {
+			delete(o.watchers, topic)
+		}
+	}
+}
+
+// partitionOpenFailed is the reconciler's report of a failed open: counted,
+// logged at most once a second (with how many were suppressed), retried
+// after a back-off, and told to whoever waits for the topic.
+func (b *Broker) partitionOpenFailed(k partKey, err error) {
+	b.res.openFailed.Inc()
+	wait := b.res.failures.failed(k, err)
+	kind := "open-failed"
+	if errors.Is(err, plog.ErrNoDescriptors) {
+		kind = "open-failed-descriptors"
+	}
+	b.res.logs.log(slog.LevelError, kind, "opening a led partition failed; retrying with back-off",
+		"topic", k.topic, "partition", k.p, "retry_in", wait, "err", err)
+}
+
+// createTopicReported is createTopic that returns as soon as one of the
+// topic's partitions on this broker fails to open, with the cause, rather
+// than wait out the timeout.
+func (b *Broker) createTopicReported(ctx context.Context, name string, n int32, overrides map[string]string, existingOK bool) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := b.res.failures.watch(name, func(err error) { cancel(err) })
+	defer stop()
+	err := b.createTopic(ctx, name, n, overrides, existingOK)
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, errPartitionOpen) {
+		return cause
+	}
+	return err
+}
