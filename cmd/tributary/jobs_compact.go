@@ -142,7 +142,7 @@ func newJobsRetentionCommand() *cobra.Command {
 		Use:   "retention --base URI [--max-age 168h] [--topic-age TOPIC=AGE ...]",
 		Short: "Delete hours of the loader's output older than a per-topic age (what a retention job runs)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runJobsRetention(cmd, o) },
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runJobsRetention(cmd, o) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.base, "base", "", "loader output: hdfs://host:port/path, file:///path or a local path (required)")
