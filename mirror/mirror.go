@@ -46,6 +46,17 @@ type Mirror struct {
 	made map[string]int
 
 	lastAck atomic.Int64 // unix nanos of the latest acknowledgement
+
+	// maxMessage holds each target topic's max.message.bytes (int32).
+	maxMessage sync.Map
+}
+
+// batchBytes is the largest batch for a target topic.
+func (m *Mirror) batchBytes(topic string) int32 {
+	if v, ok := m.maxMessage.Load(topic); ok {
+		return min(m.cfg.BatchBytes, v.(int32))
+	}
+	return m.cfg.BatchBytes
 }
 
 type partKey struct {
@@ -135,7 +146,10 @@ func (m *Mirror) Run(ctx context.Context) error {
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(m.cfg.Linger),
-		kgo.ProducerBatchMaxBytes(m.cfg.BatchBytes),
+		// A batch never exceeds the target topic's max.message.bytes, so
+		// that only a record too large by itself is refused (and that one
+		// alone, naming its offset), as the Java producer's batch.size does.
+		kgo.ProducerBatchMaxBytesFn(m.batchBytes),
 		kgo.ProducerBatchCompression(codec),
 		kgo.MaxBufferedRecords(m.cfg.BufferRecords),
 		kgo.MaxBufferedBytes(int(m.cfg.BufferBytes)),

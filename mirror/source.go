@@ -147,6 +147,7 @@ func (m *Mirror) ensureTarget(ctx context.Context, s *source, topic string, part
 	if have >= partitions {
 		return nil
 	}
+	defer m.learnMaxMessage(ctx, name)
 	details, err := m.tadm.ListTopics(ctx, name)
 	if err != nil {
 		return fmt.Errorf("target metadata for %s: %w", name, err)
@@ -250,4 +251,23 @@ func (s *source) close(ctx context.Context) error {
 		return fmt.Errorf("mirror: source %s: %w", s.cfg.Name, err)
 	}
 	return nil
+}
+
+// learnMaxMessage reads the target topic's max.message.bytes (the
+// default when it cannot).
+func (m *Mirror) learnMaxMessage(ctx context.Context, topic string) {
+	rcs, err := m.tadm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return
+	}
+	for _, rc := range rcs {
+		for _, c := range rc.Configs {
+			if c.Key != "max.message.bytes" || c.Value == nil {
+				continue
+			}
+			if n, err := strconv.ParseInt(*c.Value, 10, 32); err == nil && n > 0 {
+				m.maxMessage.Store(topic, int32(n))
+			}
+		}
+	}
 }

@@ -1,0 +1,108 @@
+package mirror
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func validProps() map[string]string {
+	return map[string]string{
+		"source.dc1.bootstrap.servers":    "127.0.0.1:9092",
+		"source.dc1.zookeeper.connect":    "127.0.0.1:2181/dc1",
+		"source.dc.two.bootstrap.servers": "127.0.0.1:9192, 127.0.0.1:9193",
+		"target.bootstrap.servers":        "127.0.0.1:9292",
+		"topics":                          "page-views|clicks",
+		"group.id":                        "mirror-analytics",
+		"topic.rename":                    "${source}.${topic}",
+		"buffer.memory":                   "1048576",
+		"topic.refresh.interval.ms":       "2500",
+	}
+}
+
+func TestConfigFromProperties(t *testing.T) {
+	props := validProps()
+	props["no.such.key"] = "1"
+	c, unknown, err := ConfigFromProperties(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(unknown) != 1 || unknown[0] != "no.such.key" {
+		t.Errorf("unknown keys %v, want [no.such.key]", unknown)
+	}
+	if len(c.Sources) != 2 || c.Sources[0].Name != "dc.two" || c.Sources[1].Name != "dc1" {
+		t.Fatalf("sources %+v", c.Sources)
+	}
+	if got := c.Sources[0].Brokers; len(got) != 2 || got[1] != "127.0.0.1:9193" || c.Sources[0].zkGroups() {
+		t.Errorf("dc.two: %+v", c.Sources[0])
+	}
+	if !c.Sources[1].zkGroups() || c.Sources[1].ZooKeeperConnect != "127.0.0.1:2181/dc1" {
+		t.Errorf("dc1: %+v", c.Sources[1])
+	}
+	if c.BufferBytes != 1<<20 || c.TopicRefreshInterval != 2500*time.Millisecond {
+		t.Errorf("numbers: %d %v", c.BufferBytes, c.TopicRefreshInterval)
+	}
+	d := c.withDefaults()
+	if d.TargetName != "analytics" || d.targetTopic("dc1", "clicks") != "dc1.clicks" || d.targetTopic("dc1", AuditTopic) != AuditTopic {
+		t.Errorf("defaults/rename: %q %q", d.TargetName, d.targetTopic("dc1", "clicks"))
+	}
+	m, err := New(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for topic, want := range map[string]bool{"clicks": true, "page-views": true, "page-views2": false,
+		"xclicks": false, AuditTopic: true, "__consumer_offsets": false} {
+		if got := m.mirrored(topic); got != want {
+			t.Errorf("mirrored(%q) = %v, want %v", topic, got, want)
+		}
+	}
+}
+
+// TestConfigErrorsNameTheKey: every invalid configuration is refused with an
+// error naming the property.
+func TestConfigErrorsNameTheKey(t *testing.T) {
+	for key, c := range map[string]struct {
+		set   map[string]string
+		unset string
+	}{
+		"target.bootstrap.servers":      {unset: "target.bootstrap.servers"},
+		"group.id":                      {unset: "group.id"},
+		"topics":                        {set: map[string]string{"topics": "page-(views"}},
+		"topics.exclude":                {set: map[string]string{"topics.exclude": "["}},
+		"topic.rename":                  {set: map[string]string{"topic.rename": "${source}.${nope}"}},
+		"buffer.memory":                 {set: map[string]string{"buffer.memory": "-5"}},
+		"topic.refresh.interval.ms":     {set: map[string]string{"topic.refresh.interval.ms": "soon"}},
+		"auto.offset.reset":             {set: map[string]string{"auto.offset.reset": "middle"}},
+		"producer.compression.type":     {set: map[string]string{"producer.compression.type": "brotli"}},
+		"audit.enable":                  {set: map[string]string{"audit.enable": "maybe"}},
+		"source.NAME":                   {set: map[string]string{"source.d/c.bootstrap.servers": "x:1"}},
+		"source.NAME.bootstrap.servers": {set: map[string]string{"source.dc3.zookeeper.connect": "x:2181"}},
+	} {
+		props := validProps()
+		delete(props, c.unset)
+		for k, v := range c.set {
+			props[k] = v
+		}
+		cfg, _, err := ConfigFromProperties(props)
+		if err == nil {
+			err = cfg.Validate()
+		}
+		want := key
+		switch key {
+		case "source.NAME":
+			want = "d/c"
+		case "source.NAME.bootstrap.servers":
+			want = "source.dc3.bootstrap.servers"
+		}
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want ErrInvalidConfig naming %q", key, err, want)
+		}
+	}
+	if _, err := New(Config{}, nil); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("New(Config{}) = %v", err)
+	}
+}

@@ -1,0 +1,493 @@
+package mirror
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/zktest"
+)
+
+func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }
+
+// full reports whether the issue's full sizes were asked for.
+func full() bool { return os.Getenv("TRIBUTARY_FULL") == "1" }
+
+// cluster is one single-broker cluster registered in its own chroot of the
+// test ZooKeeper (so its topics are in /brokers/topics, where the
+// ZooKeeper consumer groups read them), in-process, restartable on the
+// same port and log directory.
+type cluster struct {
+	name string
+	zk   string // zookeeper.connect with the cluster's chroot
+	dir  string
+	addr string
+	mu   sync.Mutex
+	b    *broker.Broker
+	stop context.CancelFunc
+}
+
+func newCluster(t *testing.T, name string) *cluster {
+	t.Helper()
+	c := &cluster{name: name, zk: zktest.Chroot(t, testenv.ZooKeeper(t), "mirror-"+name), dir: t.TempDir()}
+	c.start(t, "127.0.0.1:0")
+	t.Cleanup(func() { c.close(t) })
+	return c
+}
+
+func (c *cluster) start(t *testing.T, listen string) {
+	t.Helper()
+	logger := testLogger(t, slog.LevelWarn).With("cluster", c.name)
+	b, err := broker.New(broker.Config{
+		BrokerID:               1,
+		Listeners:              "PLAINTEXT://" + listen,
+		LogDirs:                []string{c.dir},
+		ZooKeeperConnect:       c.zk,
+		RetentionCheckInterval: time.Hour,
+	}, logger, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatalf("broker.New %s: %v", c.name, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := b.Start(ctx); err != nil {
+		cancel()
+		t.Fatalf("broker %s start: %v", c.name, err)
+	}
+	c.mu.Lock()
+	c.b, c.stop, c.addr = b, cancel, b.Addr()
+	c.mu.Unlock()
+}
+
+// close stops the broker (a clean shutdown); start brings it back.
+func (c *cluster) close(t *testing.T) {
+	c.mu.Lock()
+	b, stop := c.b, c.stop
+	c.b = nil
+	c.mu.Unlock()
+	if b == nil {
+		return
+	}
+	stop()
+	if err := b.Close(); err != nil {
+		t.Errorf("broker %s close: %v", c.name, err)
+	}
+}
+
+// restart starts the broker again on the same address and directory; the
+// port may be taken by someone else meanwhile, so it retries a while.
+func (c *cluster) restart(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ln, err := net.Listen("tcp", c.addr)
+		if err == nil {
+			ln.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("port of %s (%s) stays taken: %v", c.name, c.addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.start(t, c.addr)
+}
+
+func (c *cluster) createTopic(t *testing.T, name string, partitions int32, configs map[string]string) {
+	t.Helper()
+	ctx := testContext(t, 60*time.Second)
+	c.mu.Lock()
+	b := c.b
+	c.mu.Unlock()
+	if err := b.CreateTopicWithConfigs(ctx, name, partitions, configs); err != nil {
+		t.Fatalf("create %s on %s: %v", name, c.name, err)
+	}
+}
+
+func (c *cluster) client(t *testing.T, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.addr)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// rec is what the test produced at one source offset.
+type rec struct {
+	key, value []byte
+	headers    []kgo.RecordHeader
+	ts         time.Time
+}
+
+type origin struct {
+	source    string
+	partition int32
+	offset    int64
+}
+
+// produced holds every record a test wrote, by origin.
+type produced struct {
+	mu   sync.Mutex
+	recs map[origin]rec
+	// perPart counts records per (source, topic partition).
+	perPart map[origin]int64
+}
+
+func newProduced() *produced {
+	return &produced{recs: map[origin]rec{}, perPart: map[origin]int64{}}
+}
+
+func (p *produced) len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.recs)
+}
+
+// produce writes n keyed records (with a header and a timestamp of their
+// own) to topic on c, record i to partition i % partitions, and notes them.
+func (p *produced) produce(t *testing.T, cl *kgo.Client, source, topic string, partitions, from, n int) {
+	t.Helper()
+	ctx := testContext(t, 2*time.Minute)
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	var wg sync.WaitGroup
+	errc := make(chan error, 1)
+	for i := from; i < from+n; i++ {
+		r := &kgo.Record{
+			Topic:     topic,
+			Partition: int32(i % partitions),
+			Key:       fmt.Appendf(nil, "%s-key-%d", source, i),
+			Value:     fmt.Appendf(nil, "%s-value-%d-%s", source, i, bytes.Repeat([]byte{'v'}, i%50)),
+			Headers:   []kgo.RecordHeader{{Key: "seq", Value: []byte(strconv.Itoa(i))}, {Key: "empty"}},
+			Timestamp: base.Add(time.Duration(i) * time.Millisecond),
+		}
+		wg.Add(1)
+		cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+			defer wg.Done()
+			if err != nil {
+				select {
+				case errc <- err:
+				default:
+				}
+				return
+			}
+			p.mu.Lock()
+			p.recs[origin{source, r.Partition, r.Offset}] = rec{r.Key, r.Value, r.Headers, r.Timestamp}
+			p.perPart[origin{source, r.Partition, 0}]++
+			p.mu.Unlock()
+		})
+	}
+	wg.Wait()
+	select {
+	case err := <-errc:
+		t.Fatalf("producing to %s: %v", source, err)
+	default:
+	}
+}
+
+// targetReader reads a target topic from its start, keeping every record
+// in the order of its target partition.
+type targetReader struct {
+	mu       sync.Mutex
+	byPart   map[int32][]*kgo.Record
+	distinct map[origin]bool
+	total    int
+	bad      error
+}
+
+func readTarget(t *testing.T, c *cluster, topic string) *targetReader {
+	t.Helper()
+	r := &targetReader{byPart: map[int32][]*kgo.Record{}, distinct: map[origin]bool{}}
+	cl := c.client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(50*time.Millisecond))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			fs.EachRecord(func(rc *kgo.Record) {
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				r.byPart[rc.Partition] = append(r.byPart[rc.Partition], rc)
+				r.total++
+				o, err := recordOrigin(rc)
+				if err != nil {
+					r.bad = err
+					return
+				}
+				r.distinct[o] = true
+			})
+		}
+	}()
+	return r
+}
+
+func recordOrigin(rc *kgo.Record) (origin, error) {
+	for _, h := range rc.Headers {
+		if h.Key == OriginHeader {
+			s, p, o, err := ParseOrigin(h.Value)
+			return origin{s, p, o}, err
+		}
+	}
+	return origin{}, fmt.Errorf("target record %s-%d@%d has no %s header", rc.Topic, rc.Partition, rc.Offset, OriginHeader)
+}
+
+func (r *targetReader) counts() (distinct, total int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.distinct), r.total
+}
+
+// waitComplete waits until the target holds every produced record.
+func (r *targetReader) waitComplete(t *testing.T, p *produced, d time.Duration) {
+	t.Helper()
+	waitFor(t, d, "every produced record in the target", func() (bool, string) {
+		want := p.len()
+		got, total := r.counts()
+		return got >= want, fmt.Sprintf("%d of %d distinct records (%d with duplicates)", got, want, total)
+	})
+}
+
+// verify checks the target against what was produced: every record
+// arrived with key, value, headers and timestamp equal; per source
+// partition, records first seen come in offset order; a record seen again
+// belongs to a run re-sent from an offset the group committed (starts
+// holds, per source partition, every committed offset observed, and 0).
+// It returns the number of duplicates.
+func (r *targetReader) verify(t *testing.T, p *produced, starts func(source string, partition int32) map[int64]bool) int {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r.bad != nil {
+		t.Fatal(r.bad)
+	}
+	type key struct {
+		source    string
+		partition int32
+	}
+	next := map[key]int64{}
+	last := map[key]int64{}
+	dups := 0
+	for tp, recs := range r.byPart {
+		for _, rc := range recs {
+			o, err := recordOrigin(rc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.partition != tp {
+				t.Fatalf("source partition %d landed in target partition %d", o.partition, tp)
+			}
+			want, ok := p.recs[o]
+			if !ok {
+				t.Fatalf("target holds %v, which was never produced", o)
+			}
+			if !bytes.Equal(rc.Key, want.key) || !bytes.Equal(rc.Value, want.value) || !rc.Timestamp.Equal(want.ts) {
+				t.Fatalf("%v: key %q value %q ts %v, want %q %q %v", o, rc.Key, rc.Value, rc.Timestamp, want.key, want.value, want.ts)
+			}
+			if len(rc.Headers) != len(want.headers)+1 {
+				t.Fatalf("%v: headers %v, want %v plus the origin", o, rc.Headers, want.headers)
+			}
+			for i, h := range want.headers {
+				if rc.Headers[i].Key != h.Key || !bytes.Equal(rc.Headers[i].Value, h.Value) {
+					t.Fatalf("%v: header %d is %v, want %v", o, i, rc.Headers[i], h)
+				}
+			}
+			k := key{o.source, o.partition}
+			prev, seen := last[k]
+			last[k] = o.offset
+			switch {
+			case o.offset == next[k]:
+				next[k]++
+			case o.offset > next[k]:
+				t.Fatalf("%v arrived before offset %d of its partition (order broken or a record lost)", o, next[k])
+			default:
+				dups++
+				// A re-sent run starts where a commit left the group.
+				if (!seen || o.offset != prev+1) && !starts(o.source, o.partition)[o.offset] {
+					t.Fatalf("%v re-sent, but a run starting there does not start at a committed offset (committed: %v)",
+						o, slices.Sorted(maps.Keys(starts(o.source, o.partition))))
+				}
+			}
+		}
+	}
+	for o, n := range p.perPart {
+		if got := next[key{o.source, o.partition}]; got != n {
+			t.Fatalf("source %s partition %d: %d of %d records arrived in order", o.source, o.partition, got, n)
+		}
+	}
+	return dups
+}
+
+// proc is a `tributary mirror` child process.
+type proc struct {
+	cmd    *exec.Cmd
+	out    lockedBuffer
+	exited chan error
+}
+
+func startMirror(t *testing.T, config string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(testproc.Binary(t), "mirror", "--config", config), exited: make(chan error, 1)}
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		if p.running() {
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+		if t.Failed() {
+			t.Logf("output of mirror %d:\n%s", p.cmd.Process.Pid, p.out.String())
+		}
+	})
+	return p
+}
+
+func (p *proc) running() bool {
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+		return false
+	default:
+		return true
+	}
+}
+
+// signal sends sig and waits (bounded) for the exit.
+func (p *proc) signal(t *testing.T, sig syscall.Signal) error {
+	t.Helper()
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+		return err
+	case <-time.After(90 * time.Second):
+		t.Fatalf("mirror still running 90 s after %v:\n%s", sig, p.out.String())
+		return nil
+	}
+}
+
+var metricsLine = regexp.MustCompile(`msg="metrics listening" addr=(\S+)`)
+
+// metricsAddr waits for the mirror's metrics listener.
+func (p *proc) metricsAddr(t *testing.T) string {
+	t.Helper()
+	var addr string
+	waitFor(t, 30*time.Second, "mirror metrics listener", func() (bool, string) {
+		if m := metricsLine.FindStringSubmatch(p.out.String()); m != nil {
+			addr = m[1]
+			return true, ""
+		}
+		return false, p.out.String()
+	})
+	return addr
+}
+
+// rssBytes is the process's resident set size.
+func (p *proc) rssBytes(t *testing.T) int64 {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`VmRSS:\s+(\d+) kB`).FindSubmatch(data)
+	if m == nil {
+		t.Fatalf("no VmRSS in %s", data)
+	}
+	kb, _ := strconv.ParseInt(string(m[1]), 10, 64)
+	return kb << 10
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func testLogger(t testing.TB, level slog.Level) *slog.Logger {
+	if os.Getenv("MIRROR_TEST_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(bytes.TrimRight(p, "\n")))
+	return len(p), nil
+}
+
+var _ io.Writer = testWriter{}
+
+func testContext(t testing.TB, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// waitFor polls cond every 20 ms until it holds or d passes.
+func waitFor(t testing.TB, d time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var last string
+	for time.Now().Before(deadline) {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %v waiting for %s; last state: %s", d, what, last)
+}
+
+// endOffsets lists a topic's end offsets on c.
+func endOffsets(t *testing.T, c *cluster, topic string) map[int32]int64 {
+	t.Helper()
+	listed, err := kadm.NewClient(c.client(t)).ListEndOffsets(testContext(t, 30*time.Second), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int32]int64{}
+	listed.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	return out
+}
