@@ -155,7 +155,13 @@ func (a *connActivity) armRead(c net.Conn) {
 	if a.idle <= 0 {
 		return
 	}
-	_ = c.SetReadDeadline(time.Unix(0, a.last.Load()).Add(a.idle))
+	deadline := time.Unix(0, a.last.Load()).Add(a.idle)
+	if now := time.Now(); deadline.Before(now) {
+		// Only while a request is in flight (see expired): check again
+		// an idle period later rather than spin.
+		deadline = now.Add(a.idle)
+	}
+	_ = c.SetReadDeadline(deadline)
 }
 
 // expired reports, after a read timed out, whether the connection really
