@@ -228,9 +228,10 @@ func (c *Counter) publish(ctx context.Context) error {
 	c.pubMu.Lock()
 	defer c.pubMu.Unlock()
 	c.mu.Lock()
-	cells := c.cells
-	if len(cells) > 0 {
-		c.cells = make(map[cellKey]*cell, len(cells))
+	var cells map[cellKey]*cell
+	if len(c.cells) > 0 {
+		// Swap under the lock: the old map is ours alone from here on.
+		cells, c.cells = c.cells, make(map[cellKey]*cell, len(c.cells))
 	}
 	c.mu.Unlock()
 	now := time.Now().UTC()

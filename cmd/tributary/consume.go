@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/audit"
 )
 
 type consumeOptions struct {
@@ -24,6 +26,8 @@ type consumeOptions struct {
 	printPartition bool
 	keySeparator   string
 	timeoutMs      int64
+	auditTier      string
+	audit          auditFlags
 }
 
 func newConsumeCommand() *cobra.Command {
@@ -52,6 +56,8 @@ func newConsumeCommand() *cobra.Command {
 	fs.BoolVar(&o.printPartition, "print-partition", false, "prefix each record with Partition:P and a tab")
 	fs.StringVar(&o.keySeparator, "key-separator", "\t", "separator printed between key and value")
 	fs.Int64Var(&o.timeoutMs, "timeout-ms", 0, "exit when no record arrives for this long (0: wait forever)")
+	fs.StringVar(&o.auditTier, "audit-tier", "", "count the records received as this audit tier (default: no audit)")
+	o.audit.addFlags(fs)
 	return cmd
 }
 
@@ -86,6 +92,14 @@ func (o *consumeOptions) validate() (kgo.Offset, error) {
 	}
 	if o.timeoutMs < 0 {
 		return kgo.Offset{}, badFlag("timeout-ms", strconv.FormatInt(o.timeoutMs, 10), "must be >= 0")
+	}
+	if o.auditTier != "" {
+		if o.auditTier == audit.TierProducer {
+			return kgo.Offset{}, badFlag("audit-tier", o.auditTier, "the producer tier is the producers'; name the consumer's tier")
+		}
+		if err := o.audit.validate(); err != nil {
+			return kgo.Offset{}, err
+		}
 	}
 	return parseOffset(o.offset)
 }
@@ -123,7 +137,7 @@ func (f recordFormatter) write(w *bufio.Writer, r *kgo.Record) {
 	w.WriteByte('\n')
 }
 
-func (o *consumeOptions) run(ctx context.Context, out, errOut io.Writer) error {
+func (o *consumeOptions) run(ctx context.Context, out, errOut io.Writer) (err error) {
 	start, err := o.validate()
 	if err != nil {
 		return err
@@ -148,6 +162,20 @@ func (o *consumeOptions) run(ctx context.Context, out, errOut io.Writer) error {
 		return err
 	}
 	defer cl.Close()
+	var counter *auditCounter
+	if o.auditTier != "" {
+		if counter, err = o.audit.start(o.auditTier, o.client.brokers(), o.client.clientID, nil); err != nil {
+			return err
+		}
+		// Publish the last counts however consuming ends.
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditCloseTimeout)
+			defer cancel()
+			if cerr := counter.close(ctx); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
+	}
 
 	f := recordFormatter{o.printKey, o.printOffset, o.printPartition, o.keySeparator}
 	w := bufio.NewWriterSize(out, 64<<10)
@@ -168,6 +196,9 @@ func (o *consumeOptions) run(ctx context.Context, out, errOut io.Writer) error {
 			if o.maxMessages == 0 || n < o.maxMessages {
 				f.write(w, r)
 				n++
+				if counter != nil {
+					counter.Count(r.Topic, r.Timestamp, 1, int64(len(r.Key)+len(r.Value)))
+				}
 			}
 		})
 		if err := w.Flush(); err != nil {

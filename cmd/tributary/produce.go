@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/audit"
 )
 
 // maxLineBytes bounds one stdin line; longer lines are an error rather than
@@ -28,6 +30,8 @@ type produceOptions struct {
 	topic        string
 	keySeparator string
 	partition    int32
+	noAudit      bool
+	audit        auditFlags
 }
 
 func newProduceCommand() *cobra.Command {
@@ -50,6 +54,8 @@ func newProduceCommand() *cobra.Command {
 	cmd.Flags().StringVar(&o.topic, "topic", "", "topic to produce to (required)")
 	cmd.Flags().StringVar(&o.keySeparator, "key-separator", "", "split each line into KEY SEP VALUE at the first SEP")
 	cmd.Flags().Int32Var(&o.partition, "partition", -1, "produce every record to this partition (default: by key, or sticky)")
+	cmd.Flags().BoolVar(&o.noAudit, "no-audit", false, "do not count records for the audit (the producer tier audits by default)")
+	o.audit.addFlags(cmd.Flags())
 	return cmd
 }
 
@@ -65,6 +71,9 @@ func (o *produceOptions) validate() error {
 	}
 	if o.partition < -1 {
 		return badFlag("partition", strconv.Itoa(int(o.partition)), "must be a partition number >= 0")
+	}
+	if !o.noAudit {
+		return o.audit.validate()
 	}
 	return nil
 }
@@ -102,6 +111,12 @@ func (o *produceOptions) run(ctx context.Context, in io.Reader, errOut io.Writer
 		return err
 	}
 	defer cl.Close()
+	var counter *auditCounter
+	if !o.noAudit {
+		if counter, err = o.audit.start(audit.TierProducer, o.client.brokers(), o.client.clientID, nil); err != nil {
+			return err
+		}
+	}
 
 	tally := &produceTally{errOut: errOut}
 	sep := []byte(o.keySeparator)
@@ -126,9 +141,11 @@ func (o *produceOptions) run(ctx context.Context, in io.Reader, errOut io.Writer
 			rec.Value = bytes.Clone(line)
 		}
 		n := lines
-		cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
+		cl.Produce(ctx, rec, func(r *kgo.Record, err error) {
 			if err != nil {
 				tally.fail(n, err)
+			} else if counter != nil {
+				counter.Count(r.Topic, r.Timestamp, 1, int64(len(r.Key)+len(r.Value)))
 			}
 		})
 		if ctx.Err() != nil {
@@ -144,6 +161,10 @@ func (o *produceOptions) run(ctx context.Context, in io.Reader, errOut io.Writer
 	if err := cl.Flush(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("flush: %w", err)
 	}
+	// Every acknowledgement is counted now: publish the last counts.
+	auditCtx, cancelAudit := context.WithTimeout(context.WithoutCancel(ctx), auditCloseTimeout)
+	auditErr := counter.close(auditCtx)
+	cancelAudit()
 	tally.mu.Lock()
 	failed := tally.failed
 	tally.mu.Unlock()
@@ -154,6 +175,8 @@ func (o *produceOptions) run(ctx context.Context, in io.Reader, errOut io.Writer
 		return fmt.Errorf("%w: %d of %d records were not produced", errRecordsFailed, failed, lines)
 	case ctx.Err() != nil:
 		return fmt.Errorf("interrupted after %d lines: %w", lines, ctx.Err())
+	case auditErr != nil:
+		return auditErr
 	}
 	return nil
 }

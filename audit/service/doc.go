@@ -1,0 +1,50 @@
+// Package service is the audit service: it consumes the audit topic of
+// every configured cluster, sums the events of every tier in a store
+// (package audit/store) and serves reports over HTTP: a JSON API, a
+// Prometheus /metrics endpoint and a dashboard at /.
+//
+// # Consuming
+//
+// Each cluster's audit topic is read partition by partition from the
+// offsets stored with the counts; a poll's events and the offsets after
+// them are applied in one store transaction, so a restart (even after kill
+// -9) resumes exactly where the last applied poll ended. Events are
+// deduplicated on their ID, so the same event read from two clusters (the
+// mirror carries __audit into the analytics cluster) counts once.
+// Partitions added to an audit topic are picked up within
+// PartitionRefresh.
+//
+// Bad input is skipped and never stops the service: bytes that are not
+// JSON (garbage, a truncated event), an unknown format version, invalid
+// fields (negative counts, unaligned windows, empty names) and counts for
+// windows further in the future than Config.MaxFuture. Each is counted in
+// audit_service_bad_events_total{cluster,reason} and logged once with its
+// cluster, partition and offset (the offset is stored past it, so a
+// restart does not log it again).
+//
+// # Reports
+//
+// A window is closed once no tier has reported on it for Grace windows
+// after its end: closed = now >= max(window end, last update) + Grace x
+// window. For each topic and window the report gives the producer tier's
+// total and, for each other tier, its total, the records missing
+// (producer - tier, when positive), the surplus (tier - producer, when
+// positive: duplicates, or counts a crashed producer never published) and
+// completeness = tier / producer. A tier is expected in every window of a
+// topic from the first window it reported on; a closed window is
+// incomplete when an expected tier misses records. A surplus is never a
+// loss.
+//
+// # HTTP API
+//
+//	GET /api/topics                                    {"topics": ["clicks", ...]}
+//	GET /api/topics/{topic}/windows?from=T&to=T        [WindowReport, ...] (window_start in [from, to), RFC 3339)
+//	GET /api/topics/{topic}/windows/{start}            Breakdown (start in RFC 3339 or Unix ms)
+//	GET /metrics                                       Prometheus
+//	GET /                                              the dashboard (one self-contained HTML page)
+//
+// # Concurrency
+//
+// A Service runs one goroutine per cluster plus the HTTP server; its
+// handlers are safe for concurrent use.
+package service

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+
+	"github.com/tributary/tributary/audit"
+	"github.com/tributary/tributary/audit/service"
+)
+
+type auditServeOptions struct {
+	clusters  []string
+	listen    string
+	dir       string
+	grace     int
+	maxFuture time.Duration
+	topic     string
+	logLevel  string
+}
+
+func newAuditServeCommand() *cobra.Command {
+	o := &auditServeOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Consume the audit topic of every cluster and serve reports, /metrics and a dashboard",
+		Long: "serve reads the audit topic of each --cluster from where it left off, keeps the sums in\n" +
+			"a store under --dir, and serves the HTTP API, /metrics and the dashboard on --listen.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := o.config()
+			if err != nil {
+				return err
+			}
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+				return badFlag("log-level", o.logLevel, "want debug, info, warn or error")
+			}
+			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			reg := prometheus.NewRegistry()
+			cfg.Registerer, cfg.Gatherer = reg, reg
+			svc, err := service.New(cfg)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := signalContext(cmd)
+			defer cancel()
+			return svc.Run(ctx)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringArrayVar(&o.clusters, "cluster", nil, "NAME=HOST:PORT[,HOST:PORT...]: a cluster whose audit topic to consume (repeatable, at least one)")
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:8090", "HTTP address for the API, /metrics and the dashboard")
+	fs.StringVar(&o.dir, "dir", "", "directory of the audit store (required)")
+	fs.IntVar(&o.grace, "grace", service.DefaultGrace, "a window closes once no tier reported on it for this many windows after its end")
+	fs.DurationVar(&o.maxFuture, "max-future", service.DefaultMaxFuture, "skip events whose window starts further than this after now")
+	fs.StringVar(&o.topic, "audit-topic", audit.DefaultTopic, "the audit topic")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func (o *auditServeOptions) config() (service.Config, error) {
+	cfg := service.Config{Listen: o.listen, Dir: o.dir, Grace: o.grace, MaxFuture: o.maxFuture, Topic: o.topic}
+	if len(o.clusters) == 0 {
+		return cfg, fmt.Errorf("%w: --cluster NAME=HOST:PORT is required", errBadFlag)
+	}
+	for _, c := range o.clusters {
+		name, addrs, ok := strings.Cut(c, "=")
+		if !ok || name == "" || addrs == "" {
+			return cfg, badFlag("cluster", c, "want NAME=HOST:PORT[,HOST:PORT...]")
+		}
+		cl := service.Cluster{Name: name}
+		for _, a := range strings.Split(addrs, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				cl.Brokers = append(cl.Brokers, a)
+			}
+		}
+		cfg.Clusters = append(cfg.Clusters, cl)
+	}
+	if o.dir == "" {
+		return cfg, fmt.Errorf("%w: --dir is required", errBadFlag)
+	}
+	if o.grace < 1 {
+		return cfg, badFlag("grace", fmt.Sprint(o.grace), "must be >= 1 window")
+	}
+	if o.maxFuture <= 0 {
+		return cfg, badFlag("max-future", o.maxFuture.String(), "must be positive")
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("%w: %w", errBadFlag, err)
+	}
+	return cfg, nil
+}
