@@ -143,6 +143,9 @@ func (b *Broker) WaitListening(d time.Duration) error {
 	return fmt.Errorf("broker did not listen within %v:\n%s", d, b.Output())
 }
 
+// Pid returns the process id (for /proc and prlimit in resource tests).
+func (b *Broker) Pid() int { return b.cmd.Process.Pid }
+
 // Output returns everything the process wrote so far.
 func (b *Broker) Output() string { return b.output.String() }
 
