@@ -19,7 +19,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newBrokerCommand())
 	root.AddCommand(newRegistryCommand())
 	root.AddCommand(newDevCommand())
-	root.AddCommand(newAuditCommand())
+	root.AddCommand(newLoaderCommand())
 	root.AddCommand(newMirrorCommand())
 	root.AddCommand(newJobsCommand())
 	return root

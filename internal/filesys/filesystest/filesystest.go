@@ -82,6 +82,7 @@ func Run(t *testing.T, newFS func(t *testing.T) (filesys.FS, string)) {
 		{"StatMissing", testStatMissing},
 		{"MkdirAllIdempotent", testMkdirAll},
 		{"LargeFile", testLargeFile},
+		{"EmptyFile", testEmptyFile},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -312,5 +313,16 @@ func testLargeFile(t *testing.T, fsys filesys.FS, base string) {
 	}
 	if len(got) != size || string(got) != string(data) {
 		t.Fatalf("read back %d bytes, differing from the %d written", len(got), size)
+	}
+}
+
+func testEmptyFile(t *testing.T, fsys filesys.FS, base string) {
+	name := path.Join(base, "empty")
+	write(t, fsys, name, "")
+	if got := read(t, fsys, name); got != "" {
+		t.Fatalf("empty file reads %q", got)
+	}
+	if err := fsys.Rename(name, name+"2"); err != nil {
+		t.Fatalf("rename of an empty file: %v", err)
 	}
 }

@@ -1,0 +1,249 @@
+package loader
+
+import (
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Defaults.
+const (
+	DefaultCommitRecords    = 1_000_000
+	DefaultCommitInterval   = time.Minute
+	DefaultMaxOpenFiles     = 64
+	DefaultZKSessionTimeout = 6 * time.Second
+	DefaultScaleWait        = 30 * time.Second
+	DefaultAuditWindow      = 10 * time.Minute
+	DefaultAuditTopic       = "__audit"
+)
+
+// Config configures a Loader. Zero values mean the defaults; Validate
+// checks it. The properties file keys are given with each field.
+type Config struct {
+	// Name is the job's name (`name`): its offsets and manifests are kept
+	// under <base>/_loader/<name>. Required.
+	Name string
+	// Brokers are the bootstrap servers (`bootstrap.servers`). Required.
+	Brokers []string
+	// RegistryURL is the schema registry (`schema.registry.url`). Required.
+	RegistryURL string
+	// Topics is a regular expression over whole topic names (`topics`).
+	// Internal topics ("__" prefix) are never loaded. Required.
+	Topics string
+	// OutputURI is where files go (`output.uri`): hdfs://host:port/base,
+	// file:///abs/base or a path. Required.
+	OutputURI string
+	// Codec is the container files' block codec (`codec`): deflate
+	// (default), snappy or null.
+	Codec string
+	// CommitRecords commits a partition every this many records
+	// (`commit.records`), bounding the work a crash redoes and the size of
+	// a commit's files.
+	CommitRecords int64
+	// CommitInterval is, for Serve, the time between load cycles, each of
+	// which commits (`commit.interval.ms`).
+	CommitInterval time.Duration
+	// MaxOpenFiles bounds the files a partition keeps open at once
+	// (`max.open.files`); past it the least recently used one is closed
+	// (the next record of its hour and schema starts a new file).
+	MaxOpenFiles int
+
+	// ZooKeeperConnect, when set, splits the partitions between the
+	// loader processes of the job through ZooKeeper (`zookeeper.connect`,
+	// host:port[,...][/chroot]).
+	ZooKeeperConnect string
+	// ZKSessionTimeout (`zookeeper.session.timeout.ms`): how long a killed
+	// loader keeps its partitions.
+	ZKSessionTimeout time.Duration
+	// ScaleMembers (`scale.members`): a run waits, up to ScaleWait
+	// (`scale.wait.ms`), until this many processes of the job registered
+	// before it splits the partitions. Default 1.
+	ScaleMembers int
+	ScaleWait    time.Duration
+
+	// AuditDisable turns audit events off (`audit.enable=false`).
+	AuditDisable bool
+	// AuditCluster names the cluster the loaded records are in
+	// (`audit.cluster`), default "analytics".
+	AuditCluster string
+	// AuditBrokers (`audit.bootstrap.servers`): where the audit topic is,
+	// default Brokers.
+	AuditBrokers []string
+	// AuditTopic (`audit.topic`), default __audit.
+	AuditTopic string
+	// AuditWindow (`audit.window.ms`), default 10 minutes.
+	AuditWindow time.Duration
+
+	// Instance names this process in logs and ZooKeeper, default host:pid.
+	Instance string
+	// Logger, default slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the loader's metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+}
+
+// Validate checks the configuration; errors name the property key.
+func (c Config) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
+	}
+	switch {
+	case c.Name == "":
+		return bad("name is required")
+	case strings.ContainsAny(c.Name, "/\\") || strings.HasPrefix(c.Name, ".") || strings.HasPrefix(c.Name, "_"):
+		return bad("name %q: no slashes, no leading '.' or '_'", c.Name)
+	case len(c.Brokers) == 0:
+		return bad("bootstrap.servers is required")
+	case c.RegistryURL == "":
+		return bad("schema.registry.url is required")
+	case c.Topics == "":
+		return bad("topics is required")
+	case c.OutputURI == "":
+		return bad("output.uri is required")
+	case c.CommitRecords < 0:
+		return bad("commit.records must be positive")
+	case c.CommitInterval < 0:
+		return bad("commit.interval.ms must be positive")
+	case c.MaxOpenFiles < 0:
+		return bad("max.open.files must be positive")
+	case c.ScaleMembers < 0:
+		return bad("scale.members must be positive")
+	case c.AuditWindow < 0:
+		return bad("audit.window.ms must be positive")
+	}
+	if _, err := regexp.Compile(c.Topics); err != nil {
+		return bad("topics: %v", err)
+	}
+	if _, err := parseCodec(c.Codec); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (c *Config) fill() {
+	if c.CommitRecords == 0 {
+		c.CommitRecords = DefaultCommitRecords
+	}
+	if c.CommitInterval == 0 {
+		c.CommitInterval = DefaultCommitInterval
+	}
+	if c.MaxOpenFiles == 0 {
+		c.MaxOpenFiles = DefaultMaxOpenFiles
+	}
+	if c.ZKSessionTimeout == 0 {
+		c.ZKSessionTimeout = DefaultZKSessionTimeout
+	}
+	if c.ScaleMembers == 0 {
+		c.ScaleMembers = 1
+	}
+	if c.ScaleWait == 0 {
+		c.ScaleWait = DefaultScaleWait
+	}
+	if c.AuditCluster == "" {
+		c.AuditCluster = "analytics"
+	}
+	if len(c.AuditBrokers) == 0 {
+		c.AuditBrokers = c.Brokers
+	}
+	if c.AuditTopic == "" {
+		c.AuditTopic = DefaultAuditTopic
+	}
+	if c.AuditWindow == 0 {
+		c.AuditWindow = DefaultAuditWindow
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Keys lists every property ConfigFromProperties reads.
+var Keys = []string{
+	"name", "bootstrap.servers", "schema.registry.url", "topics", "output.uri", "codec",
+	"commit.records", "commit.interval.ms", "max.open.files",
+	"zookeeper.connect", "zookeeper.session.timeout.ms", "scale.members", "scale.wait.ms",
+	"audit.enable", "audit.cluster", "audit.bootstrap.servers", "audit.topic", "audit.window.ms",
+}
+
+// ConfigFromProperties builds a Config from properties-file keys. Unknown
+// keys are returned for the caller to warn about.
+func ConfigFromProperties(props map[string]string) (Config, []string, error) {
+	var c Config
+	var unknown []string
+	known := map[string]bool{}
+	for _, k := range Keys {
+		known[k] = true
+	}
+	for k := range props {
+		if !known[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	list := func(v string) []string {
+		var out []string
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	num := func(key string) (int64, error) {
+		v, ok := props[key]
+		if !ok || v == "" {
+			return 0, nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return 0, fmt.Errorf("%w: %s=%q: want a positive integer", ErrConfig, key, v)
+		}
+		return n, nil
+	}
+	var err error
+	ms := func(key string) time.Duration {
+		n, e := num(key)
+		if e != nil && err == nil {
+			err = e
+		}
+		return time.Duration(n) * time.Millisecond
+	}
+	count := func(key string) int64 {
+		n, e := num(key)
+		if e != nil && err == nil {
+			err = e
+		}
+		return n
+	}
+	c.Name = props["name"]
+	c.Brokers = list(props["bootstrap.servers"])
+	c.RegistryURL = props["schema.registry.url"]
+	c.Topics = props["topics"]
+	c.OutputURI = props["output.uri"]
+	c.Codec = props["codec"]
+	c.CommitRecords = count("commit.records")
+	c.CommitInterval = ms("commit.interval.ms")
+	c.MaxOpenFiles = int(count("max.open.files"))
+	c.ZooKeeperConnect = props["zookeeper.connect"]
+	c.ZKSessionTimeout = ms("zookeeper.session.timeout.ms")
+	c.ScaleMembers = int(count("scale.members"))
+	c.ScaleWait = ms("scale.wait.ms")
+	switch v := props["audit.enable"]; v {
+	case "", "true":
+	case "false":
+		c.AuditDisable = true
+	default:
+		return c, unknown, fmt.Errorf("%w: audit.enable=%q: want true or false", ErrConfig, v)
+	}
+	c.AuditCluster = props["audit.cluster"]
+	c.AuditBrokers = list(props["audit.bootstrap.servers"])
+	c.AuditTopic = props["audit.topic"]
+	c.AuditWindow = ms("audit.window.ms")
+	if err != nil {
+		return c, unknown, err
+	}
+	return c, unknown, c.Validate()
+}

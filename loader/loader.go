@@ -1,0 +1,422 @@
+package loader
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/audit"
+	"github.com/tributary/tributary/client/serde"
+	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/schema"
+)
+
+// Loader loads the configured topics into the output file system. Run
+// and Serve must not be called concurrently on one Loader.
+type Loader struct {
+	cfg      Config
+	log      *slog.Logger
+	fsys     filesys.FS
+	base     string
+	codec    Codec
+	topics   *regexp.Regexp
+	kcl      *kgo.Client
+	adm      *kadm.Client
+	schemas  *schemaCache
+	audit    *auditPublisher
+	owners   *owners
+	metrics  *metrics
+	progress *Progress
+	runID    string
+	crashAt  int
+}
+
+// New connects to the output file system, the cluster, the registry and,
+// with zookeeper.connect, ZooKeeper.
+func New(ctx context.Context, cfg Config) (*Loader, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.fill()
+	if cfg.Instance == "" {
+		host, _ := os.Hostname()
+		cfg.Instance = fmt.Sprintf("%s:%d", host, os.Getpid())
+	}
+	l := &Loader{cfg: cfg, log: cfg.Logger.With("job", cfg.Name), metrics: newMetrics(cfg.Registerer),
+		progress: &Progress{}, crashAt: crashStep()}
+	l.codec, _ = parseCodec(cfg.Codec)
+	l.topics = regexp.MustCompile("^(?:" + cfg.Topics + ")$")
+	fsys, base, err := filesys.Open(ctx, cfg.OutputURI)
+	if err != nil {
+		return nil, fmt.Errorf("output.uri: %w", err)
+	}
+	l.fsys, l.base = fsys, base
+	reg, err := serde.NewRegistryClient(serde.ClientConfig{URL: cfg.RegistryURL})
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("schema.registry.url: %w", err)
+	}
+	l.schemas = &schemaCache{reg: reg, m: map[schema.ID]*writerSchema{}}
+	l.kcl, err = kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("bootstrap.servers: %w", err)
+	}
+	l.adm = kadm.NewClient(l.kcl)
+	if !cfg.AuditDisable {
+		l.audit = &auditPublisher{cfg: cfg}
+	}
+	if cfg.ZooKeeperConnect != "" {
+		if l.owners, err = connectOwners(ctx, cfg); err != nil {
+			l.Close()
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// Progress returns the live progress of the loader.
+func (l *Loader) Progress() *Progress { return l.progress }
+
+// OnCommit sets a function called after every partition commit.
+func (l *Loader) OnCommit(f func(CommitInfo)) {
+	l.progress.mu.Lock()
+	l.progress.onCommit = f
+	l.progress.mu.Unlock()
+}
+
+// Close releases every connection (and, with ZooKeeper, the partitions).
+func (l *Loader) Close() error {
+	if l.owners != nil {
+		l.owners.close()
+	}
+	if l.audit != nil {
+		l.audit.close()
+	}
+	if l.kcl != nil {
+		l.kcl.Close()
+	}
+	if l.fsys != nil {
+		return l.fsys.Close()
+	}
+	return nil
+}
+
+type topicPartition struct {
+	topic string
+	p     int32
+}
+
+// Run loads every partition of the configured topics from its committed
+// offset up to its end offset as of the start of the run, commits, and
+// returns what it did. With ZooKeeper, the processes of the job split the
+// partitions and each run returns once every partition is loaded, by it
+// or by a peer (a killed peer's partitions are taken over once its
+// session expires).
+func (l *Loader) Run(ctx context.Context) (Summary, error) {
+	start := time.Now()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	l.runID = time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
+	r0, by0, e0, f0, _, _ := l.progress.Snapshot()
+	d0 := l.progress.dups.Load()
+	done, err := l.run(ctx)
+	r1, by1, e1, f1, _, _ := l.progress.Snapshot()
+	sum := Summary{Records: r1 - r0, Bytes: by1 - by0, Errors: e1 - e0, Files: f1 - f0, Duplicates: l.progress.dups.Load() - d0,
+		Partitions: int64(done), Seconds: since(start)}
+	return sum, err
+}
+
+func (l *Loader) run(ctx context.Context) (int, error) {
+	parts, err := l.partitions(ctx)
+	if err != nil {
+		return 0, err
+	}
+	l.progress.total.Store(int64(len(parts)))
+	l.progress.done.Store(0)
+	ends, err := l.adm.ListEndOffsets(ctx, topicsOf(parts)...)
+	if err != nil {
+		return 0, fmt.Errorf("list end offsets: %w", err)
+	}
+	if err := ends.Error(); err != nil {
+		return 0, fmt.Errorf("list end offsets: %w", err)
+	}
+	endTime := time.Now()
+	if l.owners == nil {
+		return len(parts), l.load(ctx, parts, ends, endTime)
+	}
+	members, rank, err := l.owners.members(ctx, l.cfg.ScaleMembers, l.cfg.ScaleWait)
+	if err != nil {
+		return 0, err
+	}
+	l.log.Info("splitting partitions", "members", len(members), "rank", rank, "partitions", len(parts))
+	loaded := map[topicPartition]bool{}
+	// First this process's share (every n-th partition), then whatever is
+	// free, then wait for partitions held by others and check them.
+	var mine []topicPartition
+	for i, tp := range parts {
+		if rank >= 0 && i%len(members) == rank {
+			mine = append(mine, tp)
+		}
+	}
+	for pass := 0; ; pass++ {
+		var claimed, held []topicPartition
+		candidates := parts
+		if pass == 0 {
+			candidates = mine
+		}
+		for _, tp := range candidates {
+			if loaded[tp] {
+				continue
+			}
+			ok, err := l.owners.claim(ctx, tp.topic, tp.p)
+			if err != nil {
+				return len(loaded), err
+			}
+			if ok {
+				claimed = append(claimed, tp)
+			} else {
+				held = append(held, tp)
+			}
+		}
+		if len(claimed) > 0 {
+			l.log.Info("loading partitions", "count", len(claimed))
+			err := l.load(ctx, claimed, ends, endTime)
+			for _, tp := range claimed {
+				if err == nil {
+					loaded[tp] = true
+				}
+				_ = l.owners.release(context.WithoutCancel(ctx), tp.topic, tp.p)
+			}
+			if err != nil {
+				return len(loaded), err
+			}
+			continue
+		}
+		if pass == 0 {
+			continue
+		}
+		if len(held) == 0 {
+			return len(loaded), nil
+		}
+		if err := l.owners.waitFree(ctx, held[0].topic, held[0].p); err != nil {
+			return len(loaded), err
+		}
+	}
+}
+
+// Serve loads continuously: a Run every CommitInterval until ctx ends.
+func (l *Loader) Serve(ctx context.Context) error {
+	for {
+		sum, err := l.Run(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			l.log.Error("load cycle failed; retrying", "err", err)
+		} else {
+			l.log.Debug("load cycle", "records", sum.Records, "files", sum.Files, "errors", sum.Errors)
+		}
+		select {
+		case <-time.After(l.cfg.CommitInterval):
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// partitions lists the partitions of the matching topics, sorted.
+func (l *Loader) partitions(ctx context.Context) ([]topicPartition, error) {
+	md, err := l.adm.Metadata(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("metadata: %w", err)
+	}
+	var out []topicPartition
+	for _, t := range md.Topics.Sorted() {
+		if strings.HasPrefix(t.Topic, "__") || !l.topics.MatchString(t.Topic) {
+			continue
+		}
+		if t.Err != nil {
+			return nil, fmt.Errorf("metadata of %s: %w", t.Topic, t.Err)
+		}
+		for _, p := range t.Partitions.Sorted() {
+			out = append(out, topicPartition{t.Topic, p.Partition})
+		}
+	}
+	return out, nil
+}
+
+func topicsOf(parts []topicPartition) []string {
+	var out []string
+	for _, tp := range parts {
+		if !slices.Contains(out, tp.topic) {
+			out = append(out, tp.topic)
+		}
+	}
+	return out
+}
+
+func (l *Loader) checkOwnership(topic string, p int32) error {
+	if l.owners == nil {
+		return nil
+	}
+	if err := l.owners.check(); err != nil {
+		return fmt.Errorf("%s/%d: %w", topic, p, err)
+	}
+	return nil
+}
+
+// load recovers the given (owned) partitions and loads each up to its end
+// offset in ends.
+func (l *Loader) load(ctx context.Context, parts []topicPartition, ends kadm.ListedOffsets, endTime time.Time) error {
+	if len(parts) == 0 {
+		return nil
+	}
+	starts, err := l.adm.ListStartOffsets(ctx, topicsOf(parts)...)
+	if err != nil {
+		return fmt.Errorf("list start offsets: %w", err)
+	}
+	pls := map[topicPartition]*partLoad{}
+	consume := map[string]map[int32]kgo.Offset{}
+	for _, tp := range parts {
+		pl, err := l.recoverPartition(ctx, tp.topic, tp.p)
+		if err != nil {
+			return fmt.Errorf("recover %s/%d: %w", tp.topic, tp.p, err)
+		}
+		end, ok := ends.Lookup(tp.topic, tp.p)
+		if !ok || end.Err != nil {
+			return fmt.Errorf("end offset of %s/%d unknown: %v", tp.topic, tp.p, end.Err)
+		}
+		pl.end, pl.endTime = end.Offset, endTime
+		if st, ok := starts.Lookup(tp.topic, tp.p); ok && st.Err == nil && pl.next < st.Offset {
+			if pl.prev != nil {
+				l.log.Warn("committed offset below the log start: records were deleted before they were loaded",
+					"topic", tp.topic, "partition", tp.p, "committed", pl.next, "log_start", st.Offset, "lost", st.Offset-pl.next)
+			}
+			pl.next = st.Offset
+		}
+		if pl.next >= pl.end {
+			if err := pl.commit(ctx, true); err != nil {
+				return fmt.Errorf("commit %s/%d: %w", tp.topic, tp.p, err)
+			}
+			l.progress.done.Add(1)
+			continue
+		}
+		pls[tp] = pl
+		if consume[tp.topic] == nil {
+			consume[tp.topic] = map[int32]kgo.Offset{}
+		}
+		consume[tp.topic][tp.p] = kgo.NewOffset().At(pl.next)
+	}
+	if len(pls) == 0 {
+		return nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(l.cfg.Brokers...), kgo.ConsumePartitions(consume),
+		kgo.FetchMaxBytes(64<<20), kgo.FetchMaxPartitionBytes(8<<20))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	defer func() {
+		for _, pl := range pls {
+			pl.abort()
+		}
+	}()
+	for len(pls) > 0 {
+		fetches := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var ferr error
+		fetches.EachError(func(t string, p int32, err error) {
+			if ferr == nil && !errors.Is(err, context.Canceled) {
+				ferr = fmt.Errorf("fetch %s/%d: %w", t, p, err)
+			}
+		})
+		if ferr != nil {
+			return ferr
+		}
+		var perr error
+		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+			if perr != nil {
+				return
+			}
+			tp := topicPartition{fp.Topic, fp.Partition}
+			pl := pls[tp]
+			if pl == nil {
+				return
+			}
+			for _, r := range fp.Records {
+				if r.Offset < pl.next || r.Offset >= pl.end {
+					continue
+				}
+				if err := pl.add(ctx, r); err != nil {
+					perr = fmt.Errorf("%s/%d offset %d: %w", tp.topic, tp.p, r.Offset, err)
+					return
+				}
+				reached := pl.next >= pl.end
+				if reached || pl.next-pl.first >= l.cfg.CommitRecords {
+					if err := pl.commit(ctx, reached); err != nil {
+						perr = fmt.Errorf("commit %s/%d: %w", tp.topic, tp.p, err)
+						return
+					}
+				}
+				if reached {
+					delete(pls, tp)
+					cl.RemoveConsumePartitions(map[string][]int32{tp.topic: {tp.p}})
+					l.progress.done.Add(1)
+					l.log.Info("partition loaded", "topic", tp.topic, "partition", tp.p, "next_offset", pl.next)
+					return
+				}
+			}
+		})
+		if perr != nil {
+			return perr
+		}
+	}
+	return nil
+}
+
+// auditPublisher publishes committed manifests' events to the audit topic.
+type auditPublisher struct {
+	cfg Config
+	cl  *kgo.Client
+	pub audit.Publisher
+}
+
+func (a *auditPublisher) publish(ctx context.Context, events []AuditEvent) error {
+	if a.pub == nil {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(a.cfg.AuditBrokers...), kgo.AllowAutoTopicCreation())
+		if err != nil {
+			return err
+		}
+		a.cl, a.pub = cl, audit.NewKafkaPublisher(cl, a.cfg.AuditTopic)
+	}
+	out := make([]audit.Event, len(events))
+	now := time.Now().UTC()
+	for i, e := range events {
+		out[i] = audit.Event{ID: e.ID, Tier: audit.TierLoader, Cluster: a.cfg.AuditCluster, Instance: a.cfg.Name,
+			Topic: e.Topic, WindowStart: time.UnixMilli(e.WindowStartMs).UTC(), Window: time.Duration(e.WindowMs) * time.Millisecond,
+			Count: e.Count, Bytes: e.Bytes, Errors: e.Errors, EmittedAt: now}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return a.pub.Publish(ctx, out)
+}
+
+func (a *auditPublisher) close() {
+	if a.cl != nil {
+		a.cl.Close()
+	}
+}
