@@ -19,8 +19,10 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newBrokerCommand())
 	root.AddCommand(newRegistryCommand())
 	root.AddCommand(newDevCommand())
-	root.AddCommand(newLoaderCommand())
+	root.AddCommand(newAuditCommand())
+	root.AddCommand(newPipelineCommand())
 	root.AddCommand(newMirrorCommand())
 	root.AddCommand(newJobsCommand())
+	root.AddCommand(newLoaderCommand())
 	return root
 }
