@@ -1,0 +1,271 @@
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/internal/coord/zkcoord"
+	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/zktest"
+)
+
+// groupCluster is three broker processes on ZooKeeper with a small
+// offsets topic replicated (assigned) to all three.
+type groupCluster struct {
+	connect string
+	dir     string
+	procs   map[int32]*testproc.Broker
+	ports   map[int32]string
+}
+
+func newGroupCluster(t *testing.T, connect string) *groupCluster {
+	t.Helper()
+	c := &groupCluster{connect: connect, dir: t.TempDir(), procs: map[int32]*testproc.Broker{}, ports: map[int32]string{}}
+	for id := int32(1); id <= 3; id++ {
+		c.start(t, id)
+	}
+	return c
+}
+
+func (c *groupCluster) start(t *testing.T, id int32) {
+	t.Helper()
+	port := c.ports[id]
+	if port == "" {
+		port = "0"
+	}
+	props := testproc.WriteProperties(t, c.dir, fmt.Sprintf("broker-%d.properties", id), map[string]string{
+		"broker.id":                        strconv.Itoa(int(id)),
+		"listeners":                        "PLAINTEXT://127.0.0.1:" + port,
+		"log.dirs":                         filepath.Join(c.dir, fmt.Sprintf("broker-%d", id)),
+		"zookeeper.connect":                c.connect,
+		"zookeeper.session.timeout.ms":     strconv.Itoa(int(sessionTimeout.Milliseconds())),
+		"zookeeper.connection.timeout.ms":  "20000",
+		"offsets.topic.num.partitions":     "6",
+		"offsets.topic.replication.factor": "3",
+		"group.initial.rebalance.delay.ms": "0",
+		"group.min.session.timeout.ms":     "1000",
+	})
+	p := testproc.StartBroker(t, props)
+	c.procs[id] = p
+	_, c.ports[id], _ = strings.Cut(p.Addr, "127.0.0.1:")
+}
+
+func (c *groupCluster) addrs() []string {
+	var out []string
+	for id := int32(1); id <= 3; id++ {
+		if p := c.procs[id]; p != nil && p.Running() {
+			out = append(out, p.Addr)
+		}
+	}
+	return out
+}
+
+// coordinatorOf asks a live broker for the group's coordinator until one
+// is found that is live.
+func (c *groupCluster) coordinatorOf(t *testing.T, ctx context.Context, group string) int32 {
+	t.Helper()
+	var id int32 = -1
+	await(t, waitTimeout, "a live coordinator for "+group, func() bool {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs()...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorKey = group
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || resp.ErrorCode != 0 {
+			return false
+		}
+		p := c.procs[resp.NodeID]
+		if p == nil || !p.Running() {
+			return false
+		}
+		id = resp.NodeID
+		return true
+	})
+	return id
+}
+
+// committedOffsets reads the group's offsets through the Kafka protocol.
+func committedOffsets(t *testing.T, ctx context.Context, addrs []string, group, topic string, partitions int) map[int32]int64 {
+	t.Helper()
+	adm := kadm.NewClient(newClient(t, addrs))
+	var out map[int32]int64
+	await(t, waitTimeout, "the offsets of "+group, func() bool {
+		offs, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return false
+		}
+		out = map[int32]int64{}
+		for p := range int32(partitions) {
+			if o, ok := offs.Lookup(topic, p); ok && o.Err == nil {
+				out[p] = o.At
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// registryOffsets reads /consumers/<group>/offsets/<topic>/<p>.
+func registryOffsets(t *testing.T, ctx context.Context, connect, group, topic string, partitions int) map[int32]int64 {
+	t.Helper()
+	s, err := zkcoord.Connect(ctx, connect, zkcoord.Config{SessionTimeout: 10 * time.Second, ConnectionTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out := map[int32]int64{}
+	for p := range int32(partitions) {
+		data, _, err := s.Get(ctx, fmt.Sprintf("/consumers/%s/offsets/%s/%d", group, topic, p))
+		if err != nil {
+			continue
+		}
+		n, err := strconv.ParseInt(string(data), 10, 64)
+		if err != nil {
+			t.Fatalf("registry offset %q of %s-%d", data, topic, p)
+		}
+		out[p] = n
+	}
+	return out
+}
+
+// TestGroupCoordinatorFailover: three broker processes on ZooKeeper. A
+// franz-go group consumer reads a 6-partition topic and commits; the
+// offsets are in the paper's ZooKeeper registry too. The coordinator's
+// broker is killed with SIGKILL: the group's coordinator moves to another
+// broker, which serves every committed offset (none lost), the consumer
+// rebalances onto it and commits what it reads next; a fresh consumer of
+// the group resumes exactly after the committed offsets. When the killed
+// broker comes back it leads the offsets partition again with a stale
+// log, and still serves the newest offsets.
+func TestGroupCoordinatorFailover(t *testing.T) {
+	connect := zktest.Chroot(t, zk(t), "groups")
+	c := newGroupCluster(t, connect)
+	ctx := testContext(t, 5*time.Minute)
+	const parts, first = 6, 600
+	const group, topic = "failover", "orders"
+	td := createTopic(t, ctx, c.addrs(), topic, parts)
+	prod := newClient(t, c.addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produce(t, ctx, prod, topic, 0, first, parts, nil)
+
+	coordinator := c.coordinatorOf(t, ctx, group)
+	cons := newClient(t, c.addrs(), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
+		kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(500*time.Millisecond))
+	got := map[int32][]int{}
+	readInto := func(cl *kgo.Client, n int) {
+		t.Helper()
+		for seen := 0; seen < n; {
+			fs := cl.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("read %d of %d: %v", seen, n, ctx.Err())
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				i, _ := strconv.Atoi(strings.TrimPrefix(string(r.Key), "k"))
+				if string(r.Value) != string(value(i, 100)) || int32(i%parts) != r.Partition {
+					t.Fatalf("record %s-%d@%d: key %q value %.20q", r.Topic, r.Partition, r.Offset, r.Key, r.Value)
+				}
+				got[r.Partition] = append(got[r.Partition], i)
+				seen++
+			})
+		}
+	}
+	readInto(cons, first)
+	if err := cons.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32]int64{}
+	for p := range int32(parts) {
+		want[p] = first / parts
+	}
+	if o := committedOffsets(t, ctx, c.addrs(), group, topic, parts); fmt.Sprint(o) != fmt.Sprint(want) {
+		t.Fatalf("committed %v, want %v", o, want)
+	}
+	if o := registryOffsets(t, ctx, connect, group, topic, parts); fmt.Sprint(o) != fmt.Sprint(want) {
+		t.Fatalf("ZooKeeper registry holds %v, want %v", o, want)
+	}
+
+	// Kill the coordinator.
+	_ = c.procs[coordinator].Stop(t, syscall.SIGKILL)
+	start := time.Now()
+	moved := c.coordinatorOf(t, ctx, group)
+	if moved == coordinator {
+		t.Fatalf("coordinator still %d after it was killed", moved)
+	}
+	t.Logf("coordinator moved from broker %d to %d in %v", coordinator, moved, time.Since(start))
+	if o := committedOffsets(t, ctx, c.addrs(), group, topic, parts); fmt.Sprint(o) != fmt.Sprint(want) {
+		t.Fatalf("new coordinator %d serves %v, want %v", moved, o, want)
+	}
+
+	// The consumer rebalances onto the new coordinator (membership is not
+	// carried over: it gets UNKNOWN_MEMBER_ID there and joins again) ...
+	adm := kadm.NewClient(newClient(t, c.addrs()))
+	await(t, waitTimeout, "the consumer to join the new coordinator", func() bool {
+		dg, err := adm.DescribeGroups(ctx, group)
+		return err == nil && dg[group].State == "Stable" && len(dg[group].Members) == 1
+	})
+	t.Logf("group stable on broker %d %v after the kill", moved, time.Since(start))
+	// ... then reads the new records on the partitions still led and
+	// commits them there.
+	live := map[int32]bool{}
+	for p, l := range leadersOf(td) {
+		if l != coordinator {
+			live[p] = true
+		}
+	}
+	const more = 120
+	produce(t, ctx, prod, topic, first, more, parts, live)
+	readInto(cons, more)
+	if err := cons.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("commit on the new coordinator: %v", err)
+	}
+	for p := range live {
+		want[p] += more / int64(len(live))
+	}
+	await(t, waitTimeout, "the new offsets", func() bool {
+		o := committedOffsets(t, ctx, c.addrs(), group, topic, parts)
+		if fmt.Sprint(o) != fmt.Sprint(want) {
+			t.Logf("committed %v, want %v", o, want)
+			return false
+		}
+		return true
+	})
+	cons.Close()
+
+	// A fresh member resumes after the committed offsets: only new
+	// records arrive.
+	fresh := newClient(t, c.addrs(), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+	produce(t, ctx, prod, topic, first+more, 60, parts, live)
+	got = map[int32][]int{}
+	readInto(fresh, 60)
+	wantNew := map[int32][]int{}
+	expected(wantNew, first+more, 60, parts, live)
+	if fmt.Sprint(got) != fmt.Sprint(wantNew) {
+		t.Fatalf("fresh member read %v, want %v", got, wantNew)
+	}
+	fresh.Close()
+
+	// The killed broker returns and leads its offsets partitions again,
+	// from a log that missed the commits made meanwhile: the registry
+	// carries them.
+	c.start(t, coordinator)
+	await(t, waitTimeout, "the old coordinator to lead again", func() bool {
+		return c.coordinatorOf(t, ctx, group) == coordinator
+	})
+	if o := committedOffsets(t, ctx, c.addrs(), group, topic, parts); fmt.Sprint(o) != fmt.Sprint(want) {
+		t.Fatalf("restarted coordinator serves %v, want %v", o, want)
+	}
+}
