@@ -3,6 +3,7 @@ package loader
 import (
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -24,16 +25,30 @@ const (
 	NumSteps            = 8
 )
 
-func crashStep() int {
-	n, err := strconv.Atoi(os.Getenv(CrashEnv))
+// crashStep parses the hook: "N" kills at the first time step N is
+// reached, "N:K" at the K-th time.
+func crashStep() (step, nth int) {
+	v := os.Getenv(CrashEnv)
+	s, k, ok := strings.Cut(v, ":")
+	n, err := strconv.Atoi(s)
 	if err != nil {
-		return 0
+		return 0, 0
 	}
-	return n
+	nth = 1
+	if ok {
+		if nth, err = strconv.Atoi(k); err != nil {
+			return 0, 0
+		}
+	}
+	return n, nth
 }
 
 func (l *Loader) crash(step int) {
-	if l.crashAt == step {
+	if l.crashAt != step {
+		return
+	}
+	l.crashSeen++
+	if l.crashSeen == l.crashNth {
 		l.log.Info("test hook: killing the process", "step", step)
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // SIGKILL is not handled; never go on

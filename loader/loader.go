@@ -25,21 +25,23 @@ import (
 // Loader loads the configured topics into the output file system. Run
 // and Serve must not be called concurrently on one Loader.
 type Loader struct {
-	cfg      Config
-	log      *slog.Logger
-	fsys     filesys.FS
-	base     string
-	codec    Codec
-	topics   *regexp.Regexp
-	kcl      *kgo.Client
-	adm      *kadm.Client
-	schemas  *schemaCache
-	audit    *auditPublisher
-	owners   *owners
-	metrics  *metrics
-	progress *Progress
-	runID    string
-	crashAt  int
+	cfg       Config
+	log       *slog.Logger
+	fsys      filesys.FS
+	base      string
+	codec     Codec
+	topics    *regexp.Regexp
+	kcl       *kgo.Client
+	adm       *kadm.Client
+	schemas   *schemaCache
+	audit     *auditPublisher
+	owners    *owners
+	metrics   *metrics
+	progress  *Progress
+	runID     string
+	crashAt   int
+	crashNth  int
+	crashSeen int
 }
 
 // New connects to the output file system, the cluster, the registry and,
@@ -54,7 +56,8 @@ func New(ctx context.Context, cfg Config) (*Loader, error) {
 		cfg.Instance = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
 	l := &Loader{cfg: cfg, log: cfg.Logger.With("job", cfg.Name), metrics: newMetrics(cfg.Registerer),
-		progress: &Progress{}, crashAt: crashStep()}
+		progress: &Progress{}}
+	l.crashAt, l.crashNth = crashStep()
 	l.codec, _ = parseCodec(cfg.Codec)
 	l.topics = regexp.MustCompile("^(?:" + cfg.Topics + ")$")
 	fsys, base, err := filesys.Open(ctx, cfg.OutputURI)

@@ -23,9 +23,9 @@ type CommitInfo struct {
 // Progress is a live view of a run, safe to read while it goes.
 type Progress struct {
 	records, bytes, errors, files, dups atomic.Int64
-	done, total                   atomic.Int64
-	mu                            sync.Mutex
-	onCommit                      func(CommitInfo)
+	done, total                         atomic.Int64
+	mu                                  sync.Mutex
+	onCommit                            func(CommitInfo)
 }
 
 // Snapshot returns records, bytes, errors, files so far and partitions
