@@ -234,6 +234,90 @@ func TestGroupSessionExpiry(t *testing.T) {
 	}
 }
 
+// TestGroupRebalanceOnExpiredSession: a rebalance that runs on a session
+// which has expired before the member learnt it (ZooKeeper reports the
+// expiry only when the client reconnects; a watch or the metadata ticker
+// may start a rebalance first) fails every call with a session error. That
+// is no rebalance failure: the stream must get no error, and the member
+// must register again and go on, though its session's States never
+// reports the expiry here. (TestGroupSessionExpiry/zookeeper failed
+// this way under load: "rebalance failed ... after 4 attempts: reading
+// consumer registry: ... session expired".)
+func TestGroupRebalanceOnExpiredSession(t *testing.T) {
+	ce := newMemCoord(t)
+	cluster := newTestCluster(t, ce)
+	cluster.createTopic(t, "t", 2)
+	produce(t, cluster.Bootstrap, "t", 2, 4)
+	var mu sync.Mutex
+	var sessions []coord.Session
+	connect := func(ctx context.Context) (coord.Session, error) {
+		s, err := ce.connect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(sessions) == 0 {
+			s = &silentExpiry{Session: s, states: make(chan coord.SessionState)}
+		}
+		sessions = append(sessions, s)
+		return s, nil
+	}
+	ctx := testContext(t, time.Minute)
+	g, err := NewGroupConsumer(ctx, GroupConfig{GroupID: "x", ConsumerID: "only", AutoOffsetReset: "smallest",
+		Brokers: cluster.Bootstrap, Coordinator: connect, RebalanceBackoff: 100 * time.Millisecond,
+		Logger: testLogger(t, slog.LevelWarn)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close(context.Background()) })
+	streams, err := g.CreateMessageStreams(ctx, "t", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := take(t, streams[0], 4); len(got) != 4 {
+		t.Fatalf("got %v", got)
+	}
+	if err := g.CommitOffsets(testContext(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	g.mu.Lock()
+	old := g.sess
+	g.mu.Unlock()
+	ce.expire(t, old.(*silentExpiry).Session)
+	// Nothing tells the member; force the registry to look changed so
+	// that the rebalance does not stop at "unchanged" before a call fails.
+	g.mu.Lock()
+	g.settled = "stale"
+	g.mu.Unlock()
+	g.requestRebalance()
+	waitFor(t, 30*time.Second, "re-registration on a new session", func() (bool, string) {
+		g.mu.Lock()
+		sess := g.sess
+		g.mu.Unlock()
+		owners := readOwners(t, ce.admin, "x", "t")
+		ok, _, _ := ce.admin.Exists(testContext(t, 5*time.Second), idPath("x", "only"))
+		return sess != old && ok && owners[0] == "only" && owners[1] == "only", fmt.Sprintf("owners %v registered %v", owners, ok)
+	})
+	if n := g.rebalanceErrs.Load(); n != 0 {
+		t.Errorf("%d rebalance failures reported for a lost session", n)
+	}
+	produceMore(t, cluster, "t", []string{"after-expiry"})
+	got := take(t, streams[0], 1)
+	if len(got) != 1 || !slices.Contains([]string{"0/2=after-expiry", "1/2=after-expiry"}, got[0]) {
+		t.Fatalf("after expiry got %v", got)
+	}
+}
+
+// silentExpiry is a session whose States never reports anything: its
+// owner learns of an expiry only from failing calls.
+type silentExpiry struct {
+	coord.Session
+	states chan coord.SessionState
+}
+
+func (s *silentExpiry) States() <-chan coord.SessionState { return s.states }
+
 // TestGroupSeek rewinds a partition to an offset and to a timestamp.
 func TestGroupSeek(t *testing.T) {
 	cluster, ce := newZKCluster(t)
