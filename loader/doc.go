@@ -1,5 +1,91 @@
 // Package loader loads Kafka topics into HDFS (or a local directory) as
 // Avro object container files, committing data and offsets together, so
 // that every record of the consumed range lands exactly once whatever
-// crashes in between (paper §4; Camus, Gobblin, kafka-connect-hdfs).
+// crashes in between (the paper's §4 load jobs; Camus, Gobblin,
+// kafka-connect-hdfs).
+//
+// # Output layout
+//
+//	<base>/<topic>/<yyyy>/<MM>/<dd>/<HH>/<topic>+<partition>+<first>+<last>+s<schemaID>.avro
+//	<base>/_errors/<topic>/<topic>+<partition>+<first>+<last>.jsonl
+//	<base>/_loader/<job>/<topic>/<partition>/manifests/<seq>.json   (+ <seq>.published)
+//	<base>/_loader/<job>/<topic>/<partition>/tmp/<run-id>/...
+//
+// A record goes to the hour (UTC) of its own timestamp. A data file holds
+// records of one partition, one hour and one writer schema (the schema the
+// payload's Confluent frame names, fetched once from the registry and
+// written into the file header); first and last are the offsets of its
+// first and last record. Records are the producer's Avro binary datums,
+// validated against the writer schema and copied unchanged into
+// container-file blocks (deflate, snappy or null). Names starting with "_"
+// or "." are not data. Bad records (not framed, unknown schema id, bytes
+// that do not decode) go, one JSON object per line with topic, partition,
+// offset, timestamp, reason, key, value and headers, to _errors; they are
+// counted, never dropped and never stop a load.
+//
+// # Commit protocol
+//
+// Each partition of a job has its own chain of manifests, written only by
+// the process that owns the partition (the only one without ZooKeeper; the
+// holder of /loaders/<job>/owners/<topic>/<p> with it). A commit of a
+// partition:
+//
+//  1. writes the data files (and the errors file) under tmp/<run-id>/ and
+//     closes them (steps 1-2 of the crash hook);
+//  2. writes the manifest — the moves tmp -> final name, the next offset,
+//     the mirror high-water marks, the counts and the audit events — under
+//     tmp/<run-id>/ (step 3);
+//  3. renames it to manifests/<seq>.json: the commit point (step 4). One
+//     rename of a complete file, so a manifest is either there whole or not
+//     at all. HDFS rename replaces a destination, so the protocol never
+//     relies on a rename failing: sequence numbers are unique because one
+//     process owns the chain;
+//  4. applies the moves (step 5 after the first, 6 after the last); a move
+//     whose source is gone was done before, so redoing them is harmless;
+//  5. publishes the audit events and writes <seq>.published (steps 7, 8);
+//     events not confirmed published are carried into the next manifest;
+//  6. prunes manifests older than the newest three.
+//
+// The newest manifest is the partition's offset state: there is no other.
+// Recovery, when a process takes a partition: read the newest manifest,
+// redo its moves, re-publish its audit events unless marked published,
+// then delete everything under tmp/ (uncommitted data of crashed runs),
+// and continue from its next offset. A crash before the commit point
+// loses only uncommitted temporary files; a crash after it is finished by
+// recovery. Readers never see a partial data file: files are complete
+// before they are moved into the output. The environment variable
+// TRIBUTARY_LOADER_CRASH_AT=N[:K] (a test hook) SIGKILLs the process the
+// K-th time it reaches step N.
+//
+// # Exactly once across mirror duplicates
+//
+// A record with the mirror's origin header ("tributary.origin":
+// "<source>/<partition>/<offset>") is dropped when its source offset is at
+// or below the high-water mark of (source, source partition) kept in the
+// partition's manifest; the mark advances with every landed record. The
+// mirror keeps source partition p in target partition p, so a source
+// partition's records, replays included, arrive in order in one target
+// partition.
+//
+// # Audit
+//
+// Tier "loader", instance = the job name. Every commit records one event
+// per (topic, audit window of the record timestamps) with ID
+// "loader/<job>/<topic>/<partition>/<first>-<last>/<windowStartMs>"
+// (deterministic: a re-publish after a crash carries the same ID, which
+// the audit service counts once). Only committed records are counted; bad
+// records count as Errors.
+//
+// # Runs, scale-out, concurrency
+//
+// Run reads every partition from its committed offset up to its end offset
+// as listed when the run starts, committing every CommitRecords records and
+// at the end. Serve repeats runs every CommitInterval. With ZooKeeper,
+// processes register under /loaders/<job>/members, take every n-th
+// partition by their rank, then any free partition, then wait for
+// partitions held by peers (a killed peer's are freed when its session
+// expires); a run returns once every partition was loaded by it or a peer.
+// Before the commit point a process checks that its session has not
+// expired. A Loader's Run and Serve must not run concurrently; Progress
+// may be read from any goroutine.
 package loader
