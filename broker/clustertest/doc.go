@@ -8,7 +8,9 @@
 // The process tests build cmd/tributary once per run into a temporary
 // directory. Every test uses its own ZooKeeper chroot, removed at the end,
 // and short sessions (zookeeper.session.timeout.ms=4000) so that a killed
-// broker's registration expires quickly.
+// broker's registration expires quickly. TestRestartRightAfterSIGKILL
+// restarts a SIGKILLed broker process at once, on the same port, while its
+// killed session still holds /brokers/ids/<id>.
 //
 // Only TestEnsembleMemberDown stops ZooKeeper ensemble members (and restarts
 // them before it ends). internal/coord/zkcoord and broker/cluster have
