@@ -152,6 +152,8 @@ type produced struct {
 	recs map[origin]rec
 	// perPart counts records per (source, topic partition).
 	perPart map[origin]int64
+	// pad is added to every value's length.
+	pad int
 }
 
 func newProduced() *produced {
@@ -177,7 +179,7 @@ func (p *produced) produce(t *testing.T, cl *kgo.Client, source, topic string, p
 			Topic:     topic,
 			Partition: int32(i % partitions),
 			Key:       fmt.Appendf(nil, "%s-key-%d", source, i),
-			Value:     fmt.Appendf(nil, "%s-value-%d-%s", source, i, bytes.Repeat([]byte{'v'}, i%50)),
+			Value:     fmt.Appendf(nil, "%s-value-%d-%s", source, i, bytes.Repeat([]byte{'v'}, i%50+p.pad)),
 			Headers:   []kgo.RecordHeader{{Key: "seq", Value: []byte(strconv.Itoa(i))}, {Key: "empty"}},
 			Timestamp: base.Add(time.Duration(i) * time.Millisecond),
 		}
