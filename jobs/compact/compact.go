@@ -455,7 +455,7 @@ func (c *Compactor) writeGroup(ctx context.Context, h hours.Hour, tmp string, gi
 			pw.CompressionType = parquet.CompressionCodec_ZSTD
 		}
 		pw.RowGroupSize = min(c.cfg.TargetFileSize, 64<<20)
-		pw.PageSize = 64 << 10
+		pw.PageSize = 1 << 20
 		cur = &parquetFile{name: name, wc: wc, buf: buf, cw: cw, pw: pw}
 		return nil
 	}

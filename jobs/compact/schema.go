@@ -45,25 +45,6 @@ type mapper struct {
 	inName int
 }
 
-// mapSchema maps an Avro writer schema (JSON) to a Parquet tree whose root
-// is a record. Unsupported constructs (a top-level non-record, recursive
-// types, empty records) are errors.
-func mapSchema(avroJSON string) (*node, error) {
-	var s any
-	if err := json.Unmarshal([]byte(avroJSON), &s); err != nil {
-		return nil, fmt.Errorf("compact: writer schema: %w", err)
-	}
-	m := &mapper{named: map[string]any{}}
-	root, err := m.build(s, "", "parquet_go_root", 0, 0)
-	if err != nil {
-		return nil, err
-	}
-	if root.kind != kindRecord {
-		return nil, fmt.Errorf("compact: top-level Avro type must be a record")
-	}
-	return root, nil
-}
-
 func fullName(def map[string]any, ns string) (string, string) {
 	name, _ := def["name"].(string)
 	if n, ok := def["namespace"].(string); ok {
@@ -183,7 +164,7 @@ func (m *mapper) build(s any, ns, name string, depth int, rep int32) (*node, err
 		case "enum":
 			full, _ := fullName(s, ns)
 			m.named[full] = s
-			return m.leaf(name, "type=BYTE_ARRAY, convertedtype=UTF8", rep, convString)
+			return m.leaf(name, utf8Tag, rep, convString)
 		case "fixed":
 			full, _ := fullName(s, ns)
 			m.named[full] = s
@@ -199,7 +180,7 @@ func (m *mapper) build(s any, ns, name string, depth int, rep int32) (*node, err
 			}
 			return &node{name: name, kind: kindList, children: []*node{elem}, repLevel: rep + 1}, nil
 		case "map":
-			key, _ := m.leaf("key", "type=BYTE_ARRAY, convertedtype=UTF8", rep+1, convString)
+			key, _ := m.leaf("key", utf8Tag, rep+1, convString)
 			val, err := m.build(s["values"], ns, "value", depth+1, rep+1)
 			if err != nil {
 				return nil, err
@@ -243,7 +224,7 @@ func (m *mapper) primitive(t string, def map[string]any, name string, rep int32)
 	case "double":
 		return m.leaf(name, "type=DOUBLE", rep, convAs[float64])
 	case "string":
-		return m.leaf(name, "type=BYTE_ARRAY, convertedtype=UTF8", rep, convString)
+		return m.leaf(name, utf8Tag, rep, convString)
 	case "bytes":
 		return m.leaf(name, "type=BYTE_ARRAY", rep, convBytes)
 	}
@@ -439,3 +420,7 @@ func twosComplement(n *big.Int) []byte {
 	}
 	return b
 }
+
+// utf8Tag is a string column. Plain encoding: parquet-go's dictionary
+// encoding made the loader-like test data larger, not smaller.
+const utf8Tag = "type=BYTE_ARRAY, convertedtype=UTF8"

@@ -1,0 +1,65 @@
+package compact
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"testing"
+	"time"
+
+	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/jobs/hours"
+)
+
+// BenchmarkCompact compacts one hour of Avro (deflate) files of the test
+// schema on the local disk and reports MB/s of Avro in (b.SetBytes) and the
+// size ratio Parquet/Avro. TRIBUTARY_FULL=1 uses a 10x larger hour.
+func BenchmarkCompact(b *testing.B) {
+	for _, codec := range []string{"snappy", "zstd"} {
+		b.Run(codec, func(b *testing.B) {
+			files, perFile := 8, 2000
+			if os.Getenv("TRIBUTARY_FULL") == "1" {
+				files, perFile = 20, 8000
+			}
+			fsys := filesys.Local()
+			tmpl := b.TempDir()
+			dirs := writeHours(b, fsys, tmpl, "pv", hour0, 1, files, perFile)
+			list, _ := fsys.ReadDir(dirs[0])
+			var avroBytes int64
+			for _, fi := range list {
+				avroBytes += fi.Size()
+			}
+			var ratio float64
+			b.SetBytes(avroBytes)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				base := path.Join(b.TempDir(), fmt.Sprint(i))
+				dst := hours.Dir(base, "pv", hour0)
+				for _, fi := range list {
+					data, _ := filesys.ReadFile(fsys, path.Join(dirs[0], fi.Name()))
+					if err := filesys.WriteFile(fsys, path.Join(dst, fi.Name()), data); err != nil {
+						b.Fatal(err)
+					}
+				}
+				c, err := New(Config{FS: fsys, Base: base, Codec: codec,
+					ClosedThrough: func(context.Context) (time.Time, error) { return hour0.Add(24 * time.Hour), nil }})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				sum, err := c.Run(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if sum.HoursCompacted != 1 {
+					b.Fatalf("summary %+v", sum)
+				}
+				ratio = float64(sum.BytesOut) / float64(sum.BytesIn)
+			}
+			b.ReportMetric(ratio, "parquet/avro")
+			b.ReportMetric(float64(files*perFile)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
