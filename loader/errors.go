@@ -9,12 +9,6 @@ var (
 	// renamed into place only once complete, so this means damage by
 	// something else; the loader stops rather than guess offsets.
 	ErrCorruptManifest = errors.New("loader: corrupt manifest")
-	// ErrMissingData: a committed move has neither its source nor its
-	// destination and cannot be redone.
-	ErrMissingData = errors.New("loader: data file of a committed manifest missing")
-	// ErrOffsetOutOfRange: the committed offset is below the partition's
-	// log start (retention deleted records before they were loaded).
-	ErrOffsetOutOfRange = errors.New("loader: committed offset no longer in the log")
 	// ErrLostOwnership: the process lost a partition's ownership (its
 	// ZooKeeper session ended) before it could commit.
 	ErrLostOwnership = errors.New("loader: partition ownership lost")

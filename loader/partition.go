@@ -312,6 +312,10 @@ func (pl *partLoad) finalName(f *dataFile) string {
 		fmt.Sprintf("%s+%d+%d+%d+s%d.avro", pl.topic, pl.partition, f.first, f.last, f.key.id))
 }
 
+// watermarkStep is the least advance of the watermark worth a commit
+// that loads nothing.
+const watermarkStep = time.Minute
+
 // commit commits the current commit of the partition: see doc.go for the
 // protocol and its crash steps. reachedEnd says the partition is loaded up
 // to the end offset read at endTime.
@@ -329,8 +333,10 @@ func (pl *partLoad) commit(ctx context.Context, reachedEnd bool) error {
 	if reachedEnd {
 		watermark = max(watermark, pl.endTime.UnixMilli())
 	}
-	if !pl.pending() && pl.prev != nil && watermark == pl.prev.WatermarkMs {
-		return nil // nothing new at all
+	if !pl.pending() && pl.prev != nil && watermark-pl.prev.WatermarkMs < watermarkStep.Milliseconds() {
+		// Nothing consumed: commit only to move the watermark on, and not
+		// for every short serve cycle or a peer's partition checked after it.
+		return nil
 	}
 	l.crash(StepWriting)
 	for len(pl.lru) > 0 {

@@ -1,0 +1,72 @@
+package loader_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tributary/tributary/loader"
+)
+
+func TestConfigFromProperties(t *testing.T) {
+	good := map[string]string{
+		"name": "hourly", "bootstrap.servers": "a:9092, b:9092", "schema.registry.url": "http://r:8081",
+		"topics": "page-views|clicks", "output.uri": "hdfs://nn:9000/data", "codec": "snappy",
+		"commit.records": "5000", "commit.interval.ms": "30000", "zookeeper.connect": "zk:2181/t",
+		"audit.cluster": "analytics", "audit.window.ms": "60000", "audit.enable": "true", "bogus": "1",
+	}
+	cfg, unknown, err := loader.ConfigFromProperties(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(unknown) != 1 || unknown[0] != "bogus" {
+		t.Errorf("unknown keys %v", unknown)
+	}
+	if cfg.Name != "hourly" || len(cfg.Brokers) != 2 || cfg.Brokers[1] != "b:9092" || cfg.Codec != "snappy" ||
+		cfg.CommitRecords != 5000 || cfg.CommitInterval != 30*time.Second || cfg.AuditWindow != time.Minute ||
+		cfg.ZooKeeperConnect != "zk:2181/t" || cfg.AuditDisable {
+		t.Errorf("config %+v", cfg)
+	}
+	for key, val := range map[string]string{
+		"name": "", "bootstrap.servers": "", "schema.registry.url": "", "topics": "(", "output.uri": "",
+		"codec": "lzma", "commit.records": "-1", "commit.interval.ms": "soon", "audit.enable": "maybe",
+	} {
+		props := map[string]string{}
+		for k, v := range good {
+			props[k] = v
+		}
+		props[key] = val
+		_, _, err := loader.ConfigFromProperties(props)
+		if !errors.Is(err, loader.ErrConfig) || !strings.Contains(err.Error(), strings.Split(key, ".")[0]) {
+			t.Errorf("%s=%q: %v, want an ErrConfig naming the key", key, val, err)
+		}
+	}
+}
+
+func TestParseOrigin(t *testing.T) {
+	src, p, off, err := loader.ParseOrigin([]byte("dc1/3/1200"))
+	if err != nil || src != "dc1" || p != 3 || off != 1200 {
+		t.Errorf("ParseOrigin = %q %d %d %v", src, p, off, err)
+	}
+	src, _, _, err = loader.ParseOrigin([]byte("east/dc1/0/5"))
+	if err != nil || src != "east/dc1" {
+		t.Errorf("source with a slash: %q %v", src, err)
+	}
+	for _, bad := range []string{"", "dc1", "dc1/3", "/3/4", "dc1/x/4", "dc1/3/-1", "dc1/3/"} {
+		if _, _, _, err := loader.ParseOrigin([]byte(bad)); err == nil {
+			t.Errorf("ParseOrigin(%q) accepted", bad)
+		}
+	}
+}
+
+func FuzzParseOrigin(f *testing.F) {
+	f.Add("dc1/3/1200")
+	f.Add("a/b/c/d")
+	f.Fuzz(func(t *testing.T, s string) {
+		src, p, off, err := loader.ParseOrigin([]byte(s))
+		if err == nil && (src == "" || p < 0 || off < 0) {
+			t.Fatalf("%q parsed as %q %d %d", s, src, p, off)
+		}
+	})
+}
