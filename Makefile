@@ -18,7 +18,7 @@ TEST_FLAGS ?=
 BENCH_RECORDS ?= 2000000
 BENCH_RUNS    ?= 3
 
-.PHONY: all build test test-unit deps fmt vet bench bench-vs-kafka demo clean
+.PHONY: all build test test-unit deps fmt vet bench bench-vs-kafka bench-vs-mm2 demo clean
 
 all: build
 
@@ -64,6 +64,12 @@ bench:
 # and our broker on this machine and prints one table of medians and ratios.
 bench-vs-kafka: build
 	BENCH_RECORDS=$(BENCH_RECORDS) BENCH_RUNS=$(BENCH_RUNS) bash scripts/bench-vs-kafka.sh
+
+# bench-vs-mm2 mirrors the same 2,000,000 x 100 B records between two Apache
+# Kafka brokers with MirrorMaker 2 (dedicated mode) and then with `tributary
+# mirror`, and prints records/s and CPU-seconds with ratios. Not part of test.
+bench-vs-mm2: build
+	bash scripts/bench-vs-mm2.sh
 
 # demo starts one broker on a temporary directory, round-trips a few records
 # through produce and consume, runs a short bench and stops the broker; it
