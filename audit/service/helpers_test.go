@@ -91,6 +91,7 @@ type testService struct {
 	*Service
 	reg  *prometheus.Registry
 	logs *logBuffer
+	stop func() // ends Run and waits for it; idempotent
 }
 
 // newService runs a Service in-process on clusters until the test ends.
@@ -109,13 +110,17 @@ func newService(t testing.TB, dir string, grace int, clusters ...Cluster) *testS
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("service run: %v", err)
-		}
-	})
-	return &testService{svc, reg, logs}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("service run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return &testService{svc, reg, logs, stop}
 }
 
 // metric returns the value of the sample of name whose labels include

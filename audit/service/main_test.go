@@ -1,0 +1,10 @@
+package service
+
+import (
+	"os"
+	"testing"
+
+	"github.com/tributary/tributary/internal/testproc"
+)
+
+func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }
