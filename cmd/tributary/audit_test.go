@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/audit"
+)
+
+// auditTotals reads the audit topic until idle and sums counts per
+// tier/cluster/topic.
+func auditTotals(t *testing.T, bs string) map[string]int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bs), kgo.ConsumeTopics(audit.DefaultTopic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	out := map[string]int64{}
+	for idle := 0; idle < 2; {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		if fs.NumRecords() == 0 {
+			idle++
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			e, err := audit.UnmarshalEvent(r.Value)
+			if err != nil {
+				t.Fatalf("audit record: %v", err)
+			}
+			out[e.Tier+"/"+e.Cluster+"/"+e.Topic] += e.Count
+		})
+	}
+	return out
+}
+
+// TestProduceAndConsumeAudit: `tributary produce` audits by default and
+// publishes its counts before it exits, --no-audit turns that off, and
+// `tributary consume --audit-tier` counts what it received.
+func TestProduceAndConsumeAudit(t *testing.T) {
+	bs := newBroker(t)
+	createTopic(t, bs, "audited", 2)
+	createTopic(t, bs, "quiet", 1)
+	var lines strings.Builder
+	for i := 0; i < 30; i++ {
+		fmt.Fprintf(&lines, "line %d\n", i)
+	}
+	mustRun(t, lines.String(), "produce", "--bootstrap", bs, "--topic", "audited", "--audit-cluster", "dc1")
+	mustRun(t, "a\nb\n", "produce", "--bootstrap", bs, "--topic", "quiet", "--no-audit")
+	res := mustRun(t, "", "consume", "--bootstrap", bs, "--topic", "audited", "--offset", "earliest",
+		"--max-messages", "30", "--audit-tier", "console", "--audit-cluster", "dc1")
+	if n := strings.Count(res.stdout, "\n"); n != 30 {
+		t.Fatalf("consumed %d lines", n)
+	}
+	got := auditTotals(t, bs)
+	want := map[string]int64{"producer/dc1/audited": 30, "console/dc1/audited": 30}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("audit totals %v, want %v", got, want)
+	}
+}
+
+func TestAuditFlagsRejected(t *testing.T) {
+	bs := newBroker(t)
+	cases := [][]string{
+		{"produce", "--bootstrap", bs, "--topic", "x", "--audit-window", "0s"},
+		{"produce", "--bootstrap", bs, "--topic", "x", "--audit-interval", "-1s"},
+		{"consume", "--bootstrap", bs, "--topic", "x", "--audit-tier", "producer"},
+		{"audit", "serve", "--dir", t.TempDir()},
+		{"audit", "serve", "--cluster", "nohost", "--dir", t.TempDir()},
+		{"audit", "serve", "--cluster", "dc1=127.0.0.1:1"},
+		{"audit", "serve", "--cluster", "dc1=127.0.0.1:1", "--dir", t.TempDir(), "--grace", "0"},
+		{"audit", "report", "--server", "http://127.0.0.1:1"},
+		{"audit", "report", "--server", "ftp://x", "--topic", "t"},
+		{"audit", "report", "--server", "http://127.0.0.1:1", "--topic", "t", "--from", "yesterday"},
+	}
+	for _, args := range cases {
+		res := runCLI(t, 30*time.Second, "", args...)
+		if !errors.Is(res.err, errBadFlag) {
+			t.Errorf("tributary %s: err %v, want a bad-flag error", strings.Join(args, " "), res.err)
+		}
+	}
+}
