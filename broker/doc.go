@@ -2,7 +2,20 @@
 // clients (franz-go, librdkafka/kcat, the Java client) on a TCP listener and
 // serves ApiVersions, Metadata, CreateTopics, DeleteTopics, Produce, Fetch,
 // ListOffsets, InitProducerId, DescribeConfigs and IncrementalAlterConfigs
-// on top of the storage engine in broker/log.
+// on top of the storage engine in broker/log, and the group coordinator's
+// APIs (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+// OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups,
+// OffsetDelete) through broker/group.
+//
+// # Group coordinator
+//
+// The partitions of __consumer_offsets are opened and served like any
+// other; after every reconciliation runGroupLoader (groups.go) loads the
+// ones this broker leads into the coordinator and unloads the others, so a
+// group's coordinator is the leader of its offsets partition. The first
+// FindCoordinator creates the topic. In a cluster, committed offsets are
+// also written through to /consumers/<group>/offsets in the coordination
+// service (see broker/group for which store is the truth).
 //
 // # Wire format
 //
