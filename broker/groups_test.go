@@ -123,3 +123,45 @@ func TestGroupCommitRestartResumes(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupOffsetsSurviveRestart: a standalone broker restarted on its
+// log dirs serves the offsets committed before, read back from
+// __consumer_offsets (its in-process coordinator starts empty).
+func TestGroupOffsetsSurviveRestart(t *testing.T) {
+	b := newTestBroker(t, groupTestConfig)
+	ctx := testContext(t, time.Minute)
+	if err := b.CreateTopic(ctx, "rs", 2); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(newClient(t, b.Addr()))
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "rs", Partition: 0, At: 17, LeaderEpoch: -1, Metadata: "m0"})
+	offs.Add(kadm.Offset{Topic: "rs", Partition: 1, At: 23, LeaderEpoch: -1})
+	waitFor(t, 30*time.Second, "the commit", func() bool {
+		resp, err := adm.CommitOffsets(ctx, "survivor", offs)
+		return err == nil && resp.Error() == nil
+	})
+	offs = kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "rs", Partition: 0, At: 19, LeaderEpoch: -1, Metadata: "m1"})
+	if resp, err := adm.CommitOffsets(ctx, "survivor", offs); err != nil || resp.Error() != nil {
+		t.Fatalf("second commit: %v %v", err, resp.Error())
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	again := startTestBroker(t, b.cfg)
+	adm = kadm.NewClient(newClient(t, again.Addr()))
+	waitFor(t, 30*time.Second, "the offsets after the restart", func() bool {
+		got, err := adm.FetchOffsets(ctx, "survivor")
+		if err != nil || got.Error() != nil {
+			return false
+		}
+		o0, _ := got.Lookup("rs", 0)
+		o1, _ := got.Lookup("rs", 1)
+		if o0.At != 19 || o0.Metadata != "m1" || o1.At != 23 {
+			t.Fatalf("after the restart: %+v %+v", o0, o1)
+		}
+		return true
+	})
+}
