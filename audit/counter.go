@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -90,7 +91,9 @@ type cellKey struct {
 	window int64 // window start, Unix ms
 }
 
-type cell struct{ count, bytes, errors int64 }
+// cell's fields are updated atomically under the read lock of
+// Counter.mu: Count only needs the write lock to add a new cell.
+type cell struct{ count, bytes, errors atomic.Int64 }
 
 // Counter is what a tier embeds: Count is cheap and safe for concurrent use;
 // a background loop publishes the accumulated deltas every Interval and on
@@ -102,7 +105,10 @@ type Counter struct {
 	pub      Publisher
 	idPrefix string
 
-	mu     sync.Mutex
+	// mu's read lock covers updates of existing cells (atomics), its
+	// write lock adding cells and publish swapping the map out: once
+	// publish holds the write lock, no Count still writes the old map.
+	mu     sync.RWMutex
 	cells  map[cellKey]*cell
 	closed bool
 
@@ -188,20 +194,36 @@ func (c *Counter) add(topic string, ts time.Time, records, bytes, errs int64) {
 		w -= c.windowMs
 	}
 	k := cellKey{topic, w}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	c.mu.RLock()
+	cl := c.cells[k]
+	if cl != nil && !c.closed {
+		cl.add(records, bytes, errs)
+		c.mu.RUnlock()
 		return
 	}
-	cl := c.cells[k]
-	if cl == nil {
+	c.mu.RUnlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	if cl = c.cells[k]; cl == nil {
 		cl = &cell{}
 		c.cells[k] = cl
 	}
-	cl.count += records
-	cl.bytes += bytes
-	cl.errors += errs
-	c.mu.Unlock()
+	cl.add(records, bytes, errs)
+}
+
+func (cl *cell) add(records, bytes, errs int64) {
+	if records != 0 {
+		cl.count.Add(records)
+	}
+	if bytes != 0 {
+		cl.bytes.Add(bytes)
+	}
+	if errs != 0 {
+		cl.errors.Add(errs)
+	}
 }
 
 func (c *Counter) loop() {
@@ -236,7 +258,8 @@ func (c *Counter) publish(ctx context.Context) error {
 	c.mu.Unlock()
 	now := time.Now().UTC()
 	for k, v := range cells {
-		if v.count == 0 && v.bytes == 0 && v.errors == 0 {
+		count, bytes, errs := v.count.Load(), v.bytes.Load(), v.errors.Load()
+		if count == 0 && bytes == 0 && errs == 0 {
 			continue
 		}
 		c.seq++
@@ -248,9 +271,9 @@ func (c *Counter) publish(ctx context.Context) error {
 			Topic:       k.topic,
 			WindowStart: time.UnixMilli(k.window).UTC(),
 			Window:      c.cfg.Window,
-			Count:       v.count,
-			Bytes:       v.bytes,
-			Errors:      v.errors,
+			Count:       count,
+			Bytes:       bytes,
+			Errors:      errs,
 			EmittedAt:   now,
 		})
 	}

@@ -54,7 +54,8 @@
 // # Concurrency
 //
 // Counter.Count and Counter.CountErrors are safe for concurrent use and
-// cheap (a map update under a mutex). Publishing runs on the Counter's own
+// cheap (a map lookup under a read lock and atomic adds; a new topic or
+// window takes the write lock once). Publishing runs on the Counter's own
 // goroutine every Config.Interval, and on Flush and Close; a failed publish
 // is retried with the same events (same IDs) before newer deltas.
 //
