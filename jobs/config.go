@@ -104,8 +104,14 @@ var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | 
 // "*/5 * * * *") or a descriptor ("@every 5m", "@hourly"). Times are UTC
 // unless the expression starts with TZ=.
 func ParseSchedule(s string) (cron.Schedule, error) {
-	if strings.TrimSpace(s) == "" {
+	s = strings.TrimSpace(s)
+	if s == "" {
 		return nil, errors.New("missing")
+	}
+	// robfig/cron reads a spec without a zone in the machine's local zone;
+	// schedulers on machines in different zones must agree, so UTC.
+	if !strings.HasPrefix(s, "TZ=") && !strings.HasPrefix(s, "CRON_TZ=") {
+		s = "TZ=UTC " + s
 	}
 	return cronParser.Parse(s)
 }

@@ -84,3 +84,21 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+func TestSchedulesAreUTC(t *testing.T) {
+	for spec, want := range map[string]time.Time{
+		"0 0 9 * * *":                  time.Date(2026, 1, 2, 9, 0, 0, 0, time.UTC),
+		"TZ=Asia/Tokyo 0 0 9 * * *":    time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC),
+		"@daily":                       time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC),
+		"CRON_TZ=Asia/Tokyo 0 9 * * *": time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC),
+	} {
+		s, err := ParseSchedule(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := Job{schedule: s}
+		if got := j.Next(time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)); !got.Equal(want) {
+			t.Errorf("%q: next %v, want %v", spec, got, want)
+		}
+	}
+}

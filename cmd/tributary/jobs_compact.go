@@ -105,10 +105,11 @@ func runJobsCompact(cmd *cobra.Command, o jobsCompactOptions) error {
 		return err
 	}
 	sum, err := c.Run(ctx)
-	if err != nil {
-		return err
+	// The summary says what was done even when some hour failed.
+	if werr := writeSummary(cmd, o.summary, sum); err == nil {
+		err = werr
 	}
-	return writeSummary(cmd, o.summary, sum)
+	return err
 }
 
 // writeSummary prints v as one JSON line (the last line of output, which is

@@ -93,6 +93,8 @@ type Summary struct {
 	Records   int64    `json:"records"`
 	LateFiles int      `json:"late_files,omitempty"`
 	Hours     []string `json:"hours,omitempty"`
+	// HoursFailed lists the hours whose compaction failed, with the error.
+	HoursFailed []string `json:"hours_failed,omitempty"`
 }
 
 // Compactor runs compactions; one at a time per base (the scheduler's job
@@ -174,9 +176,18 @@ func (c *Compactor) Run(ctx context.Context) (Summary, error) {
 				continue
 			}
 			if err := c.compactHour(ctx, h, &sum); err != nil {
-				return sum, fmt.Errorf("compact: %s: %w", h, err)
+				if ctx.Err() != nil {
+					return sum, err
+				}
+				// One bad hour (a corrupt file, an unmappable schema) must
+				// not hold the others back; it stays Avro and the run fails.
+				c.log.Error("compaction of an hour failed; it stays Avro", "hour", h.String(), "err", err)
+				sum.HoursFailed = append(sum.HoursFailed, h.String()+": "+err.Error())
 			}
 		}
+	}
+	if len(sum.HoursFailed) > 0 {
+		return sum, fmt.Errorf("compact: %d hours failed: %s", len(sum.HoursFailed), strings.Join(sum.HoursFailed, "; "))
 	}
 	return sum, nil
 }

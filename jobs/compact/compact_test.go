@@ -123,3 +123,31 @@ func TestReaderRuleLateFile(t *testing.T) {
 		t.Errorf("second run %+v, %v: want the late file reported", sum, err)
 	}
 }
+
+func TestCorruptHourDoesNotBlockOthers(t *testing.T) {
+	fsys, base := filesys.Local(), t.TempDir()
+	dirs := writeHours(t, fsys, base, "pv", hour0, 3, 2, 10)
+	bad := path.Join(dirs[1], "pv+0+999+999+s7.avro")
+	if err := filesys.WriteFile(fsys, bad, []byte("not avro")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Config{FS: fsys, Base: base, ClosedThrough: func(context.Context) (time.Time, error) { return hour0.Add(5 * time.Hour), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := c.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "pv/2026/03/01/11") || sum.HoursCompacted != 2 || len(sum.HoursFailed) != 1 {
+		t.Fatalf("run with a corrupt hour: %+v, %v", sum, err)
+	}
+	names, _ := hours.DataFiles(fsys, dirs[1])
+	if len(names) != 3 || !strings.HasSuffix(names[2], ".avro") {
+		t.Errorf("failed hour shows %v, want its 3 Avro files", names)
+	}
+	if err := fsys.Remove(bad); err != nil {
+		t.Fatal(err)
+	}
+	sum, err = c.Run(context.Background())
+	if err != nil || sum.HoursCompacted != 1 || sum.Records != 20 {
+		t.Errorf("after removing the corrupt file: %+v, %v", sum, err)
+	}
+}
