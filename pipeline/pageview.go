@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -70,12 +71,6 @@ func NewProducerID(datacenter string) string {
 	return datacenter + "-" + hex.EncodeToString(b[:])
 }
 
-// Counter counts handled records per topic and record timestamp, as
-// audit.Counter does.
-type Counter interface {
-	Count(topic string, recordTimestamp time.Time, records, bytes int64)
-}
-
 // ProducerConfig configures a page-view producer.
 type ProducerConfig struct {
 	// Brokers are the datacenter cluster's bootstrap addresses. Required.
@@ -92,9 +87,10 @@ type ProducerConfig struct {
 	Rate float64
 	// Count stops after this many records; 0 means until ctx ends.
 	Count int64
-	// Audit, when set, counts every acknowledged record (the producer
-	// tier); an *audit.Counter is one.
-	Audit Counter
+	// Audit configures the client's producer-tier audit counter, which
+	// publishes to the datacenter's own audit topic (the mirror carries it
+	// to analytics). Audit.Cluster defaults to Datacenter.
+	Audit client.ProducerAudit
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -122,6 +118,9 @@ type ProducerStats struct {
 	Sent     int64 // records handed to the client
 	Acked    int64 // records acknowledged: seq 0..Acked-1 when Failed is 0
 	Failed   int64 // records whose send failed for good
+	// FailedSeqs are the seqs of the failed records: each may or may not
+	// have been written (a timed-out send can still land).
+	FailedSeqs []int64
 }
 
 // Producer sends page views at a steady rate.
@@ -133,8 +132,9 @@ type Producer struct {
 
 	sent, acked, failed atomic.Int64
 
-	mu  sync.Mutex
-	err error // the first send error
+	mu         sync.Mutex
+	err        error // the first send error
+	failedSeqs []int64
 }
 
 // NewProducer validates cfg and connects.
@@ -161,7 +161,13 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	}
 	// acks=all and idempotence: a retried batch is never written twice,
 	// so the producer tier's count is the truth the others are held to.
-	p, err := client.NewProducer(client.ProducerConfig{Brokers: cfg.Brokers, ClientID: cfg.Producer, Logger: logger})
+	if cfg.Audit.Cluster == "" {
+		cfg.Audit.Cluster = cfg.Datacenter
+	}
+	if cfg.Audit.Instance == "" {
+		cfg.Audit.Instance = cfg.Producer
+	}
+	p, err := client.NewProducer(client.ProducerConfig{Brokers: cfg.Brokers, ClientID: cfg.Producer, Logger: logger, Audit: cfg.Audit})
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +179,10 @@ func (p *Producer) ID() string { return p.cfg.Producer }
 
 // Stats returns the counts so far.
 func (p *Producer) Stats() ProducerStats {
-	return ProducerStats{Producer: p.cfg.Producer, Sent: p.sent.Load(), Acked: p.acked.Load(), Failed: p.failed.Load()}
+	p.mu.Lock()
+	failed := slices.Clone(p.failedSeqs)
+	p.mu.Unlock()
+	return ProducerStats{Producer: p.cfg.Producer, Sent: p.sent.Load(), Acked: p.acked.Load(), Failed: p.failed.Load(), FailedSeqs: failed}
 }
 
 // Run sends until Count records were sent or ctx ends, then waits (up to
@@ -227,9 +236,10 @@ func (p *Producer) finish(drain time.Duration) (ProducerStats, error) {
 	if err := p.p.Flush(ctx); err != nil {
 		p.setErr(fmt.Errorf("flush: %w", err))
 	}
+	st := p.Stats()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.Stats(), p.err
+	return st, p.err
 }
 
 func (p *Producer) setErr(err error) {
@@ -259,15 +269,15 @@ func (p *Producer) send(ctx context.Context, seq int64) error {
 	p.p.SendAsync(context.WithoutCancel(ctx), m, func(m *client.Message, err error) {
 		if err != nil {
 			p.failed.Add(1)
+			p.mu.Lock()
+			p.failedSeqs = append(p.failedSeqs, seq)
+			p.mu.Unlock()
 			if !errors.Is(err, client.ErrClosed) {
 				p.setErr(fmt.Errorf("page view %s/%d: %w", p.cfg.Producer, seq, err))
 			}
 			return
 		}
 		p.acked.Add(1)
-		if p.cfg.Audit != nil {
-			p.cfg.Audit.Count(m.Topic, m.Timestamp, 1, int64(len(m.Key)+len(m.Value)))
-		}
 	})
 	return nil
 }

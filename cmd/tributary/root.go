@@ -20,6 +20,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newRegistryCommand())
 	root.AddCommand(newDevCommand())
 	root.AddCommand(newAuditCommand())
+	root.AddCommand(newPipelineCommand())
 	root.AddCommand(newMirrorCommand())
 	root.AddCommand(newJobsCommand())
 	root.AddCommand(newLoaderCommand())

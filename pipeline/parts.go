@@ -1,0 +1,89 @@
+package pipeline
+
+import (
+	"context"
+	"regexp"
+	"time"
+
+	"github.com/tributary/tributary/mirror"
+
+	"github.com/tributary/tributary/loader"
+)
+
+// startLoader runs the loader continuously in this process: a load cycle
+// every LoadInterval, from the analytics cluster into the output.
+func (p *Pipeline) startLoader(ctx context.Context) (*part, error) {
+	if p.cfg.LoaderScheduled {
+		return p.startScheduledLoader(ctx)
+	}
+	l, err := loader.New(ctx, loader.Config{
+		Name:           LoaderJob,
+		Brokers:        p.clusters[AnalyticsCluster].Bootstrap(),
+		RegistryURL:    p.RegistryURL(),
+		Topics:         regexp.QuoteMeta(p.cfg.Topic),
+		OutputURI:      p.cfg.OutputURI(),
+		CommitInterval: p.cfg.LoadInterval,
+		AuditCluster:   AnalyticsCluster,
+		AuditWindow:    p.cfg.AuditWindow,
+		Instance:       "pipeline-loader",
+		Logger:         p.logger.With("part", "loader"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	l.OnCommit(func(ci loader.CommitInfo) {
+		p.mu.Lock()
+		p.loaderDup += ci.Duplicates
+		p.mu.Unlock()
+	})
+	return p.runPart("loader", func(ctx context.Context) error {
+		defer l.Close()
+		return l.Serve(ctx)
+	}), nil
+}
+
+// startMirror runs the mirror in this process: every datacenter into
+// analytics, each source consumed by the paper's ZooKeeper consumer group
+// on that datacenter's own coordination service (its memcoord server or
+// its ZooKeeper chroot). The mirror tier counts what analytics
+// acknowledged, under the analytics cluster's name.
+func (p *Pipeline) startMirror(ctx context.Context) (*part, error) {
+	var sources []mirror.SourceConfig
+	for _, dc := range p.cfg.Datacenters {
+		c := p.clusters[dc]
+		sources = append(sources, mirror.SourceConfig{Name: dc, Brokers: c.Bootstrap(), Coordinator: c.Connector()})
+	}
+	mc := mirror.Config{
+		Sources:              sources,
+		TargetName:           AnalyticsCluster,
+		TargetBrokers:        p.clusters[AnalyticsCluster].Bootstrap(),
+		Topics:               regexp.QuoteMeta(p.cfg.Topic),
+		GroupID:              "pipeline-mirror",
+		TopicRefreshInterval: 2 * time.Second,
+		CommitInterval:       time.Second,
+		AuditWindow:          p.cfg.AuditWindow,
+		AuditInterval:        p.cfg.AuditInterval,
+		Instance:             "pipeline-mirror",
+		Logger:               p.logger.With("part", "mirror"),
+	}
+	counter, err := mirror.NewAuditCounter(ctx, mc)
+	if err != nil {
+		return nil, err
+	}
+	m, err := mirror.New(mc, counter)
+	if err != nil {
+		_ = counter.Close(ctx)
+		return nil, err
+	}
+	return p.runPart("mirror", m.Run), nil
+}
+
+// DashboardURL returns the audit dashboard's URL, "" while it does not run.
+func (p *Pipeline) DashboardURL() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pt := p.parts["audit"]; pt != nil {
+		return pt.info
+	}
+	return ""
+}

@@ -1,0 +1,94 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/linkedin/goavro/v2"
+
+	"github.com/tributary/tributary/internal/filesys"
+)
+
+// writeOCF writes page views (producer, seqs) as one Avro container file.
+func writeOCF(t *testing.T, name, producer string, seqs ...int64) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := goavro.NewOCFWriter(goavro.OCFConfig{W: f, Schema: PageViewSchema, CompressionName: "deflate"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []any
+	for _, s := range seqs {
+		recs = append(recs, PageView("dc1", producer, s, time.UnixMilli(1_700_000_000_000+s)))
+	}
+	if err := w.Append(recs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReadLoadedExactlyOnce: files in the loader's layout are read back
+// record by record; "_" directories (loader state, errors) are skipped;
+// a missing, a duplicated, a never-sent and an unknown producer's record
+// are each reported, and a failed send may be absent.
+func TestReadLoadedExactlyOnce(t *testing.T) {
+	base := t.TempDir()
+	hour := filepath.Join(base, "pageviews", "2026", "11", "30", "15")
+	writeOCF(t, filepath.Join(hour, "pageviews+0+0+2+s1.avro"), "dc1-a", 0, 1, 2)
+	writeOCF(t, filepath.Join(hour, "pageviews+1+0+1+s1.avro"), "dc1-a", 3, 5)
+	writeOCF(t, filepath.Join(base, "pageviews", "_tmp", "x.avro"), "dc1-a", 0) // not data
+	writeOCF(t, filepath.Join(base, "_loader", "job", "y.avro"), "dc1-a", 0)    // not even the topic
+	ctx := context.Background()
+	fsys := filesys.Local()
+	rb, err := ReadLoaded(ctx, fsys, base, "pageviews")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rb.Files) != 2 || rb.Records != 5 || len(rb.Sample) != 5 || rb.Sample[0]["seq"] != int64(0) {
+		t.Fatalf("files %v, records %d, sample %v", rb.Files, rb.Records, rb.Sample)
+	}
+	// seq 4 failed: absent is fine.
+	n, err := rb.CheckExactlyOnce([]ProducerStats{{Producer: "dc1-a", Sent: 6, Acked: 5, Failed: 1, FailedSeqs: []int64{4}}})
+	if err != nil || n != 5 {
+		t.Fatalf("exactly once: %d, %v", n, err)
+	}
+	// Without the failure, seq 4 is missing.
+	if _, err := rb.CheckExactlyOnce([]ProducerStats{{Producer: "dc1-a", Sent: 6, Acked: 6}}); !errors.Is(err, ErrNotExactlyOnce) ||
+		!strings.Contains(err.Error(), "dc1-a: 1 records missing (first seqs [4])") {
+		t.Fatalf("missing seq 4: %v", err)
+	}
+	// Only 5 sent: seq 5 was never sent.
+	if _, err := rb.CheckExactlyOnce([]ProducerStats{{Producer: "dc1-a", Sent: 5, Acked: 4, FailedSeqs: []int64{4}}}); err == nil ||
+		!strings.Contains(err.Error(), "seq 5 loaded but never sent") {
+		t.Fatalf("never sent: %v", err)
+	}
+	writeOCF(t, filepath.Join(hour, "pageviews+2+0+1+s1.avro"), "dc1-a", 2)
+	writeOCF(t, filepath.Join(hour, "pageviews+3+0+0+s1.avro"), "dc2-b", 0)
+	rb, err = ReadLoaded(ctx, fsys, base, "pageviews")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = rb.CheckExactlyOnce([]ProducerStats{{Producer: "dc1-a", Sent: 6, Acked: 5, FailedSeqs: []int64{4}}})
+	for _, want := range []string{"dc1-a: 1 records loaded more than once (first seqs [2])", "1 records of unknown producer dc2-b"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v lacks %q", err, want)
+		}
+	}
+	if rb.Duplicates() != 1 {
+		t.Errorf("duplicates %d, want 1", rb.Duplicates())
+	}
+	if empty, err := ReadLoaded(ctx, fsys, t.TempDir(), "pageviews"); err != nil || empty.Records != 0 {
+		t.Errorf("nothing loaded yet: %v, %v", empty, err)
+	}
+}

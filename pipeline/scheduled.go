@@ -1,0 +1,67 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/tributary/tributary/jobs"
+)
+
+// startScheduledLoader runs the loader as a job of the jobs scheduler: a
+// `tributary loader run --config <Dir>/loader.properties` child process of
+// Config.Executable every LoadInterval, one run at a time, with its
+// history in the analytics cluster's coordination service. Each run loads
+// what analytics holds at its start and commits, so a record waits up to
+// one interval plus a run for its file.
+func (p *Pipeline) startScheduledLoader(ctx context.Context) (*part, error) {
+	props := map[string]string{
+		"name":                LoaderJob,
+		"bootstrap.servers":   strings.Join(p.clusters[AnalyticsCluster].Bootstrap(), ","),
+		"schema.registry.url": p.RegistryURL(),
+		"topics":              regexp.QuoteMeta(p.cfg.Topic),
+		"output.uri":          p.cfg.OutputURI(),
+		"audit.cluster":       AnalyticsCluster,
+		"audit.window.ms":     fmt.Sprint(p.cfg.AuditWindow.Milliseconds()),
+	}
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString("# Written by tributary pipeline: the scheduled loader job's configuration.\n")
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s\n", k, props[k])
+	}
+	conf := filepath.Join(p.dir, "loader.properties")
+	if err := os.WriteFile(conf, []byte(b.String()), 0o644); err != nil {
+		return nil, err
+	}
+	spec := jobs.Spec{
+		Name:     LoaderJob,
+		Schedule: "@every " + p.cfg.LoadInterval.String(),
+		Kind:     jobs.KindLoader,
+		Args:     map[string]any{"config": conf},
+		Timeout:  jobs.Duration(10 * p.cfg.LoadInterval),
+	}
+	job, err := spec.Validate(0)
+	if err != nil {
+		return nil, err
+	}
+	s, err := jobs.New(jobs.Config{
+		Jobs:       []jobs.Job{job},
+		Connect:    p.clusters[AnalyticsCluster].Connector(),
+		ID:         "pipeline-scheduler",
+		Executable: p.cfg.Executable,
+		Logger:     p.logger.With("part", "loader", "scheduler", "jobs"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p.runPart("loader", s.Run), nil
+}
