@@ -14,10 +14,11 @@ import (
 )
 
 // TestBadInputSkipped: garbage bytes, a truncated event, an unknown
-// version, counts from the future and negative counts on the audit topic
-// are each skipped, counted by reason and logged once with cluster,
-// partition and offset; the good event after them is counted, and a
-// restart neither re-reads nor re-logs them.
+// version, counts from the future, negative counts and counts for windows
+// past the retention on the audit topic are each skipped, counted by
+// reason and logged once with cluster, partition and offset; the good
+// event after them is counted, and a restart neither re-reads nor re-logs
+// them.
 func TestBadInputSkipped(t *testing.T) {
 	dc1 := newCluster(t)
 	dir := t.TempDir()
@@ -28,6 +29,8 @@ func TestBadInputSkipped(t *testing.T) {
 	}
 	future := strings.Replace(string(good), `"id":"good-1"`, `"id":"future-1"`, 1)
 	future = regexp.MustCompile(`"window_start":"[^"]*"`).ReplaceAllString(future, `"window_start":"2100-01-01T00:00:00Z"`)
+	expired := strings.Replace(string(good), `"id":"good-1"`, `"id":"old-1"`, 1)
+	expired = regexp.MustCompile(`"window_start":"[^"]*"`).ReplaceAllString(expired, `"window_start":"2001-01-01T00:00:00Z"`)
 	negative := strings.Replace(strings.Replace(string(good), `"count":42`, `"count":-5`, 1), `"id":"good-1"`, `"id":"neg-1"`, 1)
 	bad := []struct{ value, reason string }{
 		{"\x00\x01\xfe garbage \xff", reasonDecode},
@@ -35,6 +38,7 @@ func TestBadInputSkipped(t *testing.T) {
 		{strings.Replace(string(good), `"v":1`, `"v":7`, 1), reasonVersion},
 		{future, reasonFuture},
 		{negative, reasonInvalid},
+		{expired, reasonExpired},
 	}
 	cl := newKgo(t, kgo.SeedBrokers(dc1), kgo.DefaultProduceTopic(audit.DefaultTopic), kgo.AllowAutoTopicCreation(),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -61,7 +65,7 @@ func TestBadInputSkipped(t *testing.T) {
 		return svc
 	}
 	svc := runOnce(42)
-	want := map[string]float64{reasonDecode: 2, reasonVersion: 1, reasonFuture: 1, reasonInvalid: 1}
+	want := map[string]float64{reasonDecode: 2, reasonVersion: 1, reasonFuture: 1, reasonInvalid: 1, reasonExpired: 1}
 	for reason, n := range want {
 		if got := svc.metric(t, "audit_service_bad_events_total", "cluster", "dc1", "reason", reason); got != n {
 			t.Errorf("bad events %s = %v, want %v", reason, got, n)

@@ -21,6 +21,10 @@ const (
 	DefaultMaxFuture = time.Hour
 	// DefaultPartitionRefresh is how often new audit-topic partitions are looked for.
 	DefaultPartitionRefresh = 10 * time.Second
+	// DefaultRetention is how long windows (and their event IDs) are kept.
+	DefaultRetention = 30 * 24 * time.Hour
+	// pruneInterval is how often windows older than the retention go.
+	pruneInterval = time.Hour
 	// StoreFile is the store's file name under Config.Dir.
 	StoreFile = "audit.db"
 )
@@ -45,6 +49,10 @@ type Config struct {
 	// MaxFuture bounds how far in the future an event's window may start;
 	// default DefaultMaxFuture.
 	MaxFuture time.Duration
+	// Retention is how long a window is kept after its start; events for
+	// older windows are refused (their IDs are forgotten). Default
+	// DefaultRetention.
+	Retention time.Duration
 	// Topic is the audit topic; default audit.DefaultTopic.
 	Topic string
 	// PartitionRefresh is how often new partitions are looked for;
@@ -92,6 +100,9 @@ func (c Config) Validate() error {
 	if c.Grace < 0 {
 		errs = append(errs, fmt.Errorf("%w: grace: %d must be >= 0", ErrInvalidConfig, c.Grace))
 	}
+	if c.Retention < 0 {
+		errs = append(errs, fmt.Errorf("%w: retention: must be >= 0", ErrInvalidConfig))
+	}
 	if c.MaxFuture < 0 {
 		errs = append(errs, fmt.Errorf("%w: max-future: must be >= 0", ErrInvalidConfig))
 	}
@@ -107,6 +118,9 @@ func (c *Config) fill() {
 	}
 	if c.Topic == "" {
 		c.Topic = audit.DefaultTopic
+	}
+	if c.Retention == 0 {
+		c.Retention = DefaultRetention
 	}
 	if c.PartitionRefresh == 0 {
 		c.PartitionRefresh = DefaultPartitionRefresh

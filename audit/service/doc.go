@@ -17,7 +17,9 @@
 // Bad input is skipped and never stops the service: bytes that are not
 // JSON (garbage, a truncated event), an unknown format version, invalid
 // fields (negative counts, unaligned windows, empty names) and counts for
-// windows further in the future than Config.MaxFuture. Each is counted in
+// windows further in the future than Config.MaxFuture, and events for
+// windows older than Config.Retention (pruned with their event IDs, so a
+// re-sent one must not count again). Each is counted in
 // audit_service_bad_events_total{cluster,reason} and logged once with its
 // cluster, partition and offset (the offset is stored past it, so a
 // restart does not log it again).

@@ -24,6 +24,7 @@ const (
 	reasonVersion = "version" // an unknown format version
 	reasonInvalid = "invalid" // fields out of range: negative counts, unaligned window, names
 	reasonFuture  = "future"  // a window starting beyond now + MaxFuture
+	reasonExpired = "expired" // a window older than the retention
 )
 
 // ingest consumes one cluster's audit topic until ctx ends, reconnecting
@@ -218,6 +219,9 @@ func (s *Service) decode(b []byte, now time.Time) (audit.Event, string, error) {
 	}
 	if e.WindowStart.Before(time.UnixMilli(0)) {
 		return e, reasonInvalid, errors.New("window starts before 1970")
+	}
+	if e.WindowStart.Before(now.Add(-s.cfg.Retention)) {
+		return e, reasonExpired, errors.New("window is older than the retention: " + e.WindowStart.Format(time.RFC3339))
 	}
 	if e.WindowStart.After(now.Add(s.cfg.MaxFuture)) {
 		return e, reasonFuture, errors.New("window starts more than max-future after now: " + e.WindowStart.Format(time.RFC3339))

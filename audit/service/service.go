@@ -66,6 +66,11 @@ func (s *Service) Run(ctx context.Context) error {
 			s.ingest(ctx, c)
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.pruneLoop(ctx)
+	}()
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(s.ln) }()
 	s.cfg.Logger.Info("audit service listening", "addr", s.Addr(), "dir", s.cfg.Dir)
@@ -84,6 +89,26 @@ func (s *Service) Run(ctx context.Context) error {
 		err = nil
 	}
 	return err
+}
+
+// pruneLoop drops windows older than the retention, at start and then
+// every pruneInterval.
+func (s *Service) pruneLoop(ctx context.Context) {
+	t := time.NewTicker(pruneInterval)
+	defer t.Stop()
+	for {
+		cutoff := s.cfg.Now().Add(-s.cfg.Retention)
+		if n, err := s.store.Prune(cutoff); err != nil {
+			s.cfg.Logger.Error("audit service: prune failed", "err", err)
+		} else if n > 0 {
+			s.cfg.Logger.Info("audit service: pruned windows older than the retention", "windows", n, "before", cutoff.UTC().Format(time.RFC3339))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // Topics lists the topics the store holds counts for.

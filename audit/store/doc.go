@@ -17,6 +17,7 @@
 // Bucket "meta":    "version" -> "1".
 // Bucket "offsets": cluster 0x00 partition(uint32 BE) -> next offset (uint64 BE).
 // Bucket "ids":     event id -> window start, Unix ms (uint64 BE).
+// Bucket "expiry":  window start (uint64 BE) id -> empty (to prune IDs by age).
 // Bucket "windows": topic 0x00 start(uint64 BE, Unix ms) window(uint64 BE, ms)
 //
 //	-> last update (uint64 BE, Unix ms of the service's clock).
@@ -25,7 +26,8 @@
 //
 //	-> count, bytes, errors (3 x uint64 BE).
 //
-// Names containing 0x00 are refused by Apply (ErrBadName).
+// Names containing 0x00 are refused by Apply (ErrBadName). Prune deletes
+// windows older than a cutoff together with their counts and event IDs.
 //
 // # Concurrency
 //

@@ -19,6 +19,7 @@ var (
 	bucketIDs     = []byte("ids")
 	bucketWindows = []byte("windows")
 	bucketCounts  = []byte("counts")
+	bucketExpiry  = []byte("expiry")
 	layoutVersion = []byte("1")
 )
 
@@ -34,7 +35,7 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketMeta, bucketOffsets, bucketIDs, bucketWindows, bucketCounts} {
+		for _, name := range [][]byte{bucketMeta, bucketOffsets, bucketIDs, bucketWindows, bucketCounts, bucketExpiry} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
@@ -95,6 +96,7 @@ func (s *Store) Apply(events []audit.Event, positions []Position, now time.Time)
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		res = Result{}
 		ids, windows, counts, offsets := tx.Bucket(bucketIDs), tx.Bucket(bucketWindows), tx.Bucket(bucketCounts), tx.Bucket(bucketOffsets)
+		expiry := tx.Bucket(bucketExpiry)
 		for _, e := range events {
 			id := []byte(e.ID)
 			if ids.Get(id) != nil {
@@ -103,6 +105,9 @@ func (s *Store) Apply(events []audit.Event, positions []Position, now time.Time)
 			}
 			start := e.WindowStart.UnixMilli()
 			if err := ids.Put(id, u64(uint64(start))); err != nil {
+				return err
+			}
+			if err := expiry.Put(append(u64(uint64(start)), id...), nil); err != nil {
 				return err
 			}
 			wk := windowKey(e.Topic, start, e.Window.Milliseconds())
@@ -249,6 +254,62 @@ func readRows(counts *bolt.Bucket, wk []byte) []Row {
 		return a.Instance < b.Instance
 	})
 	return rows
+}
+
+// Prune deletes every window starting before cutoff, with its counts and
+// the IDs of its events, and returns how many windows it deleted. The
+// caller must refuse events for windows before cutoff from then on: their
+// IDs are forgotten, so a re-sent one would count again.
+func (s *Store) Prune(cutoff time.Time) (int, error) {
+	end := uint64(max(cutoff.UnixMilli(), 0))
+	deleted := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		deleted = 0
+		ids, expiry, windows, counts := tx.Bucket(bucketIDs), tx.Bucket(bucketExpiry), tx.Bucket(bucketWindows), tx.Bucket(bucketCounts)
+		var doomed [][]byte
+		c := expiry.Cursor()
+		for k, _ := c.First(); k != nil && len(k) >= 8 && binary.BigEndian.Uint64(k) < end; k, _ = c.Next() {
+			doomed = append(doomed, bytes.Clone(k))
+		}
+		for _, k := range doomed {
+			if err := ids.Delete(k[8:]); err != nil {
+				return err
+			}
+			if err := expiry.Delete(k); err != nil {
+				return err
+			}
+		}
+		var oldWindows [][]byte
+		wc := windows.Cursor()
+		for k, _ := wc.First(); k != nil; k, _ = wc.Next() {
+			i := bytes.IndexByte(k, 0)
+			if i >= 0 && len(k) == i+17 && binary.BigEndian.Uint64(k[i+1:]) < end {
+				oldWindows = append(oldWindows, bytes.Clone(k))
+			}
+		}
+		for _, wk := range oldWindows {
+			prefix := append(bytes.Clone(wk), 0)
+			var keys [][]byte
+			cc := counts.Cursor()
+			for k, _ := cc.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = cc.Next() {
+				keys = append(keys, bytes.Clone(k))
+			}
+			for _, k := range keys {
+				if err := counts.Delete(k); err != nil {
+					return err
+				}
+			}
+			if err := windows.Delete(wk); err != nil {
+				return err
+			}
+			deleted++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: prune: %w", err)
+	}
+	return deleted, nil
 }
 
 // EventCount returns how many distinct event IDs were applied.

@@ -91,3 +91,34 @@ func TestApplyRefusesNUL(t *testing.T) {
 		t.Fatalf("NUL in tier: %v", err)
 	}
 }
+
+func TestPruneForgetsOldWindowsAndIDs(t *testing.T) {
+	s := newStore(t, filepath.Join(t.TempDir(), "audit.db"))
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	evs := []audit.Event{
+		ev("old", "producer", "dc1", "clicks", t0, 1),
+		ev("new", "producer", "dc1", "clicks", t0.Add(time.Hour), 2),
+		ev("other", "producer", "dc1", "views", t0, 3),
+	}
+	if _, err := s.Apply(evs, nil, t0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Prune(t0.Add(time.Minute))
+	if err != nil || n != 2 {
+		t.Fatalf("pruned %d windows (%v), want 2", n, err)
+	}
+	ws, _ := s.Windows("clicks", time.Time{}, time.Time{})
+	if len(ws) != 1 || !ws[0].Start.Equal(t0.Add(time.Hour)) || ws[0].Rows[0].Count != 2 {
+		t.Fatalf("after prune: %+v", ws)
+	}
+	if topics, _ := s.Topics(); !reflect.DeepEqual(topics, []string{"clicks"}) {
+		t.Fatalf("topics after prune %v", topics)
+	}
+	if n, _ := s.EventCount(); n != 1 {
+		t.Fatalf("ids after prune %d, want 1", n)
+	}
+	// The kept ID still deduplicates.
+	if res, _ := s.Apply(evs[1:2], nil, t0); res.Duplicates != 1 {
+		t.Fatalf("kept id not deduplicated: %+v", res)
+	}
+}

@@ -19,6 +19,7 @@ type auditServeOptions struct {
 	dir       string
 	grace     int
 	maxFuture time.Duration
+	retention time.Duration
 	topic     string
 	logLevel  string
 }
@@ -58,13 +59,14 @@ func newAuditServeCommand() *cobra.Command {
 	fs.StringVar(&o.dir, "dir", "", "directory of the audit store (required)")
 	fs.IntVar(&o.grace, "grace", service.DefaultGrace, "a window closes once no tier reported on it for this many windows after its end")
 	fs.DurationVar(&o.maxFuture, "max-future", service.DefaultMaxFuture, "skip events whose window starts further than this after now")
+	fs.DurationVar(&o.retention, "retention", service.DefaultRetention, "keep windows (and their event ids) this long after they start; older events are skipped")
 	fs.StringVar(&o.topic, "audit-topic", audit.DefaultTopic, "the audit topic")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }
 
 func (o *auditServeOptions) config() (service.Config, error) {
-	cfg := service.Config{Listen: o.listen, Dir: o.dir, Grace: o.grace, MaxFuture: o.maxFuture, Topic: o.topic}
+	cfg := service.Config{Listen: o.listen, Dir: o.dir, Grace: o.grace, MaxFuture: o.maxFuture, Retention: o.retention, Topic: o.topic}
 	if len(o.clusters) == 0 {
 		return cfg, fmt.Errorf("%w: --cluster NAME=HOST:PORT is required", errBadFlag)
 	}
@@ -89,6 +91,9 @@ func (o *auditServeOptions) config() (service.Config, error) {
 	}
 	if o.maxFuture <= 0 {
 		return cfg, badFlag("max-future", o.maxFuture.String(), "must be positive")
+	}
+	if o.retention <= 0 {
+		return cfg, badFlag("retention", o.retention.String(), "must be positive")
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("%w: %w", errBadFlag, err)
