@@ -47,8 +47,7 @@ func (l *Loader) crash(step int) {
 	if l.crashAt != step {
 		return
 	}
-	l.crashSeen++
-	if l.crashSeen == l.crashNth {
+	if l.crashSeen.Add(1) == int64(l.crashNth) {
 		l.log.Info("test hook: killing the process", "step", step)
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // SIGKILL is not handled; never go on

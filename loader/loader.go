@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -41,7 +43,7 @@ type Loader struct {
 	runID     string
 	crashAt   int
 	crashNth  int
-	crashSeen int
+	crashSeen atomic.Int64
 }
 
 // New connects to the output file system, the cluster, the registry and,
@@ -331,12 +333,32 @@ func (l *Loader) load(ctx context.Context, parts []topicPartition, ends kadm.Lis
 		return err
 	}
 	defer cl.Close()
+	var commits sync.WaitGroup
+	commitErrs := make(chan error, len(pls))
 	defer func() {
 		for _, pl := range pls {
 			pl.abort()
 		}
 	}()
+	err = l.consume(ctx, cl, pls, &commits, commitErrs)
+	commits.Wait()
+	close(commitErrs)
+	if err != nil {
+		return err
+	}
+	return <-commitErrs // the first, or nil
+}
+
+// consume reads the partitions of pls up to their end offsets, committing
+// as it goes; commits of finished partitions run on goroutines counted in
+// commits, reporting failures on commitErrs.
+func (l *Loader) consume(ctx context.Context, cl *kgo.Client, pls map[topicPartition]*partLoad, commits *sync.WaitGroup, commitErrs chan error) error {
 	for len(pls) > 0 {
+		select {
+		case err := <-commitErrs:
+			return err
+		default:
+		}
 		fetches := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
 			return err
@@ -368,19 +390,29 @@ func (l *Loader) load(ctx context.Context, parts []topicPartition, ends kadm.Lis
 					perr = fmt.Errorf("%s/%d offset %d: %w", tp.topic, tp.p, r.Offset, err)
 					return
 				}
-				reached := pl.next >= pl.end
-				if reached || pl.next-pl.first >= l.cfg.CommitRecords {
-					if err := pl.commit(ctx, reached); err != nil {
+				if pl.next >= pl.end {
+					// The partition is done: commit it beside the loop, so
+					// that its round trips overlap the other partitions' work.
+					delete(pls, tp)
+					cl.RemoveConsumePartitions(map[string][]int32{tp.topic: {tp.p}})
+					commits.Add(1)
+					go func() {
+						defer commits.Done()
+						if err := pl.commit(ctx, true); err != nil {
+							pl.abort()
+							commitErrs <- fmt.Errorf("commit %s/%d: %w", tp.topic, tp.p, err)
+							return
+						}
+						l.progress.done.Add(1)
+						l.log.Info("partition loaded", "topic", tp.topic, "partition", tp.p, "next_offset", pl.next)
+					}()
+					return
+				}
+				if pl.next-pl.first >= l.cfg.CommitRecords {
+					if err := pl.commit(ctx, false); err != nil {
 						perr = fmt.Errorf("commit %s/%d: %w", tp.topic, tp.p, err)
 						return
 					}
-				}
-				if reached {
-					delete(pls, tp)
-					cl.RemoveConsumePartitions(map[string][]int32{tp.topic: {tp.p}})
-					l.progress.done.Add(1)
-					l.log.Info("partition loaded", "topic", tp.topic, "partition", tp.p, "next_offset", pl.next)
-					return
 				}
 			}
 		})
@@ -394,11 +426,14 @@ func (l *Loader) load(ctx context.Context, parts []topicPartition, ends kadm.Lis
 // auditPublisher publishes committed manifests' events to the audit topic.
 type auditPublisher struct {
 	cfg Config
+	mu  sync.Mutex
 	cl  *kgo.Client
 	pub audit.Publisher
 }
 
 func (a *auditPublisher) publish(ctx context.Context, events []AuditEvent) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.pub == nil {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(a.cfg.AuditBrokers...), kgo.AllowAutoTopicCreation())
 		if err != nil {
@@ -419,6 +454,8 @@ func (a *auditPublisher) publish(ctx context.Context, events []AuditEvent) error
 }
 
 func (a *auditPublisher) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.cl != nil {
 		a.cl.Close()
 	}

@@ -277,10 +277,11 @@ func (pl *partLoad) file(key bucketKey, schemaText string, offset int64) (*dataF
 	}
 	f := &dataFile{key: key, first: offset, lastUse: pl.uses,
 		tmp: path.Join(pl.runDir, fmt.Sprintf("%d.avro", pl.nextFileSeq()))}
-	w, err := pl.l.fsys.Create(f.tmp)
+	fw, err := pl.l.fsys.Create(f.tmp)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", f.tmp, err)
 	}
+	w := newAsyncWriter(fw)
 	f.w = w
 	if f.ocf, err = newOCFWriter(w, schemaText, pl.l.codec); err != nil {
 		w.Close()
@@ -293,6 +294,29 @@ func (pl *partLoad) file(key bucketKey, schemaText string, offset int64) (*dataF
 
 func (pl *partLoad) closeFile(f *dataFile) error {
 	delete(pl.open, f.key)
+	if err := f.finish(); err != nil {
+		return err
+	}
+	pl.closed = append(pl.closed, f)
+	return nil
+}
+
+// closeAll closes every open file, several at once: on HDFS a close waits
+// for the DataNodes' acknowledgements and the NameNode, a round trip per
+// file that would otherwise add up.
+func (pl *partLoad) closeAll() error {
+	files := make([]*dataFile, 0, len(pl.lru))
+	for len(pl.lru) > 0 {
+		f := heap.Pop(&pl.lru).(*dataFile)
+		delete(pl.open, f.key)
+		files = append(files, f)
+	}
+	err := parallel(len(files), func(i int) error { return files[i].finish() })
+	pl.closed = append(pl.closed, files...)
+	return err
+}
+
+func (f *dataFile) finish() error {
 	if err := f.ocf.Close(); err != nil {
 		f.w.Close()
 		return fmt.Errorf("write %s: %w", f.tmp, err)
@@ -300,8 +324,31 @@ func (pl *partLoad) closeFile(f *dataFile) error {
 	if err := f.w.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", f.tmp, err)
 	}
-	pl.closed = append(pl.closed, f)
 	return nil
+}
+
+// ioParallelism bounds the file system calls a commit runs at once.
+const ioParallelism = 8
+
+// parallel runs fn(0..n-1), ioParallelism at a time, and returns the
+// first error.
+func parallel(n int, fn func(i int) error) error {
+	errs := make(chan error, n)
+	sem := make(chan struct{}, ioParallelism)
+	for i := range n {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			errs <- fn(i)
+		}()
+	}
+	var first error
+	for range n {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // finalName is where a data file lands: by hour (UTC) and with its offset
@@ -339,10 +386,8 @@ func (pl *partLoad) commit(ctx context.Context, reachedEnd bool) error {
 		return nil
 	}
 	l.crash(StepWriting)
-	for len(pl.lru) > 0 {
-		if err := pl.closeFile(heap.Pop(&pl.lru).(*dataFile)); err != nil {
-			return err
-		}
+	if err := pl.closeAll(); err != nil {
+		return err
 	}
 	m := &Manifest{Version: ManifestVersion, Job: l.cfg.Name, Topic: pl.topic, Partition: pl.partition,
 		Seq: 1, Run: l.runID, CommittedAt: time.Now().UTC(), FirstOffset: pl.first, NextOffset: pl.next,
@@ -421,23 +466,27 @@ func (pl *partLoad) commit(ctx context.Context, reachedEnd bool) error {
 // removed only after their manifest's moves are done (a destination that
 // is gone too was removed later, e.g. by compaction).
 func (l *Loader) applyMoves(m *Manifest) error {
-	for i, mv := range m.Moves {
-		ok, err := filesys.Exists(l.fsys, mv.From)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			continue
-		}
-		if err := l.fsys.MkdirAll(path.Dir(mv.To)); err != nil {
-			return err
-		}
-		if err := l.fsys.Rename(mv.From, mv.To); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("move %s to %s: %w", mv.From, mv.To, err)
-		}
-		if i == 0 {
-			l.crash(StepFirstMove)
-		}
+	if len(m.Moves) == 0 {
+		return nil
+	}
+	if err := l.move(m.Moves[0]); err != nil {
+		return err
+	}
+	l.crash(StepFirstMove)
+	rest := m.Moves[1:]
+	return parallel(len(rest), func(i int) error { return l.move(rest[i]) })
+}
+
+func (l *Loader) move(mv Move) error {
+	ok, err := filesys.Exists(l.fsys, mv.From)
+	if err != nil || !ok {
+		return err
+	}
+	if err := l.fsys.MkdirAll(path.Dir(mv.To)); err != nil {
+		return err
+	}
+	if err := l.fsys.Rename(mv.From, mv.To); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("move %s to %s: %w", mv.From, mv.To, err)
 	}
 	return nil
 }

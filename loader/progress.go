@@ -34,12 +34,13 @@ func (p *Progress) Snapshot() (records, bytes, errors, files, done, total int64)
 	return p.records.Load(), p.bytes.Load(), p.errors.Load(), p.files.Load(), p.done.Load(), p.total.Load()
 }
 
+// commit reports a commit; calls are serialized, so the callback need
+// not be safe for concurrent use.
 func (p *Progress) commit(ci CommitInfo) {
 	p.mu.Lock()
-	f := p.onCommit
-	p.mu.Unlock()
-	if f != nil {
-		f(ci)
+	defer p.mu.Unlock()
+	if p.onCommit != nil {
+		p.onCommit(ci)
 	}
 }
 

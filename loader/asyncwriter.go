@@ -1,0 +1,64 @@
+package loader
+
+import (
+	"io"
+	"sync"
+)
+
+// asyncWriter hands writes to a goroutine, so that the round trips of many
+// open files (on HDFS: block allocation, DataNode pipeline set-up and
+// acknowledgements) overlap instead of adding up in the loop that reads
+// the partitions. Write copies its argument; at most depth writes wait.
+// The first error is returned by a later Write or by Close.
+type asyncWriter struct {
+	w    io.WriteCloser
+	ch   chan []byte
+	done chan struct{}
+	mu   sync.Mutex
+	err  error
+}
+
+const asyncDepth = 4
+
+func newAsyncWriter(w io.WriteCloser) *asyncWriter {
+	a := &asyncWriter{w: w, ch: make(chan []byte, asyncDepth), done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		for b := range a.ch {
+			if a.failed() != nil {
+				continue
+			}
+			if _, err := a.w.Write(b); err != nil {
+				a.mu.Lock()
+				a.err = err
+				a.mu.Unlock()
+			}
+		}
+	}()
+	return a
+}
+
+func (a *asyncWriter) failed() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
+func (a *asyncWriter) Write(b []byte) (int, error) {
+	if err := a.failed(); err != nil {
+		return 0, err
+	}
+	a.ch <- append([]byte(nil), b...)
+	return len(b), nil
+}
+
+// Close waits for the queued writes, then closes the file.
+func (a *asyncWriter) Close() error {
+	close(a.ch)
+	<-a.done
+	if err := a.failed(); err != nil {
+		a.w.Close()
+		return err
+	}
+	return a.w.Close()
+}
