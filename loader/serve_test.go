@@ -1,0 +1,98 @@
+package loader_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tributary/tributary/internal/filesys/filesystest"
+	"github.com/tributary/tributary/loader"
+)
+
+// TestServe loads continuously: records produced while it serves land,
+// each once, and the metrics count them.
+func TestServe(t *testing.T) {
+	c := newCluster(t)
+	d := dataset{topic: "served", n: 4000, partitions: 3, start: hourStart(), span: 2 * time.Hour}
+	c.createTopic(t, d.topic, d.partitions)
+	fsys, base := filesystest.Local(t)
+	reg := prometheus.NewRegistry()
+	cfg := baseConfig(c, "serve", d.topic, base)
+	cfg.CommitInterval, cfg.Registerer = 50*time.Millisecond, reg
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	l, err := loader.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	serveCtx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- l.Serve(serveCtx) }()
+
+	first := d
+	first.n = 1000
+	c.produceDataset(t, first) // ids 0..999 (produceDataset numbers from 0)
+	waitLanded(t, ctx, func() int { return len(readAll(t, fsys, base)) }, 1000)
+	c.produceDataset(t, d) // ids 0..3999 again: a second copy of the first 1000
+	waitLanded(t, ctx, func() int {
+		n := 0
+		for _, l := range readAll(t, fsys, base) {
+			n += len(l)
+		}
+		return n
+	}, 5000)
+	stop()
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	got := readAll(t, fsys, base)
+	for i := range d.n {
+		want := 1
+		if i < 1000 {
+			want = 2 // produced twice without an origin header: two records
+		}
+		if len(got[int64(i)]) != want {
+			t.Fatalf("record %d landed %d times, want %d", i, len(got[int64(i)]), want)
+		}
+	}
+	if n := counterValue(t, reg, "tributary_loader_records_total"); n != 5000 {
+		t.Errorf("records_total = %v, want 5000", n)
+	}
+}
+
+func waitLanded(t *testing.T, ctx context.Context, count func() int, want int) {
+	t.Helper()
+	for {
+		n := count()
+		if n == want {
+			return
+		}
+		if n > want {
+			t.Fatalf("%d records landed, want %d", n, want)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("only %d of %d records landed", n, want)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// counterValue reads a registered counter.
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("metric %s not registered", name)
+	return 0
+}
