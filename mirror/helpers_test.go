@@ -167,8 +167,8 @@ func (p *produced) len() int {
 }
 
 // produce writes n keyed records (with a header and a timestamp of their
-// own) to topic on c, record i to partition i % partitions, and notes them.
-func (p *produced) produce(t *testing.T, cl *kgo.Client, source, topic string, partitions, from, n int) {
+// own) to topic through cl, partitioned by key, and notes them.
+func (p *produced) produce(t *testing.T, cl *kgo.Client, source, topic string, _, from, n int) {
 	t.Helper()
 	ctx := testContext(t, 2*time.Minute)
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
@@ -177,7 +177,6 @@ func (p *produced) produce(t *testing.T, cl *kgo.Client, source, topic string, p
 	for i := from; i < from+n; i++ {
 		r := &kgo.Record{
 			Topic:     topic,
-			Partition: int32(i % partitions),
 			Key:       fmt.Appendf(nil, "%s-key-%d", source, i),
 			Value:     fmt.Appendf(nil, "%s-value-%d-%s", source, i, bytes.Repeat([]byte{'v'}, i%50+p.pad)),
 			Headers:   []kgo.RecordHeader{{Key: "seq", Value: []byte(strconv.Itoa(i))}, {Key: "empty"}},

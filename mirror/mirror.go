@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"regexp"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -72,11 +74,14 @@ type partState struct {
 	partition int32
 	// sent is the offset after the last record handed to the producer,
 	// acked the offset after the last one the target acknowledged.
-	sent    atomic.Int64
-	acked   atomic.Int64
-	halted  atomic.Bool
-	records prometheus.Counter
-	bytes   prometheus.Counter
+	sent  atomic.Int64
+	acked atomic.Int64
+	// halted is set when the partition stopped, at the record haltedAt:
+	// records after it are neither sent nor marked; those before it still are.
+	halted   atomic.Bool
+	haltedAt atomic.Int64
+	records  prometheus.Counter
+	bytes    prometheus.Counter
 }
 
 // New validates cfg and builds a Mirror; it connects to nothing until Run.
@@ -239,6 +244,7 @@ func (m *Mirror) part(source, topic string, partition int32) *partState {
 		}
 		ps.sent.Store(-1)
 		ps.acked.Store(-1)
+		ps.haltedAt.Store(math.MaxInt64)
 		m.parts[k] = ps
 	}
 	return ps
@@ -251,6 +257,14 @@ func (m *Mirror) part(source, topic string, partition int32) *partState {
 // partition before it.
 func (m *Mirror) produce(ctx context.Context, ps *partState, off int64, rec *kgo.Record, mark func(next int64)) {
 	rec.Topic, rec.Partition = ps.target, ps.partition
+	// A record that cannot fit the target topic's max.message.bytes is
+	// refused here, before any later record of its partition is sent: a
+	// refusal reported by the producer comes after those are on their way.
+	if size := recordSize(rec); size > int(m.batchBytes(ps.target)) {
+		m.halt(ps, off, fmt.Errorf("%w: a %d-byte record does not fit a batch of the target topic (max.message.bytes / producer.batch.size %d)",
+			kerr.MessageTooLarge, size, m.batchBytes(ps.target)))
+		return
+	}
 	rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: OriginHeader, Value: appendOrigin(make([]byte, 0, len(ps.source)+24), ps.source, ps.partition, off)})
 	ps.sent.Store(off + 1)
 	m.target.Produce(ctx, rec, func(r *kgo.Record, err error) {
@@ -261,7 +275,7 @@ func (m *Mirror) produce(ctx context.Context, ps *partState, off int64, rec *kgo
 			m.halt(ps, off, err)
 			return
 		}
-		if ps.halted.Load() {
+		if ps.halted.Load() && off >= ps.haltedAt.Load() {
 			return
 		}
 		ps.acked.Store(off + 1)
@@ -276,11 +290,34 @@ func (m *Mirror) produce(ctx context.Context, ps *partState, off int64, rec *kgo
 	})
 }
 
+// recordSize bounds a record's size in a batch: its fields, their length
+// varints and attributes, the origin header still to come, and the
+// batch header (61 bytes).
+func recordSize(r *kgo.Record) int {
+	n := len(r.Key) + len(r.Value) + 61 + 32 + len(OriginHeader) + 40
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value) + 10
+	}
+	return n
+}
+
 // halt stops a partition at the record the target did not take. Its
 // offset is never committed past that record, so a restart retries it.
 func (m *Mirror) halt(ps *partState, off int64, err error) {
-	if !ps.halted.CompareAndSwap(false, true) {
-		return
+	// The earliest refused record wins (a producer's refusal and this
+	// goroutine's own may race); haltedAt is set before halted, so that a
+	// promise that sees halted sees where.
+	for {
+		cur := ps.haltedAt.Load()
+		if off >= cur {
+			return
+		}
+		if ps.haltedAt.CompareAndSwap(cur, off) {
+			break
+		}
+	}
+	if ps.halted.Swap(true) {
+		return // logged already, for a later record
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {
 		return // shutting down: what was not sent is sent by the next owner
