@@ -431,8 +431,10 @@ func (pl *partLoad) commit(ctx context.Context, reachedEnd bool) error {
 		return err
 	}
 	mdir := manifestsDir(l.base, l.cfg.Name, pl.topic, pl.partition)
-	if err := l.fsys.MkdirAll(mdir); err != nil {
-		return err
+	if pl.prev == nil {
+		if err := l.fsys.MkdirAll(mdir); err != nil {
+			return err
+		}
 	}
 	// The commit point.
 	if err := l.fsys.Rename(tmp, path.Join(mdir, manifestName(m.Seq))); err != nil {
@@ -477,10 +479,23 @@ func (l *Loader) applyMoves(m *Manifest) error {
 	return parallel(len(rest), func(i int) error { return l.move(rest[i]) })
 }
 
+// move renames one file of a committed manifest. The rename is tried
+// first (one round trip in the usual case); a missing source or
+// destination directory is told apart afterwards.
 func (l *Loader) move(mv Move) error {
-	ok, err := filesys.Exists(l.fsys, mv.From)
-	if err != nil || !ok {
-		return err
+	err := l.fsys.Rename(mv.From, mv.To)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		if err != nil {
+			return fmt.Errorf("move %s to %s: %w", mv.From, mv.To, err)
+		}
+		return nil
+	}
+	ok, serr := filesys.Exists(l.fsys, mv.From)
+	if serr != nil {
+		return serr
+	}
+	if !ok {
+		return nil // moved before
 	}
 	if err := l.fsys.MkdirAll(path.Dir(mv.To)); err != nil {
 		return err

@@ -103,10 +103,15 @@ func OpenHDFS(ctx context.Context, addrs []string, usr string) (FS, error) {
 type hdfsFS struct{ c *hdfs.Client }
 
 func (h hdfsFS) Create(name string) (io.WriteCloser, error) {
-	if err := h.c.MkdirAll(path.Dir(name), 0o755); err != nil {
-		return nil, err
-	}
+	// Parents usually exist: try first, make them only when missing (a
+	// NameNode round trip saved per file).
 	w, err := h.c.Create(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := h.c.MkdirAll(path.Dir(name), 0o755); err != nil {
+			return nil, err
+		}
+		w, err = h.c.Create(name)
+	}
 	if err != nil {
 		return nil, err
 	}
