@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -23,7 +24,7 @@ func (b *Broker) handleInitProducerID(ctx context.Context, r *request) (reply, e
 	resp.SetVersion(req.Version)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		b.logger.Info("refusing transactional producer: transactions are not supported",
+		b.res.logs.log(slog.LevelInfo, "transactional-refused", "refusing transactional producer: transactions are not supported",
 			"transactional_id", *req.TransactionalID)
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return kmsgReply{resp}, nil

@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -84,11 +86,13 @@ func (b *Broker) appendPartition(p *partition, records []byte, sp *kmsg.ProduceR
 	if err != nil {
 		sp.ErrorCode = storageErrorCode(err)
 		sp.ErrorMessage = kmsg.StringPtr(err.Error())
-		lvl := b.logger.Warn
+		lvl := slog.LevelWarn
 		if sp.ErrorCode == kerr.KafkaStorageError.Code || sp.ErrorCode == kerr.UnknownServerError.Code {
-			lvl = b.logger.Error
+			lvl = slog.LevelError
 		}
-		lvl("produce rejected", "topic", p.topic, "partition", p.index,
+		// Once a second per error code at most: a client retrying a bad
+		// batch in a loop must not fill the disk with logs.
+		b.res.logs.log(lvl, "produce-rejected-"+strconv.Itoa(int(sp.ErrorCode)), "produce rejected", "topic", p.topic, "partition", p.index,
 			"code", kerr.ErrorForCode(sp.ErrorCode).Error(), "err", err)
 		return
 	}

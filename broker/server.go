@@ -237,7 +237,9 @@ func (b *Broker) serveConn(c net.Conn) {
 // A connection idle for connections.max.idle.ms is closed here too.
 func (b *Broker) readRequests(c net.Conn, reqs chan<- *request, log *slog.Logger, peerGone context.CancelFunc, act *connActivity) {
 	defer close(reqs)
-	br := bufio.NewReaderSize(c, 64<<10)
+	// Small: a flood of short-lived connections must not cost 64 KiB
+	// each; large frames bypass the buffer (readFrame).
+	br := bufio.NewReaderSize(c, 8<<10)
 	var sizeBuf [4]byte
 	for {
 		act.armRead(c)
