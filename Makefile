@@ -18,7 +18,7 @@ TEST_FLAGS ?=
 BENCH_RECORDS ?= 2000000
 BENCH_RUNS    ?= 3
 
-.PHONY: all build test test-unit deps fmt vet bench bench-vs-kafka bench-vs-mm2 demo soak clean
+.PHONY: all build test test-unit deps fmt vet bench bench-vs-kafka bench-vs-mm2 demo soak clean fuzz-broker
 
 all: build
 
@@ -70,6 +70,13 @@ bench-vs-kafka: build
 # mirror`, and prints records/s and CPU-seconds with ratios. Not part of test.
 bench-vs-mm2: build
 	bash scripts/bench-vs-mm2.sh
+
+# fuzz-broker sends FUZZ_BROKER_FRAMES mutated copies of recorded franz-go
+# and kcat request frames to a broker process, then checks a real round trip
+# and prints the broker's RSS and descriptor count (make test sends 100,000).
+FUZZ_BROKER_FRAMES ?= 1000000
+fuzz-broker:
+	FUZZ_BROKER_FRAMES=$(FUZZ_BROKER_FRAMES) $(GO) test -count=1 -timeout 90m -run '^TestFuzzRecordedFrames$$' -v ./broker/
 
 # demo runs the whole pipeline (two datacenters, mirror, analytics, loader,
 # audit) in one process on a temporary directory for DEMO_DURATION, then
