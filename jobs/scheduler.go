@@ -113,7 +113,8 @@ func (s *Scheduler) ID() string { return s.cfg.ID }
 
 // Run schedules the jobs until ctx ends, then kills the runs still going
 // (recording them failed) and returns nil. After a session expiry it kills
-// its runs (their locks are gone) and starts over on a new session.
+// its runs (their locks are gone) and starts over on a new session. It
+// returns an error only if the first session cannot be opened.
 func (s *Scheduler) Run(ctx context.Context) error {
 	dir, err := os.MkdirTemp("", "tributary-jobs-")
 	if err != nil {
@@ -121,11 +122,15 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	s.tmpDir = dir
 	defer os.RemoveAll(dir)
-	for {
+	for first := true; ; first = false {
 		sess, err := s.cfg.Connect(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
+			}
+			if first {
+				// A wrong address or chroot should stop the start, not loop.
+				return fmt.Errorf("jobs: coordination service: %w", err)
 			}
 			s.log.Warn("coordination session failed; retrying", "err", err)
 			select {

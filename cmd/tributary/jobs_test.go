@@ -168,3 +168,20 @@ jobs:
 		}
 	}
 }
+
+func TestJobsServeUnreachableZooKeeper(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "jobs.yaml")
+	if err := os.WriteFile(p, []byte("jobs:\n  - name: a\n    schedule: \"@hourly\"\n    kind: exec\n    args: {command: [\"true\"]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	r := runCLI(t, 60*time.Second, "", "jobs", "serve", "--config", p, "--zookeeper", addr, "--zookeeper-session-timeout", "2s")
+	if r.err == nil || !strings.Contains(r.err.Error(), "coordination service") {
+		t.Errorf("serve against nothing: %v", r.err)
+	}
+}

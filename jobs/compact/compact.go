@@ -31,6 +31,9 @@ const (
 	DefaultCodec          = "snappy"
 )
 
+// flushRows is how many decoded rows a Parquet writer holds before shredding them.
+const flushRows = 4096
+
 // EnvCrashAt, set to N > 0, makes a compaction SIGKILL its own process at
 // its N-th file-system step: the crash-injection tests' hook.
 const EnvCrashAt = "TRIBUTARY_COMPACT_CRASH_AT"
@@ -501,6 +504,16 @@ func (c *Compactor) writeGroup(ctx context.Context, h hours.Hour, tmp string, gi
 				return err
 			}
 			cur.rows++
+			// parquet-go buffers rows until its size estimate, which counts
+			// a goavro value's fields as 4 bytes each, reaches pages times
+			// columns: far too many decoded maps at once. Shredding every
+			// flushRows rows bounds the memory (pages stay buffered,
+			// compressed, until a row group is full).
+			if cur.rows%flushRows == 0 {
+				if err := cur.pw.Flush(false); err != nil {
+					return err
+				}
+			}
 			// Buffered rows count uncompressed (parquet-go's estimate), so a file
 			// closes at or somewhat below the target.
 			if cur.cw.n+cur.pw.Size+cur.pw.ObjsSize >= c.cfg.TargetFileSize {
