@@ -38,7 +38,7 @@ type Result struct {
 	Mirrored     int64 // M: the mirror tier's count in the audit service
 	Loaded       int64 // L: distinct records read back from the loaded files
 	Files        int
-	Duplicates   int64 // mirror re-sends the loader recognised and dropped
+	Duplicates   int64 // mirror re-sends the loader recognised and dropped; -1 unknown (scheduled loader)
 	Windows      int   // W: closed windows of the topic
 	Complete     int   // C: closed windows complete at every tier
 	Latency50    time.Duration
@@ -258,8 +258,12 @@ func (r *Result) Print(out io.Writer, p *Pipeline) {
 				m["datacenter"], m["producer"], m["seq"], m["user"], m["page"], ref,
 				m["timestamp"].(time.Time).UTC().Format(time.RFC3339Nano))
 		}
-		fmt.Fprintf(out, "\nproduce -> loaded file latency: p50 %v, p99 %v, max %v; %d mirrored duplicates dropped by the loader\n",
-			r.Latency50.Round(time.Millisecond), r.Latency99.Round(time.Millisecond), r.LatencyMax.Round(time.Millisecond), r.Duplicates)
+		dups := "mirrored duplicates dropped by the loader: see its job history"
+		if r.Duplicates >= 0 {
+			dups = fmt.Sprintf("%d mirrored duplicates dropped by the loader", r.Duplicates)
+		}
+		fmt.Fprintf(out, "\nproduce -> loaded file latency: p50 %v, p99 %v, max %v; %s\n",
+			r.Latency50.Round(time.Millisecond), r.Latency99.Round(time.Millisecond), r.LatencyMax.Round(time.Millisecond), dups)
 	}
 	fmt.Fprintln(out, r.Summary())
 }

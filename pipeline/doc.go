@@ -1,7 +1,56 @@
-// Package pipeline runs the whole Tributary pipeline in one process: two
-// online datacenter clusters (dc1, dc2), the analytics cluster, the schema
-// registry, a page-view producer on each datacenter, a mirror from both
-// datacenters into analytics, a loader writing Avro files to a local
-// directory or HDFS, and the audit service comparing what every tier
-// counted. It is `tributary pipeline up` and `tributary pipeline demo`.
+// Package pipeline runs the whole Tributary pipeline in one process, the
+// system of the 2011 Kafka paper end to end: two online datacenter
+// clusters (dc1, dc2), each with an Avro page-view producer; a mirror
+// copying both into the analytics cluster; a loader writing the analytics
+// cluster's records to Avro container files on the local disk or HDFS;
+// the schema registry; and the audit service comparing what every tier
+// counted. It backs `tributary pipeline up` and `tributary pipeline demo`
+// (make demo), and the soak tests inject faults through it.
+//
+// # Parts
+//
+// Each cluster is an internal/devcluster Cluster (its brokers share one
+// in-process memcoord server, or one ZooKeeper chroot <root>/<cluster>
+// with Config.ZooKeeper). The mirror, the loader and the audit service are
+// the mirror, loader (or jobs, for the scheduled loader) and
+// audit/service libraries running on goroutines; the scheduled loader's
+// runs are `tributary loader run` child processes of Config.Executable.
+//
+// The producers' audit counts (tier "producer") go to their own
+// datacenter's __audit topic and travel to analytics through the mirror,
+// as at LinkedIn; the mirror (tier "mirror") and the loader (tier
+// "loader") publish to analytics' __audit. The audit service reads the
+// audit topic of every cluster and counts each event once (by its ID).
+//
+// # Layout
+//
+//	<Dir>/<cluster>/broker-<id>/   broker data of dc1, dc2, analytics
+//	<Dir>/audit/audit.db           the audit service's store
+//	<Dir>/loader.properties        the scheduled loader job's configuration
+//	<Dir>/data/                    loaded files (without HDFS), the loader's layout:
+//	    <topic>/<yyyy>/<MM>/<dd>/<HH>/<topic>+<partition>+<first>+<last>+s<schemaID>.avro
+//
+// # The proof
+//
+// Page views carry (producer, seq): a producer run's id and a gap-free
+// sequence. Verify reads every loaded file back record by record and
+// checks that each acknowledged seq of each producer is there exactly
+// once (a send that failed may be there at most once), and asks the audit
+// service that every closed window of the topic is complete, with the
+// loader's count equal to the producers'. Demo prints the report and ends
+// with the line
+//
+//	pipeline: P produced, M mirrored, L loaded exactly once, audit complete in C of W closed windows
+//
+// # Stopping and faults
+//
+// Close stops the producers (waiting for their acknowledgements), then the
+// mirror (which drains and commits), the loader and the audit service,
+// then the clusters. StopPart/StartPart restart the mirror, the loader or
+// the audit service; devcluster's StopBroker/StartBroker take a broker
+// away and back. These are graceful in-process stops, not SIGKILLs.
+//
+// # Concurrency
+//
+// A Pipeline's methods are safe for concurrent use.
 package pipeline

@@ -282,9 +282,14 @@ func (p *Pipeline) Output() (filesys.FS, string) { return p.fsys, p.base }
 // Config returns the configuration with defaults filled in.
 func (p *Pipeline) Config() Config { return p.cfg }
 
-// LoaderDuplicates returns how many mirrored duplicates the loader
-// recognised by their origin header and dropped.
+// LoaderDuplicates returns how many mirrored duplicates the in-process
+// loader recognised by their origin header and dropped; -1 with the
+// scheduled loader, whose child processes report them in their runs'
+// summaries (`tributary jobs history`).
 func (p *Pipeline) LoaderDuplicates() int64 {
+	if p.cfg.LoaderScheduled {
+		return -1
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.loaderDup

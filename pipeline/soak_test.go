@@ -102,7 +102,7 @@ func TestSoak(t *testing.T) {
 	}
 
 	logs := &syncBuffer{}
-	ctx, cancel := context.WithTimeout(context.Background(), duration+10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), duration+6*time.Minute)
 	defer cancel()
 	p, err := Start(ctx, Config{
 		Dir: t.TempDir(), ZooKeeper: zk, HDFS: hdfs, HDFSPath: hdfsPath, Rate: rate,
@@ -124,7 +124,7 @@ func TestSoak(t *testing.T) {
 	}
 	p.PrintBanner(out)
 	log := &FaultLog{}
-	res, err := p.RunFor(ctx, DemoOptions{Duration: duration, Drain: 5 * time.Minute, Progress: 30 * time.Second,
+	res, err := p.RunFor(ctx, DemoOptions{Duration: duration, Drain: 4 * time.Minute, Progress: 30 * time.Second,
 		During: Schedule(every, faults, log, out)}, out)
 	if res != nil {
 		res.Print(out, p)
