@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -30,8 +31,19 @@ func BenchmarkProducerAuditOverhead(b *testing.B) {
 	}
 	off, on := newP(true), newP(false)
 	ctx := context.Background()
+	// Wall time suffers from whatever else the machine runs; CPU time of
+	// this process (producer and broker alike) per record is steadier.
+	var offCPU, onCPU time.Duration
 	run := func(p *Producer, topic string) time.Duration {
 		var failed atomic.Int64
+		cpu0 := processCPU(b)
+		defer func() {
+			if p == on {
+				onCPU += processCPU(b) - cpu0
+			} else {
+				offCPU += processCPU(b) - cpu0
+			}
+		}()
 		start := time.Now()
 		for i := 0; i < round; i++ {
 			p.SendAsync(ctx, &Message{Topic: topic, Key: fmt.Appendf(nil, "%d", i%1000), Value: value}, func(_ *Message, err error) {
@@ -51,6 +63,7 @@ func BenchmarkProducerAuditOverhead(b *testing.B) {
 	// Warm both (connections, producer ids, metadata) outside the timing.
 	run(off, "bench-off")
 	run(on, "bench-on")
+	offCPU, onCPU = 0, 0
 	b.ResetTimer()
 	var offTime, onTime time.Duration
 	for i := 0; i < b.N; i++ {
@@ -68,5 +81,18 @@ func BenchmarkProducerAuditOverhead(b *testing.B) {
 	b.ReportMetric(offRate, "off-records/s")
 	b.ReportMetric(onRate, "on-records/s")
 	b.ReportMetric(onRate/offRate, "on/off")
+	b.ReportMetric(float64(onCPU.Nanoseconds())/float64(b.N*round), "on-cpu-ns/record")
+	b.ReportMetric(float64(offCPU.Nanoseconds())/float64(b.N*round), "off-cpu-ns/record")
+	// Throughput ratio by CPU cost: off CPU per record / on CPU per record.
+	b.ReportMetric(float64(offCPU)/float64(onCPU), "cpu-on/off")
 	b.ReportMetric(0, "ns/op")
+}
+
+// processCPU is the user+system CPU time this process used so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -46,8 +46,8 @@ func (s *Service) ingest(ctx context.Context, c Cluster) {
 
 // partitions returns the audit topic's partitions in c, asking for
 // auto-creation until it exists.
-func (s *Service) partitions(ctx context.Context, cl *kgo.Client) ([]int32, error) {
-	for {
+func (s *Service) partitions(ctx context.Context, cl *kgo.Client, log *slog.Logger) ([]int32, error) {
+	for attempt := 1; ; attempt++ {
 		if err := audit.EnsureTopic(ctx, cl, s.cfg.Topic); err == nil {
 			topics, err := kadm.NewClient(cl).ListTopics(ctx, s.cfg.Topic)
 			if err == nil {
@@ -57,6 +57,9 @@ func (s *Service) partitions(ctx context.Context, cl *kgo.Client) ([]int32, erro
 					return ps, nil
 				}
 			}
+		}
+		if attempt%30 == 5 { // after ~5 s, then every ~30 s
+			log.Warn("audit service: waiting for the audit topic (is auto.create.topics.enable off? create it)", "topic", s.cfg.Topic)
 		}
 		select {
 		case <-ctx.Done():
@@ -72,7 +75,7 @@ func (s *Service) consume(ctx context.Context, c Cluster, log *slog.Logger) erro
 		return err
 	}
 	defer admin.Close()
-	parts, err := s.partitions(ctx, admin)
+	parts, err := s.partitions(ctx, admin, log)
 	if err != nil {
 		return err
 	}
