@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/internal/testproc"
 )
@@ -126,7 +127,17 @@ func TestOutOfDescriptorsDegradesAndRecovers(t *testing.T) {
 	t.Logf("after %d topics: %s", len(created), failure)
 
 	produceAndFetch("out of descriptors")
-	apiVersionsOK(t, dialRaw(t, p.Addr))
+	// A new client connects (the accept reserve), and a produce to the
+	// partition that could not open says why.
+	raw := dialRaw(t, p.Addr)
+	apiVersionsOK(t, raw)
+	failed := created[len(created)-1]
+	pr := raw.roundTrip(produceRequest(9, -1, failed, 0, makeBatch(1, -1, -1, -1, "x"))).(*kmsg.ProduceResponse)
+	sp := pr.Topics[0].Partitions[0]
+	if sp.ErrorCode != kerr.KafkaStorageError.Code || sp.ErrorMessage == nil || !strings.Contains(*sp.ErrorMessage, "descriptors") {
+		t.Fatalf("produce to %s: %v %v; want KAFKA_STORAGE_ERROR naming the descriptors", failed, kerr.ErrorForCode(sp.ErrorCode), sp.ErrorMessage)
+	}
+	raw.conn.Close()
 
 	// Delete what the flood created; creation works again.
 	if _, err := adm.DeleteTopics(ctx, created...); err != nil {

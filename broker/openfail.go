@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tributary/tributary/broker/cluster"
 	plog "github.com/tributary/tributary/broker/log"
 )
 
@@ -29,7 +30,13 @@ type partKey struct {
 	p         int32
 }
 
+type topicPart struct {
+	topic string
+	p     int32
+}
+
 type openFailure struct {
+	id       string // topic id of the failed partition
 	err      error
 	attempts int
 	next     time.Time
@@ -43,33 +50,34 @@ type openFailures struct {
 	now func() time.Time
 
 	mu       sync.Mutex
-	m        map[partKey]*openFailure
+	m        map[topicPart]*openFailure
 	watchers map[string]map[*func(error)]struct{}
 }
 
 func newOpenFailures(now func() time.Time) *openFailures {
-	return &openFailures{now: now, m: map[partKey]*openFailure{}, watchers: map[string]map[*func(error)]struct{}{}}
+	return &openFailures{now: now, m: map[topicPart]*openFailure{}, watchers: map[string]map[*func(error)]struct{}{}}
 }
 
 // due reports whether an open of k may be tried now.
 func (o *openFailures) due(k partKey) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	f := o.m[k]
-	return f == nil || !o.now().Before(f.next)
+	f := o.m[topicPart{k.topic, k.p}]
+	return f == nil || f.id != k.id || !o.now().Before(f.next)
 }
 
 // failed records a failure and tells the topic's watchers.
 func (o *openFailures) failed(k partKey, err error) time.Duration {
 	o.mu.Lock()
 	now := o.now()
-	f := o.m[k]
-	if f == nil {
+	tp := topicPart{k.topic, k.p}
+	f := o.m[tp]
+	if f == nil || f.id != k.id {
 		if len(o.m) > 100_000 {
 			o.pruneLocked(now)
 		}
-		f = &openFailure{}
-		o.m[k] = f
+		f = &openFailure{id: k.id}
+		o.m[tp] = f
 	}
 	f.attempts++
 	wait := openRetryMin << min(f.attempts-1, 6)
@@ -89,8 +97,21 @@ func (o *openFailures) failed(k partKey, err error) time.Duration {
 
 func (o *openFailures) succeeded(k partKey) {
 	o.mu.Lock()
-	delete(o.m, k)
+	if f := o.m[topicPart{k.topic, k.p}]; f != nil && f.id == k.id {
+		delete(o.m, topicPart{k.topic, k.p})
+	}
 	o.mu.Unlock()
+}
+
+// lastError returns why the partition last failed to open, if it did and
+// is still not open (for Produce and Fetch to name the cause).
+func (o *openFailures) lastError(topic string, p int32) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if f := o.m[topicPart{topic, p}]; f != nil {
+		return f.err
+	}
+	return nil
 }
 
 // pruneLocked drops failures of topics that are likely gone (not retried
@@ -149,4 +170,10 @@ func (b *Broker) createTopicReported(ctx context.Context, name string, n int32, 
 		return cause
 	}
 	return err
+}
+
+// leads reports whether snap makes this broker the partition's leader.
+func (b *Broker) leads(snap cluster.Snapshot, topic string, p int32) bool {
+	cp, ok := snap.Partition(topic, p)
+	return ok && cp.Leader == b.cfg.BrokerID
 }

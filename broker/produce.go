@@ -43,6 +43,11 @@ func (b *Broker) handleProduce(_ context.Context, r *request) (reply, error) {
 					snap = &s
 				}
 				sp.ErrorCode = unservedCode(*snap, rt.Topic, rp.Partition)
+				if err := b.res.failures.lastError(rt.Topic, rp.Partition); err != nil && b.leads(*snap, rt.Topic, rp.Partition) {
+					// Led here but it could not be opened: say why.
+					sp.ErrorCode = kerr.KafkaStorageError.Code
+					sp.ErrorMessage = kmsg.StringPtr("partition cannot be opened on this broker: " + err.Error())
+				}
 			default:
 				b.appendPartition(p, rp.Records, &sp)
 			}
