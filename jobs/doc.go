@@ -46,7 +46,10 @@
 // runs happen even while a job is paused.
 //
 // A scheduler that sleeps through several due times (stopped, starved)
-// claims only the latest, as cron does; missed ones leave no record.
+// claims only the latest, as cron does, and records the missed ones (the
+// last 10) as skipped with an error starting "missed", unless another
+// scheduler claimed them. Due times while every scheduler was down leave
+// no record beyond those 10.
 //
 // # Runs
 //

@@ -116,7 +116,9 @@ jobs:
 	for _, r := range h {
 		statuses[r.Status]++
 		if r.Status == StatusSkipped {
-			if r.StartedAt != nil || !strings.Contains(r.Error, killedRun) {
+			// Skipped while the killed run's lock was held, or missed by
+			// both schedulers (a starved machine).
+			if r.StartedAt != nil || !strings.Contains(r.Error, killedRun) && !strings.HasPrefix(r.Error, "missed") {
 				t.Errorf("skipped run %+v: want no start and the held lock's run named", r)
 			}
 			continue

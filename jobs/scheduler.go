@@ -208,12 +208,19 @@ func (s *Scheduler) jobLoop(ctx context.Context, store *Store, j Job) {
 		if now := time.Now(); !now.Before(next) {
 			due := next
 			// A scheduler that slept through several due times (a stopped
-			// process, a long GC) claims only the latest one, like cron.
+			// or starved process) claims only the latest one, like cron,
+			// and records the others skipped unless another scheduler
+			// claimed them: every due time leaves one record.
+			var missed []time.Time
 			for n := j.Next(due); !n.After(now); n = j.Next(n) {
+				missed = append(missed, due)
 				due = n
 			}
 			next = j.Next(due)
-			s.scheduled(ctx, store, j, due, log)
+			if len(missed) > maxMissed {
+				missed = missed[len(missed)-maxMissed:]
+			}
+			s.scheduled(ctx, store, j, due, missed, log)
 		}
 		s.serveRequests(ctx, store, j, log)
 		if reaped, err := store.reapOrphans(ctx, j.Name); err != nil && ctx.Err() == nil {
@@ -228,7 +235,10 @@ func (s *Scheduler) jobLoop(ctx context.Context, store *Store, j Job) {
 	}
 }
 
-func (s *Scheduler) scheduled(ctx context.Context, store *Store, j Job, due time.Time, log *slog.Logger) {
+// maxMissed bounds the missed due times one wake-up records.
+const maxMissed = 10
+
+func (s *Scheduler) scheduled(ctx context.Context, store *Store, j Job, due time.Time, missed []time.Time, log *slog.Logger) {
 	if j.Paused {
 		return
 	}
@@ -239,6 +249,17 @@ func (s *Scheduler) scheduled(ctx context.Context, store *Store, j Job, due time
 	}
 	if paused {
 		return
+	}
+	for _, m := range missed {
+		now := time.Now().UTC()
+		run := &Run{ID: runID(m, ""), Job: j.Name, ScheduledAt: m.UTC(), EndedAt: &now, Status: StatusSkipped, Scheduler: s.cfg.ID,
+			Error: fmt.Sprintf("missed: no scheduler claimed it at its due time (this one woke at %s)", now.Format(time.RFC3339Nano))}
+		if ok, err := store.recordSkipped(ctx, run); err != nil {
+			log.Warn("recording a missed run", "run", run.ID, "err", err)
+		} else if ok {
+			log.Warn("due time missed", "run", run.ID)
+			s.metrics.runs.WithLabelValues(j.Name, string(StatusSkipped)).Inc()
+		}
 	}
 	s.start(ctx, store, j, due, "", log)
 }

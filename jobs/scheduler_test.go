@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tributary/tributary/internal/coord"
 )
 
 // never is a schedule that is not due during a test: runs come from requests.
@@ -167,4 +169,44 @@ jobs:
 		h, _ := st.History(ctx, "slow", 0)
 		return len(h) > n
 	})
+}
+
+// TestMissedDueTimesAreRecorded: a scheduler that wakes after several due
+// times claims the latest and records the others skipped as missed.
+func TestMissedDueTimesAreRecorded(t *testing.T) {
+	zk := newZK(t)
+	list, err := ParseConfig([]byte("jobs:\n  - name: m\n    schedule: \"@every 1s\"\n    kind: exec\n    args: {command: [\"true\"]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := newSession(t, zk)
+	st := NewStore(sess, "", 0)
+	ctx := context.Background()
+	if err := st.Publish(ctx, list[0].Spec); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Jobs: list, ID: "late", Executable: "/nonexistent",
+		Connect: func(context.Context) (coord.Session, error) { return sess, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Truncate(time.Second)
+	missed := []time.Time{now.Add(-3 * time.Second), now.Add(-2 * time.Second), now.Add(-time.Second)}
+	// Another scheduler ran the middle one.
+	if _, err := st.recordSkipped(ctx, &Run{ID: runID(missed[1], ""), Job: "m", ScheduledAt: missed[1], Status: StatusSucceeded, Scheduler: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	s.tmpDir = t.TempDir()
+	s.scheduled(ctx, st, list[0], now, missed, s.log)
+	s.wg.Wait()
+	h, err := st.History(ctx, "m", 0)
+	if err != nil || len(h) != 4 {
+		t.Fatalf("history %+v, %v", h, err)
+	}
+	for i, want := range []string{"skipped late missed", "succeeded other ", "skipped late missed", "succeeded late "} {
+		got := fmt.Sprintf("%s %s %s", h[i].Status, h[i].Scheduler, strings.Fields(h[i].Error + " x")[0])
+		if !strings.HasPrefix(got, strings.TrimSpace(want)) || !h[i].ScheduledAt.Equal(append(missed, now)[i]) {
+			t.Errorf("run %d: %s at %v, want %q", i, got, h[i].ScheduledAt, want)
+		}
+	}
 }

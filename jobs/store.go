@@ -332,6 +332,21 @@ func (s *Store) claim(ctx context.Context, run *Run, request string) (claimOutco
 	return claimSkipped, 0, nil
 }
 
+// recordSkipped creates run's record unless one exists (another scheduler
+// claimed or recorded that due time); reports whether it did.
+func (s *Store) recordSkipped(ctx context.Context, run *Run) (bool, error) {
+	data, _ := json.Marshal(run)
+	_, err := s.sess.Create(ctx, s.runPath(run.Job, run.ID), data, coord.Persistent)
+	if errors.Is(err, coord.ErrNodeExists) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	s.trim(ctx, run.Job)
+	return true, nil
+}
+
 func (s *Store) readLock(ctx context.Context, job string) (lockData, int64, error) {
 	data, st, err := s.sess.Get(ctx, s.lockPath(job))
 	if err != nil {
