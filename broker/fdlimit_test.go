@@ -172,3 +172,64 @@ func TestOutOfDescriptorsDegradesAndRecovers(t *testing.T) {
 		t.Fatalf("%d open-failure lines: not rate limited", n)
 	}
 }
+
+// TestBrokerPartitionsUnderDescriptorLimit runs a broker process whose
+// RLIMIT_NOFILE is n from its start and has it serve n partitions (topics of
+// 100 partitions), each taking a produce and returning the record on fetch:
+// partitions do not hold descriptors. n is 300 here (partition creation is
+// the slow part); TRIBUTARY_FULL=1 runs 20,000 partitions under a limit of
+// 20,000.
+func TestBrokerPartitionsUnderDescriptorLimit(t *testing.T) {
+	n := 300
+	if os.Getenv("TRIBUTARY_FULL") != "" {
+		n = 20000
+	}
+	p := testproc.StartBrokerWithNoFile(t, n, writeProperties(t, map[string]string{
+		"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": t.TempDir(),
+	}))
+	ctx := testContext(t, 20*time.Minute)
+	var topics []string
+	for i := range n / 100 {
+		topics = append(topics, fmt.Sprintf("many-%d", i))
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ConsumeTopics(topics...), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.RetryTimeout(2*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	adm.SetTimeoutMillis(300_000)
+	for _, topic := range topics {
+		res, err := adm.CreateTopic(ctx, 100, 1, nil, topic)
+		if err != nil {
+			t.Fatalf("creating %s: %v (%s)", topic, err, res.ErrMessage)
+		}
+	}
+	var recs []*kgo.Record
+	for _, topic := range topics {
+		for part := range int32(100) {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: part, Value: []byte(fmt.Sprintf("%s/%d", topic, part))})
+		}
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("producing to %d partitions: %v", n, err)
+	}
+	seen := map[string]bool{}
+	for len(seen) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("fetched %d of %d partitions: %v", len(seen), n, ctx.Err())
+		}
+		fs.EachError(func(topic string, part int32, err error) { t.Fatalf("fetch %s-%d: %v", topic, part, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			if want := fmt.Sprintf("%s/%d", r.Topic, r.Partition); string(r.Value) != want || r.Offset != 0 {
+				t.Fatalf("%s-%d offset %d: %q, want %q at 0", r.Topic, r.Partition, r.Offset, r.Value, want)
+			}
+			seen[string(r.Value)] = true
+		})
+	}
+	t.Logf("%d partitions served by one broker under RLIMIT_NOFILE %d: %d descriptors open, RSS %s",
+		n, n, procFDs(t, p.Pid()), procStatus(t, p.Pid(), "VmRSS"))
+}

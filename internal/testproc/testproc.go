@@ -108,7 +108,28 @@ func StartBroker(t testing.TB, config string, args ...string) *Broker {
 // start-up failures). The process is killed when t ends if still running.
 func Launch(t testing.TB, config string, args ...string) *Broker {
 	t.Helper()
-	cmd := exec.Command(Binary(t), append([]string{"broker", "--config", config}, args...)...)
+	return launch(t, config, exec.Command(Binary(t), append([]string{"broker", "--config", config}, args...)...))
+}
+
+// StartBrokerWithNoFile is StartBroker with the process's RLIMIT_NOFILE
+// (soft and hard) set to nofile from its start, through util-linux's
+// prlimit(1), for tests of the descriptor budget.
+func StartBrokerWithNoFile(t testing.TB, nofile int, config string, args ...string) *Broker {
+	t.Helper()
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Fatalf("prlimit (util-linux) not found: %v", err)
+	}
+	argv := append([]string{fmt.Sprintf("--nofile=%d:%d", nofile, nofile), Binary(t), "broker", "--config", config}, args...)
+	b := launch(t, config, exec.Command(prlimit, argv...))
+	if err := b.WaitListening(ListenTimeout); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func launch(t testing.TB, config string, cmd *exec.Cmd) *Broker {
+	t.Helper()
 	b := &Broker{cmd: cmd, exited: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = &b.output, &b.output
 	if err := cmd.Start(); err != nil {
