@@ -110,6 +110,10 @@ jobs:
     schedule: "@every 1s"
     kind: exec
     args: {command: ["sh", "-c", "echo $TRIBUTARY_JOB_SCHEDULED_AT >> %s; sleep 2.5"]}
+  - name: witness
+    schedule: "@every 1s"
+    kind: exec
+    args: {command: ["true"]}
 `, log))
 	st := NewStore(newSession(t, zk), "", 0)
 	ctx := context.Background()
@@ -154,12 +158,17 @@ jobs:
 		n = len(h)
 		return true
 	})
-	time.Sleep(3 * time.Second) // three due times pass; a positive check follows after resume
+	// Three due times pass, as the witness job running on them shows.
+	w0, _ := st.History(ctx, "witness", 0)
+	waitFor(t, 30*time.Second, "3 due times of the witness", func() bool {
+		w, _ := st.History(ctx, "witness", 0)
+		return len(w) >= len(w0)+3
+	})
 	if h, _ := st.History(ctx, "slow", 0); len(h) != n {
 		t.Errorf("paused job got %d new runs", len(h)-n)
 	}
 	list, err := st.List(ctx, time.Now())
-	if err != nil || len(list) != 1 || !list[0].Paused || list[0].Next != nil {
+	if err != nil || len(list) != 2 || list[0].Name != "slow" || !list[0].Paused || list[0].Next != nil || list[1].Paused || list[1].Next == nil {
 		t.Errorf("list while paused: %+v, %v", list, err)
 	}
 	if err := st.Resume(ctx, "slow"); err != nil {

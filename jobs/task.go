@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -118,6 +119,10 @@ func runAttempt(ctx context.Context, t task, env []string, summaryFile string, t
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
+	// Pdeathsig fires when the forking OS thread exits, not the process;
+	// pinning this goroutine keeps that thread alive until the child ends.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	cmd := exec.Command(t.argv[0], t.argv[1:]...)
 	cmd.Dir = t.dir
 	cmd.Env = append(append(os.Environ(), env...), t.env...)
