@@ -7,6 +7,7 @@ import (
 	"io"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -237,7 +238,7 @@ func (r *Result) Print(out io.Writer, p *Pipeline) {
 	if rb := r.Readback; rb != nil {
 		fmt.Fprintf(out, "\n== loaded files (%s)\n", p.cfg.OutputURI())
 		files := append([]LoadedFile(nil), rb.Files...)
-		sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+		sort.Slice(files, func(i, j int) bool { return fileOrder(files[i].Path, files[j].Path) })
 		const show = 12
 		for i, f := range files {
 			if i == show {
@@ -266,6 +267,31 @@ func (r *Result) Print(out io.Writer, p *Pipeline) {
 			r.Latency50.Round(time.Millisecond), r.Latency99.Round(time.Millisecond), r.LatencyMax.Round(time.Millisecond), dups)
 	}
 	fmt.Fprintln(out, r.Summary())
+}
+
+// fileOrder sorts loaded files by directory, then partition and first
+// offset as numbers (<topic>+<partition>+<first>+<last>+s<id>.avro).
+func fileOrder(a, b string) bool {
+	da, db := path.Dir(a), path.Dir(b)
+	if da != db {
+		return da < db
+	}
+	na, nb := fileNumbers(path.Base(a)), fileNumbers(path.Base(b))
+	for i := range na {
+		if na[i] != nb[i] {
+			return na[i] < nb[i]
+		}
+	}
+	return a < b
+}
+
+func fileNumbers(name string) [2]int64 {
+	var out [2]int64
+	f := strings.Split(name, "+")
+	for i := 0; i < 2 && i+1 < len(f); i++ {
+		out[i], _ = strconv.ParseInt(f[i+1], 10, 64)
+	}
+	return out
 }
 
 func pct(n, of int64) float64 {

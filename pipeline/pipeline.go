@@ -16,6 +16,7 @@ import (
 
 	"github.com/tributary/tributary/audit"
 	"github.com/tributary/tributary/audit/service"
+	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/client"
 	"github.com/tributary/tributary/internal/devcluster"
 	"github.com/tributary/tributary/internal/filesys"
@@ -23,6 +24,9 @@ import (
 
 // stopTimeout bounds each part's graceful stop.
 const stopTimeout = 45 * time.Second
+
+// brokerMaxIdle is every broker's connections.max.idle.ms.
+const brokerMaxIdle = 20 * time.Second
 
 // Pipeline is a running pipeline. Its methods are safe for concurrent use.
 type Pipeline struct {
@@ -131,6 +135,11 @@ func (p *Pipeline) startClusters(ctx context.Context) error {
 			Partitions: p.cfg.Partitions,
 			ZooKeeper:  p.cfg.zooKeeperFor(name),
 			Logger:     p.logger,
+			// A short connections.max.idle.ms bounds how long stopping a
+			// broker (a fault, or Close) can wait on a connection whose
+			// read deadline was re-armed just as the broker set it to
+			// "now" to unblock it; clients reconnect transparently.
+			Broker: func(bc *broker.Config) { bc.Limits.ConnectionsMaxIdle = brokerMaxIdle },
 		}
 		// One registry for the whole pipeline, on the analytics cluster's
 		// coordination: producers in every datacenter and the loader must

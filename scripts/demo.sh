@@ -38,6 +38,6 @@ trap cleanup EXIT
 
 # Short audit windows and load intervals so that windows close while one
 # watches; the binary itself is the scheduled loader job's executable.
-"$bin" pipeline demo --dir "$work/data" --duration "$duration" --rate "$rate" \
+"$bin" pipeline demo --dir "$work" --duration "$duration" --rate "$rate" \
 	--audit-window 10s --load-interval 5s --loader scheduled \
 	--log-level warn --log-file "$work/pipeline.log"
