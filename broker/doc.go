@@ -97,6 +97,19 @@
 // unclean stop is the storage engine's business; Close flushes and closes
 // every log so that it writes its clean-shutdown marker.
 //
+// # Resource limits
+//
+// RLIMIT_NOFILE is split at New into a segment-file cache
+// (log.max.open.files, shared by every partition; an idle partition holds
+// no descriptor), connections (max.connections) and a reserve, and logged
+// at start. Connections over max.connections or max.connections.per.ip are
+// closed on accept; idle ones after connections.max.idle.ms. Partition
+// creation is charged to the client id under controller.mutation.rate. A
+// led partition that fails to open is retried with back-off and its error
+// reported to the CreateTopics, auto-creating Metadata or Produce that
+// asked; repeated errors are logged once a second per kind (limits.go,
+// connlimit.go, quota.go, openfail.go, ratelog.go).
+//
 // # Concurrency
 //
 // Each connection has one goroutine reading frames ahead (decoding them) and
