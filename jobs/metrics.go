@@ -15,7 +15,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "tributary_jobs_last_success_timestamp_seconds",
-			Help: "Unix time at which the job's last successful run (seen by this scheduler) ended.",
+			Help: "Unix time at which the job's last successful run ended, on any scheduler (among its newest runs).",
 		}, []string{"job"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "tributary_jobs_run_duration_seconds",

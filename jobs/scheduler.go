@@ -223,9 +223,13 @@ func (s *Scheduler) jobLoop(ctx context.Context, store *Store, j Job) {
 			s.scheduled(ctx, store, j, due, missed, log)
 		}
 		s.serveRequests(ctx, store, j, log)
-		if reaped, err := store.reapOrphans(ctx, j.Name); err != nil && ctx.Err() == nil {
+		if reaped, lastOK, err := store.reapOrphans(ctx, j.Name); err != nil && ctx.Err() == nil {
 			log.Warn("checking for orphaned runs", "err", err)
 		} else {
+			// Whichever scheduler ran it, the gauge shows the job's last success.
+			if !lastOK.IsZero() {
+				s.metrics.lastSuccess.WithLabelValues(j.Name).Set(float64(lastOK.UnixNano()) / 1e9)
+			}
 			for _, r := range reaped {
 				log.Warn("marked orphaned run failed", "run", r.ID, "scheduler_of_run", r.Scheduler)
 				s.metrics.runs.WithLabelValues(j.Name, string(StatusFailed)).Inc()

@@ -382,11 +382,18 @@ const orphanScan = 5
 // is gone or names another run: its scheduler's session ended without
 // finishing it. The record is read before the lock, and rewritten only at
 // the version read, so a run that finishes or starts meanwhile is never
-// touched. Returns the runs it marked.
-func (s *Store) reapOrphans(ctx context.Context, job string) ([]Run, error) {
+// touched. Returns the runs it marked, and the end of the newest
+// successful run among those it read (zero if none).
+func (s *Store) reapOrphans(ctx context.Context, job string) ([]Run, time.Time, error) {
 	runs, versions, err := s.history(ctx, job, orphanScan)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
+	}
+	var lastOK time.Time
+	for _, r := range runs {
+		if r.Status == StatusSucceeded && r.EndedAt != nil && r.EndedAt.After(lastOK) {
+			lastOK = *r.EndedAt
+		}
 	}
 	var reaped []Run
 	for i, r := range runs {
@@ -398,7 +405,7 @@ func (s *Store) reapOrphans(ctx context.Context, job string) ([]Run, error) {
 			continue
 		}
 		if err != nil && !errors.Is(err, coord.ErrNoNode) {
-			return reaped, err
+			return reaped, lastOK, err
 		}
 		now := time.Now().UTC()
 		r.Status = StatusFailed
@@ -409,11 +416,11 @@ func (s *Store) reapOrphans(ctx context.Context, job string) ([]Run, error) {
 			if errors.Is(err, coord.ErrBadVersion) || errors.Is(err, coord.ErrNoNode) {
 				continue
 			}
-			return reaped, err
+			return reaped, lastOK, err
 		}
 		reaped = append(reaped, r)
 	}
-	return reaped, nil
+	return reaped, lastOK, nil
 }
 
 // Requests lists pending run requests of job, oldest first.

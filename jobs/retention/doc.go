@@ -9,5 +9,8 @@
 // and year directories are removed afterwards. A crash in between leaves
 // only empty directories, which the next run removes.
 //
-// Safe for one run at a time per base (the scheduler's job lock).
+// Safe for one run at a time per base (the scheduler's job lock). Give
+// compaction and retention of one base ages far apart: retention does not
+// wait for a compaction working on an hour it deletes (that compaction
+// then fails, and the hour is gone either way).
 package retention
