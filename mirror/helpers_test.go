@@ -47,7 +47,7 @@ type cluster struct {
 	stop context.CancelFunc
 }
 
-func newCluster(t *testing.T, name string) *cluster {
+func newCluster(t testing.TB, name string) *cluster {
 	t.Helper()
 	c := &cluster{name: name, zk: zktest.Chroot(t, testenv.ZooKeeper(t), "mirror-"+name), dir: t.TempDir()}
 	c.start(t, "127.0.0.1:0")
@@ -55,7 +55,7 @@ func newCluster(t *testing.T, name string) *cluster {
 	return c
 }
 
-func (c *cluster) start(t *testing.T, listen string) {
+func (c *cluster) start(t testing.TB, listen string) {
 	t.Helper()
 	logger := testLogger(t, slog.LevelWarn).With("cluster", c.name)
 	b, err := broker.New(broker.Config{
@@ -79,7 +79,7 @@ func (c *cluster) start(t *testing.T, listen string) {
 }
 
 // close stops the broker (a clean shutdown); start brings it back.
-func (c *cluster) close(t *testing.T) {
+func (c *cluster) close(t testing.TB) {
 	c.mu.Lock()
 	b, stop := c.b, c.stop
 	c.b = nil
@@ -112,7 +112,7 @@ func (c *cluster) restart(t *testing.T) {
 	c.start(t, c.addr)
 }
 
-func (c *cluster) createTopic(t *testing.T, name string, partitions int32, configs map[string]string) {
+func (c *cluster) createTopic(t testing.TB, name string, partitions int32, configs map[string]string) {
 	t.Helper()
 	ctx := testContext(t, 60*time.Second)
 	c.mu.Lock()
@@ -123,7 +123,7 @@ func (c *cluster) createTopic(t *testing.T, name string, partitions int32, confi
 	}
 }
 
-func (c *cluster) client(t *testing.T, opts ...kgo.Opt) *kgo.Client {
+func (c *cluster) client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.addr)}, opts...)...)
 	if err != nil {
@@ -483,7 +483,7 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() (bool, stri
 }
 
 // endOffsets lists a topic's end offsets on c.
-func endOffsets(t *testing.T, c *cluster, topic string) map[int32]int64 {
+func endOffsets(t testing.TB, c *cluster, topic string) map[int32]int64 {
 	t.Helper()
 	listed, err := kadm.NewClient(c.client(t)).ListEndOffsets(testContext(t, 30*time.Second), topic)
 	if err != nil {

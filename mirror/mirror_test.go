@@ -16,7 +16,7 @@ import (
 
 // runMirror runs a Mirror in-process until the returned stop is called
 // (stop returns Run's error).
-func runMirror(t *testing.T, cfg Config, counter Counter) (stop func() error) {
+func runMirror(t testing.TB, cfg Config, counter Counter) (stop func() error) {
 	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger(t, slog.LevelInfo)
