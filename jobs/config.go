@@ -227,6 +227,9 @@ func (s Spec) Validate(index int) (Job, error) {
 	if err != nil {
 		return fail("schedule", fmt.Errorf("%q: %w", s.Schedule, err))
 	}
+	if sched.Next(time.Now()).IsZero() {
+		return fail("schedule", fmt.Errorf("%q never comes due (e.g. February 30)", s.Schedule))
+	}
 	if s.Timeout < 0 {
 		return fail("timeout", errors.New("negative"))
 	}

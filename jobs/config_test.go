@@ -44,6 +44,7 @@ func TestParseConfigBad(t *testing.T) {
 	const head = "jobs:\n  - name: j1\n"
 	cases := []struct{ name, yaml, job, field string }{
 		{"invalid schedule", head + "    schedule: \"every five minutes\"\n    kind: exec\n    args: {command: [\"true\"]}\n", "j1", "schedule"},
+		{"never due", head + "    schedule: \"0 0 0 30 2 *\"\n    kind: exec\n    args: {command: [\"true\"]}\n", "j1", "never comes due"},
 		{"missing schedule", head + "    kind: exec\n    args: {command: [\"true\"]}\n", "j1", "schedule"},
 		{"unknown kind", head + "    schedule: \"@every 1m\"\n    kind: spark\n", "j1", "kind"},
 		{"missing kind", head + "    schedule: \"@every 1m\"\n", "j1", "kind"},

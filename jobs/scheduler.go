@@ -196,7 +196,7 @@ func (s *Scheduler) jobLoop(ctx context.Context, store *Store, j Job) {
 	defer poll.Stop()
 	for {
 		wait := time.Until(next)
-		if wait > s.cfg.PollInterval {
+		if next.IsZero() || wait > s.cfg.PollInterval {
 			wait = s.cfg.PollInterval
 		}
 		poll.Reset(max(wait, 0))
@@ -205,14 +205,19 @@ func (s *Scheduler) jobLoop(ctx context.Context, store *Store, j Job) {
 			return
 		case <-poll.C:
 		}
-		if now := time.Now(); !now.Before(next) {
+		if next.IsZero() {
+			// The schedule had no due time within the five years
+			// robfig/cron looks ahead; look again, serve requests meanwhile.
+			next = j.Next(time.Now())
+		}
+		if now := time.Now(); !next.IsZero() && !now.Before(next) {
 			due := next
 			// A scheduler that slept through several due times (a stopped
 			// or starved process) claims only the latest one, like cron,
 			// and records the others skipped unless another scheduler
 			// claimed them: every due time leaves one record.
 			var missed []time.Time
-			for n := j.Next(due); !n.After(now); n = j.Next(n) {
+			for n := j.Next(due); !n.IsZero() && !n.After(now); n = j.Next(n) {
 				missed = append(missed, due)
 				due = n
 			}
