@@ -171,7 +171,7 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, opts ...Opt
 		o(b)
 	}
 	b.chooseCoordinator()
-	if err := b.newGroupCoordinator(); err != nil {
+	if err := b.newGroupCoordinator(reg); err != nil {
 		return nil, err
 	}
 	b.shutdownCtx, b.shutdownCancel = context.WithCancel(context.Background())

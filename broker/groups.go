@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -87,8 +88,9 @@ func setPositiveInt32(dst *int32, v string) error {
 	return nil
 }
 
-// newGroupCoordinator builds the coordinator from the configuration.
-func (b *Broker) newGroupCoordinator() error {
+// newGroupCoordinator builds the coordinator from the configuration and
+// registers its metrics on reg.
+func (b *Broker) newGroupCoordinator(reg prometheus.Registerer) error {
 	gc := b.cfg.Groups
 	gc.Logger = b.logger.With("component", "group-coordinator")
 	opts := []group.Option{group.WithPartitionCheck(func(topic string, p int32) bool {
@@ -104,7 +106,12 @@ func (b *Broker) newGroupCoordinator() error {
 		return err
 	}
 	b.groups = c
-	return nil
+	return reg.Register(c.Collector(func(topic string, p int32) (int64, bool) {
+		if part := b.partitionOf(topic, p); part != nil {
+			return part.log.EndOffset(), true
+		}
+		return 0, false
+	}))
 }
 
 // runGroupLoader follows the reconciler: every offsets partition this

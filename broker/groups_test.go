@@ -93,6 +93,17 @@ func TestGroupCommitRestartResumes(t *testing.T) {
 		t.Fatal(commitErr)
 	}
 	first.Close()
+	for p := range parts {
+		lbl := map[string]string{"group": "g1", "topic": "gr", "partition": fmt.Sprint(p)}
+		committed := counterValue(t, b.reg, "tributary_group_committed_offset", lbl)
+		lag := counterValue(t, b.reg, "tributary_group_lag", lbl)
+		if committed != n/parts/2 || lag != n/parts-n/parts/2 {
+			t.Fatalf("metrics of gr-%d: committed %v lag %v", p, committed, lag)
+		}
+	}
+	if got := counterValue(t, b.reg, "tributary_group_members", map[string]string{"group": "g1", "state": "Empty"}); got != 0 {
+		t.Fatalf("members of the empty group: %v", got)
+	}
 
 	adm := kadm.NewClient(newClient(t, b.Addr()))
 	offs, err := adm.FetchOffsets(ctx, "g1")
