@@ -12,7 +12,7 @@ import (
 // The first error is returned by a later Write or by Close.
 type asyncWriter struct {
 	w    io.WriteCloser
-	ch   chan []byte
+	ch   chan *[]byte
 	done chan struct{}
 	mu   sync.Mutex
 	err  error
@@ -20,19 +20,22 @@ type asyncWriter struct {
 
 const asyncDepth = 4
 
+// bufPool recycles the copies Write makes (container blocks, mostly).
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, blockBytes); return &b }}
+
 func newAsyncWriter(w io.WriteCloser) *asyncWriter {
-	a := &asyncWriter{w: w, ch: make(chan []byte, asyncDepth), done: make(chan struct{})}
+	a := &asyncWriter{w: w, ch: make(chan *[]byte, asyncDepth), done: make(chan struct{})}
 	go func() {
 		defer close(a.done)
 		for b := range a.ch {
-			if a.failed() != nil {
-				continue
+			if a.failed() == nil {
+				if _, err := a.w.Write(*b); err != nil {
+					a.mu.Lock()
+					a.err = err
+					a.mu.Unlock()
+				}
 			}
-			if _, err := a.w.Write(b); err != nil {
-				a.mu.Lock()
-				a.err = err
-				a.mu.Unlock()
-			}
+			bufPool.Put(b)
 		}
 	}()
 	return a
@@ -48,7 +51,9 @@ func (a *asyncWriter) Write(b []byte) (int, error) {
 	if err := a.failed(); err != nil {
 		return 0, err
 	}
-	a.ch <- append([]byte(nil), b...)
+	buf := bufPool.Get().(*[]byte)
+	*buf = append((*buf)[:0], b...)
+	a.ch <- buf
 	return len(b), nil
 }
 

@@ -100,7 +100,8 @@ func startChild(t *testing.T, cfg loader.Config, env ...string) *child {
 	}
 	c := &child{cmd: exec.Command(os.Args[0], "-test.run=^$"), exited: make(chan struct{})}
 	c.cmd.Env = append(append(os.Environ(), childEnv+"="+string(b)), env...)
-	c.cmd.Stdout, c.cmd.Stderr = &syncWriter{w: &c.out}, &syncWriter{w: &c.out}
+	sw := &syncWriter{w: &c.out} // one lock for both streams
+	c.cmd.Stdout, c.cmd.Stderr = sw, sw
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,9 @@ package loader_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,4 +98,35 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	t.Fatalf("metric %s not registered", name)
 	return 0
+}
+
+// TestRegistryDown: with the registry unreachable the run fails, saying
+// so, and commits nothing; the next run with the registry back loads every
+// record once.
+func TestRegistryDown(t *testing.T) {
+	c := newCluster(t)
+	d := dataset{topic: "noreg", n: 500, partitions: 2, start: hourStart(), span: time.Hour}
+	c.createTopic(t, d.topic, d.partitions)
+	c.produceDataset(t, d)
+	fsys, base := filesystest.Local(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	cfg := baseConfig(c, "noreg", d.topic, base)
+	cfg.RegistryURL = down.URL
+	l, err := loader.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Run(ctx)
+	l.Close()
+	if err == nil || !strings.Contains(err.Error(), "schema registry") {
+		t.Fatalf("run without a registry: %v, want an error naming the schema registry", err)
+	}
+	if got := readAll(t, fsys, base); len(got) != 0 {
+		t.Fatalf("%d records landed from a failed run", len(got))
+	}
+	runChild(t, baseConfig(c, "noreg", d.topic, base))
+	checkExactlyOnce(t, d, readAll(t, fsys, base))
 }
