@@ -7,6 +7,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/tributary/tributary/internal/devcluster"
 )
 
 // Fault is one fault a soak injects: Inject breaks something and returns
@@ -36,12 +38,29 @@ func BrokerFault(cluster string, id int, down time.Duration) Fault {
 		if c == nil {
 			return fmt.Errorf("no cluster %q", cluster)
 		}
-		if err := c.StopBroker(id); err != nil {
+		if err := stopBroker(c, id); err != nil {
 			return err
 		}
 		sleep(ctx, down)
 		return c.StartBroker(p.life, id)
 	}}
+}
+
+// brokerStopTimeout bounds a fault's broker stop.
+const brokerStopTimeout = time.Minute
+
+// stopBroker stops broker id, failing (rather than hanging the run) if
+// its graceful Close does not return in time: a client still sending on a
+// connection the broker failed to unblock keeps it waiting.
+func stopBroker(c *devcluster.Cluster, id int) error {
+	done := make(chan error, 1)
+	go func() { done <- c.StopBroker(id) }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(brokerStopTimeout):
+		return fmt.Errorf("broker %d of %s did not stop within %v: its Close waits for a connection still being read", id, c.Name(), brokerStopTimeout)
+	}
 }
 
 // ClusterOutageFault stops every broker of cluster for down: the cluster
@@ -55,7 +74,9 @@ func ClusterOutageFault(cluster string, down time.Duration) Fault {
 		n := len(c.Bootstrap())
 		var errs []error
 		for id := 1; id <= n; id++ {
-			errs = append(errs, c.StopBroker(id))
+			if err := stopBroker(c, id); err != nil {
+				return err
+			}
 		}
 		sleep(ctx, down)
 		for id := 1; id <= n; id++ {
