@@ -47,7 +47,9 @@ const testSchema = `{
   {"name": "clicks", "type": {"type": "array", "items": {"type": "record", "name": "Click", "fields": [
      {"name": "x", "type": "int"}, {"name": "label", "type": ["null", "string"]}]}}},
   {"name": "extra", "type": ["null", "string", "long"], "default": null},
-  {"name": "payload", "type": "bytes"}
+  {"name": "payload", "type": "bytes"},
+  {"name": "at", "type": {"type": "int", "logicalType": "time-millis"}},
+  {"name": "series", "type": {"type": "map", "values": {"type": "array", "items": ["null", "long"]}}}
  ]}`
 
 // testRecord builds row i of hour h in goavro's native form.
@@ -72,6 +74,8 @@ func testRecord(h, i int, hourStart time.Time) map[string]any {
 		"clicks":   []any{},
 		"extra":    nil,
 		"payload":  []byte(fmt.Sprintf("p%d", n)),
+		"at":       time.Duration(n%86400) * time.Second,
+		"series":   map[string]any{"a": []any{goavro.Union("long", int64(n)), nil}, "b": []any{}},
 	}
 	if i%2 == 0 {
 		rec["referrer"] = goavro.Union("string", fmt.Sprintf("https://ref/%d", i))
@@ -175,7 +179,7 @@ def norm(v):
         if v.tzinfo is None:
             v = v.replace(tzinfo=datetime.timezone.utc)
         return v.astimezone(datetime.timezone.utc).isoformat()
-    if isinstance(v, datetime.date):
+    if isinstance(v, (datetime.date, datetime.time)):
         return v.isoformat()
     if isinstance(v, decimal.Decimal):
         return str(v)
