@@ -20,8 +20,9 @@ import (
 type ZooKeeperRegistry struct {
 	connect func(context.Context) (coord.Session, error)
 
-	mu sync.Mutex
-	s  coord.Session
+	mu     sync.Mutex
+	s      coord.Session
+	closed bool
 }
 
 // NewZooKeeperRegistry returns a registry that opens its own session with
@@ -39,6 +40,9 @@ func offsetPath(group, topic string, p int32) string {
 func (r *ZooKeeperRegistry) session(ctx context.Context) (coord.Session, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.closed {
+		return nil, coord.ErrClosed
+	}
 	if r.s != nil {
 		return r.s, nil
 	}
@@ -201,10 +205,11 @@ func (r *ZooKeeperRegistry) Load(ctx context.Context, owns func(group string) bo
 	return out, err
 }
 
-// Close ends the registry's session.
+// Close ends the registry's session; later calls fail with coord.ErrClosed.
 func (r *ZooKeeperRegistry) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.closed = true
 	if r.s == nil {
 		return nil
 	}
