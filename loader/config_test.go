@@ -43,30 +43,3 @@ func TestConfigFromProperties(t *testing.T) {
 		}
 	}
 }
-
-func TestParseOrigin(t *testing.T) {
-	src, p, off, err := loader.ParseOrigin([]byte("dc1/3/1200"))
-	if err != nil || src != "dc1" || p != 3 || off != 1200 {
-		t.Errorf("ParseOrigin = %q %d %d %v", src, p, off, err)
-	}
-	src, _, _, err = loader.ParseOrigin([]byte("east/dc1/0/5"))
-	if err != nil || src != "east/dc1" {
-		t.Errorf("source with a slash: %q %v", src, err)
-	}
-	for _, bad := range []string{"", "dc1", "dc1/3", "/3/4", "dc1/x/4", "dc1/3/-1", "dc1/3/"} {
-		if _, _, _, err := loader.ParseOrigin([]byte(bad)); err == nil {
-			t.Errorf("ParseOrigin(%q) accepted", bad)
-		}
-	}
-}
-
-func FuzzParseOrigin(f *testing.F) {
-	f.Add("dc1/3/1200")
-	f.Add("a/b/c/d")
-	f.Fuzz(func(t *testing.T, s string) {
-		src, p, off, err := loader.ParseOrigin([]byte(s))
-		if err == nil && (src == "" || p < 0 || off < 0) {
-			t.Fatalf("%q parsed as %q %d %d", s, src, p, off)
-		}
-	})
-}

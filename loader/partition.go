@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/mirror"
 	"github.com/tributary/tributary/schema"
 )
 
@@ -196,10 +197,10 @@ func (pl *partLoad) add(ctx context.Context, r *kgo.Record) error {
 // source partition landed already.
 func (pl *partLoad) duplicate(r *kgo.Record) (bool, error) {
 	for _, h := range r.Headers {
-		if h.Key != OriginHeader {
+		if h.Key != mirror.OriginHeader {
 			continue
 		}
-		source, sp, off, err := ParseOrigin(h.Value)
+		source, sp, off, err := mirror.ParseOrigin(h.Value)
 		if err != nil {
 			pl.l.log.Warn("record with a malformed origin header loaded without de-duplication",
 				"topic", pl.topic, "partition", pl.partition, "offset", r.Offset, "err", err)

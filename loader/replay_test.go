@@ -13,6 +13,7 @@ import (
 
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/loader"
+	"github.com/tributary/tributary/mirror"
 	"github.com/tributary/tributary/schema"
 )
 
@@ -30,7 +31,7 @@ func (c *cluster) mirrored(t *testing.T, d dataset, from, to int) []*kgo.Record 
 		p := int32(i) % d.partitions
 		origin := fmt.Sprintf("dc1/%d/%d", p, i/int(d.partitions))
 		recs = append(recs, &kgo.Record{Topic: d.topic, Partition: p, Value: v, Timestamp: d.ts(i),
-			Headers: []kgo.RecordHeader{{Key: loader.OriginHeader, Value: []byte(origin)}}})
+			Headers: []kgo.RecordHeader{{Key: mirror.OriginHeader, Value: []byte(origin)}}})
 	}
 	return recs
 }
