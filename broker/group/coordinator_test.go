@@ -422,3 +422,17 @@ func waitState(t *testing.T, c *Coordinator, id string, st state) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestResentJoinGetsCurrentGeneration: a join resent while the group waits
+// for the leader's assignment (its first response was lost) is answered
+// at once with the current generation, the leader's with the members.
+func TestResentJoinGetsCurrentGeneration(t *testing.T) {
+	c := newTestCoordinator(t, Config{})
+	loaded(t, c, &memLog{})
+	a := &testMember{t: t, c: c, group: "g"}
+	first := a.await(a.joinAsync(time.Minute, time.Minute))
+	again := a.await(a.joinAsync(time.Minute, time.Minute))
+	if again.ErrorCode != 0 || again.Generation != first.Generation || again.LeaderID != a.id || len(again.Members) != 1 {
+		t.Fatalf("resent join: %+v, first %+v", again, first)
+	}
+}

@@ -295,9 +295,10 @@ func (g *group) join(req *kmsg.JoinGroupRequest, clientID, clientHost string, se
 	case stateCompleting, stateStable:
 		if same && (g.state == stateCompleting || m.id != g.leader) {
 			// A resent join (its response was lost): the current
-			// generation, as Kafka answers it.
+			// generation, as Kafka answers it; the leader gets the
+			// members again so that it can still assign.
 			g.scheduleExpiry(m, m.sessionTimeout)
-			return g.outcomeFor(m, false), nil
+			return g.outcomeFor(m, m.id == g.leader), nil
 		}
 		ch := g.await(m, req.Version)
 		g.prepareRebalance()
