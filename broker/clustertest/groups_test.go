@@ -74,9 +74,14 @@ func (c *groupCluster) addrs() []string {
 // is found that is live.
 func (c *groupCluster) coordinatorOf(t *testing.T, ctx context.Context, group string) int32 {
 	t.Helper()
+	return liveCoordinator(t, ctx, c.addrs, func(id int32) bool { p := c.procs[id]; return p != nil && p.Running() }, group)
+}
+
+func liveCoordinator(t *testing.T, ctx context.Context, addrs func() []string, live func(int32) bool, group string) int32 {
+	t.Helper()
 	var id int32 = -1
 	await(t, waitTimeout, "a live coordinator for "+group, func() bool {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs()...))
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addrs()...))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,11 +89,7 @@ func (c *groupCluster) coordinatorOf(t *testing.T, ctx context.Context, group st
 		req := kmsg.NewPtrFindCoordinatorRequest()
 		req.CoordinatorKey = group
 		resp, err := req.RequestWith(ctx, cl)
-		if err != nil || resp.ErrorCode != 0 {
-			return false
-		}
-		p := c.procs[resp.NodeID]
-		if p == nil || !p.Running() {
+		if err != nil || resp.ErrorCode != 0 || !live(resp.NodeID) {
 			return false
 		}
 		id = resp.NodeID
@@ -268,4 +269,54 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	if o := committedOffsets(t, ctx, c.addrs(), group, topic, parts); fmt.Sprint(o) != fmt.Sprint(want) {
 		t.Fatalf("restarted coordinator serves %v, want %v", o, want)
 	}
+}
+
+// TestGroupCoordinatorFailoverInProcess: the same move on brokers of one
+// process sharing a memcoord server (tributary dev), where the registry
+// is the in-process one: offsets committed with kadm (no members) are
+// served by the next coordinator, and by the first one when it returns.
+func TestGroupCoordinatorFailoverInProcess(t *testing.T) {
+	c := newMemCluster(t, 3)
+	ctx := testContext(t, 3*time.Minute)
+	const group, topic, parts = "inproc", "inproc-t", 3
+	addrs := func() []string { return bootstrap(c, 3) }
+	createTopic(t, ctx, addrs(), topic, parts)
+	adm := kadm.NewClient(newClient(t, addrs()))
+	commit := func(at int64) {
+		t.Helper()
+		offs := kadm.Offsets{}
+		for p := range int32(parts) {
+			offs.Add(kadm.Offset{Topic: topic, Partition: p, At: at + int64(p), LeaderEpoch: -1})
+		}
+		await(t, waitTimeout, "a commit", func() bool {
+			resp, err := adm.CommitOffsets(ctx, group, offs)
+			return err == nil && resp.Error() == nil
+		})
+	}
+	wantAt := func(at int64) map[int32]int64 {
+		out := map[int32]int64{}
+		for p := range int32(parts) {
+			out[p] = at + int64(p)
+		}
+		return out
+	}
+	live := func(id int32) bool { return c.brokers[id] != nil }
+	commit(10)
+	coordinator := liveCoordinator(t, ctx, addrs, live, group)
+	c.crash(t, coordinator)
+	moved := liveCoordinator(t, ctx, addrs, live, group)
+	if moved == coordinator {
+		t.Fatalf("coordinator still %d", moved)
+	}
+	await(t, waitTimeout, "the offsets on the new coordinator", func() bool {
+		return fmt.Sprint(committedOffsets(t, ctx, addrs(), group, topic, parts)) == fmt.Sprint(wantAt(10))
+	})
+	commit(20)
+	c.restart(t, coordinator)
+	await(t, waitTimeout, "the first coordinator back", func() bool {
+		return liveCoordinator(t, ctx, addrs, live, group) == coordinator
+	})
+	await(t, waitTimeout, "the newest offsets on the returned coordinator", func() bool {
+		return fmt.Sprint(committedOffsets(t, ctx, addrs(), group, topic, parts)) == fmt.Sprint(wantAt(20))
+	})
 }
