@@ -13,7 +13,10 @@
 //   - Create creates missing parent directories and fails with an error
 //     matching fs.ErrExist if the name exists. Bytes written are visible to
 //     readers only after Close returned nil (HDFS: the file is "under
-//     construction" until then; local: Close fsyncs).
+//     construction" until then; local: Close fsyncs). On HDFS an empty
+//     file's Close returns once the file exists: colinmarc/hdfs cannot get
+//     an empty file completed, so it stays under construction, empty,
+//     until its lease expires (harmless for readers and renames).
 //   - Rename replaces an existing destination file (HDFS's rename2 with
 //     overwrite, POSIX rename); it never fails because the destination
 //     exists, so a protocol must not use it as a lock. A missing source or
