@@ -234,14 +234,12 @@ type offsetsLog struct {
 }
 
 func (l offsetsLog) Append(records []group.Record) error {
-	res, err := l.p.log.Append(encodeOffsetsBatch(records, time.Now().UnixMilli()))
-	if err != nil {
+	if _, err := l.p.log.Append(encodeOffsetsBatch(records, time.Now().UnixMilli())); err != nil {
 		if errors.Is(err, logErrClosed) {
 			return fmt.Errorf("%w: %w", group.ErrNotLoaded, err)
 		}
 		return err
 	}
-	_ = res
 	l.b.metrics.observeOffsets(l.p)
 	l.p.wake()
 	return nil
