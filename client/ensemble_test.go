@@ -3,19 +3,25 @@
 package client
 
 import (
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/tributary/tributary/internal/testenv"
 )
 
-// TestEnsembleGroupSurvivesKilledConsumer is issue 5's full kill scenario
-// (see killedConsumer): 1,000,000 records, 3 brokers, the group and broker
-// registries on the 3-node test ensemble. It is built without -race only:
+// TestEnsembleGroupSurvivesKilledConsumer is issue 5's kill scenario (see
+// killedConsumer) with the group and broker registries on the 3-node test
+// ensemble and 3 brokers: 200,000 records, the issue's 1,000,000 with
+// TRIBUTARY_FULL=1. It is built without -race only:
 // under the race detector a million records take minutes on two cores, and
 // go-zookeeper has a data race on reconnect. `make test` runs it in its
 // ensemble pass (-run Ensemble, no -race).
 func TestEnsembleGroupSurvivesKilledConsumer(t *testing.T) {
 	servers, _ := testenv.ZooKeeperEnsemble(t)
-	killedConsumer(t, newZooKeeperOn(t, strings.Join(servers, ","), killSession), 1_000_000)
+	n := 200_000
+	if os.Getenv("TRIBUTARY_FULL") == "1" {
+		n = 1_000_000
+	}
+	killedConsumer(t, newZooKeeperOn(t, strings.Join(servers, ","), killSession), n)
 }

@@ -21,7 +21,7 @@ const killSession = 3 * time.Second
 
 // TestGroupSurvivesKilledConsumer is the kill scenario (see
 // killedConsumer) with 100,000 records on the standalone test ZooKeeper;
-// `make test` runs it under -race. The full million runs in
+// `make test` runs it under -race. The million (TRIBUTARY_FULL=1) runs in
 // TestEnsembleGroupSurvivesKilledConsumer, without -race.
 func TestGroupSurvivesKilledConsumer(t *testing.T) {
 	killedConsumer(t, newZooKeeper(t, killSession), 100_000)
