@@ -110,7 +110,7 @@ func (p *Pipeline) RunFor(ctx context.Context, o DemoOptions, out io.Writer) (*R
 		total += ps.Acked
 	}
 	fmt.Fprintf(out, "\n== producers stopped after %d page views; waiting for mirror, loader and audit windows to close\n", total)
-	return p.Verify(ctx, o.Drain, out)
+	return p.Verify(ctx, o.Drain)
 }
 
 // progressUntil prints a progress line every interval until ctx ends.
@@ -138,51 +138,72 @@ func (p *Pipeline) progressUntil(ctx context.Context, every time.Duration, out i
 	}
 }
 
-// Verify waits (up to drain) until every record the stopped producers
-// acknowledged is in the loaded files and every audit window of the topic
-// is closed and complete, then reads the files back and checks them.
-func (p *Pipeline) Verify(ctx context.Context, drain time.Duration, out io.Writer) (*Result, error) {
+// Verify waits (up to drain) until every audit window of the topic is
+// closed and complete, then reads the loaded files back and checks that
+// every record the stopped producers acknowledged is there exactly once
+// (again each second until the deadline, should the loader still be
+// moving files into place). The files are read only once the audit says
+// the loader has everything: reading millions of records back each second
+// would slow what it waits for.
+func (p *Pipeline) Verify(ctx context.Context, drain time.Duration) (*Result, error) {
 	produced := p.ProducerStats()
 	res := &Result{Producers: produced}
 	for _, ps := range produced {
 		res.Produced += ps.Acked
 	}
 	deadline := time.Now().Add(drain)
-	var lastErr error
 	for {
-		rb, err := ReadLoaded(ctx, p.fsys, p.base, p.cfg.Topic)
-		if err == nil {
-			res.Readback = rb
-			res.Loaded, err = rb.CheckExactlyOnce(produced)
-		}
-		windows, aerr := p.AuditReport(ctx)
-		if aerr == nil {
-			res.AuditWindows = windows
-			res.tally(windows)
-		}
-		switch {
-		case err != nil:
-		case aerr != nil:
-			err = aerr
-		case res.Windows == 0 || res.Complete < res.Windows || !allClosed(windows):
-			err = fmt.Errorf("%w: %d of %d closed windows complete, %d windows still open", ErrAuditIncomplete,
-				res.Complete, res.Windows, len(windows)-res.Windows)
+		last := time.Now().After(deadline) || ctx.Err() != nil
+		err := p.checkAudit(ctx, res)
+		if err == nil || last {
+			rerr := p.readBack(ctx, res, produced)
+			if err == nil {
+				err = rerr
+			} else if rerr != nil {
+				err = errors.Join(err, rerr)
+			}
 		}
 		if err == nil {
-			break
-		}
-		lastErr = err
-		if time.Now().After(deadline) || ctx.Err() != nil {
 			res.finish(p)
-			return res, fmt.Errorf("after waiting %v: %w", drain, lastErr)
+			return res, nil
+		}
+		if last {
+			res.finish(p)
+			return res, fmt.Errorf("after waiting %v: %w", drain, err)
 		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Second):
 		}
 	}
-	res.finish(p)
-	return res, nil
+}
+
+// checkAudit fetches the audit report into res and says whether every
+// window is closed and complete.
+func (p *Pipeline) checkAudit(ctx context.Context, res *Result) error {
+	windows, err := p.AuditReport(ctx)
+	if err != nil {
+		return err
+	}
+	res.AuditWindows = windows
+	res.tally(windows)
+	if res.Windows == 0 || res.Complete < res.Windows || !allClosed(windows) {
+		return fmt.Errorf("%w: %d of %d closed windows complete, %d windows still open", ErrAuditIncomplete,
+			res.Complete, res.Windows, len(windows)-res.Windows)
+	}
+	return nil
+}
+
+// readBack reads the loaded files into res and checks them against what
+// was produced.
+func (p *Pipeline) readBack(ctx context.Context, res *Result, produced []ProducerStats) error {
+	rb, err := ReadLoaded(ctx, p.fsys, p.base, p.cfg.Topic)
+	if err != nil {
+		return err
+	}
+	res.Readback = rb
+	res.Loaded, err = rb.CheckExactlyOnce(produced)
+	return err
 }
 
 func allClosed(ws []WindowReport) bool {
