@@ -176,11 +176,11 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() (bool, stri
 // produceSpread sends n records of topic through a client.Producer with
 // audit on (cluster name, window, short interval), record i timestamped in
 // window i%windows from t0; it returns the acknowledged count per window.
-func produceSpread(t testing.TB, addr, cluster, topic string, n, windows int, t0 time.Time, window time.Duration) map[time.Time]int64 {
+func produceSpread(t testing.TB, addr, cluster, instance, topic string, n, windows int, t0 time.Time, window time.Duration) map[time.Time]int64 {
 	t.Helper()
 	p, err := client.NewProducer(client.ProducerConfig{Brokers: []string{addr}, Linger: 5 * time.Millisecond,
 		MaxBufferedRecords: 50_000,
-		Audit:              client.ProducerAudit{Cluster: cluster, Window: window, Interval: 200 * time.Millisecond}})
+		Audit:              client.ProducerAudit{Cluster: cluster, Instance: instance, Window: window, Interval: 200 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,14 +41,18 @@ func (p *pipeline) produce(t *testing.T) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	shares := []struct {
-		name, addr string
-		n          int
-	}{{"dc1", p.dc1, p.records / 3}, {"dc1", p.dc1, p.records / 3}, {"dc2", p.dc2, p.records - 2*(p.records/3)}}
+		name, addr, instance string
+		n                    int
+	}{
+		{"dc1", p.dc1, "producer-1@dc1", p.records / 3},
+		{"dc1", p.dc1, "producer-2@dc1", p.records / 3},
+		{"dc2", p.dc2, "producer-3@dc2", p.records - 2*(p.records/3)},
+	}
 	for _, sh := range shares {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got := produceSpread(t, sh.addr, sh.name, "clicks", sh.n, 3, p.t0, testWindow)
+			got := produceSpread(t, sh.addr, sh.name, sh.instance, "clicks", sh.n, 3, p.t0, testWindow)
 			mu.Lock()
 			defer mu.Unlock()
 			if p.perDC[sh.name] == nil {
@@ -185,14 +189,14 @@ func TestReportPinpointsMissingRecords(t *testing.T) {
 	if got := b.Clusters["lossy"]["dc1"]; got != p.perDC["dc1"][mid]-17 {
 		t.Errorf("breakdown lossy dc1 = %d, want %d", got, p.perDC["dc1"][mid]-17)
 	}
-	found := false
+	rows := map[string]int64{}
 	for _, row := range b.Instances {
-		if row.Tier == "lossy" && row.Cluster == "dc1" && row.Instance == "lossy@dc1" && row.Count == p.perDC["dc1"][mid]-17 {
-			found = true
-		}
+		rows[row.Tier+"/"+row.Cluster+"/"+row.Instance] = row.Count
 	}
-	if !found {
-		t.Errorf("no lossy@dc1 instance row in %+v", b.Instances)
+	if rows["lossy/dc1/lossy@dc1"] != p.perDC["dc1"][mid]-17 || rows["producer/dc2/producer-3@dc2"] != p.perDC["dc2"][mid] ||
+		rows["producer/dc1/producer-1@dc1"]+rows["producer/dc1/producer-2@dc1"] != p.perDC["dc1"][mid] ||
+		rows["producer/dc1/producer-1@dc1"] == 0 || rows["producer/dc1/producer-2@dc1"] == 0 || len(rows) != 7 {
+		t.Errorf("instance rows %v (dc1 %d, dc2 %d in the window)", rows, p.perDC["dc1"][mid], p.perDC["dc2"][mid])
 	}
 
 	last := p.t0.Add(2 * testWindow)
