@@ -187,7 +187,7 @@ func TestBrokerPartitionsUnderDescriptorLimit(t *testing.T) {
 	p := testproc.StartBrokerWithNoFile(t, n, writeProperties(t, map[string]string{
 		"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": t.TempDir(),
 	}))
-	ctx := testContext(t, 20*time.Minute)
+	ctx := testContext(t, time.Duration(n/10)*time.Second+5*time.Minute) // creation dominates
 	var topics []string
 	for i := range n / 100 {
 		topics = append(topics, fmt.Sprintf("many-%d", i))
