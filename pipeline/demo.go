@@ -93,7 +93,13 @@ func (p *Pipeline) RunFor(ctx context.Context, o DemoOptions, out io.Writer) (*R
 	defer cancel()
 	duringErr := make(chan error, 1)
 	if o.During != nil {
-		go func() { duringErr <- o.During(runCtx, p) }()
+		go func() {
+			err := o.During(runCtx, p)
+			if err != nil {
+				cancel() // a failed fault ends the run now, not at its end
+			}
+			duringErr <- err
+		}()
 	} else {
 		duringErr <- nil
 	}
