@@ -39,7 +39,7 @@ func (b *Broker) createTopic(ctx context.Context, name string, n int32, override
 	if configs[topicIDConfig], err = newTopicID(); err != nil {
 		return err
 	}
-	err = m.CreateTopic(ctx, name, n, 1, configs)
+	err = b.createRetrying(ctx, m, name, n, configs)
 	switch {
 	case errors.Is(err, cluster.ErrTopicExists) && existingOK:
 	case errors.Is(err, cluster.ErrTopicExists):
@@ -50,6 +50,40 @@ func (b *Broker) createTopic(ctx context.Context, name string, n int32, override
 		return err
 	}
 	return b.awaitServed(ctx, b.topicReady(name))
+}
+
+// adminRetryBackoff spaces attempts of a topic creation whose coordination
+// call failed without an answer.
+const adminRetryBackoff = 200 * time.Millisecond
+
+// createRetrying registers the topic, trying again while ctx lasts when the
+// coordination service could not answer: a ZooKeeper leader election (or
+// a lost connection) leaves a write's outcome unknown (coord.ErrUnavailable),
+// and a session that expired meanwhile wrote nothing. The topic id in
+// configs tells an earlier attempt that took effect (success) from another
+// creator's topic of the same name (ErrTopicExists).
+func (b *Broker) createRetrying(ctx context.Context, m *cluster.Member, name string, n int32, configs map[string]string) error {
+	unknown := false
+	for {
+		err := m.CreateTopic(ctx, name, n, 1, configs)
+		if errors.Is(err, cluster.ErrTopicExists) && unknown {
+			snap, werr := m.AwaitMetadata(ctx, func(s cluster.Snapshot) bool { _, ok := s.Topics[name]; return ok })
+			if werr == nil && snap.Topics[name].Configs[topicIDConfig] == configs[topicIDConfig] {
+				return nil // our earlier attempt
+			}
+			return err
+		}
+		if !errors.Is(err, coord.ErrUnavailable) && !errors.Is(err, coord.ErrSessionExpired) {
+			return err
+		}
+		unknown = unknown || errors.Is(err, coord.ErrUnavailable)
+		b.logger.Warn("creating topic: coordination unavailable; trying again", "topic", name, "err", err)
+		select {
+		case <-time.After(adminRetryBackoff):
+		case <-ctx.Done():
+			return err
+		}
+	}
 }
 
 // CreateTopic creates a topic with n partitions (n <= 0: num.partitions)
