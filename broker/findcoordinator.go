@@ -58,18 +58,27 @@ func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key string) 
 		return fail(kerr.InvalidRequest, "unknown coordinator key type")
 	}
 	wctx, cancel := context.WithTimeout(ctx, offsetsTopicWait)
-	err := b.ensureOffsetsTopic(wctx)
-	cancel()
-	if err != nil {
+	defer cancel()
+	if err := b.ensureOffsetsTopic(wctx); err != nil {
 		b.logger.Warn("offsets topic not available", "err", err)
 		return fail(kerr.CoordinatorNotAvailable, "the offsets topic is not available yet")
 	}
 	snap := b.metadata()
-	p, ok := snap.Partition(group.OffsetsTopic, b.groups.PartitionFor(key))
+	index := b.groups.PartitionFor(key)
+	p, ok := snap.Partition(group.OffsetsTopic, index)
 	if !ok || p.Leader < 0 {
 		return fail(kerr.CoordinatorNotAvailable, "the group's offsets partition has no leader")
 	}
 	if p.Leader == b.cfg.BrokerID {
+		// Leading the partition in the metadata is not serving it yet:
+		// the reconciler opens it and the coordinator reads it back
+		// after. Naming this broker before that got the client's next
+		// request NOT_COORDINATOR, and librdkafka then waits seconds
+		// before joining again, past the initial rebalance delay its
+		// group-mates join within.
+		if err := b.groups.AwaitLoaded(wctx, index); err != nil {
+			return fail(kerr.CoordinatorNotAvailable, "the group's offsets partition is still loading")
+		}
 		c.NodeID, c.Host, c.Port = b.cfg.BrokerID, b.advHost, b.advPort
 		return c
 	}

@@ -100,6 +100,15 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
+// awaitStableGroup waits until group is Stable with k members.
+func awaitStableGroup(t *testing.T, ctx context.Context, adm *kadm.Client, group string, k int) {
+	t.Helper()
+	waitFor(t, 2*time.Minute, fmt.Sprintf("group %s to be stable with %d members", group, k), func() bool {
+		dg, err := adm.DescribeGroups(ctx, group)
+		return err == nil && dg[group].State == "Stable" && len(dg[group].Members) == k
+	})
+}
+
 // TestKcatGroupSplitsPartitions: two `kcat -G` members of one group split
 // a 4-partition topic (librdkafka's own range assignor, run by the leader
 // member), read every record exactly once with its content, are described
@@ -109,7 +118,8 @@ func TestKcatGroupSplitsPartitions(t *testing.T) {
 	testenv.Kcat(t)
 	b := newTestBroker(t, func(c *Config) {
 		groupTestConfig(c)
-		// Both members join the first generation.
+		// Both members usually join the first generation; the records
+		// wait for the stable group of two either way.
 		c.Groups.InitialRebalanceDelay = 2 * time.Second
 	})
 	ctx := testContext(t, 3*time.Minute)
@@ -117,13 +127,18 @@ func TestKcatGroupSplitsPartitions(t *testing.T) {
 	if err := b.CreateTopic(ctx, "kg", parts); err != nil {
 		t.Fatal(err)
 	}
-	produceTestRecords(t, ctx, b.Addr(), "kg", n, parts)
-
 	m1 := startKcatMember(t, b.Addr(), "kcat-group", "kg")
 	m2 := startKcatMember(t, b.Addr(), "kcat-group", "kg")
+	adm := kadm.NewClient(newClient(t, b.Addr()))
+	// The records are produced once the group is stable with both
+	// members: a member that joins after the first generation (a loaded
+	// machine can start the second kcat after the initial rebalance
+	// delay) would otherwise find records the first one read but had not
+	// committed yet, and read them again, as at-least-once allows.
+	awaitStableGroup(t, ctx, adm, "kcat-group", 2)
+	produceTestRecords(t, ctx, b.Addr(), "kg", n, parts)
 	waitFor(t, 90*time.Second, "both kcat members to read every record", func() bool { return m1.count()+m2.count() >= n })
 
-	adm := kadm.NewClient(newClient(t, b.Addr()))
 	dg, err := adm.DescribeGroups(ctx, "kcat-group")
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +209,6 @@ func TestKcatGroupSplitsPartitions(t *testing.T) {
 	if err != nil || dg["kcat-group"].State != "Empty" {
 		t.Fatalf("after both left: %+v, %v", dg["kcat-group"], err)
 	}
-	_ = context.Background
 }
 
 // TestKcatGroupMemberKilled: three `kcat -G` members share a 12-partition
@@ -230,7 +244,6 @@ func TestKcatGroupMemberKilled(t *testing.T) {
 			t.Fatalf("produce: %v", err)
 		}
 	}
-	produce(0, n/2)
 	members := []*kcatMember{
 		startKcatMember(t, b.Addr(), "kill-group", "kk"),
 		startKcatMember(t, b.Addr(), "kill-group", "kk"),
@@ -276,7 +289,12 @@ func TestKcatGroupMemberKilled(t *testing.T) {
 		}
 		return out
 	}
-	waitFor(t, time.Minute, "three stable members", func() bool { return stableWith(3) })
+	// The first half is produced once all three are in the group: a
+	// member joining late would move partitions whose records were read
+	// but not committed yet (read twice, before atKill), or give a member
+	// back a partition it lost (a jump in its offsets).
+	awaitStableGroup(t, ctx, adm, "kill-group", 3)
+	produce(0, n/2)
 	waitFor(t, 2*time.Minute, "the first half read and committed", func() bool {
 		_, c := distinct()
 		var sum int64

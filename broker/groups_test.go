@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -175,4 +176,40 @@ func TestGroupOffsetsSurviveRestart(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// TestFindCoordinatorOnlyOnceLoaded: FindCoordinator names this broker
+// only once it can serve the group, so that the first JoinGroup and
+// OffsetFetch after it succeed. On a fresh broker the first lookup creates
+// __consumer_offsets; answering as soon as the metadata had leaders (before
+// the partition was opened and loaded) got that join NOT_COORDINATOR, and
+// librdkafka waits seconds before joining again, longer than the initial
+// rebalance delay its group-mates join within.
+func TestFindCoordinatorOnlyOnceLoaded(t *testing.T) {
+	b := newTestBroker(t, groupTestConfig)
+	c := dialRaw(t, b.Addr())
+	// One group per offsets partition, the first one creating the topic.
+	byPartition := map[int32]string{}
+	var groups []string
+	for i := 0; len(byPartition) < int(b.groups.Partitions()); i++ {
+		g := fmt.Sprintf("loaded-%d", i)
+		if p := b.groups.PartitionFor(g); byPartition[p] == "" {
+			byPartition[p] = g
+			groups = append(groups, g)
+		}
+	}
+	for _, id := range groups {
+		findCoordinator(t, c, id)
+		g := rawGroup{t: t, c: c, group: id}
+		if resp := g.join(5, "", nil, "consumer", 10000); resp.ErrorCode != kerr.MemberIDRequired.Code {
+			t.Fatalf("JoinGroup of %s (offsets partition %d) right after FindCoordinator: error %d, want MEMBER_ID_REQUIRED",
+				id, b.groups.PartitionFor(id), resp.ErrorCode)
+		}
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.SetVersion(5)
+		req.Group = id
+		if resp := c.roundTrip(req).(*kmsg.OffsetFetchResponse); resp.ErrorCode != 0 || len(resp.Topics) != 0 {
+			t.Fatalf("OffsetFetch of %s right after FindCoordinator: %+v", id, resp)
+		}
+	}
 }

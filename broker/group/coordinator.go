@@ -59,6 +59,9 @@ type Coordinator struct {
 
 	mu    sync.Mutex
 	parts map[int32]*offsetsPartition
+	// changed is closed and replaced (under mu) whenever a partition is
+	// loaded, finishes loading or is unloaded, for AwaitLoaded.
+	changed chan struct{}
 }
 
 // offsetsPartition is one loaded (or loading) offsets partition.
@@ -93,7 +96,7 @@ func New(cfg Config, opts ...Option) (*Coordinator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Coordinator{cfg: cfg.withDefaults(), parts: map[int32]*offsetsPartition{}}
+	c := &Coordinator{cfg: cfg.withDefaults(), parts: map[int32]*offsetsPartition{}, changed: make(chan struct{})}
 	for _, o := range opts {
 		o(c)
 	}
@@ -126,6 +129,7 @@ func (c *Coordinator) Load(p int32, log Log) {
 	}
 	ps := &offsetsPartition{index: p, log: log, loaded: make(chan struct{}), groups: map[string]*group{}}
 	c.parts[p] = ps
+	c.notifyLocked()
 	c.mu.Unlock()
 	go c.load(ps)
 }
@@ -144,6 +148,38 @@ func (c *Coordinator) Loaded(p int32) bool {
 	default:
 		return false
 	}
+}
+
+// AwaitLoaded waits until offsets partition p is served here and fully
+// loaded, so that requests for its groups get neither NOT_COORDINATOR nor
+// COORDINATOR_LOAD_IN_PROGRESS; it returns ctx's error if ctx ends first.
+// The broker's FindCoordinator calls it before naming itself: the leader
+// in the metadata is not yet a coordinator until the broker has opened the
+// partition and the coordinator has read it back.
+func (c *Coordinator) AwaitLoaded(ctx context.Context, p int32) error {
+	for {
+		c.mu.Lock()
+		ps, changed := c.parts[p], c.changed
+		c.mu.Unlock()
+		if ps != nil {
+			select {
+			case <-ps.loaded:
+				return nil
+			default:
+			}
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// notifyLocked wakes AwaitLoaded callers; c.mu is held.
+func (c *Coordinator) notifyLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
 }
 
 // Serving returns the offsets partitions loaded or loading here.
@@ -179,6 +215,7 @@ func (c *Coordinator) Close() {
 func (c *Coordinator) unloadLocked(ps *offsetsPartition) {
 	ps.gone = true
 	delete(c.parts, ps.index)
+	c.notifyLocked()
 	for _, g := range ps.groups {
 		g.mu.Lock()
 		g.unload()
@@ -258,6 +295,7 @@ func (c *Coordinator) load(ps *offsetsPartition) {
 		ps.groups[id] = g
 	}
 	close(ps.loaded)
+	c.notifyLocked()
 	c.cfg.Logger.Info("loaded offsets partition", "partition", ps.index, "groups", len(ps.groups),
 		"from_registry", fromRegistry, "took", c.cfg.Now().Sub(start))
 }
