@@ -243,6 +243,14 @@ func (b *Broker) readRequests(c net.Conn, reqs chan<- *request, log *slog.Logger
 	var sizeBuf [4]byte
 	for {
 		act.armRead(c)
+		// Close cancels shutdownCtx and then sets every connection's read
+		// deadline to now; the arm above may have replaced that deadline,
+		// so a connection whose client keeps sending would keep Close
+		// waiting for ever. Checked after the arm: either Close's deadline
+		// stands, or the cancel is visible here.
+		if b.shutdownCtx.Err() != nil {
+			return
+		}
 		if n, err := io.ReadFull(br, sizeBuf[:]); err != nil {
 			var ne net.Error
 			if n == 0 && errors.As(err, &ne) && ne.Timeout() && b.shutdownCtx.Err() == nil {
