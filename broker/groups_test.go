@@ -141,7 +141,12 @@ func TestGroupCommitRestartResumes(t *testing.T) {
 // __consumer_offsets (its in-process coordinator starts empty).
 func TestGroupOffsetsSurviveRestart(t *testing.T) {
 	b := newTestBroker(t, groupTestConfig)
-	ctx := testContext(t, time.Minute)
+	// The context outlasts every bounded step below together: it once
+	// expired (a minute, for two 30 s waits, a close and a restart on a
+	// loaded machine) and the fetch after the restart failed with it,
+	// reported as that wait timing out.
+	ctx := testContext(t, 5*time.Minute)
+	start := time.Now()
 	if err := b.CreateTopic(ctx, "rs", 2); err != nil {
 		t.Fatal(err)
 	}
@@ -149,24 +154,44 @@ func TestGroupOffsetsSurviveRestart(t *testing.T) {
 	offs := kadm.Offsets{}
 	offs.Add(kadm.Offset{Topic: "rs", Partition: 0, At: 17, LeaderEpoch: -1, Metadata: "m0"})
 	offs.Add(kadm.Offset{Topic: "rs", Partition: 1, At: 23, LeaderEpoch: -1})
-	waitFor(t, 30*time.Second, "the commit", func() bool {
+	var last error
+	logChange := func(step string, err error) {
+		if err != nil && (last == nil || err.Error() != last.Error()) {
+			t.Logf("%s after %v: %v", step, time.Since(start).Round(time.Millisecond), err)
+		}
+		last = err
+	}
+	waitFor(t, 90*time.Second, "the commit", func() bool {
 		resp, err := adm.CommitOffsets(ctx, "survivor", offs)
-		return err == nil && resp.Error() == nil
+		if err == nil {
+			err = resp.Error()
+		}
+		logChange("commit", err)
+		return err == nil
 	})
 	offs = kadm.Offsets{}
 	offs.Add(kadm.Offset{Topic: "rs", Partition: 0, At: 19, LeaderEpoch: -1, Metadata: "m1"})
 	if resp, err := adm.CommitOffsets(ctx, "survivor", offs); err != nil || resp.Error() != nil {
 		t.Fatalf("second commit: %v %v", err, resp.Error())
 	}
+	committed := time.Since(start)
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
 
+	closed := time.Since(start)
 	again := startTestBroker(t, b.cfg)
+	restarted := time.Since(start)
+	t.Logf("committed after %v, closed after %v, restarted after %v", committed.Round(time.Millisecond),
+		closed.Round(time.Millisecond), restarted.Round(time.Millisecond))
 	adm = kadm.NewClient(newClient(t, again.Addr()))
-	waitFor(t, 30*time.Second, "the offsets after the restart", func() bool {
+	waitFor(t, 90*time.Second, "the offsets after the restart", func() bool {
 		got, err := adm.FetchOffsets(ctx, "survivor")
-		if err != nil || got.Error() != nil {
+		if err == nil {
+			err = got.Error()
+		}
+		logChange("fetch", err)
+		if err != nil {
 			return false
 		}
 		o0, _ := got.Lookup("rs", 0)
