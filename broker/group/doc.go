@@ -12,7 +12,11 @@
 // Kafka computes it. The broker leading that partition is the group's
 // coordinator; the broker hands the partitions it leads to Load and takes
 // them back with Unload when leadership moves, so a group's coordinator
-// moves when its broker dies.
+// moves when its broker dies. Loading is asynchronous (requests meanwhile
+// get COORDINATOR_LOAD_IN_PROGRESS); the broker's FindCoordinator waits
+// with AwaitLoaded until the group's partition is loaded before naming
+// itself, so that a client's first request to its coordinator is served
+// (librdkafka waits seconds before rejoining after a failed JoinGroup).
 //
 // # Protocol
 //
