@@ -436,3 +436,59 @@ func TestResentJoinGetsCurrentGeneration(t *testing.T) {
 		t.Fatalf("resent join: %+v, first %+v", again, first)
 	}
 }
+
+// gatedLog is a memLog whose Replay waits for open to be closed.
+type gatedLog struct {
+	memLog
+	entered, open chan struct{}
+}
+
+func (l *gatedLog) Replay(fn func(Record) error) error {
+	close(l.entered)
+	<-l.open
+	return l.memLog.Replay(fn)
+}
+
+// TestAwaitLoaded: AwaitLoaded returns only once the partition is served
+// and read back (what FindCoordinator waits for before naming the broker),
+// and waits again after an unload.
+func TestAwaitLoaded(t *testing.T) {
+	c := newTestCoordinator(t, Config{})
+	short := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		return c.AwaitLoaded(ctx, 0)
+	}
+	if err := short(); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("AwaitLoaded of a partition not served: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.AwaitLoaded(ctx, 0) }()
+	log := &gatedLog{entered: make(chan struct{}), open: make(chan struct{})}
+	c.Load(0, log)
+	<-log.entered
+	if code := c.CoordinatorError("g"); code != kerr.CoordinatorLoadInProgress.Code {
+		t.Fatalf("while loading: code %d", code)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("AwaitLoaded returned %v while the partition was loading", err)
+	default:
+	}
+	close(log.open)
+	if err := <-done; err != nil {
+		t.Fatalf("AwaitLoaded: %v", err)
+	}
+	if code := c.CoordinatorError("g"); code != 0 {
+		t.Fatalf("after AwaitLoaded: code %d", code)
+	}
+	if err := c.AwaitLoaded(ctx, 0); err != nil {
+		t.Fatalf("AwaitLoaded of a loaded partition: %v", err)
+	}
+	c.Unload(0)
+	if err := short(); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("AwaitLoaded after unload: %v", err)
+	}
+}
