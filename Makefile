@@ -9,8 +9,10 @@ LDFLAGS   := -X main.version=$(VERSION)
 MODULE    := github.com/tributary/tributary
 # Packages with concurrency get the race detector (RACE_RE: the same, as a
 # pattern over import paths).
-RACE_PKGS := ./broker/... ./client/... ./internal/coord/...
-RACE_RE   := ^$(MODULE)/(broker|client|internal/coord)(/|$$)
+RACE_PKGS := ./broker/... ./client/... ./internal/coord/... ./audit/... ./mirror/... ./loader/... ./jobs/... ./internal/filesys/...
+RACE_RE   := ^$(MODULE)/(broker|client|internal/coord|audit|mirror|loader|jobs|internal/filesys)(/|$$)
+# Packages with ZooKeeper-ensemble tests (built without -race, see test-unit).
+ENSEMBLE_PKGS := ./broker/... ./client/... ./internal/coord/...
 TEST_TIMEOUT ?= 15m
 # Extra `go test` flags, e.g. make test TEST_FLAGS='-run TestEnsemble -v'.
 TEST_FLAGS ?=
@@ -46,8 +48,8 @@ test-unit:
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $$pkgs || rc=1; \
 	echo "$(GO) test -count=1 -race -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(RACE_PKGS)"; \
 	$(GO) test -count=1 -race -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(RACE_PKGS) || rc=1; \
-	echo "$(GO) test -count=1 -p 1 -run Ensemble -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(RACE_PKGS)"; \
-	$(GO) test -count=1 -p 1 -run Ensemble -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(RACE_PKGS) || rc=1; \
+	echo "$(GO) test -count=1 -p 1 -run Ensemble -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(ENSEMBLE_PKGS)"; \
+	$(GO) test -count=1 -p 1 -run Ensemble -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(ENSEMBLE_PKGS) || rc=1; \
 	exit $$rc
 
 fmt:
