@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tributary/tributary/internal/coord"
 )
@@ -19,6 +20,10 @@ import (
 // rebalance.max.retries: the member registers again on a new session and
 // rebalances there.
 var errSessionLost = errors.New("client: coordination session lost")
+
+// rebalanceCommitTimeout bounds the commit a rebalance makes before it
+// releases its partitions (at least rebalance.backoff.ms).
+const rebalanceCommitTimeout = 5 * time.Second
 
 // sessionGone reports whether err says the session can serve no more calls.
 func sessionGone(err error) bool {
@@ -80,7 +85,13 @@ func (g *GroupConsumer) rebalanceOnce(ctx context.Context) (bool, error) {
 
 	// Stop fetching, commit what the application handled, release what we
 	// own: from here on this member owns nothing.
-	if err := g.stopFetchingCtx(ctx, true); err != nil {
+	// The commit outlives a Close that cuts this rebalance short (Close
+	// cancels ctx while the run loop is here): what the application
+	// handled is committed either way, or its next owner repeats it.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(g.backoff(), rebalanceCommitTimeout))
+	err = g.stopFetchingCtx(cctx, true)
+	cancel()
+	if err != nil {
 		g.logger.Warn("commit before rebalance failed", "err", err)
 	}
 	g.releaseAll(ctx)
