@@ -2,12 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"log/slog"
-	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,29 +37,13 @@ func newBrokerCommand() *cobra.Command {
 }
 
 func runBroker(cmd *cobra.Command, o brokerOptions) error {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
-	}
-	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-	if o.config == "" {
-		return errors.New("--config is required")
-	}
-	f, err := os.Open(o.config)
+	logger, err := newLogger(cmd, o.logLevel)
 	if err != nil {
-		return fmt.Errorf("config: %w", err)
+		return err
 	}
-	props, err := broker.ReadProperties(f)
-	f.Close()
+	props, err := readPropertiesFile(o.config, o.overrides)
 	if err != nil {
-		return fmt.Errorf("config %s: %w", o.config, err)
-	}
-	for _, kv := range o.overrides {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || strings.TrimSpace(k) == "" {
-			return fmt.Errorf("--override %q: want key=value", kv)
-		}
-		props[strings.TrimSpace(k)] = v
+		return err
 	}
 	cfg, warnings, err := broker.ConfigFromProperties(props)
 	for _, w := range warnings {

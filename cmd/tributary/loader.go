@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,7 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
-	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/loader"
 )
 
@@ -67,24 +65,9 @@ func newLoaderCommand() *cobra.Command {
 }
 
 func loaderConfig(o loaderOptions, logger *slog.Logger) (loader.Config, error) {
-	if o.config == "" {
-		return loader.Config{}, errors.New("--config is required")
-	}
-	f, err := os.Open(o.config)
+	props, err := readPropertiesFile(o.config, o.overrides)
 	if err != nil {
 		return loader.Config{}, err
-	}
-	defer f.Close()
-	props, err := broker.ReadProperties(f)
-	if err != nil {
-		return loader.Config{}, fmt.Errorf("%s: %w", o.config, err)
-	}
-	for _, kv := range o.overrides {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return loader.Config{}, fmt.Errorf("--override %q: want key=value", kv)
-		}
-		props[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	}
 	cfg, unknown, err := loader.ConfigFromProperties(props)
 	if err != nil {
@@ -99,11 +82,10 @@ func loaderConfig(o loaderOptions, logger *slog.Logger) (loader.Config, error) {
 }
 
 func runLoader(cmd *cobra.Command, o loaderOptions, serve bool) error {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	logger, err := newLogger(cmd, o.logLevel)
+	if err != nil {
+		return err
 	}
-	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	cfg, err := loaderConfig(o, logger)
 	if err != nil {
 		return err

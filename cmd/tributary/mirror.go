@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -17,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
-	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/mirror"
 )
 
@@ -47,29 +43,13 @@ func newMirrorCommand() *cobra.Command {
 }
 
 func runMirror(cmd *cobra.Command, o mirrorOptions) error {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
-	}
-	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-	if o.config == "" {
-		return errors.New("--config is required")
-	}
-	f, err := os.Open(o.config)
+	logger, err := newLogger(cmd, o.logLevel)
 	if err != nil {
-		return fmt.Errorf("config: %w", err)
+		return err
 	}
-	props, err := broker.ReadProperties(f)
-	f.Close()
+	props, err := readPropertiesFile(o.config, o.overrides)
 	if err != nil {
-		return fmt.Errorf("config %s: %w", o.config, err)
-	}
-	for _, kv := range o.overrides {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || strings.TrimSpace(k) == "" {
-			return fmt.Errorf("--override %q: want key=value", kv)
-		}
-		props[strings.TrimSpace(k)] = v
+		return err
 	}
 	cfg, unknown, err := mirror.ConfigFromProperties(props)
 	if err != nil {

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tributary/tributary/broker"
+)
+
+// newLogger is the text logger of a daemon command, on its stderr, at the
+// level --log-level names.
+func newLogger(cmd *cobra.Command, levelName string) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(levelName)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})), nil
+}
+
+// readPropertiesFile reads the Kafka-style properties file of --config and
+// applies the --override key=value pairs on top, as `tributary broker`,
+// `mirror` and `loader` all take them.
+func readPropertiesFile(path string, overrides []string) (map[string]string, error) {
+	if path == "" {
+		return nil, errors.New("--config is required")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	props, err := broker.ReadProperties(f)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	for _, kv := range overrides {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("--override %q: want key=value", kv)
+		}
+		props[strings.TrimSpace(k)] = v
+	}
+	return props, nil
+}
