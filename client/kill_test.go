@@ -213,16 +213,29 @@ func killedConsumer(t *testing.T, ce *coordEnv, n int) {
 	for p := range seen {
 		seen[p] = make([]delivery, len(expect[p]))
 	}
+	var jumps []offsetJump
 	for _, c := range children {
 		for s := range childStreams {
-			readChildOutput(t, fmt.Sprintf("%s.%d", c.out, s), expect, func(p int32, off int64) {
+			jumps = append(jumps, readChildOutput(t, fmt.Sprintf("%s.%d", c.out, s), expect, func(p int32, off int64) {
 				if c == victim {
 					seen[p][off].victim++
 				} else {
 					seen[p][off].survivor++
 				}
-			})
+			})...)
 		}
+	}
+	// A member may own a partition, lose it in a rebalance and get it back
+	// later at another member's commit: a jump is a loss only if some
+	// record of its gap reached nobody.
+	for _, j := range jumps {
+		for off := j.from + 1; off < j.to; off++ {
+			if d := seen[j.partition][off]; d.victim+d.survivor == 0 {
+				t.Errorf("%v, and record %d/%d reached no member", j, j.partition, off)
+				break
+			}
+		}
+		t.Logf("%v (the partition was owned by another member in between)", j)
 	}
 	isVictimPart := map[int32]bool{}
 	for _, p := range victimParts {
@@ -275,15 +288,16 @@ func killedConsumer(t *testing.T, ce *coordEnv, n int) {
 }
 
 // readChildOutput parses a member's output file, checking each record's
-// content against what was produced at its offset and that offsets within
-// the file advance by one per partition (a restart from a commit may go
-// back, never forward past a gap).
-func readChildOutput(t *testing.T, path string, expect [][]int, each func(p int32, off int64)) {
+// content against what was produced at its offset. It returns where a
+// partition's offsets jumped forward past a gap: within one ownership that
+// is a loss, but a partition that moved to another member and came back
+// legitimately resumes at that member's commit, so each caller judges.
+func readChildOutput(t *testing.T, path string, expect [][]int, each func(p int32, off int64)) (jumps []offsetJump) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		if os.IsNotExist(err) {
-			return
+			return nil
 		}
 		t.Fatal(err)
 	}
@@ -307,7 +321,7 @@ func readChildOutput(t *testing.T, path string, expect [][]int, each func(p int3
 			continue
 		}
 		if prev, ok := last[p]; ok && off > prev+1 {
-			t.Errorf("%s: partition %d jumped from offset %d to %d", filepath.Base(path), p, prev, off)
+			jumps = append(jumps, offsetJump{file: filepath.Base(path), partition: p, from: prev, to: off})
 		}
 		last[p] = off
 		each(p, off)
@@ -315,4 +329,16 @@ func readChildOutput(t *testing.T, path string, expect [][]int, each func(p int3
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
+	return jumps
+}
+
+// offsetJump is a forward jump in one member's deliveries of a partition.
+type offsetJump struct {
+	file      string
+	partition int32
+	from, to  int64
+}
+
+func (j offsetJump) String() string {
+	return fmt.Sprintf("%s: partition %d jumped from offset %d to %d", j.file, j.partition, j.from, j.to)
 }

@@ -115,9 +115,12 @@ func TestGroupRestartRightAfterSIGKILL(t *testing.T) {
 	second.stop(t)
 	delivered := map[[2]int64]bool{}
 	for s := range childStreams {
-		readChildOutput(t, fmt.Sprintf("%s.%d", second.out, s), expect, func(p int32, off int64) {
+		jumps := readChildOutput(t, fmt.Sprintf("%s.%d", second.out, s), expect, func(p int32, off int64) {
 			delivered[[2]int64{int64(p), off}] = true
 		})
+		for _, j := range jumps { // the only member after the restart
+			t.Errorf("%v", j)
+		}
 	}
 	for i, off := range more {
 		if p := int64(i % partitions); !delivered[[2]int64{p, off}] {
