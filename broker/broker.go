@@ -58,6 +58,10 @@ type Broker struct {
 	badConfigs map[string]string
 
 	pids *producerIDs
+	// fetchers copy the partitions this broker follows (replica_fetcher.go);
+	// hwStart holds the high watermarks checkpointed by the last run.
+	fetchers *fetcherManager
+	hwStart  map[topicPart]int64
 	// res bounds descriptors, connections and topic creation (limits.go).
 	res *resources
 
@@ -88,7 +92,7 @@ type Broker struct {
 }
 
 // topic is a topic's partitions as this broker serves them: one slot per
-// partition of the topic, nil where another broker leads (or no one).
+// partition of the topic, nil where this broker holds no replica.
 // A topic is immutable: the reconciler replaces it to change a slot.
 type topic struct {
 	name       string
@@ -111,6 +115,16 @@ type partition struct {
 
 	mu      sync.Mutex
 	waiters map[*waiter]struct{}
+
+	// Replication (replica.go): isLeader and selfOnly (leader and only
+	// in-sync replica) are read on every request without a lock; hw is
+	// the high watermark, meaningful unless selfOnly; rs is the rest,
+	// under rmu.
+	isLeader atomic.Bool
+	selfOnly atomic.Bool
+	hw       atomic.Int64
+	rmu      sync.Mutex
+	rs       replicaState
 }
 
 // Option adjusts a Broker beyond its Config; for tests and embedding.
@@ -186,6 +200,8 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, opts ...Opt
 	if b.onDisk, err = scanLogDirs(cfg.LogDirs); err != nil {
 		return nil, err
 	}
+	b.fetchers = newFetcherManager(b)
+	b.hwStart = b.loadHWCheckpoints()
 	return b, nil
 }
 
@@ -224,6 +240,10 @@ func (b *Broker) openPartition(name string, p int32, dir string, tc topicConfig)
 	}
 	part := &partition{topic: name, index: p, dir: dir, log: l, settings: tc.log, waiters: map[*waiter]struct{}{}}
 	part.conf.Store(&tc)
+	part.rs.epoch = -1
+	part.rs.leaderID = -1
+	// The high watermark this replica had checkpointed, never past its log.
+	part.hw.Store(min(b.hwStart[topicPart{topic: name, p: p}], l.EndOffset()))
 	b.metrics.observeOffsets(part)
 	return part, nil
 }
@@ -293,8 +313,17 @@ func (b *Broker) lookup(name string) *topic {
 	return b.topics[name]
 }
 
-// partitionOf returns the partition or nil.
+// partitionOf returns the partition if this broker leads it, else nil.
 func (b *Broker) partitionOf(name string, p int32) *partition {
+	if part := b.replicaOf(name, p); part != nil && part.leading() {
+		return part
+	}
+	return nil
+}
+
+// replicaOf returns the local replica of the partition, led or followed,
+// or nil.
+func (b *Broker) replicaOf(name string, p int32) *partition {
 	t := b.lookup(name)
 	if t == nil || p < 0 || int(p) >= len(t.partitions) {
 		return nil
@@ -372,11 +401,13 @@ func (b *Broker) Start(ctx context.Context) error {
 	}
 	b.ln = ln
 	b.started = true
-	b.wg.Add(4)
+	b.wg.Add(6)
 	go b.acceptLoop()
 	go b.housekeeping()
 	go b.runReconciler()
 	go b.runGroupLoader()
+	go b.runISRShrinker()
+	go b.runHWCheckpointer()
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -449,6 +480,7 @@ func (b *Broker) MetricsAddr() string {
 // partition log. It is safe to call more than once.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
+		b.controlledShutdown()
 		b.startMu.Lock()
 		b.mu.Lock()
 		b.closed = true
@@ -456,6 +488,7 @@ func (b *Broker) Close() error {
 		ln, msrv := b.ln, b.metricsSrv
 		b.startMu.Unlock()
 		b.shutdownCancel()
+		b.fetchers.close()
 		if ln != nil {
 			_ = ln.Close()
 		}
@@ -466,6 +499,7 @@ func (b *Broker) Close() error {
 		}
 		b.connMu.Unlock()
 		b.wg.Wait()
+		b.checkpointHighWatermarks()
 		b.mu.RLock()
 		m := b.member
 		b.mu.RUnlock()

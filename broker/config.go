@@ -89,9 +89,12 @@ type Config struct {
 	// long start-up waits for a session. Default: the session timeout.
 	ZooKeeperConnectionTimeout time.Duration
 	// DefaultReplicationFactor is default.replication.factor, used when a
-	// CreateTopics request leaves the factor to the broker (-1). Only 1 is
-	// accepted: there is no replication yet.
+	// CreateTopics request leaves the factor to the broker (-1), and for
+	// auto-created topics.
 	DefaultReplicationFactor int16
+	// Replication is min.insync.replicas, replica.*, unclean.leader.*,
+	// auto.leader.rebalance.* and controlled.shutdown.* (replicaconfig.go).
+	Replication ReplicationConfig
 	// Groups configures the group coordinator (offsets.topic.*, group.*;
 	// see broker/group.Config and groups.go).
 	Groups group.Config
@@ -136,6 +139,7 @@ func (c Config) withDefaults() Config {
 	if c.ZooKeeperConnectionTimeout == 0 {
 		c.ZooKeeperConnectionTimeout = c.ZooKeeperSessionTimeout
 	}
+	c.Replication = c.Replication.withDefaults()
 	if c.DefaultReplicationFactor == 0 {
 		c.DefaultReplicationFactor = DefaultReplicationFactor
 	}
@@ -204,9 +208,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: zookeeper.session.timeout.ms: must be positive", ErrInvalidConfig)
 	case c.ZooKeeperConnectionTimeout < time.Millisecond:
 		return fmt.Errorf("%w: zookeeper.connection.timeout.ms: must be positive", ErrInvalidConfig)
-	case c.DefaultReplicationFactor != 1:
-		return fmt.Errorf("%w: default.replication.factor: only 1 is supported (partitions are not replicated yet), got %d",
-			ErrInvalidConfig, c.DefaultReplicationFactor)
+	case c.DefaultReplicationFactor < 0:
+		return fmt.Errorf("%w: default.replication.factor: must be >= 1, got %d", ErrInvalidConfig, c.DefaultReplicationFactor)
+	}
+	if err := c.Replication.Validate(); err != nil {
+		return err
 	}
 	if err := c.Groups.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -442,7 +448,6 @@ var ignoredKeys = map[string]bool{
 	"socket.receive.buffer.bytes": true, "num.recovery.threads.per.data.dir": true,
 	"offsets.topic.replication.factor": true, "transaction.state.log.replication.factor": true,
 	"transaction.state.log.min.isr": true, "group.initial.rebalance.delay.ms": true,
-	"min.insync.replicas":            true,
 	"listener.security.protocol.map": true, "inter.broker.listener.name": true,
 }
 

@@ -21,9 +21,9 @@ const maxPartitionsPerTopic = 10_000
 // handleCreateTopics creates topics through the cluster: the assignment
 // goes to the coordinator and the controller elects the leaders; each topic
 // is answered once its partitions have leaders (and this broker serves the
-// ones it leads) or the request's timeout passes. Replication factor must
-// be 1 or -1 (default.replication.factor): partitions are not replicated
-// yet. An explicit replica assignment gives the partition count and is only
+// ones it leads) or the request's timeout passes. Replication factor -1
+// means default.replication.factor; it may not exceed the live brokers.
+// An explicit replica assignment gives the partition count and is only
 // honoured when it names this broker alone and this broker is the only one
 // alive (it is then what the round-robin assignment gives). Topic configs
 // are validated (INVALID_CONFIG names the key), stored with the topic in
@@ -66,9 +66,11 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *request) (reply, err
 		case !b.assignmentIsLocal(snap, rt.ReplicaAssignment):
 			fail(kerr.InvalidReplicaAssignment, fmt.Sprintf(
 				"explicit replica assignments are only supported on a one-broker cluster, naming broker %d", b.cfg.BrokerID))
-		case rf != 1 && len(rt.ReplicaAssignment) == 0:
+		case rf < 1 && len(rt.ReplicaAssignment) == 0:
+			fail(kerr.InvalidReplicationFactor, fmt.Sprintf("replication factor %d must be positive", rt.ReplicationFactor))
+		case int(rf) > len(snap.Brokers) && len(rt.ReplicaAssignment) == 0:
 			fail(kerr.InvalidReplicationFactor, fmt.Sprintf(
-				"replication factor %d: partitions are not replicated yet, only 1 is supported", rt.ReplicationFactor))
+				"replication factor: %d larger than available brokers: %d", rf, len(snap.Brokers)))
 		case n == 0 || n < -1:
 			fail(kerr.InvalidPartitions, fmt.Sprintf("number of partitions %d must be positive", n))
 		case n > maxPartitionsPerTopic:
@@ -93,7 +95,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *request) (reply, err
 				resp.ThrottleMillis = max(resp.ThrottleMillis, int32(wait.Milliseconds()))
 				break
 			}
-			if err := b.createTopicReported(ctx, rt.Topic, n, overrides, false); err != nil {
+			if err := b.createTopicReported(ctx, rt.Topic, n, rf, overrides, false); err != nil {
 				st.ErrorCode, st.ErrorMessage = adminErrorCode(err), kmsg.StringPtr(err.Error())
 				if errors.Is(err, errPartitionOpen) {
 					// The topic exists; its partition comes online by itself
@@ -107,7 +109,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *request) (reply, err
 			if n <= 0 {
 				n = b.cfg.NumPartitions
 			}
-			st.NumPartitions, st.ReplicationFactor = n, 1
+			st.NumPartitions, st.ReplicationFactor = n, rf
 			st.Configs = b.createdTopicConfigs(overrides)
 		}
 		resp.Topics = append(resp.Topics, st)
@@ -216,7 +218,7 @@ func (b *Broker) autoCreateTopic(ctx context.Context, r *request, name string) (
 	}
 	cctx, cancel := context.WithTimeout(ctx, autoCreateWait)
 	defer cancel()
-	err := b.createTopicReported(cctx, name, 0, nil, true)
+	err := b.createTopicReported(cctx, name, 0, 0, nil, true)
 	if errors.Is(err, errPartitionOpen) {
 		return kerr.KafkaStorageError.Code, err
 	}

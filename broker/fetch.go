@@ -109,6 +109,15 @@ func (b *Broker) handleFetch(ctx context.Context, r *request) (reply, error) {
 				parts[i][j].code = unservedCode(*snap, rt.Topic, rp.Partition)
 				continue
 			}
+			if code := fetchEpochCode(p, rp.CurrentLeaderEpoch); code != 0 {
+				parts[i][j].code = code
+				continue
+			}
+			if req.ReplicaID >= 0 && !b.followerFetched(p, req.ReplicaID, rp.FetchOffset) {
+				// Not a replica of this partition (or no longer led here).
+				parts[i][j].code = kerr.NotLeaderForPartition.Code
+				continue
+			}
 			parts[i][j].p = p
 			// Registered before the first read, so no append between the
 			// read and the wait goes unnoticed.
@@ -174,15 +183,28 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, parts [][]fetchTarget) (*fetc
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
+			// A consumer reads only what every in-sync replica has (below
+			// the high watermark); a follower reads all there is.
+			hw := p.highWatermark()
 			end := p.log.EndOffset()
+			visible := end
+			if req.ReplicaID < 0 {
+				visible = min(hw, end)
+			}
 			start := p.log.StartOffset()
 			limit := min(int64(rp.PartitionMaxBytes), remaining)
 			switch {
 			case rp.FetchOffset > end || rp.FetchOffset < start:
 				sp.ErrorCode = kerr.OffsetOutOfRange.Code
-			case rp.FetchOffset == end || (limit <= 0 && !minOne):
+			case rp.FetchOffset >= visible || (limit <= 0 && !minOne):
 			default:
-				v, err := p.log.Read(rp.FetchOffset, int(max(limit, 0)))
+				var v RecordView
+				var err error
+				if visible == end && p.selfOnly.Load() {
+					v, err = p.log.Read(rp.FetchOffset, int(max(limit, 0)))
+				} else {
+					v, err = p.log.ReadBelow(rp.FetchOffset, int(max(limit, 0)), visible)
+				}
 				switch {
 				case err != nil:
 					sp.ErrorCode = storageErrorCode(err)
@@ -198,8 +220,9 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, parts [][]fetchTarget) (*fetc
 			if sp.ErrorCode != 0 {
 				hadError = true
 			} else {
-				// Read after the log read: every offset returned is below it.
-				sp.HighWatermark = p.log.EndOffset()
+				// Read after the log read: every offset returned to a
+				// consumer is below it.
+				sp.HighWatermark = p.highWatermark()
 				sp.LastStableOffset = sp.HighWatermark
 				sp.LogStartOffset = p.log.StartOffset()
 			}
@@ -345,4 +368,20 @@ func (f *fetchReply) writeCopied(w *connWriter, r *request) (int64, error) {
 		f.b.metrics.copiedBytes.Add(float64(len(data)))
 	}
 	return kmsgReply{f.resp}.writeFrame(w, r)
+}
+
+// fetchEpochCode checks a request's current_leader_epoch (-1: not given)
+// against the epoch this leader serves under, as Kafka does (KIP-320): an
+// older one means the client's metadata is stale, a newer one ours.
+func fetchEpochCode(p *partition, epoch int32) int16 {
+	if epoch < 0 {
+		return 0
+	}
+	switch mine := p.leaderEpoch(); {
+	case epoch < mine:
+		return kerr.FencedLeaderEpoch.Code
+	case epoch > mine:
+		return kerr.UnknownLeaderEpoch.Code
+	}
+	return 0
 }

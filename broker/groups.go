@@ -146,7 +146,7 @@ func (b *Broker) syncGroupPartitions() {
 		if t != nil && int(p) < len(t.partitions) {
 			part = t.partitions[p]
 		}
-		if part == nil {
+		if part == nil || !part.leading() {
 			if _, ok := serving[p]; ok {
 				b.groups.Unload(p)
 			}

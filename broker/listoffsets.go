@@ -33,7 +33,8 @@ func (b *Broker) handleListOffsets(_ context.Context, r *request) (reply, error)
 			case p == nil:
 				sp.ErrorCode = unservedCode(b.metadata(), rt.Topic, rp.Partition)
 			case rp.Timestamp == listLatest:
-				sp.Offset = p.log.EndOffset()
+				// What a consumer can read up to: the high watermark.
+				sp.Offset = p.highWatermark()
 			case rp.Timestamp == listEarliest:
 				sp.Offset = p.log.StartOffset()
 			case rp.Timestamp < 0:

@@ -173,3 +173,99 @@ func (l *memLog) OffsetForTimestamp(ts int64) (int64, int64, bool) {
 }
 func (l *memLog) Close() error  { l.mu.Lock(); defer l.mu.Unlock(); l.closed = true; return nil }
 func (l *memLog) Delete() error { return l.Close() }
+
+// The replication methods: a memLog serves single-broker tests, where a
+// partition is never a follower, so these are kept simple but honest.
+
+func (l *memLog) AppendReplica(batches []byte) (AppendResult, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	res := AppendResult{BaseOffset: -1, LogStartOffset: l.start}
+	for len(batches) >= batchHeaderSize {
+		size := int(binary.BigEndian.Uint32(batches[batchLengthOffset:])) + batchOverheadNoLen
+		b := bytes.Clone(batches[:size])
+		batches = batches[size:]
+		base := int64(binary.BigEndian.Uint64(b))
+		if base != l.end {
+			return res, fmt.Errorf("memlog: replica batch at %d, log ends at %d", base, l.end)
+		}
+		last := base + int64(int32(binary.BigEndian.Uint32(b[23:])))
+		l.batches = append(l.batches, memBatch{base: base, last: last, maxTS: int64(binary.BigEndian.Uint64(b[35:])), data: b})
+		if res.BaseOffset < 0 {
+			res.BaseOffset = base
+		}
+		res.LastOffset = last
+		l.end = last + 1
+	}
+	return res, nil
+}
+
+func (l *memLog) ReadBelow(offset int64, maxBytes int, limit int64) (RecordView, error) {
+	v, err := l.Read(offset, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	data := v.(*memView).data
+	n := 0
+	for n < len(data) {
+		size := int(binary.BigEndian.Uint32(data[n+batchLengthOffset:])) + batchOverheadNoLen
+		last := int64(binary.BigEndian.Uint64(data[n:])) + int64(int32(binary.BigEndian.Uint32(data[n+23:])))
+		if last >= limit {
+			break
+		}
+		n += size
+	}
+	return &memView{data: data[:n]}, nil
+}
+
+func (l *memLog) TruncateTo(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	keep := l.batches[:0]
+	for _, b := range l.batches {
+		if b.base < offset {
+			keep = append(keep, b)
+		}
+	}
+	l.batches = keep
+	l.end = offset
+	return nil
+}
+
+func (l *memLog) epochs() (out [][2]int64) {
+	for _, b := range l.batches {
+		e := int64(int32(binary.BigEndian.Uint32(b.data[batchLeaderEpochOffset:])))
+		if e >= 0 && (len(out) == 0 || e > out[len(out)-1][0]) {
+			out = append(out, [2]int64{e, b.base})
+		}
+	}
+	return out
+}
+
+func (l *memLog) LatestEpoch() int32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	es := l.epochs()
+	if len(es) == 0 {
+		return -1
+	}
+	return int32(es[len(es)-1][0])
+}
+
+func (l *memLog) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	es := l.epochs()
+	if len(es) == 0 || int64(epoch) < es[0][0] {
+		return -1, -1
+	}
+	for i := len(es) - 1; i >= 0; i-- {
+		if es[i][0] <= int64(epoch) {
+			if i == len(es)-1 {
+				return int32(es[i][0]), l.end
+			}
+			return int32(es[i][0]), es[i+1][1]
+		}
+	}
+	return -1, -1
+}

@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tributary/tributary/broker/cluster"
 )
 
 // metrics are the broker's Prometheus collectors, registered on the
@@ -23,6 +25,14 @@ type metrics struct {
 	// sendfile) shows up.
 	sendfileBytes prometheus.Counter
 	copiedBytes   prometheus.Counter
+	// Replication: per led partition, whether it is under-replicated (ISR
+	// smaller than its replicas); ISR changes this broker made as leader;
+	// partitions without a leader in this broker's view; follower
+	// truncations of a divergent tail.
+	underReplicated *prometheus.GaugeVec
+	isrChanges      *prometheus.CounterVec
+	offline         prometheus.Gauge
+	truncations     prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -72,9 +82,26 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "tributary", Subsystem: "fetch", Name: "copied_bytes_total",
 			Help: "Record batch bytes Fetch copied through user space instead of sendfile.",
 		}),
+		underReplicated: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "tributary", Subsystem: "broker", Name: "under_replicated",
+			Help: "1 for a partition this broker leads whose ISR is smaller than its replica set, else 0 (Kafka's UnderReplicatedPartitions, per partition).",
+		}, []string{"topic", "partition"}),
+		isrChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "tributary", Subsystem: "broker", Name: "isr_changes_total",
+			Help: "ISR shrinks and expands written by this broker as leader (Kafka's IsrShrinksPerSec and IsrExpandsPerSec).",
+		}, []string{"change"}),
+		offline: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "tributary", Subsystem: "broker", Name: "offline_partitions",
+			Help: "Partitions with no live leader in this broker's view of the cluster (Kafka's OfflinePartitionsCount).",
+		}),
+		truncations: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "tributary", Subsystem: "broker", Name: "replica_truncations_total",
+			Help: "Divergent log tails this broker dropped as a follower of a new leader.",
+		}),
 	}
 	for _, c := range []prometheus.Collector{m.bytesIn, m.bytesOut, m.recordsIn, m.requests,
-		m.requestErrors, m.duplicates, m.connections, m.logEnd, m.logStart, m.sendfileBytes, m.copiedBytes} {
+		m.requestErrors, m.duplicates, m.connections, m.logEnd, m.logStart, m.sendfileBytes, m.copiedBytes,
+		m.underReplicated, m.isrChanges, m.offline, m.truncations} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -92,4 +119,36 @@ func (m *metrics) forget(p *partition) {
 	lbl := []string{p.topic, strconv.Itoa(int(p.index))}
 	m.logEnd.DeleteLabelValues(lbl...)
 	m.logStart.DeleteLabelValues(lbl...)
+	m.underReplicated.DeleteLabelValues(lbl...)
+}
+
+// observeReplica records p's replication state after a metadata change.
+func (m *metrics) observeReplica(p *partition, cp cluster.Partition, me int32) {
+	if cp.Leader != me {
+		m.underReplicated.DeleteLabelValues(p.topic, strconv.Itoa(int(p.index)))
+		return
+	}
+	m.observeISR(p, len(cp.Replicas), len(cp.ISR))
+}
+
+// observeISR records whether the partition p leads is under-replicated.
+func (m *metrics) observeISR(p *partition, replicas, isr int) {
+	v := 0.0
+	if isr < replicas {
+		v = 1
+	}
+	m.underReplicated.WithLabelValues(p.topic, strconv.Itoa(int(p.index))).Set(v)
+}
+
+// observeOffline counts the partitions of snap without a leader.
+func (m *metrics) observeOffline(snap cluster.Snapshot) {
+	n := 0
+	for _, t := range snap.Topics {
+		for _, p := range t.Partitions {
+			if p.Leader < 0 {
+				n++
+			}
+		}
+	}
+	m.offline.Set(float64(n))
 }

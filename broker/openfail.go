@@ -160,12 +160,12 @@ func (b *Broker) partitionOpenFailed(k partKey, err error) {
 // createTopicReported is createTopic that returns as soon as one of the
 // topic's partitions on this broker fails to open, with the cause, rather
 // than wait out the timeout.
-func (b *Broker) createTopicReported(ctx context.Context, name string, n int32, overrides map[string]string, existingOK bool) error {
+func (b *Broker) createTopicReported(ctx context.Context, name string, n int32, rf int16, overrides map[string]string, existingOK bool) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := b.res.failures.watch(name, func(err error) { cancel(err) })
 	defer stop()
-	err := b.createTopic(ctx, name, n, overrides, existingOK)
+	err := b.createTopic(ctx, name, n, rf, overrides, existingOK)
 	if cause := context.Cause(ctx); err != nil && errors.Is(cause, errPartitionOpen) {
 		return cause
 	}

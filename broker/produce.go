@@ -15,15 +15,19 @@ import (
 
 // handleProduce appends each partition's record batches to its log. A
 // partition this broker does not lead gets NOT_LEADER_OR_FOLLOWER, one of
-// an unknown topic UNKNOWN_TOPIC_OR_PARTITION. With
-// acks=0 nothing is sent back; acks=-1 is acks=1, since every partition has
-// one replica. Nothing of a partition is written when any of its batches is
-// rejected.
-func (b *Broker) handleProduce(_ context.Context, r *request) (reply, error) {
+// an unknown topic UNKNOWN_TOPIC_OR_PARTITION. With acks=0 nothing is sent
+// back; acks=1 answers once the leader appended; acks=-1 (all) refuses
+// with NOT_ENOUGH_REPLICAS while the ISR is smaller than
+// min.insync.replicas, and otherwise answers once every in-sync replica has
+// the batches (the high watermark passed them), or REQUEST_TIMED_OUT after
+// the request's timeout. Nothing of a partition is written when any of its
+// batches is rejected.
+func (b *Broker) handleProduce(ctx context.Context, r *request) (reply, error) {
 	req := r.msg.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	resp.SetVersion(req.Version)
 	var snap *cluster.Snapshot // read only when a partition is not served here
+	var pending []pendingAck   // acks=all appends waiting for the ISR
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
@@ -48,8 +52,14 @@ func (b *Broker) handleProduce(_ context.Context, r *request) (reply, error) {
 					sp.ErrorCode = kerr.KafkaStorageError.Code
 					sp.ErrorMessage = kmsg.StringPtr("partition cannot be opened on this broker: " + err.Error())
 				}
+			case req.Acks == -1 && p.isrSize() < int(p.conf.Load().MinInsyncReplicas):
+				sp.ErrorCode = kerr.NotEnoughReplicas.Code
+				sp.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("the partition has %d in-sync replicas, fewer than min.insync.replicas=%d",
+					p.isrSize(), p.conf.Load().MinInsyncReplicas))
 			default:
-				b.appendPartition(p, rp.Records, &sp)
+				if end := b.appendPartition(p, rp.Records, &sp); end >= 0 && req.Acks == -1 {
+					pending = append(pending, pendingAck{topic: len(resp.Topics), part: len(st.Partitions), p: p, end: end})
+				}
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -58,10 +68,55 @@ func (b *Broker) handleProduce(_ context.Context, r *request) (reply, error) {
 	if req.Acks == 0 {
 		return nil, nil
 	}
+	if len(pending) > 0 {
+		b.awaitAcks(ctx, req, resp, pending)
+	}
 	return kmsgReply{resp}, nil
 }
 
-func (b *Broker) appendPartition(p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) {
+// pendingAck is an acks=all append: resp.Topics[topic].Partitions[part]
+// is answered once p's high watermark passes end.
+type pendingAck struct {
+	topic, part int
+	p           *partition
+	end         int64
+}
+
+// awaitAcks waits, up to the request's timeout, until every in-sync
+// replica has each pending append, and sets the error of those that did
+// not get there: REQUEST_TIMED_OUT, NOT_LEADER_OR_FOLLOWER when this broker
+// stopped leading meanwhile, or NOT_ENOUGH_REPLICAS_AFTER_APPEND when the
+// ISR shrank below min.insync.replicas (the records may still be
+// committed: Kafka's answer, which an idempotent producer retries safely).
+func (b *Broker) awaitAcks(ctx context.Context, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, pending []pendingAck) {
+	targets := map[*partition]int64{}
+	for _, pa := range pending {
+		targets[pa.p] = max(targets[pa.p], pa.end)
+	}
+	deadline := time.Now().Add(time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond)
+	short := b.waitCommitted(ctx, deadline, targets)
+	for _, pa := range pending {
+		if !short[pa.p] || pa.p.highWatermark() >= pa.end {
+			continue
+		}
+		sp := &resp.Topics[pa.topic].Partitions[pa.part]
+		switch {
+		case !pa.p.leading():
+			sp.ErrorCode = kerr.NotLeaderForPartition.Code
+		case pa.p.isrSize() < int(pa.p.conf.Load().MinInsyncReplicas):
+			sp.ErrorCode = kerr.NotEnoughReplicasAfterAppend.Code
+		default:
+			sp.ErrorCode = kerr.RequestTimedOut.Code
+		}
+		sp.BaseOffset = -1
+	}
+}
+
+// appendPartition appends records to p's log and fills sp. It returns the
+// offset after the last record appended, -1 when nothing was (an error, or
+// an idempotent duplicate already in the log: that one is returned too,
+// since acks=all must also wait for a duplicate to be committed).
+func (b *Broker) appendPartition(p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) int64 {
 	conf := p.conf.Load()
 	var count int64
 	var tooLarge, badMagic bool
@@ -74,15 +129,18 @@ func (b *Broker) appendPartition(p *partition, records []byte, sp *kmsg.ProduceR
 	case err != nil:
 		sp.ErrorCode = kerr.CorruptMessage.Code
 		sp.ErrorMessage = kmsg.StringPtr(err.Error())
-		return
+		return -1
 	case tooLarge:
 		sp.ErrorCode = kerr.MessageTooLarge.Code
 		sp.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("a record batch is larger than the topic's max.message.bytes=%d", conf.MaxMessageBytes))
-		return
+		return -1
 	case badMagic:
 		sp.ErrorCode = kerr.UnsupportedForMessageFormat.Code
-		return
+		return -1
 	}
+	// The leader epoch goes into every batch (outside its CRC), as Kafka's
+	// leader does: it is how replicas find where their logs diverge.
+	stampLeaderEpoch(records, p.leaderEpoch())
 	if conf.LogAppendTime {
 		sp.LogAppendTime = time.Now().UnixMilli()
 		stampLogAppendTime(records, sp.LogAppendTime)
@@ -99,17 +157,18 @@ func (b *Broker) appendPartition(p *partition, records []byte, sp *kmsg.ProduceR
 		// batch in a loop must not fill the disk with logs.
 		b.res.logs.log(lvl, "produce-rejected-"+strconv.Itoa(int(sp.ErrorCode)), "produce rejected", "topic", p.topic, "partition", p.index,
 			"code", kerr.ErrorForCode(sp.ErrorCode).Error(), "err", err)
-		return
+		return -1
 	}
 	sp.BaseOffset = res.BaseOffset
 	sp.LogStartOffset = res.LogStartOffset
 	if res.Duplicate {
 		b.metrics.duplicates.WithLabelValues(p.topic).Inc()
 		b.logger.Debug("duplicate batch from idempotent producer", "topic", p.topic, "partition", p.index, "base_offset", res.BaseOffset)
-		return
+		return res.LastOffset + 1
 	}
 	b.metrics.bytesIn.WithLabelValues(p.topic).Add(float64(len(records)))
 	b.metrics.recordsIn.WithLabelValues(p.topic).Add(float64(count))
 	b.metrics.observeOffsets(p)
 	p.wake()
+	return res.LastOffset + 1
 }

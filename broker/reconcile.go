@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/tributary/tributary/broker/cluster"
@@ -50,6 +51,7 @@ func (b *Broker) reconcile(snap cluster.Snapshot) bool {
 			ok = false
 		}
 	}
+	b.metrics.observeOffline(snap)
 	b.mu.Lock()
 	b.applied = snap
 	close(b.served)
@@ -79,9 +81,12 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 		}
 	}
 	changed := old == nil || len(old.partitions) != len(slots)
+	var roles []int // partitions whose role is applied once the slots are published
 	for i, cp := range t.Partitions {
-		lead := cp.Leader == b.cfg.BrokerID
-		if lead && slots[i] != nil && slots[i].settings != tc.log {
+		// Every replica opens its log: the leader serves it, the others
+		// copy it from the leader (replica.go, replica_fetcher.go).
+		local := cp.Leader == b.cfg.BrokerID || slices.Contains(cp.Replicas, b.cfg.BrokerID)
+		if local && slots[i] != nil && slots[i].settings != tc.log {
 			// Two logs must never share a directory: the old one is
 			// closed before the new one opens. Requests meanwhile get
 			// NOT_LEADER_OR_FOLLOWER and retry.
@@ -90,7 +95,7 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 			slots[i], changed = nil, true
 		}
 		switch {
-		case lead && slots[i] == nil:
+		case local && slots[i] == nil:
 			// A partition that failed to open is retried after a back-off
 			// (openfail.go), not on every pass.
 			key := partKey{topic: t.Name, id: t.Configs[topicIDConfig], p: int32(i)}
@@ -106,20 +111,25 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 			}
 			b.res.failures.succeeded(key)
 			slots[i], changed = p, true
-			b.logger.Debug("serving partition", "topic", t.Name, "partition", i)
-		case !lead && slots[i] != nil:
+			roles = append(roles, i)
+			b.logger.Debug("serving partition", "topic", t.Name, "partition", i, "leader", cp.Leader)
+		case !local && slots[i] != nil:
 			release = append(release, slots[i])
 			slots[i], changed = nil, true
-			b.logger.Debug("no longer leading partition", "topic", t.Name, "partition", i, "leader", cp.Leader)
-		case lead:
+			b.logger.Debug("no longer a replica of partition", "topic", t.Name, "partition", i, "leader", cp.Leader)
+		case local:
 			slots[i].conf.Store(&tc)
 			b.recordIdentity(slots[i], t.Configs)
+			roles = append(roles, i)
 		}
 	}
 	if changed {
 		b.mu.Lock()
 		b.topics[t.Name] = &topic{name: t.Name, partitions: slots}
 		b.mu.Unlock()
+	}
+	for _, i := range roles {
+		b.applyRole(slots[i], t.Partitions[i])
 	}
 	for _, p := range release {
 		b.releasePartition(p, false)
@@ -205,6 +215,8 @@ func (b *Broker) recordIdentity(p *partition, overrides map[string]string) {
 // releasePartition stops serving p: waiting fetches end, then the log is
 // closed, or deleted with its data.
 func (b *Broker) releasePartition(p *partition, del bool) {
+	b.fetchers.unfollow(p)
+	p.isLeader.Store(false)
 	p.wake()
 	b.metrics.forget(p)
 	var err error

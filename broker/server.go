@@ -33,6 +33,8 @@ var apiTable = map[int16]apiSpec{
 	int16(kmsg.InitProducerID):          {0, 4},
 	int16(kmsg.DescribeConfigs):         {0, 4},
 	int16(kmsg.IncrementalAlterConfigs): {0, 1},
+	// Replication (replica.go): followers find where their logs diverge.
+	int16(kmsg.OffsetForLeaderEpoch): {0, 4},
 	// The group coordinator's APIs (groups.go, broker/group).
 	int16(kmsg.FindCoordinator): {0, 4},
 	int16(kmsg.JoinGroup):       {0, 9},
@@ -54,6 +56,8 @@ func (b *Broker) dispatch(ctx context.Context, r *request) (reply, error) {
 		return b.handleProduce(ctx, r)
 	case kmsg.Fetch:
 		return b.handleFetch(ctx, r)
+	case kmsg.OffsetForLeaderEpoch:
+		return b.handleOffsetForLeaderEpoch(ctx, r)
 	case kmsg.ListOffsets:
 		return b.handleListOffsets(ctx, r)
 	case kmsg.Metadata:

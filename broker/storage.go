@@ -24,6 +24,21 @@ type PartitionLog interface {
 	Flush() error
 	ApplyRetention() (int, error)
 	OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool)
+
+	// Replication (replica.go, replica_fetcher.go). AppendReplica appends
+	// a leader's batches as they are, offsets included; the first must
+	// start at EndOffset.
+	AppendReplica(batches []byte) (AppendResult, error)
+	// ReadBelow is Read limited to whole batches ending before limit (the
+	// high watermark); empty when the batch at offset does not.
+	ReadBelow(offset int64, maxBytes int, limit int64) (RecordView, error)
+	// TruncateTo drops every record at or after offset, a batch boundary.
+	TruncateTo(offset int64) error
+	// LatestEpoch is the newest leader epoch in the log, -1 if none;
+	// EndOffsetForEpoch is Kafka's OffsetsForLeaderEpoch answer.
+	LatestEpoch() int32
+	EndOffsetForEpoch(epoch int32) (int32, int64)
+
 	Close() error
 	Delete() error
 }

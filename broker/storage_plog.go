@@ -35,6 +35,22 @@ func (l storageLog) Read(offset int64, maxBytes int) (RecordView, error) {
 	return v, nil
 }
 
+func (l storageLog) AppendReplica(batches []byte) (AppendResult, error) {
+	r, err := l.Log.AppendReplica(batches)
+	return AppendResult{
+		BaseOffset: r.BaseOffset, LastOffset: r.LastOffset, MaxTimestamp: r.MaxTimestamp,
+		LogStartOffset: r.LogStartOffset, Duplicate: r.Duplicate,
+	}, err
+}
+
+func (l storageLog) ReadBelow(offset int64, maxBytes int, limit int64) (RecordView, error) {
+	v, err := l.Log.ReadBelow(offset, maxBytes, limit)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 // openStorageLog opens partitions with broker/log; the settings are the
 // topic's (broker defaults and its overrides). Every partition's segment
 // files share files, the broker's descriptor budget for them.

@@ -21,12 +21,16 @@ const adminWait = 30 * time.Second
 // with the config overrides, which must have been validated, and a fresh
 // topic id, then waits until it is served. With existingOK an existing
 // topic is not an error.
-func (b *Broker) createTopic(ctx context.Context, name string, n int32, overrides map[string]string, existingOK bool) error {
+// rf <= 0 means default.replication.factor.
+func (b *Broker) createTopic(ctx context.Context, name string, n int32, rf int16, overrides map[string]string, existingOK bool) error {
 	if err := validateTopicName(name); err != nil {
 		return err
 	}
 	if n <= 0 {
 		n = b.cfg.NumPartitions
+	}
+	if rf <= 0 {
+		rf = b.cfg.DefaultReplicationFactor
 	}
 	m, err := b.clusterMember()
 	if err != nil {
@@ -39,7 +43,7 @@ func (b *Broker) createTopic(ctx context.Context, name string, n int32, override
 	if configs[topicIDConfig], err = newTopicID(); err != nil {
 		return err
 	}
-	err = b.createRetrying(ctx, m, name, n, configs)
+	err = b.createRetrying(ctx, m, name, n, rf, configs)
 	switch {
 	case errors.Is(err, cluster.ErrTopicExists) && existingOK:
 	case errors.Is(err, cluster.ErrTopicExists):
@@ -62,10 +66,10 @@ const adminRetryBackoff = 200 * time.Millisecond
 // and a session that expired meanwhile wrote nothing. The topic id in
 // configs tells an earlier attempt that took effect (success) from another
 // creator's topic of the same name (ErrTopicExists).
-func (b *Broker) createRetrying(ctx context.Context, m *cluster.Member, name string, n int32, configs map[string]string) error {
+func (b *Broker) createRetrying(ctx context.Context, m *cluster.Member, name string, n int32, rf int16, configs map[string]string) error {
 	unknown := false
 	for {
-		err := m.CreateTopic(ctx, name, n, 1, configs)
+		err := m.CreateTopic(ctx, name, n, rf, configs)
 		if errors.Is(err, cluster.ErrTopicExists) && unknown {
 			snap, werr := m.AwaitMetadata(ctx, func(s cluster.Snapshot) bool { _, ok := s.Topics[name]; return ok })
 			if werr == nil && snap.Topics[name].Configs[topicIDConfig] == configs[topicIDConfig] {
@@ -90,7 +94,7 @@ func (b *Broker) createRetrying(ctx context.Context, m *cluster.Member, name str
 // and returns once every partition has a leader and this broker serves the
 // ones it leads.
 func (b *Broker) CreateTopic(ctx context.Context, name string, n int32) error {
-	return b.createTopic(ctx, name, n, nil, false)
+	return b.createTopic(ctx, name, n, 0, nil, false)
 }
 
 // CreateTopicWithConfigs is CreateTopic with topic config overrides
@@ -101,7 +105,7 @@ func (b *Broker) CreateTopicWithConfigs(ctx context.Context, name string, n int3
 	if _, err := resolveTopicConfig(b.cfg.topicDefaults(), configs, false); err != nil {
 		return err
 	}
-	return b.createTopic(ctx, name, n, configs, false)
+	return b.createTopic(ctx, name, n, 0, configs, false)
 }
 
 // DeleteTopic deletes a topic and returns once it has left this broker's

@@ -37,6 +37,11 @@ type topicConfig struct {
 	// LogAppendTime is message.timestamp.type=LogAppendTime: the broker
 	// stamps every batch with its append time.
 	LogAppendTime bool
+	// MinInsyncReplicas is min.insync.replicas (acks=all, produce.go);
+	// UncleanLeaderElection unclean.leader.election.enable, which the
+	// controller reads from the overrides (broker/cluster).
+	MinInsyncReplicas     int32
+	UncleanLeaderElection bool
 }
 
 // plogSettings are the settings fixed when a log is opened; a change
@@ -80,7 +85,9 @@ func (c Config) topicDefaults() topicConfig {
 			IndexIntervalBytes:    c.IndexIntervalBytes,
 			ProducerIDExpiration:  c.ProducerIDExpiration,
 		},
-		MaxMessageBytes: c.MessageMaxBytes,
+		MaxMessageBytes:       c.MessageMaxBytes,
+		MinInsyncReplicas:     c.Replication.MinInsyncReplicas,
+		UncleanLeaderElection: c.Replication.UncleanLeaderElection,
 	}
 }
 

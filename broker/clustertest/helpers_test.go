@@ -128,6 +128,8 @@ type memCluster struct {
 	brokers map[int32]*broker.Broker
 	ports   map[int32]string
 	t       *testing.T
+	// tweak, when set, adjusts each broker's configuration.
+	tweak func(*broker.Config)
 }
 
 func newMemCluster(t *testing.T, n int) *memCluster {
@@ -154,12 +156,16 @@ func (c *memCluster) start(t *testing.T, id int32) {
 	}
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	connect := func(context.Context) (coord.Session, error) { return c.srv.Connect(memcoord.Config{}), nil }
-	b, err := broker.New(broker.Config{
+	cfg := broker.Config{
 		BrokerID:      id,
 		Listeners:     "PLAINTEXT://127.0.0.1:" + port,
 		LogDirs:       []string{filepath.Join(c.dir, fmt.Sprintf("broker-%d", id))},
 		NumPartitions: 3,
-	}, logger, nil, broker.WithCoordinator(connect))
+	}
+	if c.tweak != nil {
+		c.tweak(&cfg)
+	}
+	b, err := broker.New(cfg, logger, nil, broker.WithCoordinator(connect))
 	if err != nil {
 		t.Fatal(err)
 	}

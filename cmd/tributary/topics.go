@@ -283,8 +283,13 @@ func writeTopicDescription(out io.Writer, d kadm.TopicDetail, configs []kadm.Con
 	fmt.Fprintf(out, "Topic: %s\tPartitionCount: %d\tReplicationFactor: %d\tConfigs: %s\n",
 		d.Topic, len(parts), rf, strings.Join(kvs, ","))
 	for _, p := range parts {
-		fmt.Fprintf(out, "\tTopic: %s\tPartition: %d\tLeader: %s\tReplicas: %s\tIsr: %s\n",
-			d.Topic, p.Partition, leaderString(p.Leader), joinIDs(p.Replicas), joinIDs(p.ISR))
+		// Kafka's TopicCommand adds the offline replicas only when there are.
+		offline := ""
+		if len(p.OfflineReplicas) > 0 {
+			offline = "\tOffline: " + joinIDs(p.OfflineReplicas)
+		}
+		fmt.Fprintf(out, "\tTopic: %s\tPartition: %d\tLeader: %s\tReplicas: %s\tIsr: %s%s\n",
+			d.Topic, p.Partition, leaderString(p.Leader), joinIDs(p.Replicas), joinIDs(p.ISR), offline)
 	}
 }
 

@@ -1,0 +1,436 @@
+package broker
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// replica_fetcher.go is the follower's side of replication: one fetcher per
+// leader broker copies the batches of every partition this broker follows
+// there, with Fetch requests carrying this broker's id as replica_id. A
+// partition that starts following a new leader epoch first asks the leader,
+// with OffsetsForLeaderEpoch, where its own latest epoch ends in the
+// leader's log, and truncates its log there: a tail the new leader never
+// had (written by a leader that was cut off) is dropped before anything is
+// copied. Nothing of that tail was ever readable by consumers: it was above
+// the old leader's high watermark.
+
+// followedPartition is a partition a fetcher copies.
+type followedPartition struct {
+	p     *partition
+	epoch int32
+	// truncate is set when the leader epoch changed: the log must be
+	// reconciled with the leader's before fetching.
+	truncate bool
+}
+
+// fetcherManager owns the fetchers, one per leader broker.
+type fetcherManager struct {
+	b  *Broker
+	mu sync.Mutex
+	// byLeader holds the running fetchers; following maps a partition to
+	// the leader it is followed on.
+	byLeader  map[int32]*fetcher
+	following map[*partition]int32
+	closed    bool
+}
+
+func newFetcherManager(b *Broker) *fetcherManager {
+	return &fetcherManager{b: b, byLeader: map[int32]*fetcher{}, following: map[*partition]int32{}}
+}
+
+// follow makes p copy from leader under epoch; leader -1 (no leader yet)
+// stops copying until the metadata names one.
+func (m *fetcherManager) follow(p *partition, leader, epoch int32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	if old, ok := m.following[p]; ok && old != leader {
+		m.removeLocked(p, old)
+	}
+	if leader < 0 || leader == m.b.cfg.BrokerID {
+		return
+	}
+	f := m.byLeader[leader]
+	if f == nil {
+		f = &fetcher{m: m, leader: leader, parts: map[*partition]*followedPartition{}, kick: make(chan struct{}, 1)}
+		ctx, cancel := context.WithCancel(m.b.shutdownCtx)
+		f.cancel = cancel
+		m.byLeader[leader] = f
+		m.b.wg.Add(1)
+		go f.run(ctx)
+	}
+	m.following[p] = leader
+	f.set(p, epoch)
+}
+
+// unfollow stops copying p (it leads now, or is released).
+func (m *fetcherManager) unfollow(p *partition) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.following[p]; ok {
+		m.removeLocked(p, old)
+	}
+}
+
+func (m *fetcherManager) removeLocked(p *partition, leader int32) {
+	delete(m.following, p)
+	f := m.byLeader[leader]
+	if f == nil {
+		return
+	}
+	if f.remove(p) == 0 {
+		f.cancel()
+		delete(m.byLeader, leader)
+	}
+}
+
+// close stops every fetcher; Broker.Close waits for them through b.wg.
+func (m *fetcherManager) close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	for id, f := range m.byLeader {
+		f.cancel()
+		delete(m.byLeader, id)
+	}
+	m.following = map[*partition]int32{}
+}
+
+// fetcher copies from one leader broker.
+type fetcher struct {
+	m      *fetcherManager
+	leader int32
+	cancel context.CancelFunc
+	kick   chan struct{}
+
+	mu    sync.Mutex
+	parts map[*partition]*followedPartition
+}
+
+func (f *fetcher) set(p *partition, epoch int32) {
+	f.mu.Lock()
+	fp := f.parts[p]
+	if fp == nil || fp.epoch != epoch {
+		f.parts[p] = &followedPartition{p: p, epoch: epoch, truncate: true}
+	}
+	f.mu.Unlock()
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fetcher) remove(p *partition) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.parts, p)
+	return len(f.parts)
+}
+
+func (f *fetcher) snapshot() []followedPartition {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]followedPartition, 0, len(f.parts))
+	for _, fp := range f.parts {
+		out = append(out, *fp)
+	}
+	return out
+}
+
+// truncated clears the truncate mark of p if it is still at epoch.
+func (f *fetcher) truncated(p *partition, epoch int32) {
+	f.mu.Lock()
+	if fp := f.parts[p]; fp != nil && fp.epoch == epoch {
+		fp.truncate = false
+	}
+	f.mu.Unlock()
+}
+
+// retruncate marks p for truncation again (its log no longer lines up).
+func (f *fetcher) retruncate(p *partition, epoch int32) {
+	f.mu.Lock()
+	if fp := f.parts[p]; fp != nil && fp.epoch == epoch {
+		fp.truncate = true
+	}
+	f.mu.Unlock()
+}
+
+// run fetches until ctx ends. Errors back off from 50 ms up to 1 s.
+func (f *fetcher) run(ctx context.Context) {
+	b := f.m.b
+	defer b.wg.Done()
+	var cl *kgo.Client
+	var addr string
+	defer func() {
+		if cl != nil {
+			cl.Close()
+		}
+	}()
+	var backoff time.Duration
+	for ctx.Err() == nil {
+		if backoff > 0 {
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return
+			}
+		}
+		parts := f.snapshot()
+		if len(parts) == 0 {
+			select {
+			case <-f.kick:
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		// The leader's address comes from the metadata; a broker that
+		// came back on another port gets a new client.
+		br, ok := b.metadata().Broker(f.leader)
+		if !ok {
+			backoff = nextBackoff(backoff)
+			continue
+		}
+		if a := br.Host + ":" + strconv.Itoa(int(br.Port)); a != addr || cl == nil {
+			if cl != nil {
+				cl.Close()
+			}
+			var err error
+			cl, err = kgo.NewClient(kgo.SeedBrokers(a), kgo.ClientID("tributary-replica-"+strconv.Itoa(int(b.cfg.BrokerID))),
+				kgo.RequestTimeoutOverhead(10*time.Second), kgo.MetadataMinAge(time.Hour))
+			if err != nil {
+				b.res.logs.log(slog.LevelWarn, "replica-client", "replica fetcher client", "leader", f.leader, "err", err)
+				backoff = nextBackoff(backoff)
+				continue
+			}
+			addr = a
+		}
+		leaderBroker := cl.SeedBrokers()[0]
+		if err := f.truncateAll(ctx, leaderBroker, parts); err != nil {
+			b.res.logs.log(slog.LevelInfo, "replica-truncate-"+strconv.Itoa(int(f.leader)), "asking the leader for epoch end offsets", "leader", f.leader, "err", err)
+			backoff = nextBackoff(backoff)
+			continue
+		}
+		if ok, err := f.fetchOnce(ctx, leaderBroker, parts); err != nil || !ok {
+			if err != nil && ctx.Err() == nil {
+				b.res.logs.log(slog.LevelInfo, "replica-fetch-"+strconv.Itoa(int(f.leader)), "fetching from the leader", "leader", f.leader, "err", err)
+			}
+			backoff = nextBackoff(backoff)
+			continue
+		}
+		backoff = 0
+	}
+}
+
+func nextBackoff(d time.Duration) time.Duration {
+	return min(max(2*d, 50*time.Millisecond), time.Second)
+}
+
+// truncateAll reconciles the logs marked for truncation with the leader's.
+func (f *fetcher) truncateAll(ctx context.Context, leader *kgo.Broker, parts []followedPartition) error {
+	b := f.m.b
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.ReplicaID = b.cfg.BrokerID
+	var todo []followedPartition
+	topics := map[string]int{}
+	for _, fp := range parts {
+		if !fp.truncate {
+			continue
+		}
+		todo = append(todo, fp)
+		i, ok := topics[fp.p.topic]
+		if !ok {
+			i = len(req.Topics)
+			topics[fp.p.topic] = i
+			rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			rt.Topic = fp.p.topic
+			req.Topics = append(req.Topics, rt)
+		}
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition = fp.p.index
+		rp.CurrentLeaderEpoch = fp.epoch
+		rp.LeaderEpoch = fp.p.log.LatestEpoch()
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	kresp, err := leader.Request(ctx, req)
+	if err != nil {
+		return err
+	}
+	resp := kresp.(*kmsg.OffsetForLeaderEpochResponse)
+	answers := map[string]map[int32]kmsg.OffsetForLeaderEpochResponseTopicPartition{}
+	for _, rt := range resp.Topics {
+		m := map[int32]kmsg.OffsetForLeaderEpochResponseTopicPartition{}
+		for _, rp := range rt.Partitions {
+			m[rp.Partition] = rp
+		}
+		answers[rt.Topic] = m
+	}
+	var firstErr error
+	for _, fp := range todo {
+		p := fp.p
+		a, ok := answers[p.topic][p.index]
+		if !ok {
+			continue
+		}
+		if a.ErrorCode != 0 {
+			if firstErr == nil {
+				firstErr = kerr.ErrorForCode(a.ErrorCode)
+			}
+			continue
+		}
+		leo := p.log.EndOffset()
+		target := leo
+		switch {
+		case p.log.LatestEpoch() < 0:
+			// Nothing to compare epochs with (an empty log, or one written
+			// before epochs were recorded): keep only what was committed.
+			target = min(leo, p.hw.Load())
+		case a.EndOffset < 0:
+			// The leader has no epoch as old as ours: keep the committed part.
+			target = min(leo, p.hw.Load())
+		default:
+			target = min(leo, a.EndOffset)
+		}
+		target = max(target, p.log.StartOffset())
+		if target < leo {
+			b.logger.Warn("truncating a follower's divergent tail", "topic", p.topic, "partition", p.index,
+				"from", leo, "to", target, "leader", f.leader, "leader_epoch", fp.epoch)
+			if err := p.log.TruncateTo(target); err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
+			}
+			b.metrics.truncations.Inc()
+		}
+		if hw := p.hw.Load(); hw > target {
+			p.hw.Store(target)
+		}
+		f.truncated(p, fp.epoch)
+	}
+	return firstErr
+}
+
+// fetchOnce sends one Fetch for every partition ready to fetch and appends
+// what comes back. It reports false when nothing could be fetched.
+func (f *fetcher) fetchOnce(ctx context.Context, leader *kgo.Broker, parts []followedPartition) (bool, error) {
+	b := f.m.b
+	rc := b.cfg.Replication
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = b.cfg.BrokerID
+	req.MaxWaitMillis = int32(rc.FetchWaitMax / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = int32(rc.FetchResponseMaxBytes)
+	req.SessionEpoch = -1
+	byKey := map[string]map[int32]followedPartition{}
+	topics := map[string]int{}
+	n := 0
+	for _, fp := range parts {
+		if fp.truncate {
+			continue
+		}
+		n++
+		i, ok := topics[fp.p.topic]
+		if !ok {
+			i = len(req.Topics)
+			topics[fp.p.topic] = i
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = fp.p.topic
+			req.Topics = append(req.Topics, rt)
+			byKey[fp.p.topic] = map[int32]followedPartition{}
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = fp.p.index
+		rp.FetchOffset = fp.p.log.EndOffset()
+		rp.LogStartOffset = fp.p.log.StartOffset()
+		rp.PartitionMaxBytes = int32(rc.FetchMaxBytes)
+		rp.CurrentLeaderEpoch = fp.epoch
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		byKey[fp.p.topic][fp.p.index] = fp
+	}
+	if n == 0 {
+		return false, nil
+	}
+	kresp, err := leader.Request(ctx, req)
+	if err != nil {
+		return false, err
+	}
+	resp := kresp.(*kmsg.FetchResponse)
+	if resp.ErrorCode != 0 {
+		return false, kerr.ErrorForCode(resp.ErrorCode)
+	}
+	progressed := true
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			fp, ok := byKey[rt.Topic][rp.Partition]
+			if !ok {
+				continue
+			}
+			if !f.applyFetched(fp, rp) {
+				progressed = false
+			}
+		}
+	}
+	return progressed, nil
+}
+
+// applyFetched appends one partition's fetched batches. It reports false
+// on an error that calls for a back-off.
+func (f *fetcher) applyFetched(fp followedPartition, rp kmsg.FetchResponseTopicPartition) bool {
+	b := f.m.b
+	p := fp.p
+	switch err := kerr.ErrorForCode(rp.ErrorCode); {
+	case err == nil:
+	case errors.Is(err, kerr.OffsetOutOfRange):
+		// Our log end is past the leader's: reconcile again.
+		f.retruncate(p, fp.epoch)
+		return false
+	default:
+		// Not (or no longer) the leader, or an epoch mismatch: the
+		// metadata will say more; retry after a back-off.
+		b.res.logs.log(slog.LevelInfo, "replica-fetch-code-"+strconv.Itoa(int(rp.ErrorCode)), "leader refused a replica fetch",
+			"topic", p.topic, "partition", p.index, "leader", f.leader, "err", err)
+		return false
+	}
+	if data := wholeBatches(rp.RecordBatches); len(data) > 0 {
+		if _, err := p.log.AppendReplica(data); err != nil {
+			b.res.logs.log(slog.LevelWarn, "replica-append", "appending fetched batches", "topic", p.topic, "partition", p.index, "err", err)
+			f.retruncate(p, fp.epoch)
+			return false
+		}
+		b.metrics.observeOffsets(p)
+	}
+	if rp.HighWatermark >= 0 {
+		p.hw.Store(min(rp.HighWatermark, p.log.EndOffset()))
+	}
+	return true
+}
+
+// wholeBatches trims a trailing partial batch (a leader may cut a response
+// at its byte limit).
+func wholeBatches(data []byte) []byte {
+	n := 0
+	for len(data)-n >= batchOverheadNoLen {
+		size := int(int32(binary.BigEndian.Uint32(data[n+batchLengthOffset:]))) + batchOverheadNoLen
+		if size < batchHeaderSize || n+size > len(data) {
+			break
+		}
+		n += size
+	}
+	return data[:n]
+}

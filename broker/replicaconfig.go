@@ -1,0 +1,192 @@
+package broker
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Replication defaults (Kafka's).
+const (
+	DefaultReplicaLagTimeMax           = 30 * time.Second
+	DefaultReplicaFetchWaitMax         = 500 * time.Millisecond
+	DefaultReplicaFetchMaxBytes        = 1 << 20
+	DefaultReplicaFetchResponseMax     = 10 << 20
+	DefaultControlledShutdownTimeout   = 30 * time.Second
+	DefaultLeaderImbalanceCheckInteval = 300 * time.Second
+)
+
+// ReplicationConfig is the broker's replication settings. Zero values mean
+// Kafka's defaults; the booleans are stored negated so that the zero value
+// is Kafka's default (true) for those that default to true.
+type ReplicationConfig struct {
+	// MinInsyncReplicas is min.insync.replicas: the smallest ISR with which
+	// an acks=all produce is accepted (also a topic config).
+	MinInsyncReplicas int32
+	// LagTimeMax is replica.lag.time.max.ms: a follower that has not caught
+	// up for this long leaves the ISR.
+	LagTimeMax time.Duration
+	// FetchWaitMax is replica.fetch.wait.max.ms, a follower's long poll.
+	FetchWaitMax time.Duration
+	// FetchMaxBytes is replica.fetch.max.bytes per partition;
+	// FetchResponseMaxBytes replica.fetch.response.max.bytes per fetch.
+	FetchMaxBytes         int32
+	FetchResponseMaxBytes int32
+	// UncleanLeaderElection is unclean.leader.election.enable (also a
+	// topic config): an out-of-sync replica may become leader.
+	UncleanLeaderElection bool
+	// NoAutoLeaderRebalance is auto.leader.rebalance.enable=false.
+	NoAutoLeaderRebalance bool
+	// LeaderImbalanceCheckInterval is leader.imbalance.check.interval.seconds.
+	LeaderImbalanceCheckInterval time.Duration
+	// NoControlledShutdown is controlled.shutdown.enable=false.
+	NoControlledShutdown bool
+	// ControlledShutdownTimeout bounds the wait for leadership to move away
+	// at shutdown (Kafka: controlled.shutdown.max.retries x
+	// retry.backoff; here one bound, controlled.shutdown.timeout.ms).
+	ControlledShutdownTimeout time.Duration
+	// ControlledShutdown is !NoControlledShutdown, set by withDefaults.
+	ControlledShutdown bool
+}
+
+func (r ReplicationConfig) withDefaults() ReplicationConfig {
+	if r.MinInsyncReplicas == 0 {
+		r.MinInsyncReplicas = 1
+	}
+	if r.LagTimeMax == 0 {
+		r.LagTimeMax = DefaultReplicaLagTimeMax
+	}
+	if r.FetchWaitMax == 0 {
+		r.FetchWaitMax = DefaultReplicaFetchWaitMax
+	}
+	if r.FetchMaxBytes == 0 {
+		r.FetchMaxBytes = DefaultReplicaFetchMaxBytes
+	}
+	if r.FetchResponseMaxBytes == 0 {
+		r.FetchResponseMaxBytes = DefaultReplicaFetchResponseMax
+	}
+	if r.LeaderImbalanceCheckInterval == 0 {
+		r.LeaderImbalanceCheckInterval = DefaultLeaderImbalanceCheckInteval
+	}
+	if r.ControlledShutdownTimeout == 0 {
+		r.ControlledShutdownTimeout = DefaultControlledShutdownTimeout
+	}
+	r.ControlledShutdown = !r.NoControlledShutdown
+	return r
+}
+
+// Validate names the first invalid key.
+func (r ReplicationConfig) Validate() error {
+	switch {
+	case r.MinInsyncReplicas < 0:
+		return fmt.Errorf("%w: min.insync.replicas: must be >= 1", ErrInvalidConfig)
+	case r.LagTimeMax < 0:
+		return fmt.Errorf("%w: replica.lag.time.max.ms: must be positive", ErrInvalidConfig)
+	case r.FetchWaitMax < 0:
+		return fmt.Errorf("%w: replica.fetch.wait.max.ms: must be positive", ErrInvalidConfig)
+	case r.FetchMaxBytes < 0:
+		return fmt.Errorf("%w: replica.fetch.max.bytes: must be positive", ErrInvalidConfig)
+	case r.FetchResponseMaxBytes < 0:
+		return fmt.Errorf("%w: replica.fetch.response.max.bytes: must be positive", ErrInvalidConfig)
+	case r.LeaderImbalanceCheckInterval < 0:
+		return fmt.Errorf("%w: leader.imbalance.check.interval.seconds: must be positive", ErrInvalidConfig)
+	case r.ControlledShutdownTimeout < 0:
+		return fmt.Errorf("%w: controlled.shutdown.timeout.ms: must be positive", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// replicationSetters are the server.properties keys of ReplicationConfig.
+var replicationSetters = map[string]func(c *Config, v string) error{
+	"min.insync.replicas": func(c *Config, v string) error {
+		if err := setInt32(&c.Replication.MinInsyncReplicas, v); err != nil {
+			return err
+		}
+		if c.Replication.MinInsyncReplicas < 1 {
+			return fmt.Errorf("must be >= 1")
+		}
+		return nil
+	},
+	"replica.lag.time.max.ms": func(c *Config, v string) error {
+		return setPositiveDuration(&c.Replication.LagTimeMax, v)
+	},
+	"replica.fetch.wait.max.ms": func(c *Config, v string) error {
+		return setPositiveDuration(&c.Replication.FetchWaitMax, v)
+	},
+	"replica.fetch.max.bytes": func(c *Config, v string) error {
+		return setPositiveInt32(&c.Replication.FetchMaxBytes, v)
+	},
+	"replica.fetch.response.max.bytes": func(c *Config, v string) error {
+		return setPositiveInt32(&c.Replication.FetchResponseMaxBytes, v)
+	},
+	"unclean.leader.election.enable": func(c *Config, v string) error {
+		return setBool(&c.Replication.UncleanLeaderElection, v, false)
+	},
+	"auto.leader.rebalance.enable": func(c *Config, v string) error {
+		return setBool(&c.Replication.NoAutoLeaderRebalance, v, true)
+	},
+	"leader.imbalance.check.interval.seconds": func(c *Config, v string) error {
+		return setDuration(&c.Replication.LeaderImbalanceCheckInterval, v, time.Second)
+	},
+	"controlled.shutdown.enable": func(c *Config, v string) error {
+		return setBool(&c.Replication.NoControlledShutdown, v, true)
+	},
+	"controlled.shutdown.timeout.ms": func(c *Config, v string) error {
+		return setPositiveDuration(&c.Replication.ControlledShutdownTimeout, v)
+	},
+}
+
+func init() {
+	for k, f := range replicationSetters {
+		propertySetters[k] = f
+	}
+}
+
+// setBool parses a boolean into *dst, negated when negate.
+func setBool(dst *bool, v string, negate bool) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("not a boolean")
+	}
+	*dst = b != negate
+	return nil
+}
+
+// replicationTopicKeys are the topic-level replication keys (topic configs
+// with a broker default, like every key of topicConfigKeys).
+var replicationTopicKeys = []topicConfigKey{
+	{
+		name: "min.insync.replicas", brokerKey: "min.insync.replicas", typ: kmsg.ConfigTypeInt,
+		doc: "With acks=all, the fewest in-sync replicas with which a produce is accepted (NOT_ENOUGH_REPLICAS otherwise).",
+		apply: func(tc *topicConfig, v string) error {
+			n, err := strconv.ParseInt(v, 10, 32)
+			if err != nil || n < 1 {
+				return fmt.Errorf("must be an integer >= 1")
+			}
+			tc.MinInsyncReplicas = int32(n)
+			return nil
+		},
+		value:        func(tc topicConfig) string { return strconv.Itoa(int(tc.MinInsyncReplicas)) },
+		kafkaDefault: "1",
+	},
+	{
+		name: "unclean.leader.election.enable", brokerKey: "unclean.leader.election.enable", typ: kmsg.ConfigTypeBoolean,
+		doc: "Whether a replica outside the ISR may become leader when no in-sync replica is live (losing what it lacks).",
+		apply: func(tc *topicConfig, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("must be true or false")
+			}
+			tc.UncleanLeaderElection = b
+			return nil
+		},
+		value:        func(tc topicConfig) string { return strconv.FormatBool(tc.UncleanLeaderElection) },
+		kafkaDefault: "false",
+	},
+}
+
+func init() {
+	topicConfigKeys = append(topicConfigKeys, replicationTopicKeys...)
+}
