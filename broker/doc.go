@@ -51,11 +51,36 @@
 //
 // Topic existence, partition counts and leaders come from the member's
 // metadata snapshot in every mode. One reconciler goroutine follows the
-// snapshot: it opens the logs of the partitions this broker leads, closes
-// the others and deletes the local data of topics that left the metadata.
-// Produce, Fetch and ListOffsets serve only open logs; a partition that
-// exists elsewhere gets NOT_LEADER_OR_FOLLOWER, an unknown one
-// UNKNOWN_TOPIC_OR_PARTITION. Topic administration goes through the member
+// snapshot: it opens the logs of the partitions this broker is a replica
+// of, gives each its role (leader or follower of the snapshot's leader
+// epoch), closes the others and deletes the local data of topics that left
+// the metadata. Produce, Fetch and ListOffsets serve only the partitions
+// this broker leads; another gets NOT_LEADER_OR_FOLLOWER, an unknown one
+// UNKNOWN_TOPIC_OR_PARTITION.
+//
+// # Replication
+//
+// Kafka's, coordinated through ZooKeeper watches rather than
+// LeaderAndIsr requests (broker/cluster/doc.go says who writes the state
+// nodes). A leader stamps its leader epoch into every batch it appends;
+// followers (replica_fetcher.go, one fetcher per leader broker) copy the
+// batches unchanged with Fetch requests carrying their broker id, after
+// first truncating, on every new leader epoch, to where their latest epoch
+// ends in the leader's log (OffsetForLeaderEpoch). The leader (replica.go)
+// tracks each follower's fetch offset, advances the high watermark to the
+// smallest log end offset of the ISR, removes from the ISR a follower not
+// caught up for replica.lag.time.max.ms and adds back one that reached the
+// high watermark, writing the ISR with compare-and-set (Member.AlterISR).
+// Consumers read only below the high watermark, and ListOffsets' latest is
+// the high watermark; a leader that is its own only in-sync replica (every
+// single-replica partition) answers its log end offset without any
+// bookkeeping. acks=all is refused with NOT_ENOUGH_REPLICAS while the ISR
+// is smaller than min.insync.replicas, and otherwise answered once the high
+// watermark passes the batch (REQUEST_TIMED_OUT after the request's
+// timeout). The high watermarks are checkpointed in each log directory's
+// replication-offset-checkpoint (Kafka's format) every 5 s and at close.
+// Close first hands leadership away (controlled.shutdown.enable): the
+// controller moves it to other in-sync replicas before the broker stops. Topic administration goes through the member
 // (the controller assigns and elects) and waits for the reconciler to serve
 // the result. A standalone broker registers the topics found on disk again
 // at start, since its coordinator starts empty (RestoreTopics does the same

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"log/slog"
 	"math"
 	"net"
 	"strconv"
@@ -233,8 +234,21 @@ type offsetsLog struct {
 	p *partition
 }
 
+// offsetsCommitTimeout is Kafka's offsets.commit.timeout.ms: how long an
+// offsets append waits for the partition's in-sync replicas.
+const offsetsCommitTimeout = 5 * time.Second
+
+// Append writes the records as one batch stamped with the leader epoch and,
+// when the partition has followers in its ISR, waits (up to
+// offsetsCommitTimeout) until they have it too, as Kafka's coordinator
+// appends with acks=all: a commit acknowledged to a consumer survives the
+// coordinator's broker. Past the timeout the commit stands on the leader
+// and a warning is logged.
 func (l offsetsLog) Append(records []group.Record) error {
-	if _, err := l.p.log.Append(encodeOffsetsBatch(records, time.Now().UnixMilli())); err != nil {
+	batch := encodeOffsetsBatch(records, time.Now().UnixMilli())
+	stampLeaderEpoch(batch, l.p.leaderEpoch())
+	res, err := l.p.log.Append(batch)
+	if err != nil {
 		if errors.Is(err, logErrClosed) {
 			return fmt.Errorf("%w: %w", group.ErrNotLoaded, err)
 		}
@@ -242,6 +256,19 @@ func (l offsetsLog) Append(records []group.Record) error {
 	}
 	l.b.metrics.observeOffsets(l.p)
 	l.p.wake()
+	end := res.LastOffset + 1
+	if l.p.highWatermark() >= end {
+		return nil
+	}
+	short := l.b.waitCommitted(l.b.shutdownCtx, time.Now().Add(offsetsCommitTimeout), map[*partition]int64{l.p: end})
+	switch {
+	case !short[l.p]:
+	case !l.p.leading():
+		return fmt.Errorf("%w: the offsets partition moved to another broker", group.ErrNotLoaded)
+	default:
+		l.b.res.logs.log(slog.LevelWarn, "offsets-commit-timeout", "offsets commit not replicated within offsets.commit.timeout.ms; it stands on the leader",
+			"partition", l.p.index, "offset", res.BaseOffset)
+	}
 	return nil
 }
 
