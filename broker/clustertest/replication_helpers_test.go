@@ -374,14 +374,14 @@ func (g *loadGen) awaitAcks(t *testing.T, n int, d time.Duration) {
 	await(t, d, fmt.Sprintf("%d more acknowledged records", n), func() bool { return g.ackedCount() >= base+n })
 }
 
-// awaitAckAfter waits until a record handed to the client after t0 is
-// acknowledged, and returns the time from t0 to that acknowledgement. Such
-// a record did not exist before t0, so its acknowledgement comes from
-// whatever leads after t0.
-func (g *loadGen) awaitAckAfter(t *testing.T, t0 time.Time, d time.Duration) time.Duration {
+// awaitAckAfter waits until a record for partition p handed to the client
+// after t0 is acknowledged, and returns the time from t0 to that
+// acknowledgement. Such a record did not exist before t0, so its
+// acknowledgement comes from whatever leads p after t0.
+func (g *loadGen) awaitAckAfter(t *testing.T, t0 time.Time, p int32, d time.Duration) time.Duration {
 	t.Helper()
 	var took time.Duration
-	await(t, d, "an acknowledged record produced after "+t0.Format("15:04:05.000"), func() bool {
+	await(t, d, fmt.Sprintf("an acknowledged record for partition %d produced after %s", p, t0.Format("15:04:05.000")), func() bool {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		first := slices.IndexFunc(g.produced, func(at time.Time) bool { return at.After(t0) })
@@ -390,7 +390,7 @@ func (g *loadGen) awaitAckAfter(t *testing.T, t0 time.Time, d time.Duration) tim
 		}
 		found := false
 		for i := first; i < len(g.produced); i++ {
-			if a, ok := g.acked[i]; ok && (!found || a.at.Sub(t0) < took) {
+			if a, ok := g.acked[i]; ok && a.partition == p && (!found || a.at.Sub(t0) < took) {
 				took, found = a.at.Sub(t0), true
 			}
 		}

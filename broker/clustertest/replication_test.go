@@ -66,7 +66,7 @@ func TestReplicationLeaderKills(t *testing.T) {
 		victim := s.Leader
 		c.kill(t, victim)
 		killed := time.Now()
-		gap := g.awaitAckAfter(t, killed, waitTimeout)
+		gap := g.awaitAckAfter(t, killed, 0, waitTimeout)
 		gaps = append(gaps, gap)
 		if gap > limit {
 			t.Errorf("kill %d of leader %d: next acknowledged produce after %v, want within %v", k, victim, gap, limit)
