@@ -1,7 +1,8 @@
 // Package testproc runs Tributary's own binary as child processes in tests:
 // it builds cmd/tributary once per test binary and starts `tributary
 // broker` processes, waiting until each listens, so that crash tests can
-// SIGKILL a real process and restart it on the same directories.
+// SIGKILL a real process and restart it on the same directories, and
+// replication tests can pause one (SIGSTOP) and resume it (SIGCONT).
 //
 // A test binary that uses it calls Main from its TestMain, which removes the
 // built binary afterwards. Every process started here is killed when its

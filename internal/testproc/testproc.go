@@ -210,6 +210,29 @@ func (b *Broker) Stop(t testing.TB, sig syscall.Signal) error {
 	return b.Wait(t, 30*time.Second)
 }
 
+// Signal sends sig to the process without waiting for anything.
+func (b *Broker) Signal(sig syscall.Signal) error { return b.cmd.Process.Signal(sig) }
+
+// Pause stops the process with SIGSTOP: it keeps its sockets and its
+// ZooKeeper session (until the server expires it) but runs nothing, which
+// is how a broker looks during a long GC pause or a hung disk. The kernel
+// still accepts connections and buffers requests for it. A paused process
+// is still killed when its test ends (SIGKILL ends stopped processes).
+func (b *Broker) Pause(t testing.TB) {
+	t.Helper()
+	if err := b.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("SIGSTOP: %v", err)
+	}
+}
+
+// Resume continues a paused process with SIGCONT.
+func (b *Broker) Resume(t testing.TB) {
+	t.Helper()
+	if err := b.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatalf("SIGCONT: %v", err)
+	}
+}
+
 // lockedBuffer collects a process's output while tests read it.
 type lockedBuffer struct {
 	mu sync.Mutex
