@@ -174,6 +174,15 @@ func (s *segment) loadIndexesLocked() error {
 	if err != nil {
 		return err
 	}
+	if size > 0 && (len(ib) == 0 || len(tb) == 0) {
+		// A missing file (deleted, or lost in a crash) reads as empty, but
+		// an empty .timeindex would hide the segment's timestamps: rebuild.
+		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+			if _, err := os.Stat(segmentPath(s.dir, s.base, suf)); os.IsNotExist(err) {
+				return s.rebuildLocked(suf + " file missing")
+			}
+		}
+	}
 	idx, ierr := decodeOffsetIndex(ib, size)
 	tidx, terr := decodeTimeIndex(tb)
 	if err := errors.Join(ierr, terr); err != nil {
@@ -456,7 +465,7 @@ func (s *segment) findIn(f *os.File, idx []offsetEntry, offset, limit int64) (po
 // Every entry of a file is written by the same code at once, so the last
 // ones speak for the whole file. A non-empty reason means: rebuild.
 func (s *segment) checkIndexes(idx []offsetEntry, tidx []timeEntry, size int64) (reason string, err error) {
-	if len(idx) == 0 && len(tidx) == 0 {
+	if len(idx) == 0 && len(tidx) == 0 && size == 0 {
 		return "", nil
 	}
 	f, err := s.openFile(useOrdinary)
@@ -472,6 +481,13 @@ func (s *segment) checkIndexes(idx []offsetEntry, tidx []timeEntry, size int64) 
 		}
 		if want := s.base + int64(e.rel); h.lastOffset() != want {
 			return fmt.Sprintf(".index entry at byte %d says last offset %d, batch has %d..%d", e.pos, want, h.baseOffset, h.lastOffset()), nil
+		}
+	}
+	if len(tidx) == 0 && size > 0 {
+		// Only a segment whose batches all lack timestamps has no entry.
+		h, herr := headerAt(f, 0, size)
+		if herr != nil || h.maxTimestamp >= 0 {
+			return "empty .timeindex for a segment with timestamps", nil
 		}
 	}
 	if n := len(tidx); n > 0 {
