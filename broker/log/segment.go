@@ -332,9 +332,9 @@ type scanResult struct {
 	maxTs       int64
 	maxTsOffset int64 // last offset of the first batch with maxTs
 	batches     int
-	idx      []offsetEntry
-	tidx     []timeEntry
-	badErr   error // why the walk stopped before the end, if it did
+	idx         []offsetEntry
+	tidx        []timeEntry
+	badErr      error // why the walk stopped before the end, if it did
 }
 
 // scanSegment reads the segment sequentially from the start up to limit,
