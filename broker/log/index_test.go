@@ -188,10 +188,10 @@ func checkIndexFiles(t *testing.T, dir string, interval int64) (nIdx, nTime int)
 }
 
 // indexWorkload appends batches of 1 to 5 records (only single-record ones
-// if single) with timestamps that go up and down.
-func indexWorkload(t *testing.T, l *Log, rng *rand.Rand, n int, single bool) {
+// if single) with timestamps that go up and down (or only up if rising).
+func indexWorkload(t *testing.T, l *Log, rng *rand.Rand, n int, single bool, rising ...bool) {
 	t.Helper()
-	for range n {
+	for b := range n {
 		k := 1
 		if !single {
 			k = 1 + rng.IntN(5)
@@ -200,7 +200,14 @@ func indexWorkload(t *testing.T, l *Log, rng *rand.Rand, n int, single bool) {
 		for i := range rs {
 			rs[i] = logtest.Record{Value: []byte(strings.Repeat("v", 10+rng.IntN(60))), TimestampDelta: int64(rng.IntN(50))}
 		}
-		mustAppend(t, l, logtest.Batch(logtest.Options{Timestamp: 1000 + int64(rng.IntN(2000))}, rs...))
+		ts := 1000 + int64(rng.IntN(2000))
+		if len(rising) > 0 && rising[0] {
+			ts = 1000 + 10*int64(b)
+			for i := range rs {
+				rs[i].TimestampDelta = int64(i)
+			}
+		}
+		mustAppend(t, l, logtest.Batch(logtest.Options{Timestamp: ts}, rs...))
 	}
 }
 
@@ -335,7 +342,9 @@ func writeOldIndexes(t *testing.T, dir string, interval int64) {
 // rebuilt at the first Open of an upgraded directory (recognized by its
 // legacy snapshot names) without any read, and otherwise before their first
 // use, so no lookup goes through them. Single-record batches make the old
-// .index identical to the new one; the .timeindex still gives it away.
+// .index identical to the new one, and rising timestamps make the old
+// .timeindex well-formed: only its last entry, past the segment, gives the
+// files away.
 func TestOldIndexConventionIsRebuilt(t *testing.T) {
 	const interval = 250
 	cfg := Config{SegmentBytes: 2500, IndexIntervalBytes: interval}
@@ -345,7 +354,7 @@ func TestOldIndexConventionIsRebuilt(t *testing.T) {
 				rng := rand.New(rand.NewPCG(3, 4))
 				l := newLog(t, cfg)
 				dir := l.Dir()
-				indexWorkload(t, l, rng, 150, single)
+				indexWorkload(t, l, rng, 150, single, single)
 				if err := l.Close(); err != nil {
 					t.Fatal(err)
 				}
