@@ -10,21 +10,32 @@
 //
 //   - NNN.log: concatenated record batches, offsets increasing without gaps.
 //   - NNN.index: sparse offset index, 8-byte entries (relative offset uint32,
-//     position uint32), one before a batch each IndexIntervalBytes.
+//     position uint32) in Kafka's convention: the batch starting at that
+//     position ends with that offset (its last offset). A batch gets an
+//     entry when IndexIntervalBytes or more were written since the previous
+//     one. A lookup takes the last entry at or below the wanted offset and
+//     walks forward past batches that end below it, as Kafka's does.
 //   - NNN.timeindex: 12-byte entries (timestamp int64, relative offset
-//     uint32): every batch below that offset has max timestamp <= timestamp.
-//     An entry goes with each .index entry and one more when the segment is
-//     sealed.
+//     uint32) in Kafka's convention: the segment's largest batch max
+//     timestamp so far and the last offset of the first batch carrying it.
+//     An entry goes with an .index entry when that timestamp grew since the
+//     previous entry, and one more when the segment is sealed, so the last
+//     entry holds the segment's largest timestamp; timestamps and offsets
+//     strictly increase and every entry names a batch of its own segment.
+//
+// Kafka 2.8's DumpLogSegments --verify-index-only accepts both files.
 //
 // The active segment's index entries are kept in memory; both index files
 // are written whole (atomically) when the segment is sealed, at roll and at
 // Close. After a crash the active segment is always rescanned (see below),
 // so its index files are never needed before then.
 //
-// and, for the partition, NNN.snapshot (producer idempotence state after
-// every batch below NNN with each producer's last append time, CRC-32C
-// protected, version 2; written at each roll and at Close), recovery-point (offset below which all data was fsynced, with a
-// CRC) and .clean-shutdown (written last by Close, removed by Open).
+// and, for the partition, NNN.tributary-producers (producer idempotence
+// state after every batch below NNN with each producer's last append time,
+// CRC-32C protected, version 2; written at each roll and at Close; our own
+// format, so it does not carry Kafka's ".snapshot" name), recovery-point
+// (offset below which all data was fsynced, with a CRC) and .clean-shutdown
+// (written last by Close, removed by Open).
 // All integers are big-endian. Index and snapshot files are replaced
 // atomically (write, fsync, rename).
 //
@@ -70,8 +81,27 @@
 // snapshot plus the batch headers after it. Recovery work therefore depends on
 // the unflushed tail, not on the size of the log.
 //
-// Index files that fail cheap checks (size, ordering, bounds) are rebuilt
-// when first used. Bytes are CRC-checked before a Read returns them unless
+// Index files that fail cheap checks are rebuilt when first used: size,
+// ordering and bounds of the entries, a missing file, and the last entry of
+// each file read against its batch (the .index entry's batch must end at its
+// offset; the .timeindex entry's batch, found through the .index, must end
+// at its offset with its timestamp), a few header reads per segment.
+//
+// # Upgrades
+//
+// Older versions indexed a batch by its base offset and wrote .timeindex
+// entries (largest timestamp before the batch, the batch's base offset) with
+// a last one for the offset after the segment, and named producer snapshots
+// NNN.snapshot. An old .timeindex always fails the last-entry check (its last
+// entry lies past the segment), so old index files are never used: the whole
+// file pair is rebuilt, the last entries speaking for the file because every
+// file is written at once by one version. Open renames NNN.snapshot files
+// that are ours (they start with our magic; a Kafka one is left alone) to
+// NNN.tributary-producers, so no producer state is lost. Their presence marks
+// the first Open after an upgrade: that Open also checks every sealed
+// segment's index files at once, rebuilding the old ones (one header walk of
+// each segment, once) and then dropping them from memory again; later Opens
+// leave the check to each segment's first use. Bytes are CRC-checked before a Read returns them unless
 // this process wrote or checked them already, so a corrupt byte is never
 // returned: Read returns ErrCorruption for a damaged batch instead.
 //

@@ -192,28 +192,11 @@ func (l *Log) shouldRoll(n, lastOffset int64, now time.Time) bool {
 func (l *Log) write(batch []byte, hs []batchHeader, maxTs int64) error {
 	s := l.active
 	pos := s.size.Load()
-	var newIdx []offsetEntry
-	var newTidx []timeEntry
-	runningMax := s.maxTs.Load()
-	lastIndexed := s.lastIndexedPos
-	s.idxMu.RLock()
-	lastTimeRel := int64(-1) // the entry Close wrote at the end may share an offset with the next one
-	if n := len(s.tidx); n > 0 {
-		lastTimeRel = int64(s.tidx[n-1].rel)
-	}
-	s.idxMu.RUnlock()
+	ix := s.writerIndexer(false)
 	p := pos
 	for _, h := range hs {
 		binary.BigEndian.PutUint64(batch[p-pos:], uint64(h.baseOffset))
-		if p > 0 && p-lastIndexed >= s.interval {
-			rel := uint32(h.baseOffset - s.base)
-			newIdx = append(newIdx, offsetEntry{rel: rel, pos: uint32(p)})
-			if int64(rel) > lastTimeRel {
-				newTidx = append(newTidx, timeEntry{ts: runningMax, rel: rel})
-			}
-			lastIndexed = p
-		}
-		runningMax = max(runningMax, h.maxTimestamp)
+		ix.add(p, h)
 		p += h.size
 	}
 
@@ -228,14 +211,8 @@ func (l *Log) write(batch []byte, hs []batchHeader, maxTs int64) error {
 		}
 		return fmt.Errorf("log: append to segment %d: %w", s.base, err)
 	}
-	if len(newIdx) > 0 {
-		s.idxMu.Lock()
-		s.idx = append(s.idx, newIdx...)
-		s.tidx = append(s.tidx, newTidx...)
-		s.idxMu.Unlock()
-		s.lastIndexedPos = lastIndexed
-	}
-	s.maxTs.Store(max(runningMax, maxTs))
+	s.commitIndexer(ix)
+	s.maxTs.Store(max(ix.maxTs, maxTs))
 	s.markVerified(pos, p)
 	s.size.Store(p)
 	return nil
@@ -247,12 +224,7 @@ func (l *Log) write(batch []byte, hs []batchHeader, maxTs int64) error {
 func (l *Log) sealActive() (writeIndexes func() error) {
 	s := l.active
 	s.idxMu.Lock()
-	if s.next > s.base {
-		rel := uint32(s.next - s.base)
-		if n := len(s.tidx); n == 0 || s.tidx[n-1].rel < rel {
-			s.tidx = append(s.tidx, timeEntry{ts: s.maxTs.Load(), rel: rel})
-		}
-	}
+	s.sealTimeIndexLocked()
 	idx, tidx := s.idx, s.tidx
 	s.idxMu.Unlock()
 	return func() error {
@@ -571,7 +543,7 @@ func (s *segment) firstAtOrAfter(ts int64) (int64, int64, bool, error) {
 		return 0, 0, false, err
 	}
 	limit := s.size.Load()
-	pos, h, found, err := s.find(f, s.base+int64(lastBelow(tidx, ts)), limit)
+	pos, h, found, err := s.find(f, s.base+searchStart(tidx, ts), limit)
 	for err == nil && found {
 		if h.maxTimestamp >= ts {
 			return h.baseOffset, h.maxTimestamp, true, nil

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -166,8 +167,9 @@ func (ps *producerState) apply(overlay map[int64]*producerEntry) {
 	}
 }
 
-// Snapshot file "<20-digit offset>.snapshot": the producer state after every
-// batch below offset. Frozen format, big-endian:
+// Snapshot file "<20-digit offset>.tributary-producers": the producer state
+// after every batch below offset. (Older versions named it "<offset>.snapshot",
+// as Kafka names its own, different, producer snapshots; Open renames them.) Frozen format, big-endian:
 //
 //	magic "TRPS" | version uint16 = 2 | producers uint32 |
 //	  per producer: id int64 | epoch int16 | lastAppendMs int64 | batches uint8 |
@@ -276,6 +278,67 @@ func listOffsetFiles(names []string, suffix string) []int64 {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// legacySnapshotSuffix is the name older versions gave snapshot files.
+const legacySnapshotSuffix = ".snapshot"
+
+// migrateLegacySnapshots renames "<offset>.snapshot" files of our format
+// (they start with snapshotMagic) to the current name, so an upgrade loses
+// no producer state; any other file by that name (Kafka's) is left alone.
+// A snapshot already under the new name wins over a legacy one. It returns
+// the directory's names after the renames and whether there were legacy
+// snapshots, which means older versions wrote this directory.
+func migrateLegacySnapshots(dir string, names []string) ([]string, bool, error) {
+	offs := listOffsetFiles(names, legacySnapshotSuffix)
+	if len(offs) == 0 {
+		return names, false, nil
+	}
+	have := make(map[string]bool, len(names))
+	for _, n := range names {
+		have[n] = true
+	}
+	found := false
+	for _, off := range offs {
+		old := filepath.Join(dir, fmt.Sprintf("%020d%s", off, legacySnapshotSuffix))
+		if !isOurSnapshot(old) {
+			continue
+		}
+		found = true
+		delete(have, filepath.Base(old))
+		if have[filepath.Base(snapshotPath(dir, off))] {
+			if err := os.Remove(old); err != nil {
+				return nil, true, err
+			}
+			continue
+		}
+		if err := os.Rename(old, snapshotPath(dir, off)); err != nil {
+			return nil, true, err
+		}
+		have[filepath.Base(snapshotPath(dir, off))] = true
+	}
+	if found {
+		if err := syncDir(dir); err != nil {
+			return nil, true, err
+		}
+	}
+	out := make([]string, 0, len(have))
+	for n := range have {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out, found, nil
+}
+
+func isOurSnapshot(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var magic [len(snapshotMagic)]byte
+	_, err = io.ReadFull(f, magic[:])
+	return err == nil && string(magic[:]) == snapshotMagic
 }
 
 func snapshotPath(dir string, offset int64) string {

@@ -72,6 +72,10 @@ func (l *Log) load() error {
 		}
 		names = append(names, e.Name())
 	}
+	names, upgraded, err := migrateLegacySnapshots(l.dir, names)
+	if err != nil {
+		return fmt.Errorf("log: rename producer snapshots: %w", err)
+	}
 	clean := false
 	if err := os.Remove(cleanShutdownPath(l.dir)); err == nil {
 		clean = true
@@ -138,7 +142,23 @@ func (l *Log) load() error {
 	l.active = active
 	l.start.Store(segs[0].base)
 	l.end.Store(active.next)
+	if upgraded {
+		l.migrateIndexes(segs[:len(segs)-1])
+	}
 	return l.loadProducers(names)
+}
+
+// migrateIndexes runs once, on the first Open of a directory written by an
+// older version (it had legacy snapshot names): sealed segments whose index
+// files follow the older convention are rebuilt now rather than at their
+// first use, so Kafka's tools read every file right. A failure is only
+// logged: the first use of the segment checks its files again.
+func (l *Log) migrateIndexes(sealed []*segment) {
+	for _, s := range sealed {
+		if err := s.migrateIndexes(); err != nil {
+			l.logger.Warn("checking index files of an older version", "segment", s.base, "err", err)
+		}
+	}
 }
 
 // openActiveClean finds the end of the active segment from its last index
@@ -154,29 +174,39 @@ func (l *Log) openActiveClean(s *segment) error {
 		return err
 	}
 	size := s.size.Load()
+	// The walk starts at the last .index entry's batch (inside the file, as
+	// decoding checked), which ends at the entry's offset. The last
+	// .timeindex entry, written at Close, holds the largest timestamp.
 	var pos int64
-	next, maxTs := s.base, int64(-1)
+	next, maxTs, maxTsOffset := s.base, int64(-1), s.base
+	expectLast := int64(-1)
 	if n := len(idx); n > 0 {
-		pos, next = int64(idx[n-1].pos), s.base+int64(idx[n-1].rel)
+		pos, next, expectLast = int64(idx[n-1].pos), -1, s.base+int64(idx[n-1].rel)
 		s.lastIndexedPos = pos
 	}
 	if n := len(tidx); n > 0 {
-		maxTs = tidx[n-1].ts
+		maxTs, maxTsOffset = tidx[n-1].ts, s.base+int64(tidx[n-1].rel)
 	}
 	for pos < size {
 		h, err := headerAt(f, pos, size)
-		if err == nil && h.baseOffset != next {
+		if err == nil && next >= 0 && h.baseOffset != next {
 			err = fmt.Errorf("batch at byte %d has base offset %d, want %d", pos, h.baseOffset, next)
+		}
+		if err == nil && expectLast >= 0 && h.lastOffset() != expectLast {
+			err = fmt.Errorf("batch at byte %d has last offset %d, want %d", pos, h.lastOffset(), expectLast)
 		}
 		if err != nil {
 			return err
 		}
-		maxTs = max(maxTs, h.maxTimestamp)
-		next = h.lastOffset() + 1
+		if h.maxTimestamp > maxTs {
+			maxTs, maxTsOffset = h.maxTimestamp, h.lastOffset()
+		}
+		next, expectLast = h.lastOffset()+1, -1
 		pos += h.size
 	}
 	s.next = next
 	s.maxTs.Store(maxTs)
+	s.maxTsOffset = maxTsOffset
 	s.idxTrusted = false
 	return nil
 }
@@ -229,6 +259,7 @@ func (l *Log) recoverSegment(s *segment, f *os.File, segs []*segment, i int, all
 	s.idx, s.tidx, s.idxLoaded, s.idxTrusted = res.idx, res.tidx, true, true
 	s.idxMu.Unlock()
 	s.maxTs.Store(res.maxTs)
+	s.maxTsOffset = res.maxTsOffset
 	s.next = res.next
 	if n := len(res.idx); n > 0 {
 		s.lastIndexedPos = int64(res.idx[n-1].pos)

@@ -19,7 +19,9 @@ const (
 	logSuffix       = ".log"
 	indexSuffix     = ".index"
 	timeIndexSuffix = ".timeindex"
-	snapshotSuffix  = ".snapshot"
+	// Producer snapshots are Tributary's own format: a name of Kafka's
+	// (".snapshot") made Kafka's tools misread them.
+	snapshotSuffix = ".tributary-producers"
 )
 
 func segmentPath(dir string, base int64, suffix string) string {
@@ -60,6 +62,7 @@ type segment struct {
 	// in idx and tidx only; the files are written whole when it is sealed.
 	next           int64 // next offset to assign
 	lastIndexedPos int64
+	maxTsOffset    int64 // last offset of the first batch with maxTs
 	created        time.Time
 }
 
@@ -171,13 +174,29 @@ func (s *segment) loadIndexesLocked() error {
 	if err != nil {
 		return err
 	}
+	if size > 0 && (len(ib) == 0 || len(tb) == 0) {
+		// A missing file (deleted, or lost in a crash) reads as empty, but
+		// an empty .timeindex would hide the segment's timestamps: rebuild.
+		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+			if _, err := os.Stat(segmentPath(s.dir, s.base, suf)); os.IsNotExist(err) {
+				return s.rebuildLocked(suf + " file missing")
+			}
+		}
+	}
 	idx, ierr := decodeOffsetIndex(ib, size)
 	tidx, terr := decodeTimeIndex(tb)
-	if ierr == nil && terr == nil {
-		s.idx, s.tidx, s.idxLoaded = idx, tidx, true
-		return nil
+	if err := errors.Join(ierr, terr); err != nil {
+		return s.rebuildLocked(err.Error())
 	}
-	return s.rebuildLocked(fmt.Sprint(errors.Join(ierr, terr)))
+	why, err := s.checkIndexes(idx, tidx, size)
+	if err != nil {
+		return err
+	}
+	if why != "" {
+		return s.rebuildLocked(why)
+	}
+	s.idx, s.tidx, s.idxLoaded = idx, tidx, true
+	return nil
 }
 
 // rebuildLocked recreates both indexes by walking the batch headers. A walk
@@ -218,6 +237,22 @@ func (s *segment) writeIndexFiles(idx []offsetEntry, tidx []timeEntry) error {
 	return writeFileAtomic(segmentPath(s.dir, s.base, timeIndexSuffix), tb)
 }
 
+// migrateIndexes checks the index files of a segment not loaded yet as a
+// first use would (rebuilding files of an older convention) and leaves them
+// unloaded, so an upgrade fixes every file without holding them in memory.
+func (s *segment) migrateIndexes() error {
+	s.idxMu.Lock()
+	defer s.idxMu.Unlock()
+	if s.idxLoaded {
+		return nil
+	}
+	if err := s.loadIndexesLocked(); err != nil {
+		return err
+	}
+	s.idx, s.tidx, s.idxLoaded, s.idxTrusted = nil, nil, false, false
+	return nil
+}
+
 // rebuildIndexes is rebuildLocked for callers outside the index lock. The
 // Log's appender lock must be held if the segment is active.
 func (s *segment) rebuildIndexes(why string) error {
@@ -251,24 +286,55 @@ func writeFileAtomic(path string, b []byte) error {
 	return err
 }
 
-// addIndexEntries is called by the appender before writing a batch at pos.
-func (s *segment) indexEntryFor(pos, baseOffset int64) (offsetEntry, timeEntry, bool) {
-	if pos == 0 || pos-s.lastIndexedPos < s.interval {
-		return offsetEntry{}, timeEntry{}, false
+// writerIndexer returns the index state the appender continues from. The
+// appender lock must be held; idxMu too if locked is set.
+func (s *segment) writerIndexer(locked bool) indexer {
+	x := newIndexer(s.base, s.interval)
+	x.lastIndexedPos = s.lastIndexedPos
+	if ts := s.maxTs.Load(); ts != math.MinInt64 {
+		x.maxTs, x.maxTsOffset = ts, s.maxTsOffset
 	}
-	rel := uint32(baseOffset - s.base)
-	return offsetEntry{rel: rel, pos: uint32(pos)}, timeEntry{ts: s.maxTs.Load(), rel: rel}, true
+	if !locked {
+		s.idxMu.RLock()
+		defer s.idxMu.RUnlock()
+	}
+	if n := len(s.tidx); n > 0 {
+		x.lastTimeTs = s.tidx[n-1].ts
+	}
+	return x
+}
+
+// commitIndexer publishes the entries x decided for batches now written
+// (the caller stores maxTs, which readers see).
+func (s *segment) commitIndexer(x indexer) {
+	if len(x.idx) > 0 || len(x.tidx) > 0 {
+		s.idxMu.Lock()
+		s.idx = append(s.idx, x.idx...)
+		s.tidx = append(s.tidx, x.tidx...)
+		s.idxMu.Unlock()
+	}
+	s.lastIndexedPos = x.lastIndexedPos
+	s.maxTsOffset = x.maxTsOffset
+}
+
+// sealTimeIndexLocked adds the active segment's closing .timeindex entry
+// when it is sealed; idxMu must be held.
+func (s *segment) sealTimeIndexLocked() {
+	x := s.writerIndexer(true)
+	x.seal()
+	s.tidx = append(s.tidx, x.tidx...)
 }
 
 // scanResult is what a sequential walk of a segment found.
 type scanResult struct {
-	validEnd int64 // position after the last good batch
-	next     int64 // offset after the last good batch
-	maxTs    int64
-	batches  int
-	idx      []offsetEntry
-	tidx     []timeEntry
-	badErr   error // why the walk stopped before the end, if it did
+	validEnd    int64 // position after the last good batch
+	next        int64 // offset after the last good batch
+	maxTs       int64
+	maxTsOffset int64 // last offset of the first batch with maxTs
+	batches     int
+	idx         []offsetEntry
+	tidx        []timeEntry
+	badErr      error // why the walk stopped before the end, if it did
 }
 
 // scanSegment reads the segment sequentially from the start up to limit,
@@ -279,7 +345,8 @@ func scanSegment(f *os.File, base, limit, interval int64, verify bool, each func
 	res := scanResult{next: base, maxTs: -1}
 	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, limit), 1<<20)
 	var buf []byte
-	var pos, lastIndexed int64
+	var pos int64
+	x := newIndexer(base, interval)
 	for pos < limit {
 		hb, err := r.Peek(batchHeaderSize)
 		if err != nil && err != io.EOF {
@@ -310,13 +377,7 @@ func scanSegment(f *os.File, base, limit, interval int64, verify bool, each func
 			res.badErr = fmt.Errorf("batch at byte %d: %v", pos, herr)
 			break
 		}
-		if pos > 0 && pos-lastIndexed >= interval {
-			rel := uint32(h.baseOffset - base)
-			res.idx = append(res.idx, offsetEntry{rel: rel, pos: uint32(pos)})
-			res.tidx = append(res.tidx, timeEntry{ts: res.maxTs, rel: rel})
-			lastIndexed = pos
-		}
-		res.maxTs = max(res.maxTs, h.maxTimestamp)
+		x.add(pos, h)
 		res.next = h.lastOffset() + 1
 		res.batches++
 		if each != nil {
@@ -325,12 +386,8 @@ func scanSegment(f *os.File, base, limit, interval int64, verify bool, each func
 		pos += h.size
 	}
 	res.validEnd = pos
-	if res.batches > 0 {
-		rel := uint32(res.next - base)
-		if n := len(res.tidx); n == 0 || res.tidx[n-1].rel < rel {
-			res.tidx = append(res.tidx, timeEntry{ts: res.maxTs, rel: rel})
-		}
-	}
+	x.seal()
+	res.idx, res.tidx, res.maxTs, res.maxTsOffset = x.idx, x.tidx, x.maxTs, x.maxTsOffset
 	return res, nil
 }
 
@@ -353,6 +410,18 @@ func (s *segment) find(f *os.File, offset, limit int64) (pos int64, h batchHeade
 	if err != nil {
 		return 0, h, false, err
 	}
+	pos, h, found, err = s.findIn(f, idx, offset, limit)
+	if err != nil {
+		return 0, h, false, s.walkError(trusted, err)
+	}
+	return pos, h, found, nil
+}
+
+// findIn is find over the given entries; an error means they or the data
+// are wrong. As in Kafka's lookup, the walk starts at the last entry whose
+// offset is <= offset: that batch ends at the entry's offset, so it is the
+// answer if it ends at offset itself, else the walk skips it.
+func (s *segment) findIn(f *os.File, idx []offsetEntry, offset, limit int64) (pos int64, h batchHeader, found bool, err error) {
 	rel := offset - s.base
 	if rel > math.MaxUint32 {
 		rel = math.MaxUint32
@@ -360,24 +429,81 @@ func (s *segment) find(f *os.File, offset, limit int64) (pos int64, h batchHeade
 	if rel < 0 {
 		rel = 0
 	}
-	entryRel, pos := floorByOffset(idx, uint32(rel))
-	expect := s.base + int64(entryRel) // base offset the batch at pos must have
+	e, ok := floorByOffset(idx, uint32(rel))
+	// Offsets within a segment have no gaps, so each batch's base (or, at
+	// an entry, last) offset is known before its header is read.
+	expectBase, expectLast := s.base, int64(-1)
+	if ok {
+		pos, expectBase, expectLast = int64(e.pos), -1, s.base+int64(e.rel)
+	}
 	for pos < limit {
 		h, err = headerAt(f, pos, limit)
-		// Offsets within a segment have no gaps, so every base offset is known.
-		if err == nil && h.baseOffset != expect {
-			err = fmt.Errorf("batch at byte %d has base offset %d, want %d", pos, h.baseOffset, expect)
+		if err == nil && expectBase >= 0 && h.baseOffset != expectBase {
+			err = fmt.Errorf("batch at byte %d has base offset %d, want %d", pos, h.baseOffset, expectBase)
+		}
+		if err == nil && expectLast >= 0 && h.lastOffset() != expectLast {
+			err = fmt.Errorf("batch at byte %d has last offset %d, want %d (index entry)", pos, h.lastOffset(), expectLast)
 		}
 		if err != nil {
-			return 0, h, false, s.walkError(trusted, err)
+			return 0, h, false, err
 		}
 		if h.lastOffset() >= offset {
 			return pos, h, true, nil
 		}
-		expect = h.lastOffset() + 1
+		expectBase, expectLast = h.lastOffset()+1, -1
 		pos += h.size
 	}
 	return 0, h, false, nil
+}
+
+// checkIndexes verifies, with a few header reads, that the last entry of
+// each index file points where it says: the .index entry at a batch ending
+// at its offset, the .timeindex entry at a batch ending at its offset whose
+// max timestamp is the entry's. This also detects files written by older
+// Tributary versions (.index by base offset, .timeindex entries naming the
+// next batch, the last one past the segment's end), which always fail it.
+// Every entry of a file is written by the same code at once, so the last
+// ones speak for the whole file. A non-empty reason means: rebuild.
+func (s *segment) checkIndexes(idx []offsetEntry, tidx []timeEntry, size int64) (reason string, err error) {
+	if len(idx) == 0 && len(tidx) == 0 && size == 0 {
+		return "", nil
+	}
+	f, err := s.openFile(useOrdinary)
+	if err != nil {
+		return "", err
+	}
+	defer s.file.release()
+	if n := len(idx); n > 0 {
+		e := idx[n-1]
+		h, herr := headerAt(f, int64(e.pos), size)
+		if herr != nil {
+			return fmt.Sprintf(".index entry %d@%d: %v", e.rel, e.pos, herr), nil
+		}
+		if want := s.base + int64(e.rel); h.lastOffset() != want {
+			return fmt.Sprintf(".index entry at byte %d says last offset %d, batch has %d..%d", e.pos, want, h.baseOffset, h.lastOffset()), nil
+		}
+	}
+	if len(tidx) == 0 && size > 0 {
+		// Only a segment whose batches all lack timestamps has no entry.
+		h, herr := headerAt(f, 0, size)
+		if herr != nil || h.maxTimestamp >= 0 {
+			return "empty .timeindex for a segment with timestamps", nil
+		}
+	}
+	if n := len(tidx); n > 0 {
+		e := tidx[n-1]
+		want := s.base + int64(e.rel)
+		_, h, found, ferr := s.findIn(f, idx, want, size)
+		switch {
+		case ferr != nil:
+			return fmt.Sprintf(".timeindex entry for offset %d: %v", want, ferr), nil
+		case !found || h.lastOffset() != want:
+			return fmt.Sprintf(".timeindex entry for offset %d: no batch ends there", want), nil
+		case h.maxTimestamp != e.ts:
+			return fmt.Sprintf(".timeindex entry for offset %d has timestamp %d, batch %d", want, e.ts, h.maxTimestamp), nil
+		}
+	}
+	return "", nil
 }
 
 // walkError classifies a header walk failure: an index read from disk may be

@@ -7,11 +7,18 @@ import (
 )
 
 // The .timeindex file is an append-only array of 12-byte entries
-// (big-endian timestamp int64, relative offset uint32). An entry (t, r) says:
-// every batch with base offset below segmentBase+r has a max timestamp <= t.
-// Entries are written together with .index entries and, at roll and close, one
-// more for the segment's end, so the last entry holds the segment's largest
-// timestamp. Timestamps and offsets never decrease. Frozen format.
+// (big-endian timestamp int64, relative offset uint32), in Kafka's
+// convention: an entry (t, r) says that t is the largest batch max timestamp
+// in the segment so far and that the batch ending with offset segmentBase+r
+// is the first to carry it, so every batch up to that one has a max
+// timestamp <= t. Entries go with .index entries when the largest timestamp
+// grew since the last entry, and one more when the segment is sealed (at
+// roll and close), so the last entry holds the segment's largest timestamp.
+// Timestamps and offsets strictly increase. Frozen format.
+//
+// Older Tributary versions wrote (largest timestamp of the batches before
+// the entry's, base offset of the next batch); such files fail the checks of
+// decodeTimeIndex or checkIndexes and are rebuilt.
 const timeIndexEntrySize = 12
 
 type timeEntry struct {
@@ -31,21 +38,22 @@ func decodeTimeIndex(b []byte) ([]timeEntry, error) {
 	es := make([]timeEntry, 0, len(b)/timeIndexEntrySize)
 	for i := 0; i < len(b); i += timeIndexEntrySize {
 		e := timeEntry{ts: int64(binary.BigEndian.Uint64(b[i:])), rel: binary.BigEndian.Uint32(b[i+8:])}
-		if n := len(es); n > 0 && (e.ts < es[n-1].ts || e.rel <= es[n-1].rel) {
-			return nil, fmt.Errorf("entry %d (%d@%d) goes backwards", n, e.ts, e.rel)
+		if n := len(es); n > 0 && (e.ts <= es[n-1].ts || e.rel <= es[n-1].rel) {
+			return nil, fmt.Errorf("entry %d (%d@%d) does not follow the previous one", n, e.ts, e.rel)
 		}
 		es = append(es, e)
 	}
 	return es, nil
 }
 
-// lastBelow returns the relative offset of the last entry whose timestamp is
-// below ts: all batches before it are older than ts, so a search for the
-// first batch with max timestamp >= ts may start there.
-func lastBelow(es []timeEntry, ts int64) uint32 {
+// searchStart returns the relative offset where a search for the first
+// batch with max timestamp >= ts may start: just after the batch of the last
+// entry whose timestamp is below ts (that batch and all before it are older
+// than ts), or 0.
+func searchStart(es []timeEntry, ts int64) int64 {
 	i := sort.Search(len(es), func(i int) bool { return es[i].ts >= ts })
 	if i == 0 {
 		return 0
 	}
-	return es[i-1].rel
+	return int64(es[i-1].rel) + 1
 }
