@@ -34,6 +34,7 @@ type cluster struct {
 	// dir holds each broker's log.dirs, dir/broker-<id>.
 	dir   string
 	addrs map[int32]string
+	procs map[int32]*testproc.Broker
 }
 
 // connect is the cluster's zookeeper.connect string.
@@ -55,7 +56,8 @@ func startCluster(t *testing.T, n int) *cluster {
 	t.Helper()
 	servers := testenv.ZooKeeper(t)
 	connect := zktest.Chroot(t, servers, "kafkacompat")
-	c := &cluster{zkServers: servers, chroot: strings.TrimPrefix(connect, servers), dir: t.TempDir(), addrs: map[int32]string{}}
+	c := &cluster{zkServers: servers, chroot: strings.TrimPrefix(connect, servers), dir: t.TempDir(),
+		addrs: map[int32]string{}, procs: map[int32]*testproc.Broker{}}
 	for id := int32(1); id <= int32(n); id++ {
 		props := testproc.WriteProperties(t, c.dir, fmt.Sprintf("broker-%d.properties", id), map[string]string{
 			"broker.id":                       fmt.Sprint(id),
@@ -65,9 +67,41 @@ func startCluster(t *testing.T, n int) *cluster {
 			"zookeeper.session.timeout.ms":    "6000",
 			"zookeeper.connection.timeout.ms": "20000",
 		})
-		c.addrs[id] = testproc.StartBroker(t, props).Addr
+		b := testproc.StartBroker(t, props)
+		c.procs[id], c.addrs[id] = b, b.Addr
 	}
 	return c
+}
+
+// brokerLines returns the distinct lines of the brokers' output that
+// contain s, without their timestamps, each with its count.
+func (c *cluster) brokerLines(s string) string {
+	seen := map[string]int{}
+	var order []string
+	for id := int32(1); id <= int32(len(c.procs)); id++ {
+		for _, line := range strings.Split(c.procs[id].Output(), "\n") {
+			if !strings.Contains(line, s) {
+				continue
+			}
+			if _, rest, ok := strings.Cut(line, " "); ok && strings.HasPrefix(line, "time=") {
+				line = rest
+			}
+			line, _, _ = strings.Cut(line, " repeated=")
+			key := fmt.Sprintf("broker %d: %s", id, line)
+			if seen[key] == 0 {
+				order = append(order, key)
+			}
+			seen[key]++
+		}
+	}
+	if len(order) == 0 {
+		return "(none)"
+	}
+	var out []string
+	for _, k := range order {
+		out = append(out, fmt.Sprintf("%dx %s", seen[k], k))
+	}
+	return strings.Join(out, "\n")
 }
 
 // client returns a franz-go client on the whole cluster, closed when t ends.
