@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs the third-party programs the integration tests drive (kcat,
 # ZooKeeper, netcat-openbsd for ZooKeeper's four-letter words, Chromium for
-# the dashboard test), the independent Avro/Parquet readers (a Python
-# virtualenv with fastavro and pyarrow in .cache/venv) and the Go modules.
+# the dashboard test, Burrow and Maven for the Kafka-tools compatibility
+# tests), the independent Avro/Parquet readers (a Python virtualenv with
+# fastavro and pyarrow in .cache/venv), Apache Kafka 2.8.2's command-line
+# tools (jars from Maven Central in .cache/kafka-2.8/lib) and the Go modules.
 # HDFS comes from Maven Central on its first start (scripts/with-servers.sh). Idempotent and quiet: on a machine that has everything it only
 # checks, and apt-get runs (update + install) only for what is missing.
 #
@@ -16,7 +18,7 @@ installed() {
 }
 
 need=()
-for pkg in kcat zookeeper netcat-openbsd chromium; do
+for pkg in kcat zookeeper netcat-openbsd chromium burrow maven; do
 	installed "$pkg" || need+=("$pkg")
 done
 
@@ -57,6 +59,31 @@ if ! "$venv/bin/python3" -c 'import fastavro, pyarrow' 2>/dev/null; then
 		exit 1
 	fi
 	rm -f "$pip_log"
+fi
+
+# Apache Kafka 2.8.2's tools (TopicCommand, ConfigCommand, DumpLogSegments)
+# for internal/kafkacompat: fetched again only when their pom changes. Into
+# a temp dir first, so that an interrupted fetch never looks complete.
+kafka28_pom=scripts/kafka-2.8/pom.xml
+kafka28_lib=.cache/kafka-2.8/lib
+kafka28_sum=$(sha256sum "$kafka28_pom" | cut -d' ' -f1)
+if [ ! -f "$kafka28_lib/.pom.sha256" ] || [ "$(cat "$kafka28_lib/.pom.sha256")" != "$kafka28_sum" ]; then
+	echo "install-deps: fetching Apache Kafka 2.8.2's tools with Maven into $kafka28_lib"
+	java=$(bash scripts/zk.sh java)
+	mkdir -p .cache/kafka-2.8
+	tmp=$(mktemp -d .cache/kafka-2.8/lib.XXXXXX)
+	mvn_log=$(mktemp)
+	if ! JAVA_HOME=$(dirname "$(dirname "$java")") mvn -B -q -Dstyle.color=never -f "$kafka28_pom" \
+		dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$PWD/$tmp" >"$mvn_log" 2>&1; then
+		cat "$mvn_log" >&2
+		rm -rf "$tmp" "$mvn_log"
+		echo "install-deps: Maven could not fetch org.apache.kafka:kafka_2.13:2.8.2 (see above)" >&2
+		exit 1
+	fi
+	rm -f "$mvn_log"
+	echo "$kafka28_sum" >"$tmp/.pom.sha256"
+	rm -rf "$kafka28_lib"
+	mv "$tmp" "$kafka28_lib"
 fi
 
 go mod download

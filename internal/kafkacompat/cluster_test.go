@@ -1,0 +1,195 @@
+package kafkacompat
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/zktest"
+)
+
+// TestMain removes the tributary binary the brokers run.
+func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }
+
+// waitTimeout bounds every wait for brokers or tools to converge: generous,
+// since the machine running `make test` is small and shared.
+const waitTimeout = 60 * time.Second
+
+// cluster is a set of `tributary broker` processes with ids 1..n in one
+// fresh ZooKeeper chroot.
+type cluster struct {
+	// zkServers is the ZooKeeper host:port list, without chroot.
+	zkServers string
+	// chroot is the cluster's ZooKeeper root, e.g. "/kafkacompat-0123abcd".
+	chroot string
+	// dir holds each broker's log.dirs, dir/broker-<id>.
+	dir   string
+	addrs map[int32]string
+	procs map[int32]*testproc.Broker
+}
+
+// connect is the cluster's zookeeper.connect string.
+func (c *cluster) connect() string { return c.zkServers + c.chroot }
+
+// logDir is broker id's log directory.
+func (c *cluster) logDir(id int32) string { return filepath.Join(c.dir, fmt.Sprintf("broker-%d", id)) }
+
+func (c *cluster) bootstrap() []string {
+	var out []string
+	for id := int32(1); id <= int32(len(c.addrs)); id++ {
+		out = append(out, c.addrs[id])
+	}
+	return out
+}
+
+// startCluster starts n brokers and waits until each has joined.
+func startCluster(t *testing.T, n int) *cluster {
+	t.Helper()
+	servers := testenv.ZooKeeper(t)
+	connect := zktest.Chroot(t, servers, "kafkacompat")
+	c := &cluster{zkServers: servers, chroot: strings.TrimPrefix(connect, servers), dir: t.TempDir(),
+		addrs: map[int32]string{}, procs: map[int32]*testproc.Broker{}}
+	for id := int32(1); id <= int32(n); id++ {
+		props := testproc.WriteProperties(t, c.dir, fmt.Sprintf("broker-%d.properties", id), map[string]string{
+			"broker.id":                       fmt.Sprint(id),
+			"listeners":                       "PLAINTEXT://127.0.0.1:0",
+			"log.dirs":                        c.logDir(id),
+			"zookeeper.connect":               connect,
+			"zookeeper.session.timeout.ms":    "6000",
+			"zookeeper.connection.timeout.ms": "20000",
+		})
+		b := testproc.StartBroker(t, props)
+		c.procs[id], c.addrs[id] = b, b.Addr
+	}
+	return c
+}
+
+// brokerLines returns the distinct lines of the brokers' output that
+// contain s, without their timestamps, each with its count.
+func (c *cluster) brokerLines(s string) string {
+	seen := map[string]int{}
+	var order []string
+	for id := int32(1); id <= int32(len(c.procs)); id++ {
+		for _, line := range strings.Split(c.procs[id].Output(), "\n") {
+			if !strings.Contains(line, s) {
+				continue
+			}
+			if _, rest, ok := strings.Cut(line, " "); ok && strings.HasPrefix(line, "time=") {
+				line = rest
+			}
+			line, _, _ = strings.Cut(line, " repeated=")
+			key := fmt.Sprintf("broker %d: %s", id, line)
+			if seen[key] == 0 {
+				order = append(order, key)
+			}
+			seen[key]++
+		}
+	}
+	if len(order) == 0 {
+		return "(none)"
+	}
+	var out []string
+	for _, k := range order {
+		out = append(out, fmt.Sprintf("%dx %s", seen[k], k))
+	}
+	return strings.Join(out, "\n")
+}
+
+// client returns a franz-go client on the whole cluster, closed when t ends.
+func (c *cluster) client(t *testing.T, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(c.bootstrap()...),
+		kgo.RetryTimeout(30 * time.Second),
+		kgo.MetadataMinAge(100 * time.Millisecond),
+	}, opts...)...)
+	if err != nil {
+		t.Fatalf("kgo.NewClient: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// createTopic creates topic with configs (replication factor 1) and waits
+// until every broker's metadata shows a leader for every partition.
+func (c *cluster) createTopic(t *testing.T, ctx context.Context, topic string, partitions int32, configs map[string]*string) kadm.TopicDetail {
+	t.Helper()
+	adm := kadm.NewClient(c.client(t))
+	resp, err := adm.CreateTopic(ctx, partitions, 1, configs, topic)
+	if err != nil || resp.Err != nil {
+		t.Fatalf("create topic %s: %v %v", topic, err, resp.Err)
+	}
+	var td kadm.TopicDetail
+	await(t, waitTimeout, "leaders of "+topic+" on every broker", func() bool {
+		for _, addr := range c.addrs {
+			md, err := metadataFrom(ctx, addr, topic)
+			if err != nil {
+				return false
+			}
+			td = md.Topics[topic]
+			if td.Err != nil || len(td.Partitions) != int(partitions) {
+				return false
+			}
+			for _, p := range td.Partitions {
+				if p.Leader < 0 {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	return td
+}
+
+// metadataFrom asks the broker at addr alone for metadata.
+func metadataFrom(ctx context.Context, addr string, topics ...string) (kadm.Metadata, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return kadm.Metadata{}, err
+	}
+	defer cl.Close()
+	return kadm.NewClient(cl).Metadata(ctx, topics...)
+}
+
+// await polls cond every 100 ms until it holds; it fails t after d.
+func await(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// endOffsets returns each partition's end offset (ListOffsets latest, as
+// kadm sends it).
+func endOffsets(t *testing.T, ctx context.Context, cl *kgo.Client, topic string) map[int32]int64 {
+	t.Helper()
+	lo, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatalf("list end offsets of %s: %v", topic, err)
+	}
+	out := map[int32]int64{}
+	var bad error
+	lo.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil && bad == nil {
+			bad = fmt.Errorf("partition %d: %w", o.Partition, o.Err)
+		}
+		out[o.Partition] = o.Offset
+	})
+	if bad != nil {
+		t.Fatalf("list end offsets of %s: %v", topic, bad)
+	}
+	return out
+}

@@ -1,0 +1,115 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// EnvKafka28Lib overrides the directory holding Apache Kafka 2.8.2's jars
+// (default: .cache/kafka-2.8/lib in the repository, where
+// scripts/install-deps.sh puts them).
+const EnvKafka28Lib = "TRIBUTARY_TEST_KAFKA28_LIB"
+
+// kafka28Lib is the jar directory relative to the repository root; it must
+// match scripts/install-deps.sh.
+const kafka28Lib = ".cache/kafka-2.8/lib"
+
+// KafkaTools runs the command-line tools of one Apache Kafka release: Java
+// mains on that release's classpath, logging warnings to stderr.
+type KafkaTools struct {
+	// Java is the java binary (OpenJDK 17, as for ZooKeeper).
+	Java string
+	// Lib is the directory of the release's jars.
+	Lib string
+	// Log4j is a log4j.properties logging warnings only, on stderr.
+	Log4j string
+}
+
+// Kafka28Tools returns Apache Kafka 2.8.2's tools or fails t, naming
+// `make deps` when the jars are missing. 2.8 is the last release whose
+// TopicCommand and ConfigCommand still work on ZooKeeper directly.
+func Kafka28Tools(t testing.TB) KafkaTools {
+	t.Helper()
+	root := RepoRoot(t)
+	lib := os.Getenv(EnvKafka28Lib)
+	if lib == "" {
+		lib = filepath.Join(root, kafka28Lib)
+	}
+	jar := filepath.Join(lib, "kafka_2.13-2.8.2.jar")
+	if _, err := os.Stat(jar); err != nil {
+		t.Fatalf("Apache Kafka 2.8.2's tools are not installed (%v): run `make deps` "+
+			"(scripts/install-deps.sh copies org.apache.kafka:kafka_2.13:2.8.2 and its "+
+			"dependencies into %s), or set %s", err, kafka28Lib, EnvKafka28Lib)
+	}
+	out, err := exec.Command("bash", filepath.Join(root, "scripts", "zk.sh"), "java").Output()
+	if err != nil {
+		t.Fatalf("finding OpenJDK 17 with scripts/zk.sh java: %v", exitDetail(err))
+	}
+	return KafkaTools{
+		Java:  strings.TrimSpace(string(out)),
+		Lib:   lib,
+		Log4j: filepath.Join(root, "scripts", "kafka", "tools-log4j.properties"),
+	}
+}
+
+// Command returns the command running class's main with args, with a
+// small heap (the tools need little, and the machine is shared).
+func (k KafkaTools) Command(ctx context.Context, class string, args ...string) *exec.Cmd {
+	argv := append([]string{
+		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Dlog4j.configuration=file:" + k.Log4j,
+		"-cp", filepath.Join(k.Lib, "*"),
+		class,
+	}, args...)
+	return exec.CommandContext(ctx, k.Java, argv...)
+}
+
+// Burrow returns the path of LinkedIn's Burrow (Debian package burrow,
+// whose binary is /usr/bin/Burrow) or fails t.
+func Burrow(t testing.TB) string {
+	t.Helper()
+	for _, name := range []string{"Burrow", "burrow"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatalf("Burrow not found on PATH: run `make deps` (installs the Debian package burrow)")
+	return ""
+}
+
+// RepoRoot returns the repository root: the nearest directory at or above
+// the working directory (a test's package directory) holding this module's
+// go.mod. It fails t outside the repository.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && bytes.HasPrefix(data, []byte("module github.com/tributary/tributary\n")) {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatalf("not inside the tributary repository (no go.mod of github.com/tributary/tributary above the working directory)")
+		}
+		dir = parent
+	}
+}
+
+// exitDetail adds a failed command's stderr to its error.
+func exitDetail(err error) error {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && len(ee.Stderr) > 0 {
+		return errors.New(err.Error() + ": " + strings.TrimSpace(string(ee.Stderr)))
+	}
+	return err
+}
