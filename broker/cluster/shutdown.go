@@ -22,16 +22,17 @@ func shuttingDownBrokerPath(id int32) string {
 
 // ControlledShutdown announces that the broker is about to stop, by
 // creating the ephemeral /tributary/shutting_down/<id>, and waits until
-// this member's Metadata shows that it leads no partition that another
-// eligible (live, not shutting down) ISR member could lead. The controller
-// meanwhile moves those leaderships away and removes the broker from every
-// ISR. A partition whose ISR holds no other eligible broker stays led by
-// this broker until it closes. The announcement lasts until the member
+// this member's Metadata shows that the controller has handed over: the
+// broker leads no partition that another eligible (live, not shutting
+// down) ISR member could lead, and is in the ISR of no partition that
+// another broker leads (so that no leader waits for it to acknowledge
+// writes). A partition whose ISR holds no other eligible broker stays led
+// by this broker until it closes. The announcement lasts until the member
 // closes (it is made again on a new session); Close should follow.
 //
-// It returns ctx's error (wrapped, naming the partitions still led) when
-// ctx ends first: the caller bounds the wait (controlled.shutdown timeout)
-// and closes anyway.
+// It returns ctx's error (wrapped, naming the partitions still pending)
+// when ctx ends first: the caller bounds the wait (controlled.shutdown
+// timeout) and closes anyway.
 func (m *Member) ControlledShutdown(ctx context.Context) error {
 	s, err := m.currentSession()
 	if err != nil {
@@ -44,11 +45,11 @@ func (m *Member) ControlledShutdown(ctx context.Context) error {
 	id := m.cfg.BrokerID
 	m.log.Info("cluster: controlled shutdown: waiting for leadership to move away")
 	snap, err := m.AwaitMetadata(ctx, func(snap Snapshot) bool {
-		return snap.IsShuttingDown(id) && len(movableLeaderships(snap, id)) == 0
+		return snap.IsShuttingDown(id) && len(pendingHandOver(snap, id)) == 0
 	})
 	if err != nil {
-		return fmt.Errorf("cluster: controlled shutdown of broker %d: still leading %v: %w",
-			id, movableLeaderships(snap, id), err)
+		return fmt.Errorf("cluster: controlled shutdown of broker %d: still leading or in the ISR of %v: %w",
+			id, pendingHandOver(snap, id), err)
 	}
 	m.log.Info("cluster: controlled shutdown: no partition left to hand over")
 	return nil
@@ -82,10 +83,10 @@ func (m *Member) announceShutdown(ctx context.Context, s coord.Session) error {
 	}
 }
 
-// movableLeaderships lists, as "topic-partition", the partitions that id
-// leads and whose ISR holds another broker that is live and not shutting
-// down.
-func movableLeaderships(snap Snapshot, id int32) []string {
+// pendingHandOver lists, as "topic-partition", the partitions that id
+// leads while another eligible ISR member could, and those another broker
+// leads with id still in the ISR.
+func pendingHandOver(snap Snapshot, id int32) []string {
 	brokers := newBrokerStates(snap)
 	var out []string
 	for _, name := range snap.TopicNames() {
@@ -93,10 +94,14 @@ func movableLeaderships(snap Snapshot, id int32) []string {
 			continue // the controller no longer elects there
 		}
 		for _, p := range snap.Topics[name].Partitions {
-			if p.Leader != id {
-				continue
+			var pending bool
+			switch {
+			case p.Leader == id:
+				pending = slices.ContainsFunc(p.ISR, func(r int32) bool { return r != id && brokers.eligible(r) })
+			case p.Leader >= 0:
+				pending = slices.Contains(p.ISR, id)
 			}
-			if slices.ContainsFunc(p.ISR, func(r int32) bool { return r != id && brokers.eligible(r) }) {
+			if pending {
 				out = append(out, fmt.Sprintf("%s-%d", name, p.ID))
 			}
 		}
