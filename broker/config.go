@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/broker/group"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
 )
@@ -28,6 +29,17 @@ const (
 	DefaultSocketRequestMaxBytes  = 100 << 20
 	DefaultZooKeeperSession       = 18 * time.Second
 	DefaultReplicationFactor      = 1
+
+	// Replication (REPLICATION.md), Kafka's defaults.
+	DefaultMinInsyncReplicas            = 1
+	DefaultReplicaLagTimeMax            = 30 * time.Second
+	DefaultLeaderImbalanceCheckInterval = cluster.DefaultLeaderImbalanceCheckInterval
+	DefaultReplicaFetchMaxBytes         = 1 << 20
+	DefaultReplicaFetchWaitMax          = 500 * time.Millisecond
+	// DefaultControlledShutdownTimeout bounds a controlled shutdown's wait
+	// for the controller to move leadership away (Kafka bounds it by
+	// controlled.shutdown.max.retries instead; there is no key here).
+	DefaultControlledShutdownTimeout = 30 * time.Second
 )
 
 // Config is the broker's configuration. The zero value of every field means
@@ -92,6 +104,36 @@ type Config struct {
 	// CreateTopics request leaves the factor to the broker (-1). Only 1 is
 	// accepted: there is no replication yet.
 	DefaultReplicationFactor int16
+	// BrokerRack is broker.rack: written into the broker's registration;
+	// topics are assigned rack-aware when every live broker has one.
+	BrokerRack string
+	// MinInsyncReplicas is min.insync.replicas (also a topic config): the
+	// fewest ISR members an acks=all produce needs. Default 1.
+	MinInsyncReplicas int32
+	// ReplicaLagTimeMax is replica.lag.time.max.ms: a follower not caught
+	// up for this long leaves the ISR. Default 30 s.
+	ReplicaLagTimeMax time.Duration
+	// UncleanLeaderElection is unclean.leader.election.enable (also a topic
+	// config): elect a replica outside the ISR when no ISR member is live.
+	UncleanLeaderElection bool
+	// DisableAutoLeaderRebalance is auto.leader.rebalance.enable=false.
+	DisableAutoLeaderRebalance bool
+	// LeaderImbalanceCheckInterval is
+	// leader.imbalance.check.interval.seconds: preferred-leader moves
+	// happen at most once per interval. Default 300 s.
+	LeaderImbalanceCheckInterval time.Duration
+	// DisableControlledShutdown is controlled.shutdown.enable=false: the
+	// broker closes without handing its leaderships over first.
+	DisableControlledShutdown bool
+	// ControlledShutdownTimeout bounds the hand-over wait of a controlled
+	// shutdown (no Kafka key). Default 30 s.
+	ControlledShutdownTimeout time.Duration
+	// ReplicaFetchMaxBytes is replica.fetch.max.bytes: the bytes a
+	// follower asks for per partition. Default 1 MiB.
+	ReplicaFetchMaxBytes int32
+	// ReplicaFetchWaitMax is replica.fetch.wait.max.ms: how long a
+	// follower's Fetch waits for data. Default 500 ms.
+	ReplicaFetchWaitMax time.Duration
 	// Groups configures the group coordinator (offsets.topic.*, group.*;
 	// see broker/group.Config and groups.go).
 	Groups group.Config
@@ -139,7 +181,37 @@ func (c Config) withDefaults() Config {
 	if c.DefaultReplicationFactor == 0 {
 		c.DefaultReplicationFactor = DefaultReplicationFactor
 	}
+	if c.MinInsyncReplicas == 0 {
+		c.MinInsyncReplicas = DefaultMinInsyncReplicas
+	}
+	if c.ReplicaLagTimeMax == 0 {
+		c.ReplicaLagTimeMax = DefaultReplicaLagTimeMax
+	}
+	if c.LeaderImbalanceCheckInterval == 0 {
+		c.LeaderImbalanceCheckInterval = DefaultLeaderImbalanceCheckInterval
+	}
+	if c.ControlledShutdownTimeout == 0 {
+		c.ControlledShutdownTimeout = DefaultControlledShutdownTimeout
+	}
+	if c.ReplicaFetchMaxBytes == 0 {
+		c.ReplicaFetchMaxBytes = DefaultReplicaFetchMaxBytes
+	}
+	if c.ReplicaFetchWaitMax == 0 {
+		c.ReplicaFetchWaitMax = DefaultReplicaFetchWaitMax
+	}
 	return c
+}
+
+// clusterConfig completes base, the membership settings the broker
+// derives from its listeners, with the rack and the controller's
+// replication settings.
+func (c Config) clusterConfig(base cluster.Config) cluster.Config {
+	c = c.withDefaults()
+	base.Rack = c.BrokerRack
+	base.UncleanLeaderElection = c.UncleanLeaderElection
+	base.AutoLeaderRebalance = !c.DisableAutoLeaderRebalance
+	base.LeaderImbalanceCheckInterval = c.LeaderImbalanceCheckInterval
+	return base
 }
 
 // Validate checks the configuration, after defaults are applied, and
@@ -207,6 +279,25 @@ func (c Config) Validate() error {
 	case c.DefaultReplicationFactor != 1:
 		return fmt.Errorf("%w: default.replication.factor: only 1 is supported (partitions are not replicated yet), got %d",
 			ErrInvalidConfig, c.DefaultReplicationFactor)
+	}
+	switch {
+	case c.MinInsyncReplicas < 1:
+		return fmt.Errorf("%w: min.insync.replicas: must be >= 1, got %d", ErrInvalidConfig, c.MinInsyncReplicas)
+	case c.ReplicaLagTimeMax < time.Millisecond:
+		return fmt.Errorf("%w: replica.lag.time.max.ms: must be positive", ErrInvalidConfig)
+	case c.LeaderImbalanceCheckInterval < time.Millisecond:
+		return fmt.Errorf("%w: leader.imbalance.check.interval.seconds: must be positive", ErrInvalidConfig)
+	case c.ControlledShutdownTimeout < 0:
+		return fmt.Errorf("%w: controlled shutdown timeout: must be positive", ErrInvalidConfig)
+	case c.ReplicaFetchMaxBytes < 0:
+		return fmt.Errorf("%w: replica.fetch.max.bytes: must be >= 0", ErrInvalidConfig)
+	case c.ReplicaFetchWaitMax < 0:
+		return fmt.Errorf("%w: replica.fetch.wait.max.ms: must be >= 0", ErrInvalidConfig)
+	case c.ReplicaFetchWaitMax > c.ReplicaLagTimeMax:
+		// Kafka's rule: a follower waiting longer than the lag bound would
+		// drop out of the ISR while idle.
+		return fmt.Errorf("%w: replica.fetch.wait.max.ms (%v) must not exceed replica.lag.time.max.ms (%v)",
+			ErrInvalidConfig, c.ReplicaFetchWaitMax, c.ReplicaLagTimeMax)
 	}
 	if err := c.Groups.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -414,6 +505,49 @@ var propertySetters = map[string]func(c *Config, v string) error{
 		c.DefaultReplicationFactor = int16(n)
 		return nil
 	},
+	"broker.rack": func(c *Config, v string) error { c.BrokerRack = v; return nil },
+	"min.insync.replicas": func(c *Config, v string) error {
+		if err := setInt32(&c.MinInsyncReplicas, v); err != nil {
+			return err
+		}
+		if c.MinInsyncReplicas < 1 {
+			return fmt.Errorf("must be >= 1")
+		}
+		return nil
+	},
+	"replica.lag.time.max.ms": func(c *Config, v string) error {
+		return setPositiveDuration(&c.ReplicaLagTimeMax, v)
+	},
+	"unclean.leader.election.enable": func(c *Config, v string) error {
+		return setBool(&c.UncleanLeaderElection, v, false)
+	},
+	"auto.leader.rebalance.enable": func(c *Config, v string) error {
+		return setBool(&c.DisableAutoLeaderRebalance, v, true)
+	},
+	"leader.imbalance.check.interval.seconds": func(c *Config, v string) error {
+		if err := setDuration(&c.LeaderImbalanceCheckInterval, v, time.Second); err != nil {
+			return err
+		}
+		if c.LeaderImbalanceCheckInterval <= 0 {
+			return fmt.Errorf("must be positive")
+		}
+		return nil
+	},
+	"controlled.shutdown.enable": func(c *Config, v string) error {
+		return setBool(&c.DisableControlledShutdown, v, true)
+	},
+	"replica.fetch.max.bytes": func(c *Config, v string) error {
+		if err := setInt32(&c.ReplicaFetchMaxBytes, v); err != nil {
+			return err
+		}
+		if c.ReplicaFetchMaxBytes < 0 {
+			return fmt.Errorf("must be >= 0")
+		}
+		return nil
+	},
+	"replica.fetch.wait.max.ms": func(c *Config, v string) error {
+		return setDuration(&c.ReplicaFetchWaitMax, v, time.Millisecond)
+	},
 }
 
 // unitKeys are keys whose unit variants override each other in Kafka's
@@ -442,7 +576,6 @@ var ignoredKeys = map[string]bool{
 	"socket.receive.buffer.bytes": true, "num.recovery.threads.per.data.dir": true,
 	"offsets.topic.replication.factor": true, "transaction.state.log.replication.factor": true,
 	"transaction.state.log.min.isr": true, "group.initial.rebalance.delay.ms": true,
-	"min.insync.replicas":            true,
 	"listener.security.protocol.map": true, "inter.broker.listener.name": true,
 }
 
@@ -570,5 +703,16 @@ func setAutoCreate(c *Config, v string) error {
 		return fmt.Errorf("not a boolean")
 	}
 	c.DisableAutoCreateTopics = !b
+	return nil
+}
+
+// setBool parses a Kafka boolean into dst, inverted for the Disable*
+// fields whose zero value is Kafka's default true.
+func setBool(dst *bool, v string, invert bool) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("not a boolean")
+	}
+	*dst = b != invert
 	return nil
 }
