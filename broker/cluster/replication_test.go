@@ -243,8 +243,8 @@ func TestUncleanElection(t *testing.T) {
 		must(t, err)
 	}
 	e.crash(t, ms[1])
-	snap := await(t, ms[2], "unclean election of 3", partitionIs("dirty", 0, 3, 3))
-	snap = await(t, ms[2], "clean partition offline", partitionIs("clean", 0, -1, 2))
+	await(t, ms[2], "unclean election of 3", partitionIs("dirty", 0, 3, 3))
+	snap := await(t, ms[2], "clean partition offline", partitionIs("clean", 0, -1, 2))
 	if p, _ := snap.Partition("clean", 0); p.LeaderEpoch != 1 {
 		t.Errorf("clean-0 %+v: want leader epoch 1", p)
 	}
