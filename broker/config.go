@@ -92,6 +92,9 @@ type Config struct {
 	// CreateTopics request leaves the factor to the broker (-1), and for
 	// auto-created topics.
 	DefaultReplicationFactor int16
+	// BrokerRack is broker.rack: written into the broker's registration;
+	// topics are assigned rack-aware when every live broker has one.
+	BrokerRack string
 	// Replication is min.insync.replicas, replica.*, unclean.leader.*,
 	// auto.leader.rebalance.* and controlled.shutdown.* (replicaconfig.go).
 	Replication ReplicationConfig

@@ -62,13 +62,13 @@ func (b *Broker) join(ctx context.Context) error {
 	wait := b.cfg.ZooKeeperConnectionTimeout + b.cfg.ZooKeeperSessionTimeout + cluster.StaleRegistrationSlack + joinSlack
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	m, err := cluster.Join(ctx, b.connect, cluster.Config{
+	m, err := cluster.Join(ctx, b.connect, b.cfg.clusterConfig(cluster.Config{
 		BrokerID:       b.cfg.BrokerID,
 		Host:           b.advHost,
 		Port:           b.advPort,
 		Logger:         b.logger,
 		SessionTimeout: b.cfg.ZooKeeperSessionTimeout,
-	})
+	}))
 	if err != nil {
 		return fmt.Errorf("broker: joining the cluster: %w", err)
 	}

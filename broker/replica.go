@@ -192,7 +192,10 @@ func (b *Broker) followerFetched(p *partition, follower int32, offset int64) boo
 	}
 	f.lastFetch, f.lastFetchLeaderLEO = now, leo
 	f.leo = offset
-	if !slices.Contains(rs.isr, follower) && offset >= p.highWatermark() && offset >= rs.epochStart {
+	// A broker in controlled shutdown is kept out: the controller just
+	// took it out of the ISR so that it can leave.
+	if !slices.Contains(rs.isr, follower) && offset >= p.highWatermark() && offset >= rs.epochStart &&
+		!b.member.Metadata().IsShuttingDown(follower) {
 		isr := append(slices.Clone(rs.isr), follower)
 		slices.Sort(isr)
 		b.alterISR(p, isr, "expand", follower)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/cluster"
 )
 
 // Replication defaults (Kafka's).
@@ -94,12 +96,30 @@ func (r ReplicationConfig) Validate() error {
 		return fmt.Errorf("%w: leader.imbalance.check.interval.seconds: must be positive", ErrInvalidConfig)
 	case r.ControlledShutdownTimeout < 0:
 		return fmt.Errorf("%w: controlled.shutdown.timeout.ms: must be positive", ErrInvalidConfig)
+	case r.FetchWaitMax > r.LagTimeMax && r.LagTimeMax > 0:
+		// Kafka's rule: a follower waiting longer than the lag bound would
+		// drop out of the ISR while idle.
+		return fmt.Errorf("%w: replica.fetch.wait.max.ms (%v) must not exceed replica.lag.time.max.ms (%v)",
+			ErrInvalidConfig, r.FetchWaitMax, r.LagTimeMax)
 	}
 	return nil
 }
 
+// clusterConfig completes base, the membership settings the broker
+// derives from its listeners, with the rack and the controller's
+// replication settings.
+func (c Config) clusterConfig(base cluster.Config) cluster.Config {
+	c = c.withDefaults()
+	base.Rack = c.BrokerRack
+	base.UncleanLeaderElection = c.Replication.UncleanLeaderElection
+	base.AutoLeaderRebalance = !c.Replication.NoAutoLeaderRebalance
+	base.LeaderImbalanceCheckInterval = c.Replication.LeaderImbalanceCheckInterval
+	return base
+}
+
 // replicationSetters are the server.properties keys of ReplicationConfig.
 var replicationSetters = map[string]func(c *Config, v string) error{
+	"broker.rack": func(c *Config, v string) error { c.BrokerRack = v; return nil },
 	"min.insync.replicas": func(c *Config, v string) error {
 		if err := setInt32(&c.Replication.MinInsyncReplicas, v); err != nil {
 			return err

@@ -10,7 +10,8 @@ import (
 )
 
 // CreateTopic assigns partitions*replicationFactor replicas over the live
-// brokers (see assignReplicas) and writes the assignment and the config
+// brokers (see assignReplicas, and assignReplicasByRack when every broker
+// has a rack) and writes the assignment and the config
 // overrides in one multi-op, as Kafka's AdminUtils does; any member may
 // call it. The controller then elects the leaders: the call returns before
 // they are in Metadata (wait with AwaitMetadata).
@@ -25,7 +26,7 @@ func (m *Member) CreateTopic(ctx context.Context, name string, partitions int32,
 		if err != nil {
 			return nil, fmt.Errorf("listing brokers: %w", err)
 		}
-		return assignReplicas(brokerIDs(names), partitions, replicationFactor)
+		return assignLive(ctx, s, brokerIDs(names), partitions, replicationFactor)
 	})
 }
 

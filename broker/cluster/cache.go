@@ -65,6 +65,7 @@ func (c *treeCache) run(ctx context.Context, publish func(Snapshot)) error {
 	for _, p := range persistentRoots {
 		c.need(childKind + p)
 	}
+	c.need(childKind + shuttingDownPath)
 	c.need(nodeKind + controllerPath)
 	c.need(nodeKind + controllerEpochPath)
 	var retry <-chan time.Time
@@ -164,7 +165,7 @@ func (c *treeCache) refresh(ctx context.Context, k string) error {
 		}
 		c.track(ctx, k, ch)
 		c.kids[path] = names
-		if path != deleteTopicsPath {
+		if path != deleteTopicsPath && path != shuttingDownPath { // names are all that matters
 			for _, n := range names {
 				c.need(nodeKind + coord.Join(path, n))
 			}
@@ -269,6 +270,11 @@ func (c *treeCache) snapshot() Snapshot {
 			c.warn(controllerEpochPath, v.version, err)
 		}
 	}
+	for _, id := range brokerIDs(c.kids[shuttingDownPath]) {
+		if _, live := snap.Broker(id); live {
+			snap.ShuttingDown = append(snap.ShuttingDown, id)
+		}
+	}
 	snap.deleting = slices.Clone(c.kids[deleteTopicsPath])
 	for _, name := range c.kids[topicsPath] {
 		path := topicPath(name)
@@ -295,6 +301,7 @@ func (c *treeCache) snapshot() Snapshot {
 		}
 		snap.Topics[name] = t
 	}
+	snap.markOffline()
 	return snap
 }
 

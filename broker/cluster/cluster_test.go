@@ -171,31 +171,51 @@ func mustGet(t *testing.T, e *env, path string) []byte {
 	return data
 }
 
-// TestFailoverToNextReplica: with two replicas, the next live replica
-// takes over a dead leader's partitions, and the preferred one gets them
-// back.
+// TestFailoverToNextReplica: with two replicas on racks, CreateTopic
+// assigns rack-aware; the surviving ISR member takes over a dead leader's
+// partitions, the dead one leaves every ISR, and it does not get
+// leadership back on rejoining: it is out of the ISR until a leader adds
+// it (and automatic preferred-leader moves are off in these members).
 func TestFailoverToNextReplica(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, e *env) {
 		ms := e.joinAll(t, 1, 2, 3)
 		must(t, ms[0].CreateTopic(ctxFor(t), "pairs", 6, 2, nil))
-		snap := await(t, ms[0], "leaders of pairs", leadersAre("pairs", []int32{1, 2, 3, 1, 2, 3}))
+		// Racks: rack-0 {2}, rack-1 {1, 3}; rack-alternated list 2, 1, 3.
+		snap := await(t, ms[0], "leaders of pairs", leadersAre("pairs", []int32{2, 1, 3, 2, 1, 3}))
 		var replicas [][]int32
 		for _, p := range snap.Topics["pairs"].Partitions {
 			replicas = append(replicas, p.Replicas)
+			if !slices.Equal(p.ISR, p.Replicas) || p.OfflineReplicas != nil {
+				t.Errorf("new partition %+v: want ISR = replicas, none offline", p)
+			}
 		}
-		if fmt.Sprint(replicas) != "[[1 2] [2 3] [3 1] [1 3] [2 1] [3 2]]" {
+		if fmt.Sprint(replicas) != "[[2 1] [1 2] [3 2] [2 1] [1 2] [3 2]]" {
 			t.Fatalf("replicas %v", replicas)
 		}
 		e.crash(t, ms[1])
-		await(t, ms[0], "broker 2's partitions fail over", leadersAre("pairs", []int32{1, 3, 3, 1, 1, 3}))
-		e.join(t, 2)
-		// Member 3 may not have seen the failover yet: wait for epoch 2.
-		snap = await(t, ms[2], "preferred leaders back", func(s Snapshot) bool {
-			p, _ := s.Partition("pairs", 4)
-			return p.LeaderEpoch == 2 && leadersAre("pairs", []int32{1, 2, 3, 1, 2, 3})(s)
+		for _, m := range []*Member{ms[0], ms[2]} {
+			// The cache reads each state node on its own watch event: wait
+			// until every partition shows the controller's write.
+			snap = await(t, m, "broker 2's partitions fail over", func(s Snapshot) bool {
+				return leadersAre("pairs", []int32{1, 1, 3, 1, 1, 3})(s) &&
+					!slices.ContainsFunc(s.Topics["pairs"].Partitions, func(p Partition) bool { return p.LeaderEpoch != 1 })
+			})
+			for _, p := range snap.Topics["pairs"].Partitions {
+				if !slices.Equal(p.ISR, []int32{p.Leader}) || p.LeaderEpoch != 1 || !slices.Equal(p.OfflineReplicas, []int32{2}) {
+					t.Errorf("member %d after the crash: %+v", m.ID(), p)
+				}
+			}
+		}
+		back := e.join(t, 2)
+		snap = await(t, back, "broker 2 back and visible", func(s Snapshot) bool {
+			_, ok := s.Broker(2)
+			p, _ := s.Partition("pairs", 0)
+			return ok && p.OfflineReplicas == nil
 		})
-		if p, _ := snap.Partition("pairs", 4); !slices.Equal(p.ISR, []int32{2}) || !slices.Equal(p.Replicas, []int32{2, 1}) {
-			t.Errorf("pairs-4 %+v", p)
+		for _, p := range snap.Topics["pairs"].Partitions {
+			if p.Leader == 2 || slices.Contains(p.ISR, 2) || p.LeaderEpoch != 1 {
+				t.Errorf("rejoined broker 2 got %+v without being added to the ISR", p)
+			}
 		}
 	})
 }

@@ -27,6 +27,9 @@ const (
 	// ticks, so the old session can outlive its nominal timeout by a few
 	// seconds.
 	StaleRegistrationSlack = 10 * time.Second
+	// DefaultLeaderImbalanceCheckInterval is
+	// leader.imbalance.check.interval.seconds's default.
+	DefaultLeaderImbalanceCheckInterval = 300 * time.Second
 	// maxRetryBackoff caps the exponential pause between reconnect attempts.
 	maxRetryBackoff = 5 * time.Second
 )
@@ -59,6 +62,24 @@ type Config struct {
 	// to SessionTimeout + StaleRegistrationSlack for that registration to
 	// go. Default DefaultSessionTimeout.
 	SessionTimeout time.Duration
+
+	// The fields below steer this member's work as controller; they take
+	// effect while it is the elected controller.
+
+	// UncleanLeaderElection is unclean.leader.election.enable: when no live
+	// replica is in the ISR, elect the first live replica anyway (losing
+	// what only the ISR had). A topic's "unclean.leader.election.enable"
+	// override wins. Default false, as in Kafka.
+	UncleanLeaderElection bool
+	// AutoLeaderRebalance is auto.leader.rebalance.enable: move leadership
+	// back to a partition's preferred replica (the first of its assignment)
+	// once that is live and in the ISR. Kafka's default is true; the zero
+	// Config has it off, so the broker passes its own default.
+	AutoLeaderRebalance bool
+	// LeaderImbalanceCheckInterval is leader.imbalance.check.interval.seconds:
+	// preferred-leader moves happen at most once per interval. Default
+	// DefaultLeaderImbalanceCheckInterval.
+	LeaderImbalanceCheckInterval time.Duration
 }
 
 // Validate checks the configuration; the error wraps ErrBadConfig.
@@ -83,6 +104,9 @@ func (c Config) Validate() error {
 	}
 	if c.SessionTimeout < 0 {
 		errs = append(errs, fmt.Errorf("negative session timeout %v", c.SessionTimeout))
+	}
+	if c.LeaderImbalanceCheckInterval < 0 {
+		errs = append(errs, fmt.Errorf("negative leader imbalance check interval %v", c.LeaderImbalanceCheckInterval))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadConfig, err)
@@ -130,6 +154,13 @@ func (c Config) retryBackoff() time.Duration {
 		return c.RetryBackoff
 	}
 	return DefaultRetryBackoff
+}
+
+func (c Config) leaderImbalanceCheckInterval() time.Duration {
+	if c.LeaderImbalanceCheckInterval > 0 {
+		return c.LeaderImbalanceCheckInterval
+	}
+	return DefaultLeaderImbalanceCheckInterval
 }
 
 // staleWait bounds the wait for a stale registration of this broker.

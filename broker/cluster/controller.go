@@ -57,6 +57,10 @@ type controller struct {
 	// deleted holds topics whose deletion we committed until the cache
 	// stops listing their deletion marker.
 	deleted map[string]bool
+	// nextRebalance is the earliest time of the next preferred-leader
+	// move; imbalanced is set by reconcile when a move waits for it.
+	nextRebalance time.Time
+	imbalanced    bool
 }
 
 // lead serves as controller until leadership is lost (nil), the epoch is
@@ -69,7 +73,7 @@ func (m *Member) lead(ctx context.Context, s coord.Session, l *coord.Leadership)
 	m.controller.Store(true)
 	defer m.controller.Store(false)
 	m.log.Info("cluster: elected controller", "epoch", c.epoch)
-	var retry <-chan time.Time
+	var retry, rebalance <-chan time.Time
 	for {
 		changed := m.Changes()
 		if snap := m.Metadata(); snap.session == s.ID() {
@@ -85,10 +89,15 @@ func (m *Member) lead(ctx context.Context, s coord.Session, l *coord.Leadership)
 				}
 			}
 		}
+		if c.imbalanced && rebalance == nil {
+			rebalance = time.After(time.Until(c.nextRebalance))
+		}
 		select {
 		case <-changed:
 		case <-retry:
 			retry = nil
+		case <-rebalance:
+			rebalance = nil
 		case <-l.Lost():
 			m.log.Warn("cluster: controller leadership lost", "epoch", c.epoch)
 			return nil
@@ -157,8 +166,14 @@ func (c *controller) failed(ctx context.Context, what string, err error) error {
 	return fmt.Errorf("cluster: controller: %s: %w", what, err)
 }
 
-// reconcile brings the partition states in line with the assignments and
-// the live brokers, and carries out pending topic deletions.
+// maxStateConflicts bounds the re-read-and-redo rounds of one topic's
+// state write within one reconcile; past it the reconcile is retried after
+// the backoff (leaders rewriting ISRs that often are not expected).
+const maxStateConflicts = 5
+
+// reconcile brings the partition states in line with the assignments, the
+// live and shutting-down brokers and the ISRs, and carries out pending
+// topic deletions.
 func (c *controller) reconcile(ctx context.Context, snap Snapshot) error {
 	var errs []error
 	for _, t := range snap.deleting {
@@ -179,56 +194,103 @@ func (c *controller) reconcile(ctx context.Context, snap Snapshot) error {
 			delete(c.deleted, t)
 		}
 	}
-	live := make(map[int32]bool, len(snap.Brokers))
-	for _, b := range snap.Brokers {
-		live[b.ID] = true
-	}
+	brokers := newBrokerStates(snap)
+	now := time.Now()
+	preferred := c.m.cfg.AutoLeaderRebalance && !now.Before(c.nextRebalance)
+	moved := false
+	c.imbalanced = false
 	for _, name := range snap.TopicNames() {
 		t := snap.Topics[name]
 		if t.Deleting {
 			continue
 		}
-		if err := c.electLeaders(ctx, t, live); err != nil {
+		res, err := c.electLeaders(ctx, t, brokers, preferred)
+		moved = moved || res.moved
+		c.imbalanced = c.imbalanced || res.imbalanced
+		if err != nil {
 			if errors.Is(err, errStaleController) || sessionEnded(err) {
 				return err
 			}
 			errs = append(errs, err)
 		}
 	}
+	if moved {
+		// Preferred-leader moves happen at most once per interval: a
+		// broker that flaps does not drag leadership back and forth.
+		c.nextRebalance = now.Add(c.m.cfg.leaderImbalanceCheckInterval())
+	}
 	return errors.Join(errs...)
 }
 
+// electResult tells reconcile about preferred-leader moves.
+type electResult struct {
+	moved      bool // a preferred-leader move was written
+	imbalanced bool // a preferred-leader move waits for the next check
+}
+
 // electLeaders writes, in one fenced multi-op, the state of every
-// partition of t whose leader must change: the first live replica of the
-// assignment, or -1 when none is live.
-func (c *controller) electLeaders(ctx context.Context, t Topic, live map[int32]bool) error {
+// partition of t that must change (see elect). Each write is conditional
+// on the state node's version, since the partition's leader writes ISR
+// changes too: on a conflict the states are read again and the decisions
+// redone on top of the leader's change.
+func (c *controller) electLeaders(ctx context.Context, t Topic, brokers brokerStates, preferred bool) (electResult, error) {
+	unclean := uncleanElection(t, c.m.cfg.UncleanLeaderElection)
+	parts := t.Partitions
+	for conflicts := 0; ; conflicts++ {
+		ops, produced, res, err := c.stateOps(ctx, t.Name, parts, brokers, unclean, preferred)
+		if err != nil || len(produced) == 0 {
+			return electResult{imbalanced: res.imbalanced}, err
+		}
+		err = c.s.Multi(ctx, ops...)
+		if err == nil {
+			for p, v := range produced {
+				c.expected[p] = v
+			}
+			c.m.log.Info("cluster: partition states written", "topic", t.Name, "partitions", len(produced),
+				"epoch", c.epoch, "preferred_moves", res.moved)
+			return res, nil
+		}
+		err = c.failed(ctx, "electing leaders of "+t.Name, err)
+		conflict := errors.Is(err, coord.ErrBadVersion) || errors.Is(err, coord.ErrNodeExists)
+		if !conflict || errors.Is(err, errStaleController) || conflicts >= maxStateConflicts {
+			return electResult{imbalanced: res.imbalanced}, err
+		}
+		c.m.log.Info("cluster: partition state changed under the controller; reading it again", "topic", t.Name, "err", err)
+		if parts, err = c.readStates(ctx, t.Name, parts); err != nil {
+			return electResult{}, c.failed(ctx, "reading the states of "+t.Name, err)
+		}
+	}
+}
+
+// stateOps builds the fenced multi-op for the partitions of topic whose
+// state must change and the state node versions it will produce; none
+// while the cache has not yet shown one of our earlier writes.
+func (c *controller) stateOps(ctx context.Context, topic string, parts []Partition, brokers brokerStates, unclean, preferred bool) ([]coord.Op, map[string]int32, electResult, error) {
 	ops := []coord.Op{c.fence()}
 	produced := map[string]int32{}
+	var res electResult
 	parentChecked := false
-	for _, p := range t.Partitions {
-		path := statePath(t.Name, p.ID)
+	for _, p := range parts {
+		path := statePath(topic, p.ID)
 		if want, ok := c.expected[path]; ok {
 			if p.stateVersion < want {
-				return nil // the cache has not seen our last write yet; its event will come
+				return nil, nil, res, nil // the cache has not seen our last write yet; its event will come
 			}
 			delete(c.expected, path)
 		}
-		leader := int32(-1)
-		for _, r := range p.Replicas {
-			if live[r] {
-				leader = r
-				break
-			}
+		move := preferredMove(p, brokers)
+		if move && !preferred {
+			res.imbalanced = true
 		}
-		isr := p.ISR // no live replica: Kafka keeps the last ISR
-		if leader >= 0 {
-			isr = []int32{leader} // RF > 1 has no replication yet: only the leader is in sync
-		}
+		leader, isr := elect(p, brokers, unclean, preferred)
 		if p.stateVersion >= 0 && p.Leader == leader && slices.Equal(p.ISR, isr) {
 			continue
 		}
+		res.moved = res.moved || (move && preferred)
 		rec := stateRecord{ControllerEpoch: c.epoch, Leader: leader, LeaderEpoch: 0, ISR: isr}
 		if p.stateVersion >= 0 {
+			// Every controller write bumps the epoch, so that a leader's ISR
+			// write based on the older state fails its compare-and-set.
 			rec.LeaderEpoch = p.LeaderEpoch + 1
 			ops = append(ops, coord.Op{Kind: coord.OpSet, Path: path, Data: encodeState(rec), Version: p.stateVersion})
 			produced[path] = p.stateVersion + 1
@@ -236,35 +298,47 @@ func (c *controller) electLeaders(ctx context.Context, t Topic, live map[int32]b
 		}
 		if !parentChecked {
 			parentChecked = true
-			ok, _, err := c.s.Exists(ctx, partitionsPath(t.Name))
+			ok, _, err := c.s.Exists(ctx, partitionsPath(topic))
 			if err != nil {
-				return c.failed(ctx, "checking "+partitionsPath(t.Name), err)
+				return nil, nil, res, c.failed(ctx, "checking "+partitionsPath(topic), err)
 			}
 			if !ok {
-				ops = append(ops, coord.Op{Kind: coord.OpCreate, Path: partitionsPath(t.Name), Mode: coord.Persistent})
+				ops = append(ops, coord.Op{Kind: coord.OpCreate, Path: partitionsPath(topic), Mode: coord.Persistent})
 			}
 		}
-		ok, _, err := c.s.Exists(ctx, partitionPath(t.Name, p.ID))
+		ok, _, err := c.s.Exists(ctx, partitionPath(topic, p.ID))
 		if err != nil {
-			return c.failed(ctx, "checking "+partitionPath(t.Name, p.ID), err)
+			return nil, nil, res, c.failed(ctx, "checking "+partitionPath(topic, p.ID), err)
 		}
 		if !ok {
-			ops = append(ops, coord.Op{Kind: coord.OpCreate, Path: partitionPath(t.Name, p.ID), Mode: coord.Persistent})
+			ops = append(ops, coord.Op{Kind: coord.OpCreate, Path: partitionPath(topic, p.ID), Mode: coord.Persistent})
 		}
 		ops = append(ops, coord.Op{Kind: coord.OpCreate, Path: path, Data: encodeState(rec), Mode: coord.Persistent})
 		produced[path] = 0
 	}
-	if len(produced) == 0 {
-		return nil
+	return ops, produced, res, nil
+}
+
+// readStates returns parts with their states read from the coordination
+// service instead of the cache.
+func (c *controller) readStates(ctx context.Context, topic string, parts []Partition) ([]Partition, error) {
+	out := make([]Partition, len(parts))
+	for i, p := range parts {
+		p.Leader, p.LeaderEpoch, p.ISR, p.stateVersion = -1, -1, nil, -1
+		data, st, err := c.s.Get(ctx, statePath(topic, p.ID))
+		switch {
+		case errors.Is(err, coord.ErrNoNode):
+		case err != nil:
+			return nil, err
+		default:
+			p.stateVersion = st.Version
+			if rec, err := decodeState(data); err == nil {
+				p.Leader, p.LeaderEpoch, p.ISR = rec.Leader, rec.LeaderEpoch, rec.ISR
+			}
+		}
+		out[i] = p
 	}
-	if err := c.s.Multi(ctx, ops...); err != nil {
-		return c.failed(ctx, "electing leaders of "+t.Name, err)
-	}
-	for p, v := range produced {
-		c.expected[p] = v
-	}
-	c.m.log.Info("cluster: partition leadership written", "topic", t.Name, "partitions", len(produced), "epoch", c.epoch)
-	return nil
+	return out, nil
 }
 
 // deleteTopic removes a topic's assignment, states, config and deletion

@@ -17,9 +17,16 @@
 //	/brokers/topics/<t>      {"version":1,"partitions":{"0":[1],"1":[2]}} replica lists
 //	/brokers/topics/<t>/partitions/<p>/state
 //	                         {"controller_epoch":N,"leader":1,"version":1,
-//	                         "leader_epoch":E,"isr":[1]}, written by the controller only
+//	                         "leader_epoch":E,"isr":[1,2]}, written by the controller
+//	                         and, for ISR changes only, by the partition's leader
 //	/config/topics/<t>       {"version":1,"config":{"retention.ms":"..."}}
 //	/admin/delete_topics/<t> a deletion request, carried out by the controller
+//
+// One node is ours, not Kafka's, under a prefix of its own so that it
+// cannot clash with Kafka's layout or a Kafka-era tool:
+//
+//	/tributary/shutting_down/<id>  ephemeral, empty: broker <id> is in
+//	                               controlled shutdown (Kafka asks by RPC)
 //
 // # Roles
 //
@@ -36,15 +43,47 @@
 // assignReplicasToBrokers, first broker first, so leaders spread evenly)
 // and the config in one multi-op; deletion writes a request.
 //
+// CreateTopic assigns rack-aware (Kafka's assignReplicasToBrokersRackAware,
+// racks alternated in the broker list) when every live broker has a rack
+// and there is more than one replica.
+//
 // The controller, on taking office, increments /controller_epoch and then,
-// on every metadata change (brokers coming and going, topics created or
-// changed, deletion requests), reconciles: a partition's leader is the
-// first live replica of its assignment (-1 when none is live), its ISR the
-// leader alone (there is no replication yet; with no live replica the last
-// ISR is kept, as Kafka does). Changed states are written with
-// leader_epoch+1 in one multi-op per topic that also checks
-// /controller_epoch's version: a controller that was replaced cannot
-// write, notices the fence and steps down.
+// on every metadata change (brokers coming and going or shutting down,
+// topics created or changed, ISR changes, deletion requests), reconciles
+// each partition's state as Kafka 0.8–2.x does (see elect):
+//
+//   - a new partition: its live replicas form the ISR, the first leads;
+//   - a dead or shutting-down leader: the first replica in assignment order
+//     that is live, not shutting down and in the ISR leads, and the ISR
+//     loses the dead and shutting-down brokers; none such: with unclean
+//     election (the topic's unclean.leader.election.enable, else
+//     Config.UncleanLeaderElection) the first live replica leads alone,
+//     else the leader is -1 and the ISR is kept as it was (a shutting-down
+//     leader with no successor keeps leading);
+//   - a live leader: dead and shutting-down followers leave the ISR;
+//   - with Config.AutoLeaderRebalance, leadership returns to the first
+//     replica of the assignment once it is live and in the ISR, checked
+//     on every reconcile but at most once per
+//     Config.LeaderImbalanceCheckInterval (a timer wakes the controller
+//     for a move that waits).
+//
+// Every controller write bumps leader_epoch and goes, per topic, in one
+// multi-op that checks /controller_epoch's version (a replaced controller
+// cannot write; it notices the fence and steps down) and each state node's
+// version: a leader may have just changed the ISR, so on a conflict the
+// controller reads the states again and redoes its decisions on top.
+//
+// The partition's leader changes only the ISR, through AlterISR: a
+// compare-and-set on the state node's version, redone while the node still
+// names the caller leader at the caller's leader_epoch, ErrFenced once it
+// does not (deposed, or the controller rewrote the state). Every member's
+// cache watches every partition state node, so an ISR change reaches all
+// Snapshots as a watch event; AlterISR also waits for its own member's.
+//
+// ControlledShutdown creates /tributary/shutting_down/<id> and waits until
+// the controller has moved away every leadership another ISR member can
+// take and removed the broker from the other leaders' ISRs. Snapshot
+// carries ShuttingDown and, per partition, OfflineReplicas.
 //
 // # Recovery
 //
@@ -57,7 +96,9 @@
 // coord.ErrSessionExpired.
 // A crash leaves the broker's ephemeral nodes until the coordination
 // service expires its session; the other members then see its partitions
-// go to leader -1, and back to it when it registers again.
+// fail over to another ISR member, or go to leader -1 when it was the last
+// live one (and back to it when it registers again). A broker that comes
+// back is out of the ISRs it was dropped from until their leaders add it.
 //
 // # Concurrency
 //

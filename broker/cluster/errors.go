@@ -25,6 +25,15 @@ var (
 	ErrBadConfig = errors.New("cluster: invalid member config")
 	// ErrClosed: the Member was closed.
 	ErrClosed = errors.New("cluster: member closed")
+	// ErrFenced: AlterISR found the partition state with another leader or
+	// leader epoch than the caller's: the caller was deposed, or the
+	// controller rewrote the state (every controller write bumps the
+	// epoch). The caller must act on the state in Metadata, which shows the
+	// newer one when AlterISR returns.
+	ErrFenced = errors.New("cluster: partition leader epoch moved on")
+	// ErrInvalidISR: AlterISR was given an ISR that does not hold the
+	// leader, repeats a broker or names a broker outside the assignment.
+	ErrInvalidISR = errors.New("cluster: invalid ISR")
 	// ErrMalformed: a node holds data that does not parse as the Kafka 0.8
 	// JSON shape its path calls for.
 	ErrMalformed = errors.New("cluster: malformed node data")

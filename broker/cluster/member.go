@@ -34,6 +34,9 @@ type Member struct {
 	changed chan struct{} // closed and replaced on every metadata change
 
 	controller atomic.Bool
+	// shuttingDown is set by ControlledShutdown; a new session announces
+	// it again.
+	shuttingDown atomic.Bool
 
 	closeOnce sync.Once
 	closeErr  error

@@ -22,7 +22,7 @@ import (
 // on one host, since it would hold the listener port this broker has just
 // bound.
 func (m *Member) register(ctx context.Context, s coord.Session) error {
-	for _, p := range persistentRoots {
+	for _, p := range append(slices.Clone(persistentRoots), shuttingDownPath) {
 		if _, err := s.CreateAll(ctx, p, nil, coord.Persistent); err != nil && !errors.Is(err, coord.ErrNodeExists) {
 			return fmt.Errorf("cluster: broker %d: creating %s: %w", m.cfg.BrokerID, p, err)
 		}
@@ -42,7 +42,7 @@ func (m *Member) register(ctx context.Context, s coord.Session) error {
 			if deadline != nil {
 				m.log.Info("cluster: stale registration gone; registered", "waited", time.Since(waitStart).Round(time.Millisecond))
 			}
-			return nil
+			return m.reannounceShutdown(ctx, s)
 		}
 		if !errors.Is(err, coord.ErrNodeExists) {
 			return fmt.Errorf("cluster: broker %d: registering %s: %w", m.cfg.BrokerID, path, err)
@@ -55,7 +55,7 @@ func (m *Member) register(ctx context.Context, s coord.Session) error {
 			return fmt.Errorf("cluster: broker %d: reading %s: %w", m.cfg.BrokerID, path, err)
 		}
 		if st.EphemeralOwner == s.ID() {
-			return nil // our own create, retried after an ambiguous failure
+			return m.reannounceShutdown(ctx, s) // our own create, retried after an ambiguous failure
 		}
 		if !m.ownRegistration(held) {
 			return fmt.Errorf("%w: broker id %d is already registered in ZooKeeper by another broker (%s: %s)",
@@ -93,4 +93,13 @@ func (m *Member) ownRegistration(data []byte) bool {
 	slices.Sort(mine)
 	slices.Sort(theirs)
 	return b.Host == m.cfg.host() && b.Port == m.cfg.port() && slices.Equal(mine, theirs)
+}
+
+// reannounceShutdown carries a controlled shutdown in progress over to a
+// new session: its node went with the old one.
+func (m *Member) reannounceShutdown(ctx context.Context, s coord.Session) error {
+	if !m.shuttingDown.Load() {
+		return nil
+	}
+	return m.announceShutdown(ctx, s)
 }

@@ -15,6 +15,10 @@ type Snapshot struct {
 	ControllerEpoch int32
 	// Topics maps a topic name to its partitions and config overrides.
 	Topics map[string]Topic
+	// ShuttingDown lists the live brokers in controlled shutdown (they
+	// hold /tributary/shutting_down/<id>), sorted. The controller moves
+	// leadership away from them and drops them from ISRs.
+	ShuttingDown []int32
 
 	// session is the coordination session whose watches built the
 	// snapshot; the controller acts only on snapshots of its own session.
@@ -58,9 +62,14 @@ type Partition struct {
 	LeaderEpoch int32
 	// Replicas is the assignment, preferred leader first.
 	Replicas []int32
-	// ISR is the in-sync replica set as the controller wrote it. With no
-	// live replica Kafka keeps the last leader in it, and so do we.
+	// ISR is the in-sync replica set, written by the controller (elections,
+	// dead or shutting-down brokers removed) and by the leader (AlterISR).
+	// With no live ISR member and no unclean election Kafka keeps the last
+	// ISR, and so do we.
 	ISR []int32
+	// OfflineReplicas are the assigned replicas whose broker is not live
+	// (not registered), in assignment order; nil when all are live.
+	OfflineReplicas []int32
 
 	// stateVersion is the state node's version, -1 when there is none.
 	stateVersion int32
@@ -73,6 +82,12 @@ func (s Snapshot) Broker(id int32) (Broker, bool) {
 		return Broker{}, false
 	}
 	return s.Brokers[i], true
+}
+
+// IsShuttingDown reports whether broker id is in controlled shutdown.
+func (s Snapshot) IsShuttingDown(id int32) bool {
+	_, ok := slices.BinarySearch(s.ShuttingDown, id)
+	return ok
 }
 
 // Partition returns partition p of topic.
@@ -92,4 +107,20 @@ func (s Snapshot) TopicNames() []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// markOffline fills every partition's OfflineReplicas from the live
+// brokers. The partitions are fresh copies made for this snapshot.
+func (s *Snapshot) markOffline() {
+	for _, t := range s.Topics {
+		for i := range t.Partitions {
+			p := &t.Partitions[i]
+			p.OfflineReplicas = nil
+			for _, r := range p.Replicas {
+				if _, live := s.Broker(r); !live {
+					p.OfflineReplicas = append(p.OfflineReplicas, r)
+				}
+			}
+		}
+	}
 }

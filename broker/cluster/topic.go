@@ -45,17 +45,10 @@ func collisionKey(name string) string { return strings.ReplaceAll(name, ".", "_"
 // one more broker each time the partition ids wrap around the broker list,
 // so that no two brokers always follow each other.
 func assignReplicas(brokers []int32, partitions int32, replicationFactor int16) ([][]int32, error) {
-	if partitions <= 0 {
-		return nil, fmt.Errorf("%w: %d (must be at least 1)", ErrInvalidPartitions, partitions)
-	}
 	n := int32(len(brokers))
 	rf := int32(replicationFactor)
-	if rf <= 0 {
-		return nil, fmt.Errorf("%w: %d (must be at least 1)", ErrInvalidReplicationFactor, replicationFactor)
-	}
-	if rf > n {
-		return nil, fmt.Errorf("%w: replication factor %d larger than available brokers: %d",
-			ErrInvalidReplicationFactor, replicationFactor, n)
+	if err := checkFactor(n, partitions, replicationFactor); err != nil {
+		return nil, err
 	}
 	out := make([][]int32, partitions)
 	shift := int32(0)
@@ -72,4 +65,19 @@ func assignReplicas(brokers []int32, partitions int32, replicationFactor int16) 
 		out[p] = replicas
 	}
 	return out, nil
+}
+
+// checkFactor refuses what Kafka's assignment refuses: no partitions, no
+// replicas, or more replicas than brokers.
+func checkFactor(brokers, partitions int32, replicationFactor int16) error {
+	switch {
+	case partitions <= 0:
+		return fmt.Errorf("%w: %d (must be at least 1)", ErrInvalidPartitions, partitions)
+	case replicationFactor <= 0:
+		return fmt.Errorf("%w: %d (must be at least 1)", ErrInvalidReplicationFactor, replicationFactor)
+	case int32(replicationFactor) > brokers:
+		return fmt.Errorf("%w: replication factor %d larger than available brokers: %d",
+			ErrInvalidReplicationFactor, replicationFactor, brokers)
+	}
+	return nil
 }
