@@ -20,11 +20,24 @@
 #                         measured runs, so that neither is measured cold (a JVM
 #                         before its JIT warms up); 0 to skip (default 200000)
 #   BENCH_JAVA_TOOLS=1    also runs Kafka's own ProducerPerformance against both
+#   BENCH_RF3=0           skips the replicated rows (default 1: run them)
 #   BENCH_DIR             parent dir of both systems' data (default: a temp dir,
 #                         removed afterwards); both on one disk by construction
 #   BENCH_KEEP=1          keep BENCH_DIR (logs, raw outputs)
-# Ports: Kafka 127.0.0.1:19092 (+controller 19093), Tributary 127.0.0.1:19192,
-# each plus TRIBUTARY_TEST_PORT_OFFSET.
+#
+# Then, unless BENCH_RF3=0, after stopping the single brokers: three Apache
+# Kafka nodes (KRaft, each broker and controller, same JVM flags and heap as
+# the single one) and three Tributary brokers (coordinated through a
+# ZooKeeper this script starts with scripts/zk.sh), each with its own data
+# dir, on topics of 6 partitions, replication factor 3 and
+# min.insync.replicas=2:
+#   bench produce  BENCH_RECORDS records of 100 bytes, acks=all, unthrottled
+# after one unmeasured warm-up produce per system.
+#
+# Ports, each plus TRIBUTARY_TEST_PORT_OFFSET: Kafka 127.0.0.1:19092
+# (+controller 19093), Tributary 127.0.0.1:19192; replicated: Kafka nodes
+# 19094/19096/19098 (+controllers 19095/19097/19099), Tributary brokers
+# 19193/19194/19195, ZooKeeper 21810.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,6 +49,7 @@ runs=${BENCH_RUNS:-3}
 e2e_records=${BENCH_E2E_RECORDS:-$((records / 10))}
 e2e_throughput=${BENCH_E2E_THROUGHPUT:-20000}
 warmup_records=${BENCH_WARMUP_RECORDS:-200000}
+rf3=${BENCH_RF3:-1}
 offset=${TRIBUTARY_TEST_PORT_OFFSET:-0}
 kafka_addr=127.0.0.1:$((19092 + offset))
 tributary_addr=127.0.0.1:$((19192 + offset))
@@ -51,6 +65,7 @@ for v in records runs e2e_records; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, not '${!v}'"
 done
 [[ $warmup_records =~ ^[0-9]+$ ]] || die "BENCH_WARMUP_RECORDS must be a number, not '$warmup_records'"
+[[ $rf3 =~ ^[01]$ ]] || die "BENCH_RF3 must be 0 or 1, not '$rf3'"
 command -v kcat >/dev/null || die "kcat not found: run \`make deps\`"
 
 if [ -n "${BENCH_DIR:-}" ]; then
@@ -79,11 +94,128 @@ stop_tributary() {
 	tributary_pid=
 }
 
+# The replicated clusters: Kafka node N runs scripts/kafka.sh with its own
+# state dir, node id and a port offset of 2N (client 19092+2N, controller
+# 19093+2N); Tributary broker N listens on 19192+N.
+rf3_kafka_started=
+rf3_zk_started=
+rf3_pids=()
+kafka_cluster_id=
+kafka_voters=1@127.0.0.1:$((19095 + offset)),2@127.0.0.1:$((19097 + offset)),3@127.0.0.1:$((19099 + offset))
+rf3_kafka_addrs=127.0.0.1:$((19094 + offset)),127.0.0.1:$((19096 + offset)),127.0.0.1:$((19098 + offset))
+rf3_tributary_addrs=127.0.0.1:$((19193 + offset)),127.0.0.1:$((19194 + offset)),127.0.0.1:$((19195 + offset))
+zk_addr=127.0.0.1:$((21810 + offset))
+
+# kafka_node N ARGS...: scripts/kafka.sh ARGS for replicated Kafka node N.
+kafka_node() {
+	local n=$1
+	shift
+	TRIBUTARY_KAFKA_DIR=$dir/kafka-rf3-$n TRIBUTARY_KAFKA_DATA=$dir/kafka-rf3-$n-data \
+		TRIBUTARY_TEST_PORT_OFFSET=$((offset + 2 * n)) KAFKA_NODE_ID=$n \
+		KAFKA_QUORUM_VOTERS=$kafka_voters KAFKA_CLUSTER_ID=$kafka_cluster_id bash "$here/kafka.sh" "$@"
+}
+
+zk() { TRIBUTARY_ZK_DIR=$dir/zk TRIBUTARY_TEST_PORT_OFFSET=$offset bash "$here/zk.sh" "$@"; }
+
+# stop_rf3 stops whatever start_rf3 started: our brokers first (in parallel,
+# while ZooKeeper still serves their controlled shutdown), then the Kafka
+# nodes, then ZooKeeper.
+stop_rf3() {
+	local pid n deadline waits=()
+	for pid in "${rf3_pids[@]}"; do
+		kill -TERM "$pid" 2>/dev/null || true
+	done
+	deadline=$((SECONDS + 60))
+	for pid in "${rf3_pids[@]}"; do
+		while kill -0 "$pid" 2>/dev/null; do
+			if [ $SECONDS -ge $deadline ]; then
+				say "tributary broker pid $pid ignored SIGTERM for 60s; killing it"
+				kill -KILL "$pid" 2>/dev/null || true
+			fi
+			sleep 0.1
+		done
+		wait "$pid" 2>/dev/null || true
+	done
+	rf3_pids=()
+	if [ -n "$rf3_kafka_started" ]; then
+		for n in 1 2 3; do
+			kafka_node "$n" stop &
+			waits+=($!)
+		done
+		for pid in "${waits[@]}"; do
+			wait "$pid" || true
+		done
+		rf3_kafka_started=
+	fi
+	if [ -n "$rf3_zk_started" ]; then
+		zk stop || true
+		rf3_zk_started=
+	fi
+}
+
+# await_brokers ADDR N PID...: bounded wait until the broker at ADDR lists N
+# brokers; fails early when one of PIDs (if any) has exited.
+await_brokers() {
+	local addr=$1 n=$2 deadline=$((SECONDS + 120)) pid
+	shift 2
+	until kcat -L -b "$addr" -m 3 2>/dev/null | grep -q " $n brokers:"; do
+		for pid in "$@"; do
+			kill -0 "$pid" 2>/dev/null || die "broker pid $pid exited before $addr listed $n brokers (logs in $dir)"
+		done
+		[ $SECONDS -lt $deadline ] || die "$addr does not list $n brokers after 120s (logs in $dir)"
+		sleep 0.5
+	done
+}
+
+start_rf3() {
+	local n pid addr starts=()
+	kafka_cluster_id=$(bash "$here/kafka.sh" run kafka.tools.StorageTool random-uuid) ||
+		die "cannot make a Kafka cluster id"
+	say "starting three Apache Kafka nodes on $rf3_kafka_addrs"
+	rf3_kafka_started=1
+	# At once: a KRaft quorum elects no leader before a majority is up.
+	for n in 1 2 3; do
+		kafka_node "$n" start >/dev/null &
+		starts+=($!)
+	done
+	for pid in "${starts[@]}"; do
+		wait "$pid" || die "a replicated Kafka node did not start (logs in $dir/kafka-rf3-*/logs)"
+	done
+	for n in 1 2 3; do
+		await_brokers "127.0.0.1:$((19092 + offset + 2 * n))" 3
+	done
+
+	say "starting ZooKeeper on $zk_addr and three tributary brokers on $rf3_tributary_addrs"
+	rf3_zk_started=1
+	zk start >/dev/null
+	for n in 1 2 3; do
+		addr=127.0.0.1:$((19192 + offset + n))
+		if nc -z -w 1 "${addr%:*}" "${addr##*:}" >/dev/null 2>&1; then
+			die "port $addr is already in use (or set TRIBUTARY_TEST_PORT_OFFSET)"
+		fi
+		mkdir -p "$dir/tributary-rf3-$n" "$dir/tributary-rf3-$n-data"
+		cat >"$dir/tributary-rf3-$n/server.properties" <<EOF
+broker.id=$n
+listeners=PLAINTEXT://$addr
+log.dirs=$dir/tributary-rf3-$n-data
+num.partitions=1
+zookeeper.connect=$zk_addr
+EOF
+		"$bin" broker --config "$dir/tributary-rf3-$n/server.properties" </dev/null \
+			>"$dir/tributary-rf3-$n/broker.log" 2>&1 &
+		rf3_pids+=($!)
+	done
+	for n in 1 2 3; do
+		await_brokers "127.0.0.1:$((19192 + offset + n))" 3 "${rf3_pids[@]}"
+	done
+}
+
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
 	stop_tributary
 	bash "$here/kafka.sh" stop || true
+	stop_rf3
 	if [ -n "${BENCH_KEEP:-}" ] || [ -n "${BENCH_DIR:-}" ]; then
 		say "logs and raw results kept in $dir"
 	else
@@ -149,16 +281,17 @@ consume_field() {
 }
 
 # run_bench SYSTEM ADDR RUN KIND ARGS...: one `tributary bench` run; its
-# output goes to $dir/results/SYSTEM.KIND.RUN.
+# output goes to $dir/results/SYSTEM.${result_prefix}KIND.RUN.
 mkdir -p "$dir/results"
+result_prefix=
 run_bench() {
 	local system=$1 addr=$2 run=$3 kind=$4 out
 	shift 4
-	out=$dir/results/$system.$kind.$run
+	out=$dir/results/$system.$result_prefix$kind.$run
 	if [ "$run" = warmup ]; then
-		say "warm-up: $kind against $system"
+		say "warm-up: $result_prefix$kind against $system"
 	else
-		say "run $run/$runs: $kind against $system"
+		say "run $run/$runs: $result_prefix$kind against $system"
 	fi
 	if ! "$bin" bench "$kind" --bootstrap "$addr" "$@" >"$out" 2>"$out.err"; then
 		cat "$out" "$out.err" >&2
@@ -224,6 +357,41 @@ for run in $(seq 1 "$runs"); do
 	fi
 done
 
+# create_rf3_topic ADDR TOPIC: 6 partitions, replication factor 3,
+# min.insync.replicas=2, created by the same client on both systems; bench
+# then finds it and waits until every partition has a leader.
+create_rf3_topic() {
+	"$bin" topics create --bootstrap "$1" --topic "$2" --partitions 6 --replication-factor 3 \
+		--config min.insync.replicas=2 >/dev/null || die "cannot create topic $2 on $1"
+}
+
+if [ "$rf3" = 1 ]; then
+	# Alone on the machine: the single brokers would only take memory.
+	stop_tributary
+	bash "$here/kafka.sh" stop
+	start_rf3
+	result_prefix=rf3-
+	if [ "$warmup_records" -gt 0 ]; then
+		for system in kafka tributary; do
+			addr=$rf3_kafka_addrs
+			[ "$system" = tributary ] && addr=$rf3_tributary_addrs
+			create_rf3_topic "$addr" bench-rf3-warmup
+			run_bench "$system" "$addr" warmup produce --topic bench-rf3-warmup --records "$warmup_records" \
+				--record-size 100 --acks all --partitions 6
+		done
+	fi
+	for run in $(seq 1 "$runs"); do
+		for system in kafka tributary; do
+			addr=$rf3_kafka_addrs
+			[ "$system" = tributary ] && addr=$rf3_tributary_addrs
+			create_rf3_topic "$addr" "bench-rf3-r$run"
+			run_bench "$system" "$addr" "$run" produce --topic "bench-rf3-r$run" --records "$records" \
+				--record-size 100 --acks all --partitions 6
+		done
+	done
+	result_prefix=
+fi
+
 # median FIELD_FN FIELD SYSTEM KIND: median over the runs.
 median() {
 	local fn=$1 field=$2 system=$3 kind=$4 run
@@ -245,6 +413,9 @@ row() {
 echo
 echo "Apache Kafka vs Tributary, one machine, same client (tributary bench); medians of $runs runs"
 echo "produce/consume: $records records x 100 B, acks=1, 6 partitions; e2e: $e2e_records records at $e2e_throughput/s"
+if [ "$rf3" = 1 ]; then
+	echo "rf3: three brokers per system, $records records x 100 B, acks=all, 6 partitions, replication factor 3, min.insync.replicas=2"
+fi
 echo "ratio = tributary / kafka (throughput: higher is better; latency: lower is better)"
 echo
 printf '| %-30s | %12s | %12s | %7s |\n' metric kafka tributary ratio
@@ -260,4 +431,9 @@ row "e2e p99.9 ms" perf_field 9 e2e
 if [ -n "${BENCH_JAVA_TOOLS:-}" ]; then
 	row "ProducerPerformance records/s" perf_field 2 javaperf
 	row "ProducerPerformance p99 ms" perf_field 8 javaperf
+fi
+if [ "$rf3" = 1 ]; then
+	row "rf3 acks=all produce records/s" perf_field 2 rf3-produce
+	row "rf3 acks=all produce MB/s" perf_field 3 rf3-produce
+	row "rf3 acks=all produce p99 ms" perf_field 8 rf3-produce
 fi

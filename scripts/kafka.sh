@@ -20,6 +20,15 @@
 #   TRIBUTARY_TEST_PORT_OFFSET  added to the ports (default 0)
 #   KAFKA_HEAP_OPTS             default -Xmx1g -Xms1g
 #   KAFKA_WAIT_SECONDS          bound on the start wait (default 120)
+#   KAFKA_NODE_ID               node.id (default 1)
+#   KAFKA_QUORUM_VOTERS         controller.quorum.voters (default: this node
+#                               alone); for a cluster, start every node with
+#                               its own TRIBUTARY_KAFKA_DIR, port offset and
+#                               node id, the same voters and the same
+#                               KAFKA_CLUSTER_ID, at once (a quorum needs a
+#                               majority of them up before any serves)
+#   KAFKA_CLUSTER_ID            cluster id used to format the data dir
+#                               (default: a random one)
 #
 # Ports (plus the offset): client 127.0.0.1:19092, controller 127.0.0.1:19093.
 # JVM flags are those of Kafka's own kafka-server-start.sh, so that a
@@ -36,6 +45,8 @@ lib=$repo/.cache/kafka/lib
 dir=$(realpath -m "${TRIBUTARY_KAFKA_DIR:-$repo/.cache/kafka/run}")
 data=$(realpath -m "${TRIBUTARY_KAFKA_DATA:-$dir/data}")
 wait_seconds=${KAFKA_WAIT_SECONDS:-120}
+node_id=${KAFKA_NODE_ID:-1}
+voters=${KAFKA_QUORUM_VOTERS:-$node_id@127.0.0.1:$controller_port}
 
 die() {
 	echo "kafka.sh: $*" >&2
@@ -81,15 +92,16 @@ alive() {
 }
 
 serving() {
-	kcat -L -b "127.0.0.1:$port" -m 3 2>/dev/null | grep -q ' 1 brokers:'
+	# Any count: in a cluster, the other nodes may have registered already.
+	kcat -L -b "127.0.0.1:$port" -m 3 2>/dev/null | grep -qE ' [1-9][0-9]* brokers:'
 }
 
 configure() {
 	mkdir -p "$dir/logs" "$data"
 	cat >"$dir/server.properties" <<EOF
 process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:$controller_port
+node.id=$node_id
+controller.quorum.voters=$voters
 listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$controller_port
 advertised.listeners=PLAINTEXT://127.0.0.1:$port
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
@@ -133,7 +145,7 @@ start() {
 	configure
 	local log4j=(-Dlog4j.configuration="file:$dir/log4j.properties" -Dkafka.logs.dir="$dir/logs")
 	if [ ! -f "$data/meta.properties" ]; then
-		cluster_id=$("$java" "${log4j[@]}" -cp "$lib/*" kafka.tools.StorageTool random-uuid)
+		cluster_id=${KAFKA_CLUSTER_ID:-$("$java" "${log4j[@]}" -cp "$lib/*" kafka.tools.StorageTool random-uuid)}
 		"$java" "${log4j[@]}" -cp "$lib/*" kafka.tools.StorageTool format \
 			-t "$cluster_id" -c "$dir/server.properties" >"$dir/logs/format.out" 2>&1 ||
 			{ cat "$dir/logs/format.out" >&2; die "formatting $data failed"; }
