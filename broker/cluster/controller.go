@@ -57,6 +57,8 @@ type controller struct {
 	// deleted holds topics whose deletion we committed until the cache
 	// stops listing their deletion marker.
 	deleted map[string]bool
+	// topicIDs is reconcileTopicNodes' state (topicid.go).
+	topicIDs *topicIDKeeper
 }
 
 // lead serves as controller until leadership is lost (nil), the epoch is
@@ -179,6 +181,7 @@ func (c *controller) reconcile(ctx context.Context, snap Snapshot) error {
 			delete(c.deleted, t)
 		}
 	}
+	errs = append(errs, c.reconcileTopicNodes(ctx, snap))
 	live := make(map[int32]bool, len(snap.Brokers))
 	for _, b := range snap.Brokers {
 		live[b.ID] = true
