@@ -74,7 +74,7 @@ func TestRecreatedTopicDropsStaleData(t *testing.T) {
 	if err := b2.awaitServed(ctx, b2.topicReady("re")); err != nil {
 		t.Fatal(err)
 	}
-	firstID := b1.metadata().Topics["re"].Configs[topicIDConfig]
+	firstID := b1.metadata().Topics["re"].ID
 	dir := b2.partitionOf("re", 1).dir
 	cl := newClient(t, b1.Addr(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(50*time.Millisecond))
 	produceValues(t, ctx, cl, "re", 0, "old-0")
@@ -115,7 +115,7 @@ func TestRecreatedTopicDropsStaleData(t *testing.T) {
 	if err := b2.awaitServed(ctx, b2.topicReady("re")); err != nil {
 		t.Fatal(err)
 	}
-	secondID := b1.metadata().Topics["re"].Configs[topicIDConfig]
+	secondID := b1.metadata().Topics["re"].ID
 	if secondID == firstID {
 		t.Fatal("the re-created topic has the old topic id")
 	}
