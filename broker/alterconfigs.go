@@ -75,7 +75,7 @@ func (b *Broker) alterTopicConfigs(ctx context.Context, topic string,
 	case err != nil:
 		return adminError(err), err.Error()
 	}
-	b.logger.Info("topic configs altered", "topic", topic, "configs", publicConfigs(written))
+	b.logger.Info("topic configs altered", "topic", topic, "configs", written)
 	return nil, ""
 }
 
@@ -129,7 +129,7 @@ func (b *Broker) applyConfigOps(overrides map[string]string, ops []kmsg.Incremen
 			return kerr.InvalidRequest, fmt.Sprintf("unknown config operation %d for %s", op.Op, op.Name)
 		}
 	}
-	if _, err := resolveTopicConfig(b.cfg.topicDefaults(), publicConfigs(overrides), false); err != nil {
+	if _, err := resolveTopicConfig(b.cfg.topicDefaults(), overrides); err != nil {
 		return kerr.InvalidConfig, strings.TrimPrefix(err.Error(), ErrInvalidTopicConfig.Error()+": ")
 	}
 	return nil, ""
@@ -142,11 +142,4 @@ func adminError(err error) *kerr.Error {
 		return ke
 	}
 	return kerr.UnknownServerError
-}
-
-// publicConfigs returns overrides without the reserved topic id.
-func publicConfigs(overrides map[string]string) map[string]string {
-	out := maps.Clone(overrides)
-	delete(out, topicIDConfig)
-	return out
 }

@@ -103,7 +103,7 @@ func (e configEntry) kmsg(synonyms, doc bool) kmsg.DescribeConfigsResponseResour
 // broker's values, as the broker applies them.
 func (b *Broker) topicConfigEntries(overrides map[string]string) []configEntry {
 	defaults := b.cfg.topicDefaults()
-	if _, err := resolveTopicConfig(defaults, overrides, true); err != nil {
+	if _, err := resolveTopicConfig(defaults, overrides); err != nil {
 		overrides = nil
 	}
 	out := make([]configEntry, 0, len(topicConfigKeys))

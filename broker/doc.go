@@ -90,10 +90,15 @@
 //
 // A topic's config overrides (Kafka's topic-level names, see
 // topicConfigKeys) are validated by CreateTopics and stored with the topic
-// in /config/topics/<topic>, together with a random topic id under the
-// reserved key tributary.topic.id, which no client can set or see.
-// IncrementalAlterConfigs rewrites that node by compare-and-set through a
-// coordination session of its own. The reconciler applies the overrides to the partitions it opens; when they
+// in /config/topics/<topic>, which holds configs only, so that Kafka's
+// ConfigCommand can alter them too (its change reaches the brokers through
+// their watch on the config node). The topic's random id is Kafka 2.8's
+// topic_id in /brokers/topics/<topic> (cluster.Topic.ID); the legacy key
+// tributary.topic.id is not a config, and clients can neither set nor see
+// it. IncrementalAlterConfigs rewrites the config node by compare-and-set
+// through the member's session. A topic written without an id (Kafka's
+// TopicCommand) is not opened until the controller has given it one.
+// The reconciler applies the overrides to the partitions it opens; when they
 // change, settings fixed at open (segment size, retention, flush) reopen
 // the log and the others (max.message.bytes, message.timestamp.type) apply
 // at once. Each partition directory records the topic id in
@@ -101,9 +106,9 @@
 // topic.config.json. A directory whose recorded id differs from the
 // topic's holds the data of an earlier topic of that name, deleted while
 // this broker was away: it is deleted before the partition is served.
-// The cluster's metadata never shows a topic without its config node
-// (both are written in one multi-op and read together), so the id is
-// there when a partition opens.
+// The id is in the topic node itself, so it is there when a partition
+// opens. RestoreTopics registers a topic found on disk with the id of its
+// partition.metadata and the overrides of its topic.config.json.
 //
 // ListOffsets by timestamp answers the first record, in offset order, with
 // a timestamp >= t in the first batch whose max timestamp is >= t: the

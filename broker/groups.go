@@ -176,12 +176,7 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 		return nil
 	}
 	rf := min(int(b.groups.Config().OffsetsReplication), max(len(snap.Brokers), 1))
-	id, err := newTopicID()
-	if err != nil {
-		return err
-	}
 	configs := map[string]string{
-		topicIDConfig:   id,
 		"retention.ms":  "-1",
 		"segment.bytes": strconv.Itoa(offsetsTopicSegmentBytes),
 	}

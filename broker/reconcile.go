@@ -98,12 +98,19 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 		case local && slots[i] == nil:
 			// A partition that failed to open is retried after a back-off
 			// (openfail.go), not on every pass.
-			key := partKey{topic: t.Name, id: t.Configs[topicIDConfig], p: int32(i)}
+			if t.ID == "" {
+				// Written without an id (Kafka's TopicCommand): the
+				// controller assigns one, and its metadata change brings
+				// the partition back here. Opening first could serve the
+				// data of an earlier topic of this name.
+				continue
+			}
+			key := partKey{topic: t.Name, id: t.ID, p: int32(i)}
 			if !b.res.failures.due(key) {
 				ok = false
 				continue
 			}
-			p, err := b.openLocal(t.Name, int32(i), tc, t.Configs)
+			p, err := b.openLocal(t.Name, t.ID, int32(i), tc, t.Configs)
 			if err != nil {
 				b.partitionOpenFailed(key, err)
 				ok = false
@@ -119,7 +126,7 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 			b.logger.Debug("no longer a replica of partition", "topic", t.Name, "partition", i, "leader", cp.Leader)
 		case local:
 			slots[i].conf.Store(&tc)
-			b.recordIdentity(slots[i], t.Configs)
+			b.recordIdentity(slots[i], t.ID, t.Configs)
 			roles = append(roles, i)
 		}
 	}
@@ -141,7 +148,7 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 // do not validate (written to the coordinator by another tool) are ignored
 // with a warning, once per distinct error.
 func (b *Broker) topicConfigOf(t cluster.Topic) topicConfig {
-	tc, err := resolveTopicConfig(b.cfg.topicDefaults(), t.Configs, true)
+	tc, err := resolveTopicConfig(b.cfg.topicDefaults(), t.Configs)
 	if err == nil {
 		delete(b.badConfigs, t.Name)
 		return tc
@@ -161,8 +168,7 @@ func (b *Broker) topicConfigOf(t cluster.Topic) topicConfig {
 // topic id holds the data of an earlier topic of the same name, deleted
 // while this broker was away: it is removed first, so that none of it is
 // served.
-func (b *Broker) openLocal(name string, p int32, tc topicConfig, overrides map[string]string) (*partition, error) {
-	id := overrides[topicIDConfig]
+func (b *Broker) openLocal(name, id string, p int32, tc topicConfig, overrides map[string]string) (*partition, error) {
 	b.mu.RLock()
 	dir, ok := b.onDisk[name][p]
 	b.mu.RUnlock()
@@ -186,7 +192,7 @@ func (b *Broker) openLocal(name string, p int32, tc topicConfig, overrides map[s
 	if err != nil {
 		return nil, err
 	}
-	b.recordIdentity(part, overrides)
+	b.recordIdentity(part, id, overrides)
 	b.mu.Lock()
 	if b.onDisk[name] == nil {
 		b.onDisk[name] = map[int32]string{}
@@ -200,12 +206,12 @@ func (b *Broker) openLocal(name string, p int32, tc topicConfig, overrides map[s
 // with the topic's id and overrides. A failure is logged, not fatal: the
 // data is served either way, and a directory without an id is adopted by
 // the next topic of its name.
-func (b *Broker) recordIdentity(p *partition, overrides map[string]string) {
-	key := fmt.Sprint(overrides) // fmt sorts map keys
+func (b *Broker) recordIdentity(p *partition, id string, overrides map[string]string) {
+	key := id + fmt.Sprint(overrides) // fmt sorts map keys
 	if p.identity == key {
 		return
 	}
-	if err := recordTopicIdentity(p.dir, overrides[topicIDConfig], overrides); err != nil {
+	if err := recordTopicIdentity(p.dir, id, overrides); err != nil {
 		b.logger.Error("recording the topic's identity", "topic", p.topic, "partition", p.index, "err", err)
 		return
 	}

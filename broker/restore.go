@@ -60,11 +60,11 @@ func restoreTopics(ctx context.Context, waitServed bool, brokers ...*Broker) err
 			continue
 		}
 		replicas, dirs := placeFound(first, name, found[name], ids)
-		configs, err := restoredConfigs(dirs)
+		id, configs, err := restoredIdentity(dirs)
 		if err != nil {
 			return fmt.Errorf("broker: topic %s found on disk: %w", name, err)
 		}
-		err = first.member.CreateTopicWithAssignment(ctx, name, replicas, configs)
+		err = first.member.CreateTopicWithAssignment(ctx, name, id, replicas, configs)
 		if err != nil && !errors.Is(err, cluster.ErrTopicExists) {
 			return fmt.Errorf("broker: registering topic %s found on disk: %w", name, err)
 		}
@@ -151,31 +151,31 @@ func dirBytes(dir string) int64 {
 	return total
 }
 
-// restoredConfigs returns the overrides and topic id recorded in the first
-// of a topic's partition directories (lowest partition) that has an id; a
-// topic from before ids existed gets a new one, which its directories
-// adopt.
-func restoredConfigs(dirs []string) (map[string]string, error) {
+// restoredIdentity returns the topic id recorded in the first of a topic's
+// partition directories (lowest partition) that has a valid one, and the
+// overrides recorded in the first directory; a topic from before ids
+// existed gets a new id, which its directories adopt. A topic.config.json
+// written before the id left the config node may still hold the legacy id
+// key: it is not a config, and is dropped.
+func restoredIdentity(dirs []string) (string, map[string]string, error) {
 	configs, err := readTopicConfigFile(dirs[0])
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	if configs == nil {
-		configs = map[string]string{}
-	}
+	delete(configs, cluster.LegacyTopicIDConfig)
 	id := ""
 	for _, dir := range dirs {
-		if id, err = readPartitionTopicID(dir); err == nil && id != "" {
+		if id, err = readPartitionTopicID(dir); err == nil && cluster.ValidTopicID(id) {
 			break
 		}
+		id = ""
 	}
 	if id == "" {
-		if id, err = newTopicID(); err != nil {
-			return nil, err
+		if id, err = cluster.NewTopicID(); err != nil {
+			return "", nil, err
 		}
 	}
-	configs[topicIDConfig] = id
-	return configs, nil
+	return id, configs, nil
 }
 
 // diskPartitions returns a copy of the partition directories on disk.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -109,7 +110,7 @@ func TestRestoreTopicsWhereDataLies(t *testing.T) {
 	if err := b2.awaitServed(ctx, b2.topicReady(topic)); err != nil {
 		t.Fatal(err)
 	}
-	topicID := b1.Member().Metadata().Topics[topic].Configs[topicIDConfig]
+	topicID := b1.Member().Metadata().Topics[topic].ID
 	cl := newClient(t, b1.Addr(), kgo.SeedBrokers(before.addrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		// An idempotent client would take a producer id from either broker
 		// and change which block each one holds.
@@ -147,7 +148,7 @@ func TestRestoreTopicsWhereDataLies(t *testing.T) {
 	if want := [][]int32{{1}, {2}, {1}, {2}}; !slices.EqualFunc(replicas, want, slices.Equal) {
 		t.Fatalf("restored assignment %v, want %v (where the data lies)", replicas, want)
 	}
-	if got := tp.Configs[topicIDConfig]; got != topicID || tp.Configs["retention.ms"] != "86400000" {
+	if got := tp.ID; got != topicID || topicID == "" || !maps.Equal(tp.Configs, map[string]string{"retention.ms": "86400000"}) {
 		t.Fatalf("restored configs %v, want topic id %s and retention.ms 86400000", tp.Configs, topicID)
 	}
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -36,14 +35,11 @@ func (b *Broker) createTopic(ctx context.Context, name string, n int32, rf int16
 	if err != nil {
 		return err
 	}
-	configs := maps.Clone(overrides)
-	if configs == nil {
-		configs = map[string]string{}
-	}
-	if configs[topicIDConfig], err = newTopicID(); err != nil {
+	id, err := cluster.NewTopicID()
+	if err != nil {
 		return err
 	}
-	err = b.createRetrying(ctx, m, name, n, rf, configs)
+	err = b.createRetrying(ctx, m, name, id, n, rf, overrides)
 	switch {
 	case errors.Is(err, cluster.ErrTopicExists) && existingOK:
 	case errors.Is(err, cluster.ErrTopicExists):
@@ -63,16 +59,16 @@ const adminRetryBackoff = 200 * time.Millisecond
 // createRetrying registers the topic, trying again while ctx lasts when the
 // coordination service could not answer: a ZooKeeper leader election (or
 // a lost connection) leaves a write's outcome unknown (coord.ErrUnavailable),
-// and a session that expired meanwhile wrote nothing. The topic id in
-// configs tells an earlier attempt that took effect (success) from another
-// creator's topic of the same name (ErrTopicExists).
-func (b *Broker) createRetrying(ctx context.Context, m *cluster.Member, name string, n int32, rf int16, configs map[string]string) error {
+// and a session that expired meanwhile wrote nothing. The topic id tells an
+// earlier attempt that took effect (success) from another creator's topic
+// of the same name (ErrTopicExists).
+func (b *Broker) createRetrying(ctx context.Context, m *cluster.Member, name, id string, n int32, rf int16, configs map[string]string) error {
 	unknown := false
 	for {
-		err := m.CreateTopic(ctx, name, n, rf, configs)
+		err := m.CreateTopicWithID(ctx, name, id, n, rf, configs)
 		if errors.Is(err, cluster.ErrTopicExists) && unknown {
 			snap, werr := m.AwaitMetadata(ctx, func(s cluster.Snapshot) bool { _, ok := s.Topics[name]; return ok })
-			if werr == nil && snap.Topics[name].Configs[topicIDConfig] == configs[topicIDConfig] {
+			if werr == nil && snap.Topics[name].ID == id {
 				return nil // our earlier attempt
 			}
 			return err
@@ -102,7 +98,7 @@ func (b *Broker) CreateTopic(ctx context.Context, name string, n int32) error {
 // Unknown keys and invalid values fail with an error wrapping
 // ErrInvalidTopicConfig.
 func (b *Broker) CreateTopicWithConfigs(ctx context.Context, name string, n int32, configs map[string]string) error {
-	if _, err := resolveTopicConfig(b.cfg.topicDefaults(), configs, false); err != nil {
+	if _, err := resolveTopicConfig(b.cfg.topicDefaults(), configs); err != nil {
 		return err
 	}
 	return b.createTopic(ctx, name, n, 0, configs, false)

@@ -13,11 +13,6 @@ import (
 	plog "github.com/tributary/tributary/broker/log"
 )
 
-// topicIDConfig is the reserved key under which the topic's creation
-// identity is kept in /config/topics/<topic>. Clients can neither set nor
-// see it: CreateTopics rejects it as unknown and DescribeConfigs skips it.
-const topicIDConfig = "tributary.topic.id"
-
 // Kafka's "never" for flush.messages and flush.ms.
 const kafkaNever = math.MaxInt64
 
@@ -301,15 +296,12 @@ func findTopicConfigKey(name string) (topicConfigKey, bool) {
 }
 
 // resolveTopicConfig applies overrides to defaults. Errors wrap
-// ErrInvalidTopicConfig and name the key, in Kafka's words. The reserved
-// topic id key is skipped when internal is set (overrides read back from the
-// cluster) and rejected otherwise (a client's request).
-func resolveTopicConfig(defaults topicConfig, overrides map[string]string, internal bool) (topicConfig, error) {
+// ErrInvalidTopicConfig and name the key, in Kafka's words. The topic id is
+// not a config (it lives in the topic node), so its legacy key is unknown
+// here like any other.
+func resolveTopicConfig(defaults topicConfig, overrides map[string]string) (topicConfig, error) {
 	tc := defaults
 	for _, name := range slices.Sorted(maps.Keys(overrides)) {
-		if name == topicIDConfig && internal {
-			continue
-		}
 		k, ok := findTopicConfigKey(name)
 		if !ok {
 			return defaults, fmt.Errorf("%w: Unknown topic config name: %s", ErrInvalidTopicConfig, name)

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 )
@@ -23,7 +24,7 @@ func TestResolveTopicConfig(t *testing.T) {
 		"retention.ms": "0", "retention.bytes": "-1", "segment.bytes": "1024", "segment.ms": "60000",
 		"index.interval.bytes": "100", "flush.messages": "9223372036854775807", "flush.ms": "250",
 		"max.message.bytes": "5000", "cleanup.policy": "delete", "message.timestamp.type": "LogAppendTime",
-	}, false)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,25 +40,22 @@ func TestResolveTopicConfig(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		overrides map[string]string
-		internal  bool
 		wantMsg   string
 	}{
-		{map[string]string{"retention.mss": "1"}, false, "Unknown topic config name: retention.mss"},
-		{map[string]string{"retention.ms": "soon"}, false, "Invalid value soon for configuration retention.ms"},
-		{map[string]string{"retention.ms": "-2"}, false, "configuration retention.ms: Value must be at least -1"},
-		{map[string]string{"segment.bytes": "13"}, false, "configuration segment.bytes"},
-		{map[string]string{"segment.bytes": "4294967296"}, false, "segment.bytes: Not a number of type INT"},
-		{map[string]string{"cleanup.policy": "compact"}, false, "compaction is not supported"},
-		{map[string]string{"message.timestamp.type": "create"}, false, "message.timestamp.type"},
-		{map[string]string{topicIDConfig: "abc"}, false, "Unknown topic config name: " + topicIDConfig},
+		{map[string]string{"retention.mss": "1"}, "Unknown topic config name: retention.mss"},
+		{map[string]string{"retention.ms": "soon"}, "Invalid value soon for configuration retention.ms"},
+		{map[string]string{"retention.ms": "-2"}, "configuration retention.ms: Value must be at least -1"},
+		{map[string]string{"segment.bytes": "13"}, "configuration segment.bytes"},
+		{map[string]string{"segment.bytes": "4294967296"}, "segment.bytes: Not a number of type INT"},
+		{map[string]string{"cleanup.policy": "compact"}, "compaction is not supported"},
+		{map[string]string{"message.timestamp.type": "create"}, "message.timestamp.type"},
+		// The id is not a config: its legacy key is unknown like any other.
+		{map[string]string{cluster.LegacyTopicIDConfig: "abc"}, "Unknown topic config name: " + cluster.LegacyTopicIDConfig},
 	} {
-		_, err := resolveTopicConfig(defaults, tt.overrides, tt.internal)
+		_, err := resolveTopicConfig(defaults, tt.overrides)
 		if !errors.Is(err, ErrInvalidTopicConfig) || !strings.Contains(err.Error(), tt.wantMsg) {
 			t.Errorf("%v: error %v, want ErrInvalidTopicConfig with %q", tt.overrides, err, tt.wantMsg)
 		}
-	}
-	if _, err := resolveTopicConfig(defaults, map[string]string{topicIDConfig: "abc"}, true); err != nil {
-		t.Errorf("the topic id read back from the cluster: %v", err)
 	}
 }
 
@@ -96,7 +94,7 @@ func TestTopicConfigsCreateDescribeProduce(t *testing.T) {
 	if c := resp.Configs["max.message.bytes"]; c.MaybeValue() != "2000" || c.Source != kmsg.ConfigSourceDynamicTopicConfig {
 		t.Errorf("create response max.message.bytes = %q source %v", c.MaybeValue(), c.Source)
 	}
-	if _, leaked := resp.Configs[topicIDConfig]; leaked {
+	if _, leaked := resp.Configs[cluster.LegacyTopicIDConfig]; leaked {
 		t.Error("create response shows the reserved topic id key")
 	}
 
@@ -158,7 +156,7 @@ func TestTopicConfigsCreateDescribeProduce(t *testing.T) {
 		{map[string]*string{"segment.bytes": strp("big")}, kerr.InvalidConfig, "segment.bytes"},
 		{map[string]*string{"cleanup.policy": strp("compact")}, kerr.InvalidConfig, "compaction is not supported"},
 		{map[string]*string{"retention.ms": nil}, kerr.InvalidConfig, "retention.ms"},
-		{map[string]*string{topicIDConfig: strp("x")}, kerr.InvalidConfig, topicIDConfig},
+		{map[string]*string{cluster.LegacyTopicIDConfig: strp("x")}, kerr.InvalidConfig, cluster.LegacyTopicIDConfig},
 	} {
 		// kadm returns the topic's error both ways.
 		resp, err := adm.CreateTopic(ctx, 1, 1, tt.configs, "rejected")
@@ -349,11 +347,11 @@ func TestTopicConfigChangeApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := b.metadata().Topics["live"].Configs[topicIDConfig]
-	if id == "" || !bytes.Contains(data, []byte(id)) {
-		t.Fatalf("config node %s lacks the topic id %q", data, id)
+	id := b.metadata().Topics["live"].ID
+	if id == "" || bytes.Contains(data, []byte(id)) {
+		t.Fatalf("config node %s holds the topic id %q, or there is none", data, id)
 	}
-	updated := `{"version":1,"config":{"` + topicIDConfig + `":"` + id + `","segment.bytes":"2000","max.message.bytes":"1000"}}`
+	updated := `{"version":1,"config":{"segment.bytes":"2000","max.message.bytes":"1000"}}`
 	if _, err := s.Set(ctx, "/config/topics/live", []byte(updated), coord.AnyVersion); err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +396,7 @@ func TestIncrementalAlterTopicConfigs(t *testing.T) {
 	if resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"retention.ms": strp("86400000")}, "alt"); err != nil || resp.Err != nil {
 		t.Fatalf("create: %v / %v", err, resp.Err)
 	}
-	id := b.metadata().Topics["alt"].Configs[topicIDConfig]
+	id := b.metadata().Topics["alt"].ID
 	awaitConf := func(what string, cond func(p *partition) bool) {
 		t.Helper()
 		for {
@@ -435,7 +433,7 @@ func TestIncrementalAlterTopicConfigs(t *testing.T) {
 	awaitConf("set", func(p *partition) bool {
 		return p.settings.SegmentBytes == 5000 && p.conf.Load().MaxMessageBytes == 1000 && p.settings.Retention == DefaultRetention
 	})
-	if got := b.metadata().Topics["alt"].Configs[topicIDConfig]; got != id {
+	if got := b.metadata().Topics["alt"].ID; got != id || id == "" {
 		t.Fatalf("topic id after alter %q, want %q", got, id)
 	}
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "alt", Value: bytes.Repeat([]byte("z"), 1500)}).FirstErr(); !errors.Is(err, kerr.MessageTooLarge) {
@@ -462,7 +460,7 @@ func TestIncrementalAlterTopicConfigs(t *testing.T) {
 		{kadm.AlterConfig{Op: kadm.SetConfig, Name: "nope", Value: strp("1")}, kerr.InvalidConfig, "nope"},
 		{kadm.AlterConfig{Op: kadm.AppendConfig, Name: "cleanup.policy", Value: strp("compact")}, kerr.InvalidConfig, "compaction"},
 		{kadm.AlterConfig{Op: kadm.AppendConfig, Name: "retention.ms", Value: strp("1")}, kerr.InvalidConfig, "retention.ms"},
-		{kadm.AlterConfig{Op: kadm.DeleteConfig, Name: topicIDConfig}, kerr.InvalidConfig, topicIDConfig},
+		{kadm.AlterConfig{Op: kadm.DeleteConfig, Name: cluster.LegacyTopicIDConfig}, kerr.InvalidConfig, cluster.LegacyTopicIDConfig},
 	} {
 		if r := alter(false, tt.op); !errors.Is(r.Err, tt.code) || !strings.Contains(r.ErrMessage, tt.msg) {
 			t.Errorf("%+v: %v %q, want %v naming %q", tt.op, r.Err, r.ErrMessage, tt.code, tt.msg)

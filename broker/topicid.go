@@ -3,8 +3,6 @@ package broker
 import (
 	"bufio"
 	"bytes"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,16 +23,6 @@ const (
 	// coordinator starts empty registers them again (see restoreTopics).
 	topicConfigFile = "topic.config.json"
 )
-
-// newTopicID returns a random 128-bit topic id in Kafka's text form:
-// URL-safe base64 without padding.
-func newTopicID() (string, error) {
-	var id [16]byte
-	if _, err := rand.Read(id[:]); err != nil {
-		return "", fmt.Errorf("broker: generating a topic id: %w", err)
-	}
-	return base64.RawURLEncoding.EncodeToString(id[:]), nil
-}
 
 // readPartitionTopicID returns the topic id recorded in dir, "" when there is
 // none (a directory written before ids existed, or not yet created).
@@ -88,11 +76,10 @@ func recordTopicIdentity(dir, id string, overrides map[string]string) error {
 			return err
 		}
 	}
-	public := publicConfigs(overrides)
-	if public == nil {
-		public = map[string]string{}
+	if overrides == nil {
+		overrides = map[string]string{}
 	}
-	content, err := json.Marshal(topicConfigRecord{Version: 1, Config: public})
+	content, err := json.Marshal(topicConfigRecord{Version: 1, Config: overrides})
 	if err != nil {
 		return err
 	}

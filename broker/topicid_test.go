@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -74,7 +75,7 @@ func TestRecreatedTopicDropsStaleData(t *testing.T) {
 	if err := b2.awaitServed(ctx, b2.topicReady("re")); err != nil {
 		t.Fatal(err)
 	}
-	firstID := b1.metadata().Topics["re"].Configs[topicIDConfig]
+	firstID := b1.metadata().Topics["re"].ID
 	dir := b2.partitionOf("re", 1).dir
 	cl := newClient(t, b1.Addr(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(50*time.Millisecond))
 	produceValues(t, ctx, cl, "re", 0, "old-0")
@@ -115,7 +116,7 @@ func TestRecreatedTopicDropsStaleData(t *testing.T) {
 	if err := b2.awaitServed(ctx, b2.topicReady("re")); err != nil {
 		t.Fatal(err)
 	}
-	secondID := b1.metadata().Topics["re"].Configs[topicIDConfig]
+	secondID := b1.metadata().Topics["re"].ID
 	if secondID == firstID {
 		t.Fatal("the re-created topic has the old topic id")
 	}
@@ -140,5 +141,32 @@ func TestRecreatedTopicDropsStaleData(t *testing.T) {
 				t.Errorf("%s still holds the old topic's records", e.Name())
 			}
 		}
+	}
+}
+
+// TestRestoredIdentity: a topic found on disk keeps the id of its
+// partition.metadata and the overrides of its topic.config.json; a legacy
+// id key in that file (not a config) is dropped; a directory without a
+// valid id yields a new one.
+func TestRestoredIdentity(t *testing.T) {
+	const id = "RDoKZ8zTRqWx3s8oU6c4aA"
+	d0, d1 := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(d0, topicConfigFile),
+		[]byte(`{"version":1,"config":{"retention.ms":"5","`+cluster.LegacyTopicIDConfig+`":"`+id+`"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := recordTopicIdentity(d1, id, map[string]string{"retention.ms": "5"}); err != nil {
+		t.Fatal(err)
+	}
+	got, configs, err := restoredIdentity([]string{d0, d1})
+	if err != nil || got != id || !maps.Equal(configs, map[string]string{"retention.ms": "5"}) {
+		t.Fatalf("restored %q %v, %v; want %s and retention.ms only", got, configs, err, id)
+	}
+	if err := os.WriteFile(filepath.Join(d1, partitionMetadataFile), []byte("version: 0\ntopic_id: garbage\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err = restoredIdentity([]string{d0, d1})
+	if err != nil || got == id || !cluster.ValidTopicID(got) {
+		t.Fatalf("without a valid recorded id: %q, %v; want a new valid id", got, err)
 	}
 }

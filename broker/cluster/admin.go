@@ -11,7 +11,7 @@ import (
 
 // CreateTopic assigns partitions*replicationFactor replicas over the live
 // brokers (see assignReplicas, and assignReplicasByRack when every broker
-// has a rack) and writes the assignment and the config
+// has a rack) and writes the assignment with a new topic id and the config
 // overrides in one multi-op, as Kafka's AdminUtils does; any member may
 // call it. The controller then elects the leaders: the call returns before
 // they are in Metadata (wait with AwaitMetadata).
@@ -21,7 +21,15 @@ import (
 // coordination error wrapping coord.ErrUnavailable leaves the outcome
 // unknown (a retry then reports ErrTopicExists if it took effect).
 func (m *Member) CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int16, configs map[string]string) error {
-	return m.createTopic(ctx, name, configs, func(s coord.Session) ([][]int32, error) {
+	return m.CreateTopicWithID(ctx, name, "", partitions, replicationFactor, configs)
+}
+
+// CreateTopicWithID is CreateTopic with the topic id chosen by the caller
+// ("" for a new one; else it must pass ValidTopicID): a caller that retries
+// after an unknown outcome tells its own earlier attempt from another
+// creator's topic by the id in Metadata.
+func (m *Member) CreateTopicWithID(ctx context.Context, name, id string, partitions int32, replicationFactor int16, configs map[string]string) error {
+	return m.createTopic(ctx, name, id, configs, func(s coord.Session) ([][]int32, error) {
 		names, _, err := s.Children(ctx, brokerIDsPath)
 		if err != nil {
 			return nil, fmt.Errorf("listing brokers: %w", err)
@@ -30,16 +38,17 @@ func (m *Member) CreateTopic(ctx context.Context, name string, partitions int32,
 	})
 }
 
-// CreateTopicWithAssignment is CreateTopic with the replica lists given
-// (partition id -> broker ids, the first one preferred as leader) instead
-// of computed: a process whose coordinator lost its state re-registers a
-// topic where its data lies this way. The brokers need not be live (their
-// partitions stay leaderless until they join). The partition ids must be
-// exactly 0..n-1 (else ErrInvalidPartitions); every list must hold the same
-// number of distinct, non-negative ids (else ErrInvalidReplicationFactor).
-// Other errors are CreateTopic's.
-func (m *Member) CreateTopicWithAssignment(ctx context.Context, name string, replicas map[int32][]int32, configs map[string]string) error {
-	return m.createTopic(ctx, name, configs, func(coord.Session) ([][]int32, error) {
+// CreateTopicWithAssignment is CreateTopicWithID with the replica lists
+// given (partition id -> broker ids, the first one preferred as leader)
+// instead of computed: a process whose coordinator lost its state
+// re-registers a topic where its data lies this way, with the id recorded
+// there. The brokers need not be live (their partitions stay leaderless
+// until they join). The partition ids must be exactly 0..n-1 (else
+// ErrInvalidPartitions); every list must hold the same number of distinct,
+// non-negative ids (else ErrInvalidReplicationFactor). Other errors are
+// CreateTopic's.
+func (m *Member) CreateTopicWithAssignment(ctx context.Context, name, id string, replicas map[int32][]int32, configs map[string]string) error {
+	return m.createTopic(ctx, name, id, configs, func(coord.Session) ([][]int32, error) {
 		return checkAssignment(replicas)
 	})
 }
@@ -77,18 +86,25 @@ func checkAssignment(replicas map[int32][]int32) ([][]int32, error) {
 	return out, nil
 }
 
-// createTopic validates the name and configs, then writes the assignment
-// that assign returns and the config overrides in one multi-op. assign runs
-// after the name was checked against the existing topics, so that an
-// existing topic is reported before a bad assignment.
-func (m *Member) createTopic(ctx context.Context, name string, configs map[string]string, assign func(coord.Session) ([][]int32, error)) error {
+// createTopic validates the name, id and configs, then writes the
+// assignment that assign returns, with the id, and the config overrides in
+// one multi-op. assign runs after the name was checked against the existing
+// topics, so that an existing topic is reported before a bad assignment.
+func (m *Member) createTopic(ctx context.Context, name, id string, configs map[string]string, assign func(coord.Session) ([][]int32, error)) error {
 	if err := ValidateTopicName(name); err != nil {
 		return err
 	}
-	for k := range configs {
-		if k == "" {
-			return fmt.Errorf("%w: topic %s: empty config name", ErrInvalidTopicConfig, name)
+	if err := checkConfigNames(name, configs); err != nil {
+		return err
+	}
+	switch {
+	case id == "":
+		var err error
+		if id, err = NewTopicID(); err != nil {
+			return err
 		}
+	case !ValidTopicID(id) || id == zeroTopicID:
+		return fmt.Errorf("cluster: create topic %s: %q is not a topic id", name, id)
 	}
 	s, err := m.currentSession()
 	if err != nil {
@@ -101,7 +117,7 @@ func (m *Member) createTopic(ctx context.Context, name string, configs map[strin
 	if err != nil {
 		return fmt.Errorf("cluster: create topic %s: %w", name, err)
 	}
-	ops := []coord.Op{{Kind: coord.OpCreate, Path: topicPath(name), Data: encodeAssignment(replicas), Mode: coord.Persistent}}
+	ops := []coord.Op{{Kind: coord.OpCreate, Path: topicPath(name), Data: encodeAssignment(replicas, id), Mode: coord.Persistent}}
 	// A config node can outlive its topic (written by hand or by an older
 	// tool); it is overwritten, not an error.
 	ok, _, err := s.Exists(ctx, topicConfigPath(name))
@@ -121,8 +137,22 @@ func (m *Member) createTopic(ctx context.Context, name string, configs map[strin
 		}
 		return fmt.Errorf("cluster: create topic %s: %w", name, err)
 	}
-	m.log.Info("cluster: topic created", "topic", name, "partitions", len(replicas),
+	m.log.Info("cluster: topic created", "topic", name, "topic_id", id, "partitions", len(replicas),
 		"replication_factor", len(replicas[0]), "assignment", replicas, "configs", configs)
+	return nil
+}
+
+// checkConfigNames refuses an empty config name, and the legacy topic id
+// key, which is no longer written anywhere.
+func checkConfigNames(topic string, configs map[string]string) error {
+	for k := range configs {
+		switch k {
+		case "":
+			return fmt.Errorf("%w: topic %s: empty config name", ErrInvalidTopicConfig, topic)
+		case LegacyTopicIDConfig:
+			return fmt.Errorf("%w: topic %s: %s is reserved", ErrInvalidTopicConfig, topic, k)
+		}
+	}
 	return nil
 }
 
@@ -182,7 +212,10 @@ func (m *Member) DeleteTopic(ctx context.Context, name string) error {
 // and is returned as is). The write is a compare-and-set, redone on top of
 // any concurrent change until it lands or ctx ends. Brokers apply the new
 // overrides when their metadata shows them; the call does not wait for it.
-// It returns the overrides written; ErrUnknownTopic if there is no topic.
+// It returns the overrides written; ErrUnknownTopic if there is no topic,
+// ErrInvalidTopicConfig if update left an empty or reserved name. The
+// legacy topic id key of a topic not migrated yet is hidden from update and
+// moved to the topic node by the same write.
 func (m *Member) UpdateTopicConfigs(ctx context.Context, name string, update func(configs map[string]string) error) (map[string]string, error) {
 	s, err := m.currentSession()
 	if err != nil {
@@ -206,12 +239,22 @@ func (m *Member) UpdateTopicConfigs(ctx context.Context, name string, update fun
 		case !errors.Is(err, coord.ErrNoNode):
 			return nil, fmt.Errorf("cluster: update configs of %s: %w", name, err)
 		}
+		legacy, hasLegacy := configs[LegacyTopicIDConfig]
+		delete(configs, LegacyTopicIDConfig)
 		if err := update(configs); err != nil {
 			return nil, err
 		}
-		if exists {
+		if err := checkConfigNames(name, configs); err != nil {
+			return nil, err
+		}
+		switch {
+		case hasLegacy:
+			// Not migrated yet: the id moves to the topic node in the
+			// same multi-op, as the controller's migration would do.
+			err = m.moveLegacyTopicID(ctx, s, name, legacy, encodeConfig(configs), st.Version)
+		case exists:
 			_, err = s.Set(ctx, path, encodeConfig(configs), st.Version)
-		} else {
+		default:
 			_, err = s.Create(ctx, path, encodeConfig(configs), coord.Persistent)
 		}
 		switch {
@@ -227,4 +270,28 @@ func (m *Member) UpdateTopicConfigs(ctx context.Context, name string, update fun
 			return nil, fmt.Errorf("cluster: update configs of %s: %w", name, err)
 		}
 	}
+}
+
+// moveLegacyTopicID writes config (version configVersion) and, unless the
+// topic node has an id already, the legacy id into the topic node (as
+// version 3), in one multi-op checked against both nodes' versions. An
+// invalid legacy id is dropped; the controller assigns a new one.
+func (m *Member) moveLegacyTopicID(ctx context.Context, s coord.Session, name, legacy string, config []byte, configVersion int32) error {
+	data, st, err := s.Get(ctx, topicPath(name))
+	if errors.Is(err, coord.ErrNoNode) {
+		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	if err != nil {
+		return err
+	}
+	rec, err := decodeTopic(name, data)
+	if err != nil {
+		return err
+	}
+	op := coord.Op{Kind: coord.OpCheck, Path: topicPath(name), Version: st.Version}
+	if rec.TopicID == "" && ValidTopicID(legacy) && legacy != zeroTopicID {
+		rec.TopicID = legacy
+		op = coord.Op{Kind: coord.OpSet, Path: topicPath(name), Data: encodeTopic(rec), Version: st.Version}
+	}
+	return s.Multi(ctx, op, coord.Op{Kind: coord.OpSet, Path: topicConfigPath(name), Data: config, Version: configVersion})
 }

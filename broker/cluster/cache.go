@@ -192,7 +192,7 @@ func (c *treeCache) refresh(ctx context.Context, k string) error {
 	c.nodes[path] = nodeValue{data: data, version: st.Version}
 	if coord.Parent(path) == topicsPath {
 		topic := coord.Base(path)
-		if replicas, err := decodeAssignment(topic, data); err == nil {
+		if replicas, _, err := decodeAssignment(topic, data); err == nil {
 			for p := range replicas {
 				c.need(nodeKind + statePath(topic, int32(p)))
 			}
@@ -282,18 +282,26 @@ func (c *treeCache) snapshot() Snapshot {
 		if !ok {
 			continue
 		}
-		replicas, err := decodeAssignment(name, v.data)
+		replicas, id, err := decodeAssignment(name, v.data)
 		if err != nil {
 			c.warn(path, v.version, err)
 			continue
 		}
-		t := Topic{Name: name, Partitions: make([]Partition, len(replicas))}
+		t := Topic{Name: name, ID: id, Partitions: make([]Partition, len(replicas))}
 		_, t.Deleting = slices.BinarySearch(snap.deleting, name)
 		for p, rs := range replicas {
 			t.Partitions[p] = c.partition(name, int32(p), rs)
 		}
 		if cv, ok := c.nodes[topicConfigPath(name)]; ok {
 			if cfg, err := decodeConfig(name, cv.data); err == nil {
+				// A topic not migrated yet keeps its id in the config
+				// node; it is an id, not a config, to every reader.
+				if legacy, ok := cfg[LegacyTopicIDConfig]; ok {
+					delete(cfg, LegacyTopicIDConfig)
+					if t.ID == "" && legacy != zeroTopicID && ValidTopicID(legacy) {
+						t.ID = legacy
+					}
+				}
 				t.Configs = cfg
 			} else {
 				c.warn(topicConfigPath(name), cv.version, err)

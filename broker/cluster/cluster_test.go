@@ -79,7 +79,7 @@ func TestThreeMembers(t *testing.T) {
 			Partitions map[string][]int32 `json:"partitions"`
 		}
 		must(t, json.Unmarshal(raw, &assignment))
-		if assignment.Version != 1 || len(assignment.Partitions) != 12 || !slices.Equal(assignment.Partitions["10"], []int32{2}) {
+		if assignment.Version != 3 || len(assignment.Partitions) != 12 || !slices.Equal(assignment.Partitions["10"], []int32{2}) {
 			t.Errorf("assignment %s", raw)
 		}
 		_, st := e.get(t, "/brokers/ids/3")
@@ -483,7 +483,7 @@ func TestCreateTopicWithAssignment(t *testing.T) {
 		ctx := ctxFor(t)
 		// Round-robin would give 1,2,1,2; broker 3 is not live yet.
 		want := map[int32][]int32{0: {2}, 1: {2}, 2: {3}, 3: {1}}
-		must(t, ms[1].CreateTopicWithAssignment(ctx, "on_disk", want, map[string]string{"retention.ms": "7"}))
+		must(t, ms[1].CreateTopicWithAssignment(ctx, "on_disk", "", want, map[string]string{"retention.ms": "7"}))
 		var rec topicRecord
 		must(t, json.Unmarshal(mustGet(t, e, topicPath("on_disk")), &rec))
 		wantRec := map[string][]int32{"0": {2}, "1": {2}, "2": {3}, "3": {1}}
@@ -521,7 +521,7 @@ func TestCreateTopicWithAssignment(t *testing.T) {
 			{"uneven replicas", "uneven", map[int32][]int32{0: {1, 2}, 1: {2}}, nil, ErrInvalidReplicationFactor},
 			{"empty config key", "cfg", map[int32][]int32{0: {1}}, map[string]string{"": "x"}, ErrInvalidTopicConfig},
 		} {
-			wantErr(t, ms[0].CreateTopicWithAssignment(ctx, c.topic, c.replicas, c.configs), c.want, c.name)
+			wantErr(t, ms[0].CreateTopicWithAssignment(ctx, c.topic, "", c.replicas, c.configs), c.want, c.name)
 			if c.topic != "on_disk" && (e.exists(t, topicPath(c.topic)) || e.exists(t, topicConfigPath(c.topic))) {
 				t.Errorf("%s: refused topic %s left nodes behind", c.name, c.topic)
 			}

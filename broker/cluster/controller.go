@@ -61,6 +61,8 @@ type controller struct {
 	// move; imbalanced is set by reconcile when a move waits for it.
 	nextRebalance time.Time
 	imbalanced    bool
+	// topicIDs is reconcileTopicNodes' state (topicid.go).
+	topicIDs *topicIDKeeper
 }
 
 // lead serves as controller until leadership is lost (nil), the epoch is
@@ -194,6 +196,7 @@ func (c *controller) reconcile(ctx context.Context, snap Snapshot) error {
 			delete(c.deleted, t)
 		}
 	}
+	errs = append(errs, c.reconcileTopicNodes(ctx, snap))
 	brokers := newBrokerStates(snap)
 	now := time.Now()
 	preferred := c.m.cfg.AutoLeaderRebalance && !now.Before(c.nextRebalance)

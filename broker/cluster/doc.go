@@ -7,20 +7,35 @@
 // (internal/coord: ZooKeeper, or memcoord in one process); it has no
 // network code of its own.
 //
-// # Layout (frozen: Kafka 0.8's, so Kafka-era tools read it)
+// # Layout (frozen: Kafka's, so Kafka's own tools read and write it)
 //
 //	/brokers/ids/<id>        ephemeral {"version":4,"host":"h","port":9092,
 //	                         "endpoints":["PLAINTEXT://h:9092"],"jmx_port":-1,
 //	                         "timestamp":"<ms>"[,"rack":"r"]}
 //	/controller              ephemeral {"version":1,"brokerid":1,"timestamp":"<ms>"}
 //	/controller_epoch        "N", incremented by compare-and-set by each new controller
-//	/brokers/topics/<t>      {"version":1,"partitions":{"0":[1],"1":[2]}} replica lists
+//	/brokers/topics/<t>      {"version":3,"partitions":{"0":[1],"1":[2]},"adding_replicas":{},
+//	                         "removing_replicas":{},"topic_id":"<22-char base64url UUID>"}
+//	                         replica lists and topic id, Kafka 2.8's shape; versions
+//	                         1 and 2 and nodes without topic_id are read too
 //	/brokers/topics/<t>/partitions/<p>/state
 //	                         {"controller_epoch":N,"leader":1,"version":1,
 //	                         "leader_epoch":E,"isr":[1,2]}, written by the controller
 //	                         and, for ISR changes only, by the partition's leader
-//	/config/topics/<t>       {"version":1,"config":{"retention.ms":"..."}}
+//	/config/topics/<t>       {"version":1,"config":{"retention.ms":"..."}}, configs only
+//	/config/changes/config_change_<seq>
+//	                         {"version":2,"entity_path":"topics/<t>"}, written by Kafka's
+//	                         ConfigCommand after a config node; purged by the controller
+//	                         after 15 minutes, as Kafka's brokers do
 //	/admin/delete_topics/<t> a deletion request, carried out by the controller
+//
+// Every member watches every /config/topics/<t>, so a config written by
+// another tool (Kafka's ConfigCommand --zookeeper) reaches the brokers
+// without its change notification. Earlier versions kept the topic id in
+// the config node under tributary.topic.id (LegacyTopicIDConfig), which
+// Kafka's ConfigCommand refuses; that key is read (the cache takes the id
+// from it while the topic node has none, and never shows it as a config)
+// and never written.
 //
 // One node is ours, not Kafka's, under a prefix of its own so that it
 // cannot clash with Kafka's layout or a Kafka-era tool:
@@ -41,7 +56,9 @@
 // through coord.Elect on /controller. CreateTopic and DeleteTopic may be
 // called on any member: creation writes the assignment (Kafka's
 // assignReplicasToBrokers, first broker first, so leaders spread evenly)
-// and the config in one multi-op; deletion writes a request.
+// with a new topic id (or the caller's) and the config in one multi-op;
+// deletion writes a request. UpdateTopicConfigs of a topic not migrated yet
+// moves the legacy id to the topic node in the same multi-op.
 //
 // CreateTopic assigns rack-aware (Kafka's assignReplicasToBrokersRackAware,
 // racks alternated in the broker list) when every live broker has a rack
@@ -84,6 +101,16 @@
 // the controller has moved away every leadership another ISR member can
 // take and removed the broker from the other leaders' ISRs. Snapshot
 // carries ShuttingDown and, per partition, OfflineReplicas.
+//
+// The controller also reads each topic node once per term (and again when
+// the metadata shows a topic without an id or with another one) and
+// settles its id, in one fenced multi-op checked against both nodes'
+// versions: a legacy id moves from the config node to topic_id; a topic
+// written without one (Kafka's TopicCommand) gets a new id, as Kafka's
+// controller assigns them; one whose node was rewritten in place without
+// it (an older tool) gets its id back, since a new id would make the
+// brokers discard its data. Brokers do not open the partitions of a topic
+// until it has an id.
 //
 // # Recovery
 //

@@ -19,13 +19,14 @@ const (
 	controllerEpochPath = "/controller_epoch"
 	topicConfigsPath    = "/config/topics"
 	deleteTopicsPath    = "/admin/delete_topics"
+	configChangesPath   = "/config/changes"
 )
 
 // JSON format versions written into the nodes; frozen.
 const (
 	brokerFormatVersion     = 4
 	controllerFormatVersion = 1
-	topicFormatVersion      = 1
+	topicFormatVersion      = 3 // Kafka 2.8's: with adding/removing replicas and topic_id
 	stateFormatVersion      = 1
 	configFormatVersion     = 1
 )
@@ -121,44 +122,84 @@ func decodeEpoch(data []byte) (int32, error) {
 	return int32(n), nil
 }
 
-// topicRecord is /brokers/topics/<topic>: partition id (decimal) to replicas.
+// topicRecord is /brokers/topics/<topic>: partition id (decimal) to
+// replicas, and since version 3 (Kafka 2.8) the topic id. The reassignment
+// maps (version 2, Kafka 2.4) are kept as read, so that a rewrite by the
+// controller does not drop a reassignment another tool has in progress.
 type topicRecord struct {
-	Version    int                `json:"version"`
-	Partitions map[string][]int32 `json:"partitions"`
+	Version          int                `json:"version"`
+	Partitions       map[string][]int32 `json:"partitions"`
+	AddingReplicas   map[string][]int32 `json:"adding_replicas"`
+	RemovingReplicas map[string][]int32 `json:"removing_replicas"`
+	TopicID          string             `json:"topic_id,omitempty"`
 }
 
-func encodeAssignment(replicas [][]int32) []byte {
-	r := topicRecord{Version: topicFormatVersion, Partitions: make(map[string][]int32, len(replicas))}
+// encodeAssignment renders a new topic's node, as Kafka 2.8 does:
+// {"version":3,"partitions":{...},"adding_replicas":{},"removing_replicas":{},"topic_id":"..."}.
+func encodeAssignment(replicas [][]int32, id string) []byte {
+	r := topicRecord{Version: topicFormatVersion, Partitions: make(map[string][]int32, len(replicas)), TopicID: id}
 	for p, rs := range replicas {
 		r.Partitions[strconv.Itoa(p)] = rs
 	}
-	return mustJSON(r) // encoding/json sorts map keys, so the bytes are stable
+	return encodeTopic(r)
 }
 
-// decodeAssignment returns the replica lists indexed by partition id. The
-// ids must be exactly 0..N-1, each with a non-empty list of distinct ids.
-func decodeAssignment(topic string, data []byte) ([][]int32, error) {
+// encodeTopic writes r as version 3; encoding/json sorts map keys, so the
+// bytes are stable.
+func encodeTopic(r topicRecord) []byte {
+	r.Version = topicFormatVersion
+	if r.AddingReplicas == nil {
+		r.AddingReplicas = map[string][]int32{} // Kafka writes {} rather than leave them out
+	}
+	if r.RemovingReplicas == nil {
+		r.RemovingReplicas = map[string][]int32{}
+	}
+	return mustJSON(r)
+}
+
+// decodeTopic parses a topic node of any version (1: Kafka 0.8, 2: 2.4,
+// 3: 2.8). A topic_id that is not a valid topic id makes the node malformed
+// (Kafka's own reader would fail on it too); an absent or all-zero one
+// (Kafka's "no id") reads as "".
+func decodeTopic(topic string, data []byte) (topicRecord, error) {
 	var r topicRecord
 	if err := strictJSON(data, &r); err != nil {
-		return nil, fmt.Errorf("%w: topic %s: %w", ErrMalformed, topic, err)
+		return topicRecord{}, fmt.Errorf("%w: topic %s: %w", ErrMalformed, topic, err)
+	}
+	if r.TopicID == zeroTopicID {
+		r.TopicID = ""
+	}
+	if r.TopicID != "" && !ValidTopicID(r.TopicID) {
+		return topicRecord{}, fmt.Errorf("%w: topic %s: topic_id %.40q is not a URL-safe base64 UUID", ErrMalformed, topic, r.TopicID)
+	}
+	return r, nil
+}
+
+// decodeAssignment returns the replica lists indexed by partition id and
+// the topic id ("" when the node has none). The ids must be exactly
+// 0..N-1, each with a non-empty list of distinct ids.
+func decodeAssignment(topic string, data []byte) ([][]int32, string, error) {
+	r, err := decodeTopic(topic, data)
+	if err != nil {
+		return nil, "", err
 	}
 	out := make([][]int32, len(r.Partitions))
 	for key, rs := range r.Partitions {
 		p, err := strconv.Atoi(key)
 		if err != nil || p < 0 || p >= len(out) || strconv.Itoa(p) != key {
-			return nil, fmt.Errorf("%w: topic %s: partition ids are not 0..%d (found %q)",
+			return nil, "", fmt.Errorf("%w: topic %s: partition ids are not 0..%d (found %q)",
 				ErrMalformed, topic, len(out)-1, key)
 		}
 		if len(rs) == 0 {
-			return nil, fmt.Errorf("%w: topic %s partition %d has no replicas", ErrMalformed, topic, p)
+			return nil, "", fmt.Errorf("%w: topic %s partition %d has no replicas", ErrMalformed, topic, p)
 		}
 		sorted := slices.Sorted(slices.Values(rs))
 		if len(slices.Compact(sorted)) != len(rs) {
-			return nil, fmt.Errorf("%w: topic %s partition %d repeats a replica: %v", ErrMalformed, topic, p, rs)
+			return nil, "", fmt.Errorf("%w: topic %s partition %d repeats a replica: %v", ErrMalformed, topic, p, rs)
 		}
 		out[p] = slices.Clone(rs)
 	}
-	return out, nil
+	return out, r.TopicID, nil
 }
 
 // stateRecord is /brokers/topics/<topic>/partitions/<p>/state.
@@ -189,7 +230,9 @@ func decodeState(data []byte) (stateRecord, error) {
 	return s, nil
 }
 
-// configRecord is /config/topics/<topic>.
+// configRecord is /config/topics/<topic>. It holds configs only: Kafka's
+// ConfigCommand validates every key it finds there against Kafka's topic
+// configs, so nothing else may be stored in it.
 type configRecord struct {
 	Version int               `json:"version"`
 	Config  map[string]string `json:"config"`

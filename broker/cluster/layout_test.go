@@ -20,7 +20,10 @@ func TestNodeFormats(t *testing.T) {
 		{"broker with rack", encodeBroker(Config{BrokerID: 2, Host: "b2", Port: 19092, Rack: "r1", Now: fixedNow}),
 			`{"version":4,"host":"b2","port":19092,"endpoints":["PLAINTEXT://b2:19092"],"jmx_port":-1,"timestamp":"1700000000123","rack":"r1"}`},
 		{"controller", encodeController(3, fixedNow()), `{"version":1,"brokerid":3,"timestamp":"1700000000123"}`},
-		{"assignment", encodeAssignment([][]int32{{1}, {2, 3}}), `{"version":1,"partitions":{"0":[1],"1":[2,3]}}`},
+		{"assignment", encodeAssignment([][]int32{{1}, {2, 3}}, "RDoKZ8zTRqWx3s8oU6c4aA"),
+			`{"version":3,"partitions":{"0":[1],"1":[2,3]},"adding_replicas":{},"removing_replicas":{},"topic_id":"RDoKZ8zTRqWx3s8oU6c4aA"}`},
+		{"assignment without id", encodeAssignment([][]int32{{1}}, ""),
+			`{"version":3,"partitions":{"0":[1]},"adding_replicas":{},"removing_replicas":{}}`},
 		{"state", encodeState(stateRecord{ControllerEpoch: 4, Leader: 1, LeaderEpoch: 7, ISR: []int32{1}}),
 			`{"controller_epoch":4,"leader":1,"version":1,"leader_epoch":7,"isr":[1]}`},
 		{"state without isr", encodeState(stateRecord{ControllerEpoch: 1, Leader: -1}),
@@ -46,9 +49,18 @@ func TestDecodeKafkaWritten(t *testing.T) {
 	if err != nil || b.Host != "k6" || b.Port != 9093 {
 		t.Errorf("ssl-only broker: %+v, %v", b, err)
 	}
-	r, err := decodeAssignment("t", []byte(`{"version":2,"partitions":{"1":[3,1],"0":[1,2]},"adding_replicas":{},"removing_replicas":{}}`))
-	if err != nil || !reflect.DeepEqual(r, [][]int32{{1, 2}, {3, 1}}) {
-		t.Errorf("assignment: %v, %v", r, err)
+	r, id, err := decodeAssignment("t", []byte(`{"version":2,"partitions":{"1":[3,1],"0":[1,2]},"adding_replicas":{},"removing_replicas":{}}`))
+	if err != nil || !reflect.DeepEqual(r, [][]int32{{1, 2}, {3, 1}}) || id != "" {
+		t.Errorf("assignment: %v, %q, %v", r, id, err)
+	}
+	// Kafka 2.8's TopicCommand --zookeeper (version 3, with the id when
+	// the cluster uses ids), and its zero id, which means none.
+	r, id, err = decodeAssignment("t", []byte(`{"version":3,"partitions":{"0":[1,2]},"adding_replicas":{},"removing_replicas":{},"topic_id":"h-aRhOLnTmqDUbtSNDDmYQ"}`))
+	if err != nil || !reflect.DeepEqual(r, [][]int32{{1, 2}}) || id != "h-aRhOLnTmqDUbtSNDDmYQ" {
+		t.Errorf("v3 assignment: %v, %q, %v", r, id, err)
+	}
+	if _, id, err = decodeAssignment("t", []byte(`{"version":3,"partitions":{"0":[1]},"topic_id":"AAAAAAAAAAAAAAAAAAAAAA"}`)); err != nil || id != "" {
+		t.Errorf("zero topic id: %q, %v", id, err)
 	}
 	s, err := decodeState([]byte(`{"controller_epoch":2,"leader":-1,"version":1,"leader_epoch":5,"isr":[1]}`))
 	if err != nil || s.Leader != -1 || s.LeaderEpoch != 5 || s.ControllerEpoch != 2 || !reflect.DeepEqual(s.ISR, []int32{1}) {
@@ -65,22 +77,22 @@ func TestDecodeRejects(t *testing.T) {
 		err  error
 	}{
 		{"gap", func() error {
-			_, err := decodeAssignment("t", []byte(`{"version":1,"partitions":{"0":[1],"2":[1]}}`))
+			_, _, err := decodeAssignment("t", []byte(`{"version":1,"partitions":{"0":[1],"2":[1]}}`))
 			return err
 		}()},
 		{"leading zero", func() error {
-			_, err := decodeAssignment("t", []byte(`{"version":1,"partitions":{"00":[1]}}`))
+			_, _, err := decodeAssignment("t", []byte(`{"version":1,"partitions":{"00":[1]}}`))
 			return err
 		}()},
 		{"no replicas", func() error {
-			_, err := decodeAssignment("t", []byte(`{"version":1,"partitions":{"0":[]}}`))
+			_, _, err := decodeAssignment("t", []byte(`{"version":1,"partitions":{"0":[]}}`))
 			return err
 		}()},
 		{"repeated replica", func() error {
-			_, err := decodeAssignment("t", []byte(`{"version":1,"partitions":{"0":[1,1]}}`))
+			_, _, err := decodeAssignment("t", []byte(`{"version":1,"partitions":{"0":[1,1]}}`))
 			return err
 		}()},
-		{"not an object", func() error { _, err := decodeAssignment("t", []byte(`[1]`)); return err }()},
+		{"not an object", func() error { _, _, err := decodeAssignment("t", []byte(`[1]`)); return err }()},
 		{"bad leader", func() error { _, err := decodeState([]byte(`{"leader":-2,"isr":[]}`)); return err }()},
 		{"broker without host", func() error { _, err := decodeBroker(1, []byte(`{"version":4}`)); return err }()},
 		{"epoch", func() error { _, err := decodeEpoch([]byte("x")); return err }()},
@@ -96,14 +108,28 @@ func TestDecodeRejects(t *testing.T) {
 // whatever decodes re-encodes to the same value.
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"version":1,"partitions":{"0":[1],"1":[2,3]}}`))
+	f.Add([]byte(`{"version":3,"partitions":{"0":[1]},"adding_replicas":{"0":[2]},"removing_replicas":{},"topic_id":"RDoKZ8zTRqWx3s8oU6c4aA"}`))
 	f.Add([]byte(`{"controller_epoch":4,"leader":1,"version":1,"leader_epoch":7,"isr":[1]}`))
 	f.Add([]byte(`{"version":1,"config":{"a":"b"}}`))
 	f.Add([]byte(`{"version":4,"host":"h","port":1,"endpoints":["PLAINTEXT://h:1"]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if r, err := decodeAssignment("t", data); err == nil {
-			again, err := decodeAssignment("t", encodeAssignment(r))
-			if err != nil || !reflect.DeepEqual(again, r) {
-				t.Fatalf("assignment round trip: %v -> %v, %v", r, again, err)
+		if r, id, err := decodeAssignment("t", data); err == nil {
+			again, againID, err := decodeAssignment("t", encodeAssignment(r, id))
+			if err != nil || !reflect.DeepEqual(again, r) || againID != id {
+				t.Fatalf("assignment round trip: %v %q -> %v %q, %v", r, id, again, againID, err)
+			}
+		}
+		if rec, err := decodeTopic("t", data); err == nil {
+			again, err := decodeTopic("t", encodeTopic(rec))
+			rec.Version = topicFormatVersion
+			if rec.AddingReplicas == nil {
+				rec.AddingReplicas = map[string][]int32{}
+			}
+			if rec.RemovingReplicas == nil {
+				rec.RemovingReplicas = map[string][]int32{}
+			}
+			if err != nil || !reflect.DeepEqual(again, rec) {
+				t.Fatalf("topic node round trip: %+v -> %+v, %v", rec, again, err)
 			}
 		}
 		if s, err := decodeState(data); err == nil {

@@ -61,7 +61,7 @@ func partitionIs(topic string, p, leader int32, isr ...int32) func(Snapshot) boo
 func TestElectionAndAlterISR(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, e *env) {
 		ms := e.joinAll(t, 1, 2, 3)
-		must(t, ms[0].CreateTopicWithAssignment(ctxFor(t), "r3", map[int32][]int32{0: {2, 3, 1}}, nil))
+		must(t, ms[0].CreateTopicWithAssignment(ctxFor(t), "r3", "", map[int32][]int32{0: {2, 3, 1}}, nil))
 		var epoch int32
 		for _, m := range ms {
 			snap := await(t, m, "r3 led by 2 with the full ISR", partitionIs("r3", 0, 2, 2, 3, 1))
@@ -114,7 +114,7 @@ func TestElectionAndAlterISR(t *testing.T) {
 func TestAlterISRErrors(t *testing.T) {
 	e := memEnv(t)
 	ms := e.joinAll(t, 1, 2)
-	must(t, ms[0].CreateTopicWithAssignment(ctxFor(t), "t", map[int32][]int32{0: {1, 2}}, nil))
+	must(t, ms[0].CreateTopicWithAssignment(ctxFor(t), "t", "", map[int32][]int32{0: {1, 2}}, nil))
 	await(t, ms[0], "t led by 1", partitionIs("t", 0, 1, 1, 2))
 	_, before := e.get(t, statePath("t", 0))
 	for _, isr := range [][]int32{{2}, {1, 1}, {1, 3}, {}} {
@@ -154,7 +154,7 @@ func (s *setHookSession) Set(ctx context.Context, path string, data []byte, vers
 func TestAlterISRRetriesOnConflict(t *testing.T) {
 	e := memEnv(t)
 	ms := e.joinAll(t, 1, 2, 3)
-	must(t, ms[0].CreateTopicWithAssignment(ctxFor(t), "t", map[int32][]int32{0: {1, 2, 3}}, nil))
+	must(t, ms[0].CreateTopicWithAssignment(ctxFor(t), "t", "", map[int32][]int32{0: {1, 2, 3}}, nil))
 	await(t, ms[0], "t led by 1", partitionIs("t", 0, 1, 1, 2, 3))
 	_, before := e.get(t, statePath("t", 0))
 	path := statePath("t", 0)
@@ -204,7 +204,7 @@ func TestControllerWriteConflict(t *testing.T) {
 	waitUntil(t, "member 1 controls", c.IsController)
 	m2, m3 := e.join(t, 2), e.join(t, 3)
 	await(t, c, "3 brokers", func(s Snapshot) bool { return len(s.Brokers) == 3 })
-	must(t, c.CreateTopicWithAssignment(ctxFor(t), "t", map[int32][]int32{0: {1, 2, 3}}, nil))
+	must(t, c.CreateTopicWithAssignment(ctxFor(t), "t", "", map[int32][]int32{0: {1, 2, 3}}, nil))
 	await(t, c, "t led by 1", partitionIs("t", 0, 1, 1, 2, 3))
 	var fired atomic.Int32
 	hooked.setHook(func(ops []coord.Op) error {
@@ -235,8 +235,8 @@ func TestUncleanElection(t *testing.T) {
 	e := memEnv(t)
 	ms := e.joinAll(t, 1, 2, 3)
 	assignment := map[int32][]int32{0: {2, 3}}
-	must(t, ms[0].CreateTopicWithAssignment(ctxFor(t), "clean", assignment, nil))
-	must(t, ms[0].CreateTopicWithAssignment(ctxFor(t), "dirty", assignment, map[string]string{UncleanLeaderElectionConfig: "true"}))
+	must(t, ms[0].CreateTopicWithAssignment(ctxFor(t), "clean", "", assignment, nil))
+	must(t, ms[0].CreateTopicWithAssignment(ctxFor(t), "dirty", "", assignment, map[string]string{UncleanLeaderElectionConfig: "true"}))
 	for _, topic := range []string{"clean", "dirty"} {
 		await(t, ms[1], topic+" led by 2", partitionIs(topic, 0, 2, 2, 3))
 		_, err := ms[1].AlterISR(ctxFor(t), topic, 0, 0, []int32{2})
@@ -260,9 +260,9 @@ func TestUncleanElection(t *testing.T) {
 func TestControlledShutdown(t *testing.T) {
 	e := memEnv(t)
 	ms := e.joinAll(t, 1, 2, 3)
-	must(t, ms[0].CreateTopicWithAssignment(ctxFor(t), "r3",
+	must(t, ms[0].CreateTopicWithAssignment(ctxFor(t), "r3", "",
 		map[int32][]int32{0: {1, 2, 3}, 1: {2, 3, 1}, 2: {3, 1, 2}, 3: {2, 1, 3}}, nil))
-	must(t, ms[0].CreateTopicWithAssignment(ctxFor(t), "solo", map[int32][]int32{0: {2}}, nil))
+	must(t, ms[0].CreateTopicWithAssignment(ctxFor(t), "solo", "", map[int32][]int32{0: {2}}, nil))
 	for _, m := range ms {
 		await(t, m, "leaders", func(s Snapshot) bool {
 			return leadersAre("r3", []int32{1, 2, 3, 2})(s) && leadersAre("solo", []int32{2})(s)
@@ -315,7 +315,7 @@ func TestControlledShutdownTimesOut(t *testing.T) {
 	waitUntil(t, "member 1 controls", c.IsController)
 	m2 := e.join(t, 2)
 	await(t, c, "2 brokers", func(s Snapshot) bool { return len(s.Brokers) == 2 })
-	must(t, c.CreateTopicWithAssignment(ctxFor(t), "t", map[int32][]int32{0: {2, 1}}, nil))
+	must(t, c.CreateTopicWithAssignment(ctxFor(t), "t", "", map[int32][]int32{0: {2, 1}}, nil))
 	await(t, m2, "t led by 2", partitionIs("t", 0, 2, 2, 1))
 	hooked.setHook(func([]coord.Op) error { return fmt.Errorf("test: %w", coord.ErrUnavailable) })
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
@@ -345,7 +345,7 @@ func TestPreferredLeaderReturn(t *testing.T) {
 		}, nil)
 		waitUntil(t, "1 controls", c.IsController)
 		m2, m3 := e.join(t, 2), e.join(t, 3)
-		must(t, c.CreateTopicWithAssignment(ctxFor(t), "t", map[int32][]int32{0: {2, 1}, 1: {3, 1}}, nil))
+		must(t, c.CreateTopicWithAssignment(ctxFor(t), "t", "", map[int32][]int32{0: {2, 1}, 1: {3, 1}}, nil))
 		await(t, c, "preferred leaders", leadersAre("t", []int32{2, 3}))
 		e.crash(t, m2)
 		e.crash(t, m3)
@@ -374,7 +374,7 @@ func TestPreferredLeaderReturn(t *testing.T) {
 	t.Run("off", func(t *testing.T) {
 		e := memEnv(t)
 		ms := e.joinAll(t, 1, 2)
-		must(t, ms[0].CreateTopicWithAssignment(ctxFor(t), "t", map[int32][]int32{0: {2, 1}}, nil))
+		must(t, ms[0].CreateTopicWithAssignment(ctxFor(t), "t", "", map[int32][]int32{0: {2, 1}}, nil))
 		await(t, ms[0], "2 leads", partitionIs("t", 0, 2, 2, 1))
 		e.crash(t, ms[1])
 		await(t, ms[0], "1 leads", partitionIs("t", 0, 1, 1))
@@ -383,7 +383,7 @@ func TestPreferredLeaderReturn(t *testing.T) {
 		must(t, err)
 		// Once the controller has elected the leader of a topic created
 		// after the ISR change, it has reconciled a snapshot holding it.
-		must(t, ms[0].CreateTopicWithAssignment(ctxFor(t), "marker", map[int32][]int32{0: {1}}, nil))
+		must(t, ms[0].CreateTopicWithAssignment(ctxFor(t), "marker", "", map[int32][]int32{0: {1}}, nil))
 		snap := await(t, ms[0], "marker led", leadersAre("marker", []int32{1}))
 		if !partitionIs("t", 0, 1, 1, 2)(snap) {
 			t.Errorf("leadership moved with auto.leader.rebalance.enable off:\n%s", dump(snap))

@@ -41,6 +41,10 @@ type Broker struct {
 // Topic is a topic's assignment, leadership and configuration.
 type Topic struct {
 	Name string
+	// ID is the topic id (Kafka's UUID text form) from the topic node's
+	// topic_id, or from the legacy config key of a topic not migrated yet;
+	// "" until the controller has assigned one to a topic written without.
+	ID string
 	// Partitions are indexed by partition id.
 	Partitions []Partition
 	// Configs are the overrides of /config/topics/<topic>; nil when the node
