@@ -33,16 +33,28 @@ func readRecoveryPoint(dir string) int64 {
 func (l *Log) setRecoveryPoint(off int64) {
 	l.rpMu.Lock()
 	defer l.rpMu.Unlock()
+	l.setRecoveryPointLocked(off)
+}
+
+func (l *Log) setRecoveryPointLocked(off int64) {
 	if off <= l.recoveryPoint {
 		return
 	}
+	if err := l.writeRecoveryPointLocked(off); err != nil {
+		l.logger.Warn("write recovery point", "err", err)
+	}
+}
+
+// writeRecoveryPointLocked replaces the recovery-point file (TruncateTo
+// also moves it back); the caller holds rpMu.
+func (l *Log) writeRecoveryPointLocked(off int64) error {
 	b := binary.BigEndian.AppendUint64(nil, uint64(off))
 	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 	if err := l.files.essential(func() error { return writeFileAtomic(filepath.Join(l.dir, recoveryPointFile), b) }); err != nil {
-		l.logger.Warn("write recovery point", "err", err)
-		return
+		return err
 	}
 	l.recoveryPoint = off
+	return nil
 }
 
 func syncDir(dir string) error {
@@ -84,6 +96,8 @@ func (l *Log) load() error {
 		l.recoveryPoint = readRecoveryPoint(l.dir)
 	}
 	interval := int64(l.cfg.IndexIntervalBytes)
+	epochsFromFile := false
+	l.epochs, epochsFromFile = loadEpochCache(l.dir)
 
 	var segs []*segment
 	for _, base := range listOffsetFiles(names, logSuffix) {
@@ -138,6 +152,9 @@ func (l *Log) load() error {
 	l.active = active
 	l.start.Store(segs[0].base)
 	l.end.Store(active.next)
+	if err := l.finishEpochLoad(epochsFromFile); err != nil {
+		return err
+	}
 	return l.loadProducers(names)
 }
 
@@ -192,13 +209,16 @@ func (l *Log) recover(segs []*segment) error {
 		}
 	}
 	l.logger.Info("recovering log after unclean shutdown", "from_segment", segs[first].base, "segments", len(segs)-first)
+	// The checkpoint may be ahead of or behind the unsynced tail; the
+	// scanned batches decide.
+	l.epochs.truncateFromEnd(segs[first].base)
 	for i := first; i < len(segs); i++ {
 		s := segs[i]
 		f, err := s.openFile(useEssential)
 		if err != nil {
 			return err
 		}
-		res, err := scanSegment(f, s.base, s.size.Load(), s.interval, true, nil)
+		res, err := scanSegment(f, s.base, s.size.Load(), s.interval, true, func(h batchHeader) { l.epochs.observe(h) })
 		if err != nil {
 			s.file.release()
 			return fmt.Errorf("log: recover segment %d: %w", s.base, err)
