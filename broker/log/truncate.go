@@ -144,6 +144,12 @@ func (l *Log) truncate(segs []*segment, i int, pos, offset int64) error {
 	}
 	ps.removeStale(nowMs, l.start.Load())
 	l.producers = ps
+	// Open without a snapshot would read only the new, empty active
+	// segment; this one keeps the rebuilt state across a crash.
+	if err := l.files.essential(func() error { return ps.writeSnapshot(l.dir, offset) }); err != nil {
+		return err
+	}
+	pruneSnapshots(l.dir)
 
 	// Dropped files go before the new segment is created: it may take the
 	// name of the first of them.
