@@ -239,7 +239,9 @@ func TestTruncateToRejects(t *testing.T) {
 // every snapshot.
 func TestTruncateProducerState(t *testing.T) {
 	cfg := Config{SegmentBytes: 400, RetentionMs: -1}
-	batch := func(i int) []byte { return idem(7, 0, int32(2*i), fmt.Sprintf("p%02d-a", i), fmt.Sprintf("p%02d-b", i)) }
+	batch := func(i int) []byte {
+		return idem(7, 0, int32(2*i), fmt.Sprintf("p%02d-a", i), fmt.Sprintf("p%02d-b", i))
+	}
 	for _, tc := range []struct {
 		name  string
 		cut   int // first dropped batch
