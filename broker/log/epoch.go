@@ -109,12 +109,14 @@ func (c *epochCache) observe(h batchHeader) bool {
 	if h.leaderEpoch < 0 {
 		return false
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	// Only the appender changes entries, so it may read them unlocked; the
+	// lock is for the rare change, not for every batch.
 	if n := len(c.entries); n > 0 && (h.leaderEpoch <= c.entries[n-1].epoch || h.baseOffset <= c.entries[n-1].start) {
 		return false
 	}
+	c.mu.Lock()
 	c.entries = append(c.entries, epochEntry{epoch: h.leaderEpoch, start: h.baseOffset})
+	c.mu.Unlock()
 	c.dirty = true
 	return true
 }
