@@ -38,9 +38,10 @@ type Log struct {
 	recoveryPoint int64
 
 	epochs *epochCache // leader epochs of the batches; see epoch.go
-	// truncations counts TruncateTo calls (changed under rpMu): a Flush
-	// that started before one must not raise the recovery point over
-	// bytes written after it, and a Read that failed while one ran retries.
+	// truncations is a generation, odd while a TruncateTo cuts files and
+	// bumped under rpMu: a Flush that started before a cut must not raise
+	// the recovery point over bytes written after it, and a Read that
+	// failed while one ran retries.
 	truncations atomic.Int64
 
 	// lastRollDone is closed when the most recent roll's background sync
@@ -462,7 +463,7 @@ func (l *Log) Read(offset int64, maxBytes int) (*View, error) {
 		gen := l.truncations.Load()
 		v, err := l.readOnce(offset, maxBytes)
 		// A TruncateTo meanwhile may have cut the bytes under the read.
-		if err != nil && (errors.Is(err, errSegmentGone) || l.truncations.Load() != gen) && attempt < 100 {
+		if err != nil && (errors.Is(err, errSegmentGone) || l.truncationRaced(gen)) && attempt < 100 {
 			continue
 		}
 		return v, err

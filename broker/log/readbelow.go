@@ -12,21 +12,27 @@ func (l *Log) ReadBelow(offset int64, maxBytes int, limit int64) (*View, error) 
 	if start := l.StartOffset(); offset >= limit && offset >= start {
 		return &View{}, nil
 	}
-	v, err := l.Read(offset, maxBytes)
-	if err != nil || v.Len() == 0 {
-		return v, err
+	for attempt := 0; ; attempt++ {
+		gen := l.truncations.Load()
+		v, err := l.Read(offset, maxBytes)
+		if err != nil || v.Len() == 0 {
+			return v, err
+		}
+		end, err := v.cutBelow(limit)
+		if err != nil {
+			v.Release()
+			if attempt < 100 && l.truncationRaced(gen) {
+				continue
+			}
+			return nil, err
+		}
+		if end == v.pos {
+			v.Release()
+			return &View{}, nil
+		}
+		v.n = end - v.pos
+		return v, nil
 	}
-	end, err := v.cutBelow(limit)
-	if err != nil {
-		v.Release()
-		return nil, err
-	}
-	if end == v.pos {
-		v.Release()
-		return &View{}, nil
-	}
-	v.n = end - v.pos
-	return v, nil
 }
 
 // cutBelow returns the file position where the view must end so that it

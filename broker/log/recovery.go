@@ -152,6 +152,10 @@ func (l *Log) load() error {
 	l.active = active
 	l.start.Store(segs[0].base)
 	l.end.Store(active.next)
+	if clean {
+		// The last Close wrote this point; TruncateTo must know it to move it back.
+		l.recoveryPoint = max(l.recoveryPoint, active.next)
+	}
 	if err := l.finishEpochLoad(epochsFromFile); err != nil {
 		return err
 	}

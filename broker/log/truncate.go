@@ -65,7 +65,8 @@ func (l *Log) TruncateTo(offset int64) error {
 	// rescans from the cut. Flushes begun before see the new generation
 	// and leave the point alone.
 	l.rpMu.Lock()
-	l.truncations.Add(1)
+	l.truncations.Add(1) // odd while the cut is under way
+	defer l.truncations.Add(1)
 	var err error
 	if offset < l.recoveryPoint {
 		err = l.writeRecoveryPointLocked(offset)
@@ -284,6 +285,19 @@ func listDirNames(dir string) ([]string, error) {
 		names[i] = e.Name()
 	}
 	return names, nil
+}
+
+// truncationRaced reports whether a read that began at truncation
+// generation gen and failed may have had its bytes cut under it; if so it
+// waits for the truncation to finish, so that a retry sees the new state.
+func (l *Log) truncationRaced(gen int64) bool {
+	if gen%2 == 0 && l.truncations.Load() == gen {
+		return false
+	}
+	l.mu.Lock()
+	// An empty critical section: TruncateTo holds l.mu until it is done.
+	l.mu.Unlock()
+	return true
 }
 
 // setRecoveryPointUnlessTruncated is setRecoveryPoint for a Flush that
