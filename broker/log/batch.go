@@ -39,6 +39,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 type batchHeader struct {
 	baseOffset      int64
 	size            int64 // whole batch, batchLogOverhead included
+	leaderEpoch     int32 // partitionLeaderEpoch, stamped by the leader; -1 = none
 	lastOffsetDelta int32
 	baseTimestamp   int64
 	maxTimestamp    int64
@@ -56,6 +57,7 @@ func parseHeader(b []byte) batchHeader {
 	return batchHeader{
 		baseOffset:      int64(binary.BigEndian.Uint64(b[offBaseOffset:])),
 		size:            int64(int32(binary.BigEndian.Uint32(b[offBatchLength:]))) + batchLogOverhead,
+		leaderEpoch:     int32(binary.BigEndian.Uint32(b[offLeaderEpoch:])),
 		lastOffsetDelta: int32(binary.BigEndian.Uint32(b[offLastOffsetDelta:])),
 		baseTimestamp:   int64(binary.BigEndian.Uint64(b[offBaseTimestamp:])),
 		maxTimestamp:    int64(binary.BigEndian.Uint64(b[offMaxTimestamp:])),

@@ -34,8 +34,9 @@
 // state after every batch below NNN with each producer's last append time,
 // CRC-32C protected, version 2; written at each roll and at Close; our own
 // format, so it does not carry Kafka's ".snapshot" name), recovery-point
-// (offset below which all data was fsynced, with a CRC) and .clean-shutdown
-// (written last by Close, removed by Open).
+// (offset below which all data was fsynced, with a CRC),
+// leader-epoch-checkpoint (below) and .clean-shutdown (written last by
+// Close, removed by Open).
 // All integers are big-endian. Index and snapshot files are replaced
 // atomically (write, fsync, rename).
 //
@@ -67,6 +68,58 @@
 // Loading a snapshot applies both rules again, so a snapshot taken before a
 // producer expired never brings it back. Batches re-read from segments at
 // recovery count as appended at their segment file's modification time.
+//
+// # Leader epochs
+//
+// Each batch carries the partitionLeaderEpoch its leader stamped (header
+// bytes 12..15, outside the CRC). Append and AppendReplica feed the leader
+// epoch cache: a batch whose epoch is greater than the latest cached one
+// records (epoch, base offset); -1 and older epochs record nothing. The
+// cache is Kafka's leader-epoch-checkpoint file, frozen format, text:
+//
+//	0
+//	<number of entries>
+//	<epoch> <start offset>     (one line per entry, oldest first)
+//
+// It is replaced atomically (temp, fsync, rename, directory fsync) when an
+// append changes it, before the batch is written: a crash in between leaves
+// it ahead of the log, and Open cuts it back to the log end offset. Unclean
+// recovery also drops the entries from the first rescanned segment on and
+// takes the epochs again from the rescanned batches. A missing or unreadable
+// file is rebuilt from the batch headers at Open (epochs never decrease
+// along a log, so only segments whose first and last epochs differ are
+// walked). Retention trims it as Kafka's truncateFromStart does: the last
+// epoch starting below the new log start offset is kept, moved up to it.
+// LatestEpoch and EndOffsetForEpoch (OffsetsForLeaderEpoch) read it;
+// EndOffsetForEpoch answers (-1, -1) for an epoch below the first cached
+// one, as Kafka 1.x did, where Kafka 2.x returns (epoch, first start).
+//
+// # Replication
+//
+// A follower appends what it fetched with AppendReplica: whole batches
+// (a fetch response's partial last batch must be cut off first) that keep
+// their offsets, epochs and timestamps, starting exactly at the log end
+// offset (else ErrOffsetMismatch). The segment, index and time index bytes
+// come out identical to the leader's when the batches arrive one per call
+// under the same configuration. Producer state is updated from them without
+// judging sequences, so a follower that becomes leader detects retries of
+// batches it only replicated.
+//
+// TruncateTo(offset) cuts a divergent tail at a batch boundary: later
+// segments are deleted, the segment holding offset is truncated at that
+// batch, its indexes rebuilt from a walk of what stays, and sealed, and a
+// new active segment starts at offset. The producer state is rebuilt from
+// the newest snapshot at or below offset plus the kept batches after it
+// (snapshots past the cut are deleted, one is written at the cut), the
+// epoch cache is cut, and the recovery point moves back to offset (a Flush
+// that began before does not move it forward again). All of it is fsynced,
+// directory included, before TruncateTo returns: a crash afterwards cannot
+// bring dropped bytes back. A TruncateTo that fails half way leaves the Log
+// refusing appends and truncations and not marked clean at Close, so the
+// next Open recovers it from the files.
+//
+// ReadBelow is Read limited to batches whose last offset is below a limit
+// (the high watermark for consumers).
 //
 // # Durability and recovery
 //
@@ -121,10 +174,19 @@
 //
 // # Concurrency
 //
-// A Log is safe for concurrent use. Appends, rolls, retention and Close are
-// serialized; Read, StartOffset, EndOffset and OffsetForTimestamp run
-// concurrently with them and only see fully written batches. A View holds a
-// reference to its segment: a segment deleted by retention (or a Log closed)
-// stays readable through Views taken before, until they are released.
+// A Log is safe for concurrent use. Appends (Append, AppendReplica), rolls,
+// retention, TruncateTo and Close are serialized; Read, ReadBelow,
+// StartOffset, EndOffset, OffsetForTimestamp, LatestEpoch and
+// EndOffsetForEpoch run concurrently with them and only see fully written
+// batches. EndOffsetForEpoch reads the epoch cache and the end offset as one
+// state. A View holds a reference to its segment: a segment deleted by
+// retention or TruncateTo (or a Log closed) stays readable through Views
+// taken before, until they are released. A View of the segment that
+// TruncateTo cut in place reads its bytes below the cut unchanged and fails
+// (Bytes, WriteTo and SendTo return an error, possibly after sending part
+// of it) for bytes past the cut; since new batches never go into a cut
+// segment, a View never returns bytes written after it was taken. Reads
+// that begin after TruncateTo returns never see dropped bytes; a Read that
+// fails because a truncation ran under it is retried internally.
 // Different Logs share nothing.
 package log

@@ -21,6 +21,12 @@ var (
 	ErrCorruption = errors.New("log: on-disk corruption")
 	// ErrInvalidConfig: a Config field is out of range (see Config.Validate).
 	ErrInvalidConfig = errors.New("log: invalid config")
+	// ErrOffsetMismatch: AppendReplica got batches that do not start at the
+	// log end offset or leave a gap; nothing was written.
+	ErrOffsetMismatch = errors.New("log: replica batch offset does not match the log end offset")
+	// ErrNotBatchBoundary: TruncateTo got an offset inside a batch; nothing
+	// was changed.
+	ErrNotBatchBoundary = errors.New("log: offset is not a batch boundary")
 )
 
 // errSegmentGone is internal: a reader raced with retention deleting its

@@ -27,6 +27,7 @@ type Log struct {
 
 	mu        sync.Mutex // appends, rolls, retention, close
 	closed    bool
+	broken    error // a TruncateTo failed half way; see truncate.go
 	active    *segment
 	producers *producerState
 	unflushed int64 // records appended since the last flush
@@ -35,6 +36,13 @@ type Log struct {
 
 	rpMu          sync.Mutex // the recovery-point file
 	recoveryPoint int64
+
+	epochs *epochCache // leader epochs of the batches; see epoch.go
+	// truncations is a generation, odd while a TruncateTo cuts files and
+	// bumped under rpMu: a Flush that started before a cut must not raise
+	// the recovery point over bytes written after it, and a Read that
+	// failed while one ran retries.
+	truncations atomic.Int64
 
 	// lastRollDone is closed when the most recent roll's background sync
 	// has finished.
@@ -149,15 +157,31 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 		maxTs = max(maxTs, h.maxTimestamp)
 		records += int64(h.recordCount)
 	}
-	first, last := hs[0].baseOffset, next-1
+	if err := l.commit(batch, hs, overlay, next, maxTs, records, now); err != nil {
+		return AppendResult{}, err
+	}
+	return AppendResult{BaseOffset: hs[0].baseOffset, LastOffset: next - 1, MaxTimestamp: maxTs, LogStartOffset: l.start.Load()}, nil
+}
 
-	if l.shouldRoll(int64(len(batch)), last, now) {
+// commit writes validated batches whose offsets are set in hs (next is the
+// offset after the last) and applies their producer state (overlay) and
+// leader epochs: the common tail of Append and AppendReplica. The caller
+// holds l.mu.
+func (l *Log) commit(batch []byte, hs []batchHeader, overlay map[int64]*producerEntry, next, maxTs, records int64, now time.Time) error {
+	if l.broken != nil {
+		return l.broken
+	}
+	if l.shouldRoll(int64(len(batch)), next-1, now) {
 		if err := l.roll(now); err != nil {
-			return AppendResult{}, err
+			return err
 		}
 	}
+	if err := l.observeEpochs(hs); err != nil {
+		return err
+	}
 	if err := l.write(batch, hs, maxTs); err != nil {
-		return AppendResult{}, err
+		l.undoEpochs(hs[0].baseOffset)
+		return err
 	}
 	l.active.next = next
 	l.end.Store(next)
@@ -172,7 +196,7 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 			l.logger.Error("flush after append failed", "err", err)
 		}
 	}
-	return AppendResult{BaseOffset: first, LastOffset: last, MaxTimestamp: maxTs, LogStartOffset: l.start.Load()}, nil
+	return nil
 }
 
 func (l *Log) shouldRoll(n, lastOffset int64, now time.Time) bool {
@@ -297,7 +321,7 @@ func (l *Log) Flush() error {
 		l.mu.Unlock()
 		return ErrClosed
 	}
-	s, end, rolled := l.active, l.end.Load(), l.lastRollDone
+	s, end, rolled, gen := l.active, l.end.Load(), l.lastRollDone, l.truncations.Load()
 	l.unflushed = 0
 	if !s.acquire() {
 		l.mu.Unlock()
@@ -309,7 +333,7 @@ func (l *Log) Flush() error {
 		return fmt.Errorf("log: flush: %w", err)
 	}
 	<-rolled // earlier segments must be on disk before the checkpoint passes them
-	l.setRecoveryPoint(end)
+	l.setRecoveryPointUnlessTruncated(end, gen)
 	return nil
 }
 
@@ -365,10 +389,13 @@ func (l *Log) Close() error {
 	errs = append(errs, l.syncSegment(l.active), l.sealActive()())
 	end := l.end.Load()
 	l.producers.removeStale(l.cfg.Now().UnixMilli(), l.start.Load())
-	errs = append(errs, l.files.essential(func() error { return l.producers.writeSnapshot(l.dir, end) }))
+	if l.broken == nil { // else the state may not match the files; recovery rebuilds it
+		errs = append(errs, l.files.essential(func() error { return l.producers.writeSnapshot(l.dir, end) }))
+	}
 	pruneSnapshots(l.dir)
+	errs = append(errs, l.files.essential(l.epochs.persist))
 	l.setRecoveryPoint(end)
-	if err := errors.Join(errs...); err == nil {
+	if err := errors.Join(errs...); err == nil && l.broken == nil {
 		// Only a fully synced log may skip recovery next time.
 		errs = append(errs, l.files.essential(func() error {
 			return errors.Join(writeFileAtomic(cleanShutdownPath(l.dir), nil), syncDir(l.dir))
@@ -405,8 +432,10 @@ func (l *Log) Delete() error {
 // The caller must Release the View.
 func (l *Log) Read(offset int64, maxBytes int) (*View, error) {
 	for attempt := 0; ; attempt++ {
+		gen := l.truncations.Load()
 		v, err := l.readOnce(offset, maxBytes)
-		if errors.Is(err, errSegmentGone) && attempt < 100 {
+		// A TruncateTo meanwhile may have cut the bytes under the read.
+		if err != nil && (errors.Is(err, errSegmentGone) || l.truncationRaced(gen)) && attempt < 100 {
 			continue
 		}
 		return v, err

@@ -33,16 +33,28 @@ func readRecoveryPoint(dir string) int64 {
 func (l *Log) setRecoveryPoint(off int64) {
 	l.rpMu.Lock()
 	defer l.rpMu.Unlock()
+	l.setRecoveryPointLocked(off)
+}
+
+func (l *Log) setRecoveryPointLocked(off int64) {
 	if off <= l.recoveryPoint {
 		return
 	}
+	if err := l.writeRecoveryPointLocked(off); err != nil {
+		l.logger.Warn("write recovery point", "err", err)
+	}
+}
+
+// writeRecoveryPointLocked replaces the recovery-point file (TruncateTo
+// also moves it back); the caller holds rpMu.
+func (l *Log) writeRecoveryPointLocked(off int64) error {
 	b := binary.BigEndian.AppendUint64(nil, uint64(off))
 	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 	if err := l.files.essential(func() error { return writeFileAtomic(filepath.Join(l.dir, recoveryPointFile), b) }); err != nil {
-		l.logger.Warn("write recovery point", "err", err)
-		return
+		return err
 	}
 	l.recoveryPoint = off
+	return nil
 }
 
 func syncDir(dir string) error {
@@ -88,6 +100,8 @@ func (l *Log) load() error {
 		l.recoveryPoint = readRecoveryPoint(l.dir)
 	}
 	interval := int64(l.cfg.IndexIntervalBytes)
+	epochsFromFile := false
+	l.epochs, epochsFromFile = loadEpochCache(l.dir)
 
 	var segs []*segment
 	for _, base := range listOffsetFiles(names, logSuffix) {
@@ -144,6 +158,13 @@ func (l *Log) load() error {
 	l.end.Store(active.next)
 	if upgraded {
 		l.migrateIndexes(segs[:len(segs)-1])
+	}
+	if clean {
+		// The last Close wrote this point; TruncateTo must know it to move it back.
+		l.recoveryPoint = max(l.recoveryPoint, active.next)
+	}
+	if err := l.finishEpochLoad(epochsFromFile); err != nil {
+		return err
 	}
 	return l.loadProducers(names)
 }
@@ -222,13 +243,16 @@ func (l *Log) recover(segs []*segment) error {
 		}
 	}
 	l.logger.Info("recovering log after unclean shutdown", "from_segment", segs[first].base, "segments", len(segs)-first)
+	// The checkpoint may be ahead of or behind the unsynced tail; the
+	// scanned batches decide.
+	l.epochs.truncateFromEnd(segs[first].base)
 	for i := first; i < len(segs); i++ {
 		s := segs[i]
 		f, err := s.openFile(useEssential)
 		if err != nil {
 			return err
 		}
-		res, err := scanSegment(f, s.base, s.size.Load(), s.interval, true, nil)
+		res, err := scanSegment(f, s.base, s.size.Load(), s.interval, true, func(h batchHeader) { l.epochs.observe(h) })
 		if err != nil {
 			s.file.release()
 			return fmt.Errorf("log: recover segment %d: %w", s.base, err)

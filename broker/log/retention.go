@@ -57,6 +57,9 @@ func (l *Log) ApplyRetention() (deletedSegments int, err error) {
 		errs = append(errs, s.remove())
 		s.release()
 	}
+	// Epochs wholly below the new start go, as in Kafka's truncateFromStart.
+	l.epochs.truncateFromStart(kept[0].base)
+	errs = append(errs, l.files.essential(l.epochs.persist))
 	l.logger.Info("retention deleted segments", "segments", n, "log_start_offset", kept[0].base)
 	l.expireProducers(n)
 	return n, errors.Join(errs...)

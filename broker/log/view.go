@@ -79,6 +79,11 @@ func (v *View) SendTo(w io.Writer) (n int64, zeroCopy bool, err error) {
 		}
 	}
 	n, err = io.Copy(w, io.NewSectionReader(v.file, v.pos, v.n))
+	if err == nil && n < v.n {
+		// The file got shorter under the view (TruncateTo): a short
+		// write must not pass for the whole view.
+		err = fmt.Errorf("log: read view: %w", io.ErrUnexpectedEOF)
+	}
 	return n, false, err
 }
 
