@@ -134,7 +134,9 @@ func (b *Broker) offsetsBefore(p *partition, ts int64, maxNum int32, consumer bo
 	case listEarliest:
 		pick = 0
 	default:
-		for pick = len(cands) - 1; pick >= 0 && cands[pick].modified > ts; pick-- {
+		pick = len(cands) - 1
+		for pick >= 0 && cands[pick].modified > ts {
+			pick--
 		}
 	}
 	n := min(int(maxNum), pick+1)
@@ -142,9 +144,11 @@ func (b *Broker) offsetsBefore(p *partition, ts int64, maxNum int32, consumer bo
 	for i := pick; i > pick-n; i-- {
 		out = append(out, cands[i].offset)
 	}
-	// Segment base offsets ascend, but a log start offset inside the first
-	// segment may repeat; descending order is the contract.
+	// Already descending unless a roll after end was read listed a segment
+	// beyond it; descending order is the contract (Kafka sorts too).
 	sort.Slice(out, func(i, j int) bool { return out[i] > out[j] })
+	// The high watermark is what v1+ answers for latest: the end offset
+	// read above.
 	if hw := end; consumer && len(out) > 0 && out[0] > hw {
 		i := 0
 		for i < len(out) && out[i] > hw {
