@@ -148,9 +148,8 @@ func (b *Broker) offsetsBefore(p *partition, ts int64, maxNum int32, consumer bo
 	// Already descending unless a roll after end was read listed a segment
 	// beyond it; descending order is the contract (Kafka sorts too).
 	sort.Slice(out, func(i, j int) bool { return out[i] > out[j] })
-	// The high watermark is what v1+ answers for latest: the end offset
-	// read above.
-	if hw := end; consumer && len(out) > 0 && out[0] > hw {
+	// The high watermark is what v1+ answers for latest.
+	if hw := min(p.highWatermark(), end); consumer && len(out) > 0 && out[0] > hw {
 		i := 0
 		for i < len(out) && out[i] > hw {
 			i++
