@@ -1,7 +1,7 @@
 // Package broker is Tributary's Kafka-protocol server: it accepts Kafka
 // clients (franz-go, librdkafka/kcat, the Java client) on a TCP listener and
 // serves ApiVersions, Metadata, CreateTopics, DeleteTopics, Produce, Fetch,
-// ListOffsets, InitProducerId, DescribeConfigs and IncrementalAlterConfigs
+// ListOffsets (v0 too), InitProducerId, DescribeConfigs and IncrementalAlterConfigs
 // on top of the storage engine in broker/log, and the group coordinator's
 // APIs (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 // OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups,
@@ -25,7 +25,35 @@
 // decoded with github.com/twmb/franz-go/pkg/kmsg; the only bytes this package
 // produces by hand are the frame size, the response header and, for Fetch,
 // the length prefixes of record sets that are streamed from segment files.
-// ApiVersions advertises exactly the version ranges in apiVersionTable.
+// ApiVersions advertises exactly the version ranges in apiTable.
+//
+// # Old request versions
+//
+// Some clients never ask ApiVersions and pick versions from a configured
+// broker version instead. What they send (from their sources, and for
+// kcat 1.7.1/librdkafka 2.0.2 from frames captured in
+// TestKcatOldProtocolVersions):
+//
+//	client                                sends                                   here
+//	Burrow 1.2.x (any kafka-version)      ListOffsets v0 for end offsets          served
+//	Sarama, Version < 0.10.1              ListOffsets v0 (>= 0.10.1: v1)          served
+//	Sarama, Version < 0.10                Metadata v0                             served
+//	Sarama <= 1.31, any Version           OffsetCommit v1, OffsetFetch v1         served
+//	Sarama, Version < 0.11                Fetch v0-v3, Produce v0-v2              refused
+//	librdkafka, fallback 0.9.0 / 0.8.2    Metadata v0, ListOffsets v0             served
+//	                                      FindCoordinator/JoinGroup/SyncGroup/
+//	                                      Heartbeat v0, OffsetFetch v1            served
+//	                                      Fetch v1 / v0, Produce v1 / v0          refused
+//	librdkafka, fallback >= 0.10.0        ApiVersions first, then current ones    served
+//
+// ListOffsets v0 answers Kafka's legacy list (listoffsets.go): segment base
+// offsets by file modification time plus the end offset, newest first, up
+// to max_num_offsets. Versions that carry the old message formats (Produce
+// < 3, Fetch < 4) stay refused, and so do OffsetCommit v0 and OffsetFetch
+// v0, whose Kafka semantics are offsets kept in ZooKeeper outside the group
+// coordinator. A refused API or version closes the connection, as in
+// Kafka, with a warning naming the API, version and client id, logged at
+// most once a second per API and version (unsupported.go).
 //
 // Fetch responses are written in pieces so that record bytes go from the
 // segment files to the socket with sendfile: the response is encoded with a

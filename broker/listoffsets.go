@@ -3,9 +3,13 @@ package broker
 import (
 	"context"
 	"fmt"
+	"sort"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	plog "github.com/tributary/tributary/broker/log"
 )
 
 // Special ListOffsets timestamps (frozen by the protocol).
@@ -14,10 +18,11 @@ const (
 	listEarliest = -2
 )
 
-// handleListOffsets answers earliest (-2), latest (-1) and by-timestamp
+// handleListOffsets answers, from v1, earliest (-2), latest (-1) and by-timestamp
 // lookups: the offset and timestamp of the first record, in offset order,
 // of the first batch whose max timestamp is >= t that has a timestamp >= t
-// (Kafka's answer), or -1 when no record is that recent.
+// (Kafka's answer), or -1 when no record is that recent. v0 answers a list
+// of offsets instead (offsetsBefore).
 func (b *Broker) handleListOffsets(_ context.Context, r *request) (reply, error) {
 	req := r.msg.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
@@ -32,6 +37,8 @@ func (b *Broker) handleListOffsets(_ context.Context, r *request) (reply, error)
 			switch {
 			case p == nil:
 				sp.ErrorCode = unservedCode(b.metadata(), rt.Topic, rp.Partition)
+			case req.Version == 0:
+				sp.OldStyleOffsets, sp.ErrorCode = b.offsetsBefore(p, rp.Timestamp, rp.MaxNumOffsets, req.ReplicaID == -1)
 			case rp.Timestamp == listLatest:
 				// What a consumer can read up to: the high watermark.
 				sp.Offset = p.highWatermark()
@@ -77,4 +84,77 @@ func (b *Broker) offsetForTimestamp(p *partition, ts int64) (offset, timestamp i
 	}
 	b.logger.Warn("timestamp lookup within a batch", "topic", p.topic, "partition", p.index, "offset", off, "err", err)
 	return off, maxTS
+}
+
+// offsetsBefore is ListOffsets v0, Kafka's legacy fetchOffsetsBefore (as
+// Kafka 2.8 still serves it, for clients such as Burrow 1.2 that build a
+// v0 request whatever broker version they are told): the candidates are
+// each segment's base offset (at least the log start offset) with the
+// modification time of its file, then, if the last segment holds data, the
+// log end offset with the time now. Latest (-1) picks the last candidate,
+// earliest (-2) the first, a time the last one modified at or before it
+// (a time before every segment, or another negative value, finds none);
+// the answer is up to maxNum offsets from the pick backwards, in
+// descending order. For a consumer (replica id -1) offsets above the high
+// watermark are replaced by it. A negative maxNum fails, as in Kafka, with
+// UNKNOWN_SERVER_ERROR.
+func (b *Broker) offsetsBefore(p *partition, ts int64, maxNum int32, consumer bool) ([]int64, int16) {
+	if maxNum < 0 {
+		return nil, kerr.UnknownServerError.Code
+	}
+	type candidate struct {
+		offset   int64
+		modified int64 // ms
+	}
+	start, end := p.log.StartOffset(), p.log.EndOffset()
+	var cands []candidate
+	lastHasData := end > start
+	if sl, ok := p.log.(interface {
+		Segments() ([]plog.SegmentInfo, error)
+	}); ok {
+		segs, err := sl.Segments()
+		if err != nil {
+			b.logger.Warn("listing segments for ListOffsets v0", "topic", p.topic, "partition", p.index, "err", err)
+			return nil, storageErrorCode(err)
+		}
+		for _, s := range segs {
+			cands = append(cands, candidate{max(s.BaseOffset, start), s.LastModified.UnixMilli()})
+		}
+		lastHasData = len(segs) > 0 && segs[len(segs)-1].Size > 0
+	} else {
+		// A storage without segments is one segment as old as time.
+		cands = append(cands, candidate{start, 0})
+	}
+	if lastHasData || len(cands) == 0 {
+		cands = append(cands, candidate{end, time.Now().UnixMilli()})
+	}
+	pick := -1
+	switch ts {
+	case listLatest:
+		pick = len(cands) - 1
+	case listEarliest:
+		pick = 0
+	default:
+		pick = len(cands) - 1
+		for pick >= 0 && cands[pick].modified > ts {
+			pick--
+		}
+	}
+	n := min(int(maxNum), pick+1)
+	out := make([]int64, 0, n)
+	for i := pick; i > pick-n; i-- {
+		out = append(out, cands[i].offset)
+	}
+	// Already descending unless a roll after end was read listed a segment
+	// beyond it; descending order is the contract (Kafka sorts too).
+	sort.Slice(out, func(i, j int) bool { return out[i] > out[j] })
+	// The high watermark is what v1+ answers for latest.
+	if hw := min(p.highWatermark(), end); consumer && len(out) > 0 && out[0] > hw {
+		i := 0
+		for i < len(out) && out[i] > hw {
+			i++
+		}
+		out = append([]int64{hw}, out[i:]...)
+	}
+	return out, 0
 }

@@ -142,9 +142,10 @@ func (b *Broker) describeTopic(snap cluster.Snapshot, t cluster.Topic) kmsg.Meta
 			mp.Leader = -1
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
-		// Leader epochs are not checked on requests: -1 tells clients not
-		// to fence on them.
-		mp.LeaderEpoch = -1
+		// The epoch the leader serves under (KIP-320): clients send it back
+		// in Fetch and OffsetForLeaderEpoch, and the leader fences stale
+		// ones (FENCED_LEADER_EPOCH) so that they refresh their metadata.
+		mp.LeaderEpoch = p.LeaderEpoch
 		mp.Replicas = slices.Clone(p.Replicas)
 		if mp.Replicas == nil {
 			mp.Replicas = []int32{}

@@ -209,7 +209,7 @@ func (f *fetcher) run(ctx context.Context) {
 			}
 			var err error
 			cl, err = kgo.NewClient(kgo.SeedBrokers(a), kgo.ClientID("tributary-replica-"+strconv.Itoa(int(b.cfg.BrokerID))),
-				kgo.RequestTimeoutOverhead(10*time.Second), kgo.MetadataMinAge(time.Hour))
+				kgo.RequestTimeoutOverhead(10*time.Second))
 			if err != nil {
 				b.res.logs.log(slog.LevelWarn, "replica-client", "replica fetcher client", "leader", f.leader, "err", err)
 				backoff = nextBackoff(backoff)

@@ -20,12 +20,14 @@ type apiSpec struct{ min, max int16 }
 
 // apiTable lists every API the broker implements, with exactly the version
 // ranges that ApiVersions advertises. Ranges cover what franz-go 1.22 and
-// librdkafka 2.0 use; old message formats (Produce < 3, Fetch < 4) are not
-// offered, as in Kafka 4.
+// librdkafka 2.0 use, and the old versions that tools which never ask
+// ApiVersions still send (ListOffsets v0 from Burrow, OffsetCommit v1 from
+// Sarama before 1.27; see doc.go); old message formats (Produce < 3, Fetch
+// < 4) are not offered, as in Kafka 4.
 var apiTable = map[int16]apiSpec{
 	int16(kmsg.Produce):                 {3, 9},
 	int16(kmsg.Fetch):                   {4, 12},
-	int16(kmsg.ListOffsets):             {1, 6},
+	int16(kmsg.ListOffsets):             {0, 6},
 	int16(kmsg.Metadata):                {0, 12},
 	int16(kmsg.ApiVersions):             {0, 3},
 	int16(kmsg.CreateTopics):            {0, 7},
@@ -41,7 +43,7 @@ var apiTable = map[int16]apiSpec{
 	int16(kmsg.SyncGroup):       {0, 5},
 	int16(kmsg.Heartbeat):       {0, 4},
 	int16(kmsg.LeaveGroup):      {0, 5},
-	int16(kmsg.OffsetCommit):    {2, 8},
+	int16(kmsg.OffsetCommit):    {1, 8},
 	int16(kmsg.OffsetFetch):     {1, 8},
 	int16(kmsg.ListGroups):      {0, 5},
 	int16(kmsg.DescribeGroups):  {0, 5},
@@ -290,11 +292,11 @@ func (b *Broker) readRequests(c net.Conn, reqs chan<- *request, log *slog.Logger
 		act.touch()
 		r, err := b.decodeRequest(frame)
 		if err != nil {
-			reason := "malformed"
 			if errors.Is(err, ErrUnsupportedRequest) {
-				reason = "unsupported"
+				b.refuseUnsupported(c, r, err)
+			} else {
+				b.badFrame(log, "malformed", err)
 			}
-			b.badFrame(log, reason, err)
 			return
 		}
 		r.conn = c
@@ -313,7 +315,8 @@ func (b *Broker) badFrame(log *slog.Logger, reason string, err error) {
 		"reason", reason, "last_err", err)
 }
 
-// decodeRequest parses the request header and body of one frame.
+// decodeRequest parses the request header and body of one frame. An error
+// wrapping ErrUnsupportedRequest comes with the request's header.
 func (b *Broker) decodeRequest(frame []byte) (*request, error) {
 	rd := kbin.Reader{Src: frame}
 	r := &request{frameSize: len(frame) + 4}
@@ -326,12 +329,12 @@ func (b *Broker) decodeRequest(frame []byte) (*request, error) {
 	}
 	spec, ok := apiTable[r.key]
 	if !ok {
-		return nil, fmt.Errorf("%w: api key %d (%s)", ErrUnsupportedRequest, r.key, kmsg.NameForKey(r.key))
+		return r, fmt.Errorf("%w: api key %d (%s)", ErrUnsupportedRequest, r.key, kmsg.NameForKey(r.key))
 	}
 	r.msg = kmsg.RequestForKey(r.key)
 	if r.version < spec.min || r.version > spec.max {
 		if r.key != int16(kmsg.ApiVersions) {
-			return nil, fmt.Errorf("%w: %s v%d (supported v%d-v%d)", ErrUnsupportedRequest,
+			return r, fmt.Errorf("%w: %s v%d (supported v%d-v%d)", ErrUnsupportedRequest,
 				kmsg.NameForKey(r.key), r.version, spec.min, spec.max)
 		}
 		// The body of a newer ApiVersions may not parse; it is not needed.

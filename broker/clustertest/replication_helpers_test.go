@@ -605,10 +605,19 @@ func (g *loadGen) sent(v string) bool {
 	return i < len(g.produced) && v == loadValue(g.tag, i)
 }
 
-// rawProduce sends one ProduceRequest with acks to exactly the broker
-// behind b (a seed broker handle: no metadata lookup on the way), one batch
-// holding values, and returns the partition's error code and base offset.
-func rawProduce(ctx context.Context, b *kgo.Broker, topic string, p int32, acks int16, values ...string) (int16, int64, error) {
+// directConn reaches exactly one broker. kgo rewrites a ProduceRequest's
+// acks to its client's setting, so there is one handle per acks value.
+type directConn struct{ all, leader *kgo.Broker }
+
+// rawProduce sends one ProduceRequest with acks (-1 or 1) to exactly the
+// broker behind d (seed broker handles: no metadata lookup on the way), one
+// batch holding values, and returns the partition's error code and base
+// offset.
+func rawProduce(ctx context.Context, d directConn, topic string, p int32, acks int16, values ...string) (int16, int64, error) {
+	b := d.all
+	if acks == 1 {
+		b = d.leader
+	}
 	rs := make([]logtest.Record, len(values))
 	for i, v := range values {
 		rs[i] = logtest.Record{Value: []byte(v)}
@@ -634,17 +643,23 @@ func rawProduce(ctx context.Context, b *kgo.Broker, topic string, p int32, acks 
 	return rp2.ErrorCode, rp2.BaseOffset, nil
 }
 
-// directBroker returns a client handle that talks to addr only, with its
-// connection already open (ApiVersions), so that later requests need
+// directBroker returns handles that talk to addr only, with their
+// connections already open (ApiVersions), so that later requests need
 // nothing from other brokers.
-func directBroker(t *testing.T, ctx context.Context, addr string) *kgo.Broker {
+func directBroker(t *testing.T, ctx context.Context, addr string) directConn {
 	t.Helper()
-	cl := newClient(t, []string{addr})
-	b := cl.SeedBrokers()[0]
-	if _, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, b); err != nil {
-		t.Fatalf("ApiVersions to %s: %v", addr, err)
+	open := func(opts ...kgo.Opt) *kgo.Broker {
+		cl := newClient(t, []string{addr}, opts...)
+		b := cl.SeedBrokers()[0]
+		if _, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, b); err != nil {
+			t.Fatalf("ApiVersions to %s: %v", addr, err)
+		}
+		return b
 	}
-	return b
+	return directConn{
+		all:    open(kgo.RequiredAcks(kgo.AllISRAcks())),
+		leader: open(kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite()),
+	}
 }
 
 // errName names a Kafka error code for messages.
