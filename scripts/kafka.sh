@@ -20,6 +20,8 @@
 #   TRIBUTARY_TEST_PORT_OFFSET  added to the ports (default 0)
 #   KAFKA_HEAP_OPTS             default -Xmx1g -Xms1g
 #   KAFKA_WAIT_SECONDS          bound on the start wait (default 120)
+#   KAFKA_STOP_SECONDS          bound on the wait after SIGTERM before SIGKILL
+#                               (default 60)
 #   KAFKA_NODE_ID               node.id (default 1)
 #   KAFKA_QUORUM_VOTERS         controller.quorum.voters (default: this node
 #                               alone); for a cluster, start every node with
@@ -45,6 +47,7 @@ lib=$repo/.cache/kafka/lib
 dir=$(realpath -m "${TRIBUTARY_KAFKA_DIR:-$repo/.cache/kafka/run}")
 data=$(realpath -m "${TRIBUTARY_KAFKA_DATA:-$dir/data}")
 wait_seconds=${KAFKA_WAIT_SECONDS:-120}
+stop_seconds=${KAFKA_STOP_SECONDS:-60}
 node_id=${KAFKA_NODE_ID:-1}
 voters=${KAFKA_QUORUM_VOTERS:-$node_id@127.0.0.1:$controller_port}
 
@@ -180,10 +183,10 @@ stop() {
 	fi
 	pid=$(cat "$dir/kafka.pid")
 	kill -TERM "$pid" 2>/dev/null || true
-	deadline=$((SECONDS + 60))
+	deadline=$((SECONDS + stop_seconds))
 	while alive; do
 		if [ $SECONDS -ge $deadline ]; then
-			say "pid $pid still running 60s after SIGTERM; killing it"
+			say "pid $pid still running ${stop_seconds}s after SIGTERM; killing it"
 			kill -KILL "$pid" 2>/dev/null || true
 			deadline=$((SECONDS + 30))
 		fi
