@@ -154,8 +154,8 @@
 // EndOffsetForEpoch run concurrently with them and only see fully written
 // batches. EndOffsetForEpoch reads the epoch cache and the end offset as one
 // state. A View holds a reference to its segment: a segment deleted by
-// retention, TruncateTo, TruncateFullyAndStartAt (or a Log closed) stays readable through Views
-// taken before, until they are released. A View of the segment that
+// retention or a truncation (or a Log closed) stays readable through
+// Views taken before, until they are released. A View of the segment that
 // TruncateTo cut in place reads its bytes below the cut unchanged and fails
 // (Bytes, WriteTo and SendTo return an error, possibly after sending part
 // of it) for bytes past the cut; since new batches never go into a cut
