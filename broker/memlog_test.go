@@ -269,3 +269,10 @@ func (l *memLog) EndOffsetForEpoch(epoch int32) (int32, int64) {
 	}
 	return -1, -1
 }
+
+func (l *memLog) TruncateFullyAndStartAt(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.batches, l.start, l.end = nil, offset, offset
+	return nil
+}

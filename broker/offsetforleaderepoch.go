@@ -37,11 +37,11 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, r *request) (repl
 					sp.ErrorCode = code
 					break
 				}
+				// Not capped at the high watermark for consumers, as in
+				// Kafka: a new leader's high watermark lags until its
+				// followers fetch, and a consumer that read up to the old
+				// leader's would take the gap for lost records.
 				sp.LeaderEpoch, sp.EndOffset = p.log.EndOffsetForEpoch(rp.LeaderEpoch)
-				if req.ReplicaID < 0 && sp.EndOffset > p.highWatermark() {
-					// A consumer must not learn of records not yet committed.
-					sp.EndOffset = p.highWatermark()
-				}
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

@@ -396,6 +396,16 @@ func (f *fetcher) applyFetched(fp followedPartition, rp kmsg.FetchResponseTopicP
 	p := fp.p
 	switch err := kerr.ErrorForCode(rp.ErrorCode); {
 	case err == nil:
+	case errors.Is(err, kerr.OffsetOutOfRange) && rp.LogStartOffset > p.log.EndOffset():
+		// The leader's retention deleted what we would copy next: start
+		// over at its log start, as Kafka's truncateFullyAndStartAt.
+		b.logger.Warn("follower behind the leader's log start; starting over there", "topic", p.topic, "partition", p.index,
+			"log_end", p.log.EndOffset(), "leader_log_start", rp.LogStartOffset)
+		if err := p.log.TruncateFullyAndStartAt(rp.LogStartOffset); err != nil {
+			b.res.logs.log(slog.LevelWarn, "replica-restart", "restarting a follower's log", "topic", p.topic, "partition", p.index, "err", err)
+		}
+		p.hw.Store(min(p.hw.Load(), p.log.EndOffset()))
+		return false
 	case errors.Is(err, kerr.OffsetOutOfRange):
 		// Our log end is past the leader's: reconcile again.
 		f.retruncate(p, fp.epoch)

@@ -34,6 +34,9 @@ type PartitionLog interface {
 	ReadBelow(offset int64, maxBytes int, limit int64) (RecordView, error)
 	// TruncateTo drops every record at or after offset, a batch boundary.
 	TruncateTo(offset int64) error
+	// TruncateFullyAndStartAt empties the log and restarts it at offset
+	// (a follower behind its leader's log start).
+	TruncateFullyAndStartAt(offset int64) error
 	// LatestEpoch is the newest leader epoch in the log, -1 if none;
 	// EndOffsetForEpoch is Kafka's OffsetsForLeaderEpoch answer.
 	LatestEpoch() int32

@@ -118,6 +118,10 @@
 // refusing appends and truncations and not marked clean at Close, so the
 // next Open recovers it from the files.
 //
+// TruncateFullyAndStartAt(offset) empties the log and restarts it at any
+// offset (start = end = offset), for a follower whose fetch offset is
+// outside the leader's range; same durability.
+//
 // ReadBelow is Read limited to batches whose last offset is below a limit
 // (the high watermark for consumers).
 //
@@ -175,13 +179,13 @@
 // # Concurrency
 //
 // A Log is safe for concurrent use. Appends (Append, AppendReplica), rolls,
-// retention, TruncateTo and Close are serialized; Read, ReadBelow,
+// retention, truncations and Close are serialized; Read, ReadBelow,
 // StartOffset, EndOffset, OffsetForTimestamp, LatestEpoch and
 // EndOffsetForEpoch run concurrently with them and only see fully written
 // batches. EndOffsetForEpoch reads the epoch cache and the end offset as one
 // state. A View holds a reference to its segment: a segment deleted by
-// retention or TruncateTo (or a Log closed) stays readable through Views
-// taken before, until they are released. A View of the segment that
+// retention or a truncation (or a Log closed) stays readable through
+// Views taken before, until they are released. A View of the segment that
 // TruncateTo cut in place reads its bytes below the cut unchanged and fails
 // (Bytes, WriteTo and SendTo return an error, possibly after sending part
 // of it) for bytes past the cut; since new batches never go into a cut

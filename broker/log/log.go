@@ -27,7 +27,7 @@ type Log struct {
 
 	mu        sync.Mutex // appends, rolls, retention, close
 	closed    bool
-	broken    error // a TruncateTo failed half way; see truncate.go
+	broken    error // a truncation failed half way; see truncate.go
 	active    *segment
 	producers *producerState
 	unflushed int64 // records appended since the last flush

@@ -312,3 +312,83 @@ func (l *Log) setRecoveryPointUnlessTruncated(off, gen int64) {
 	}
 	l.setRecoveryPointLocked(off)
 }
+
+// TruncateFullyAndStartAt empties the log and restarts it at offset, which
+// becomes both its start and end offset (Kafka's truncateFullyAndStartAt):
+// for a follower whose fetch offset is out of the leader's range, e.g. a new
+// replica of a partition whose first segments retention already deleted.
+// Every segment, producer snapshot and epoch is dropped; Views taken before
+// keep reading the deleted files until released. Durable before it
+// returns, like TruncateTo.
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	if offset < 0 {
+		return fmt.Errorf("%w: start at %d", ErrOffsetOutOfRange, offset)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if l.broken != nil {
+		return l.broken
+	}
+	<-l.lastRollDone
+	l.rpMu.Lock()
+	l.truncations.Add(1)
+	defer l.truncations.Add(1)
+	// Nothing below offset exists: recovery starts there.
+	err := l.writeRecoveryPointLocked(offset)
+	l.rpMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("log: restart at %d: recovery point: %w", offset, err)
+	}
+	if err := l.restartAt(offset); err != nil {
+		l.broken = fmt.Errorf("%w: restart at %d failed half way, reopen the log: %w", ErrCorruption, offset, err)
+		l.logger.Error("restart failed; the log needs recovery", "offset", offset, "err", err)
+		return l.broken
+	}
+	l.logger.Info("emptied log and restarted it", "offset", offset)
+	return nil
+}
+
+func (l *Log) restartAt(offset int64) error {
+	now := l.cfg.Now()
+	ec := l.epochs
+	ec.mu.Lock()
+	ec.entries, ec.dirty = nil, true
+	l.end.Store(offset)
+	ec.mu.Unlock()
+	l.start.Store(offset)
+	if err := l.files.essential(ec.persist); err != nil {
+		return err
+	}
+	names, err := listDirNames(l.dir)
+	if err != nil {
+		return err
+	}
+	for _, off := range listOffsetFiles(names, snapshotSuffix) {
+		if err := os.Remove(snapshotPath(l.dir, off)); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	l.producers = newProducerState(l.cfg.producerExpireMs())
+	old := *l.segs.Load()
+	var errs []error
+	for _, s := range old {
+		errs = append(errs, s.remove())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	ns, err := createSegment(l.dir, offset, int64(l.cfg.IndexIntervalBytes), now, l.files, useEssential)
+	if err != nil {
+		return err
+	}
+	segs := []*segment{ns}
+	l.segs.Store(&segs)
+	l.active = ns
+	for _, s := range old {
+		s.release()
+	}
+	return l.files.essential(func() error { return syncDir(l.dir) })
+}

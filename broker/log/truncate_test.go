@@ -59,7 +59,7 @@ func checkTruncated(t *testing.T, l *Log, bs []builtBatch, p int64, extra []stri
 		}
 	}
 	want = append(want, extra...)
-	if got := readValues(t, l, 0); !equalStrings(got, want) {
+	if got := readValues(t, l, l.StartOffset()); !equalStrings(got, want) {
 		t.Fatalf("after truncation to %d the log holds %q, want %q", p, got, want)
 	}
 	if extra == nil {
@@ -473,4 +473,46 @@ func settle(l *Log) {
 	done := l.lastRollDone
 	l.mu.Unlock()
 	<-done
+}
+
+func TestTruncateFullyAndStartAt(t *testing.T) {
+	for _, at := range []int64{1000, 5, 0} {
+		t.Run(fmt.Sprint(at), func(t *testing.T) {
+			dir := t.TempDir()
+			l, bs := buildTruncLog(t, dir)
+			old, err := l.Read(0, 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer old.Release()
+			oldBytes, _ := old.Bytes()
+			settle(l)
+			if err := l.TruncateFullyAndStartAt(at); err != nil {
+				t.Fatal(err)
+			}
+			if l.StartOffset() != at || l.EndOffset() != at || l.LatestEpoch() != -1 {
+				t.Fatalf("after restart at %d: [%d, %d) epoch %d", at, l.StartOffset(), l.EndOffset(), l.LatestEpoch())
+			}
+			if b, err := old.Bytes(); err != nil || !bytes.Equal(b, oldBytes) {
+				t.Fatalf("a View taken before no longer reads the old bytes: %v", err)
+			}
+			checkTruncated(t, l, bs, -1, []string{}) // no file holds any old record
+			b := withOffset(stamp(idem(3, 0, 10, "after"), 4), at)
+			if _, err := l.AppendReplica(b); err != nil {
+				t.Fatalf("AppendReplica at %d: %v", at, err)
+			}
+			crash(t, l)
+			l = newLog(t, truncCfg, dir)
+			if l.StartOffset() != at || l.EndOffset() != at+1 {
+				t.Fatalf("after crash: [%d, %d)", l.StartOffset(), l.EndOffset())
+			}
+			if got := readValues(t, l, at); !equalStrings(got, []string{"after"}) {
+				t.Fatalf("log holds %q", got)
+			}
+			wantEpochsOf(t, l, []epochEntry{{4, at}})
+			if r, err := l.Append(idem(3, 0, 10, "after")); err != nil || !r.Duplicate || r.BaseOffset != at {
+				t.Fatalf("retry of the replicated batch: %+v, %v", r, err)
+			}
+		})
+	}
 }
