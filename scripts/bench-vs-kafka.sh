@@ -21,6 +21,10 @@
 #                         before its JIT warms up); 0 to skip (default 200000)
 #   BENCH_JAVA_TOOLS=1    also runs Kafka's own ProducerPerformance against both
 #   BENCH_RF3=0           skips the replicated rows (default 1: run them)
+#   BENCH_RF3_WARMUP_RECORDS  produced once per replicated system before its
+#                         measured runs; three fresh JVMs need more than one
+#                         (seen: Kafka's first 200000-record runs at a quarter
+#                         of its third's rate); 0 to skip (default 1000000)
 #   BENCH_DIR             parent dir of both systems' data (default: a temp dir,
 #                         removed afterwards); both on one disk by construction
 #   BENCH_KEEP=1          keep BENCH_DIR (logs, raw outputs)
@@ -32,7 +36,7 @@
 # dir, on topics of 6 partitions, replication factor 3 and
 # min.insync.replicas=2:
 #   bench produce  BENCH_RECORDS records of 100 bytes, acks=all, unthrottled
-# after one unmeasured warm-up produce per system.
+# after one unmeasured warm-up produce per system (BENCH_RF3_WARMUP_RECORDS).
 #
 # Ports, each plus TRIBUTARY_TEST_PORT_OFFSET: Kafka 127.0.0.1:19092
 # (+controller 19093), Tributary 127.0.0.1:19192; replicated: Kafka nodes
@@ -50,6 +54,7 @@ e2e_records=${BENCH_E2E_RECORDS:-$((records / 10))}
 e2e_throughput=${BENCH_E2E_THROUGHPUT:-20000}
 warmup_records=${BENCH_WARMUP_RECORDS:-200000}
 rf3=${BENCH_RF3:-1}
+rf3_warmup_records=${BENCH_RF3_WARMUP_RECORDS:-1000000}
 offset=${TRIBUTARY_TEST_PORT_OFFSET:-0}
 kafka_addr=127.0.0.1:$((19092 + offset))
 tributary_addr=127.0.0.1:$((19192 + offset))
@@ -66,6 +71,7 @@ for v in records runs e2e_records; do
 done
 [[ $warmup_records =~ ^[0-9]+$ ]] || die "BENCH_WARMUP_RECORDS must be a number, not '$warmup_records'"
 [[ $rf3 =~ ^[01]$ ]] || die "BENCH_RF3 must be 0 or 1, not '$rf3'"
+[[ $rf3_warmup_records =~ ^[0-9]+$ ]] || die "BENCH_RF3_WARMUP_RECORDS must be a number, not '$rf3_warmup_records'"
 command -v kcat >/dev/null || die "kcat not found: run \`make deps\`"
 
 if [ -n "${BENCH_DIR:-}" ]; then
@@ -373,12 +379,12 @@ if [ "$rf3" = 1 ]; then
 	bash "$here/kafka.sh" stop
 	start_rf3
 	result_prefix=rf3-
-	if [ "$warmup_records" -gt 0 ]; then
+	if [ "$rf3_warmup_records" -gt 0 ]; then
 		for system in kafka tributary; do
 			addr=$rf3_kafka_addrs
 			[ "$system" = tributary ] && addr=$rf3_tributary_addrs
 			create_rf3_topic "$addr" bench-rf3-warmup
-			run_bench "$system" "$addr" warmup produce --topic bench-rf3-warmup --records "$warmup_records" \
+			run_bench "$system" "$addr" warmup produce --topic bench-rf3-warmup --records "$rf3_warmup_records" \
 				--record-size 100 --acks all --partitions 6
 		done
 	fi
