@@ -33,10 +33,14 @@
 # Kafka nodes (KRaft, each broker and controller, same JVM flags and heap as
 # the single one) and three Tributary brokers (coordinated through a
 # ZooKeeper this script starts with scripts/zk.sh), each with its own data
-# dir, on topics of 6 partitions, replication factor 3 and
+# dir, on one topic per system of 6 partitions, replication factor 3 and
 # min.insync.replicas=2:
 #   bench produce  BENCH_RECORDS records of 100 bytes, acks=all, unthrottled
-# after one unmeasured warm-up produce per system (BENCH_RF3_WARMUP_RECORDS).
+# after one unmeasured warm-up produce per system (BENCH_RF3_WARMUP_RECORDS)
+# into the same topic. One topic, not one per run: the first produce into a
+# new replicated topic waits for the followers to start fetching it (seen:
+# ours up to ~0.8 s, a large part of a short run), which is not the steady
+# state this row compares.
 #
 # Ports, each plus TRIBUTARY_TEST_PORT_OFFSET: Kafka 127.0.0.1:19092
 # (+controller 19093), Tributary 127.0.0.1:19192; replicated: Kafka nodes
@@ -379,22 +383,22 @@ if [ "$rf3" = 1 ]; then
 	bash "$here/kafka.sh" stop
 	start_rf3
 	result_prefix=rf3-
+	create_rf3_topic "$rf3_kafka_addrs" bench-rf3
+	create_rf3_topic "$rf3_tributary_addrs" bench-rf3
 	if [ "$rf3_warmup_records" -gt 0 ]; then
 		for system in kafka tributary; do
 			addr=$rf3_kafka_addrs
 			[ "$system" = tributary ] && addr=$rf3_tributary_addrs
-			create_rf3_topic "$addr" bench-rf3-warmup
-			run_bench "$system" "$addr" warmup produce --topic bench-rf3-warmup --records "$rf3_warmup_records" \
-				--record-size 100 --acks all --partitions 6
+			run_bench "$system" "$addr" warmup produce --topic bench-rf3 --records "$rf3_warmup_records" \
+				--record-size 100 --acks all
 		done
 	fi
 	for run in $(seq 1 "$runs"); do
 		for system in kafka tributary; do
 			addr=$rf3_kafka_addrs
 			[ "$system" = tributary ] && addr=$rf3_tributary_addrs
-			create_rf3_topic "$addr" "bench-rf3-r$run"
-			run_bench "$system" "$addr" "$run" produce --topic "bench-rf3-r$run" --records "$records" \
-				--record-size 100 --acks all --partitions 6
+			run_bench "$system" "$addr" "$run" produce --topic bench-rf3 --records "$records" \
+				--record-size 100 --acks all
 		done
 	done
 	result_prefix=
