@@ -174,7 +174,10 @@ func TestClusterKeys(t *testing.T) {
 		{"log.dirs=x\nzookeeper.connect=h:2181/bad//chroot", "zookeeper.connect"},
 		{"log.dirs=x\nzookeeper.session.timeout.ms=0", "zookeeper.session.timeout.ms"},
 		{"log.dirs=x\nzookeeper.connection.timeout.ms=soon", "zookeeper.connection.timeout.ms"},
-		{"log.dirs=x\ndefault.replication.factor=3", "default.replication.factor"},
+		{"log.dirs=x\ndefault.replication.factor=0", "default.replication.factor"},
+		{"log.dirs=x\nmin.insync.replicas=0", "min.insync.replicas"},
+		{"log.dirs=x\nreplica.lag.time.max.ms=1000\nreplica.fetch.wait.max.ms=2000", "replica.fetch.wait.max.ms"},
+		{"log.dirs=x\nunclean.leader.election.enable=maybe", "unclean.leader.election.enable"},
 	} {
 		_, _, err := ParseProperties(strings.NewReader(bad.props))
 		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), bad.key) {

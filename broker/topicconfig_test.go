@@ -33,7 +33,7 @@ func TestResolveTopicConfig(t *testing.T) {
 			SegmentBytes: 1024, SegmentMs: time.Minute, Retention: time.Nanosecond, RetentionBytes: -1,
 			FlushIntervalMessages: 0, FlushInterval: 250 * time.Millisecond, IndexIntervalBytes: 100,
 		},
-		MaxMessageBytes: 5000, LogAppendTime: true,
+		MaxMessageBytes: 5000, LogAppendTime: true, MinInsyncReplicas: 1,
 	}
 	if tc != want {
 		t.Fatalf("resolved %+v\nwant     %+v", tc, want)

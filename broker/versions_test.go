@@ -51,6 +51,9 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 			t.Fatalf("Produce v%d: error %d base %d, want base %d", v, p.ErrorCode, p.BaseOffset, next)
 		}
 		binary.BigEndian.PutUint64(batch, uint64(next))
+		// The leader stamps its leader epoch into the batch header: 0,
+		// the partition's first election.
+		binary.BigEndian.PutUint32(batch[batchLeaderEpochOffset:], 0)
 		batches = append(batches, batch)
 		next += int64(len(vals))
 	}

@@ -31,8 +31,14 @@ const (
 	configFormatVersion     = 1
 )
 
-// persistentRoots are created at Join so that children watches can be set.
-var persistentRoots = []string{brokerIDsPath, topicsPath, topicConfigsPath, deleteTopicsPath}
+// consumersPath is the paper's consumer registry root. Members do not use
+// it, but Kafka's brokers create it at start and Kafka-era tools expect it:
+// Burrow lists it once when it starts and never again if it is missing.
+const consumersPath = "/consumers"
+
+// persistentRoots are created at Join so that children watches can be set
+// (and, for consumersPath, so that tools find it).
+var persistentRoots = []string{brokerIDsPath, topicsPath, topicConfigsPath, deleteTopicsPath, consumersPath}
 
 func brokerPath(id int32) string { return coord.Join(brokerIDsPath, strconv.Itoa(int(id))) }
 func topicPath(t string) string  { return coord.Join(topicsPath, t) }

@@ -88,6 +88,7 @@ zookeeper.connect=%s
 zookeeper.session.timeout.ms=%d
 zookeeper.connection.timeout.ms=20000
 num.partitions=3
+leader.imbalance.check.interval.seconds=1
 `, id, port, filepath.Join(c.dir, fmt.Sprintf("broker-%d", id)), c.connect, sessionTimeout.Milliseconds())
 	path := filepath.Join(c.dir, fmt.Sprintf("broker-%d.properties", id))
 	if err := os.WriteFile(path, []byte(props), 0o644); err != nil {

@@ -282,12 +282,15 @@ func TestReplicationCutOffLeaderTruncates(t *testing.T) {
 	// fetch may still be parked at the leader (up to replica.fetch.wait.max.ms)
 	// and would carry new records into the paused follower's socket buffer,
 	// so the tail waits until such fetches have been answered empty; nothing
-	// observable marks that moment, hence the fixed wait.
+	// observable marks that moment, hence the fixed wait, generous because a
+	// busy leader may take a while to even read a fetch sent before the
+	// pause (a run with two test binaries and a CI loop beside it needed
+	// more than 5 fetch waits).
 	lb := directBroker(t, ctx, c.addrsOf(old)[0])
 	for _, f := range followers {
 		c.pause(t, f)
 	}
-	time.Sleep(5 * fetchWait)
+	time.Sleep(3*time.Second + 5*fetchWait)
 	tail := map[int64]string{}
 	for b := range 3 {
 		var vs []string

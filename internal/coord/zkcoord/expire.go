@@ -76,11 +76,33 @@ func (s *Session) Expire(ctx context.Context) error {
 	if passwd == nil {
 		return errors.New("zkcoord: expire: session password unknown")
 	}
+	// A server may close the connection right after a closeSession without
+	// answering (seen on followers while an ensemble member is down), and
+	// then the session may or may not be gone: present it again until a
+	// server says it has expired.
+	for {
+		expired, err := s.expireOnce(ctx, passwd)
+		if err != nil || expired {
+			return err
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return fmt.Errorf("zkcoord: expire: session 0x%x still alive: %w", s.id, ctx.Err())
+		}
+	}
+}
+
+// expireOnce presents the session on a new connection and, if the server
+// accepts it, sends closeSession. It reports whether the server said the
+// session is gone: at the connect (expired already) or by answering the
+// close.
+func (s *Session) expireOnce(ctx context.Context, passwd []byte) (bool, error) {
 	addr := s.conn.Server()
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return fmt.Errorf("zkcoord: expire: %w", err)
+		return false, fmt.Errorf("zkcoord: expire: %w", err)
 	}
 	defer c.Close()
 	if dl, ok := ctx.Deadline(); ok {
@@ -96,27 +118,28 @@ func (s *Session) Expire(ctx context.Context) error {
 	req = binary.BigEndian.AppendUint32(req, uint32(len(passwd)))
 	req = append(req, passwd...)
 	if err := writeFrame(c, req); err != nil {
-		return fmt.Errorf("zkcoord: expire: %w", err)
+		return false, fmt.Errorf("zkcoord: expire: %w", err)
 	}
 	resp, err := readFrame(c)
 	if err != nil {
-		return fmt.Errorf("zkcoord: expire: connect response: %w", err)
+		return false, fmt.Errorf("zkcoord: expire: connect response: %w", err)
 	}
 	if len(resp) < 16 || binary.BigEndian.Uint64(resp[8:16]) == 0 {
-		return nil // already expired
+		return true, nil // expired
 	}
 	closeReq := binary.BigEndian.AppendUint32(nil, closeXid)
 	closeReq = binary.BigEndian.AppendUint32(closeReq, opCloseSession)
 	if err := writeFrame(c, closeReq); err != nil {
-		return fmt.Errorf("zkcoord: expire: %w", err)
+		return false, fmt.Errorf("zkcoord: expire: %w", err)
 	}
-	// The reply (xid, zxid, err) arrives once the session is gone; a server
-	// may also just close the connection after closing the session (seen on
-	// followers while an ensemble member is down), which is success too.
-	if _, err := readFrame(c); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("zkcoord: expire: close response: %w", err)
+	// The reply (xid, zxid, err) arrives once the session is gone.
+	if _, err := readFrame(c); err != nil {
+		if errors.Is(err, io.EOF) {
+			return false, nil // closed without an answer: check again
+		}
+		return false, fmt.Errorf("zkcoord: expire: close response: %w", err)
 	}
-	return nil
+	return true, nil
 }
 
 func writeFrame(w io.Writer, body []byte) error {
