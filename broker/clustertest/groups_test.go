@@ -54,6 +54,9 @@ func (c *groupCluster) start(t *testing.T, id int32) {
 		"offsets.topic.replication.factor": "3",
 		"group.initial.rebalance.delay.ms": "0",
 		"group.min.session.timeout.ms":     "1000",
+		// Leadership goes back to a returned broker within a second (Kafka
+		// checks every 300 s).
+		"leader.imbalance.check.interval.seconds": "1",
 	})
 	p := testproc.StartBroker(t, props)
 	c.procs[id] = p

@@ -162,6 +162,9 @@ func (c *memCluster) start(t *testing.T, id int32) {
 		Listeners:     "PLAINTEXT://127.0.0.1:" + port,
 		LogDirs:       []string{filepath.Join(c.dir, fmt.Sprintf("broker-%d", id))},
 		NumPartitions: 3,
+		// Leadership goes back to a returned broker within a second
+		// (Kafka checks every 300 s).
+		Replication: broker.ReplicationConfig{LeaderImbalanceCheckInterval: time.Second},
 	}
 	if c.tweak != nil {
 		c.tweak(&cfg)
