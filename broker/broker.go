@@ -574,6 +574,7 @@ func (b *Broker) housekeeping() {
 	}
 }
 
+// allPartitions lists every local replica, led or followed.
 func (b *Broker) allPartitions() []*partition {
 	b.mu.RLock()
 	defer b.mu.RUnlock()

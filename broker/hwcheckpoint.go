@@ -112,7 +112,7 @@ func (b *Broker) checkpointHighWatermarks() {
 	for _, d := range b.cfg.LogDirs {
 		byDir[filepath.Clean(d)] = map[topicPart]int64{}
 	}
-	for _, p := range b.replicas() {
+	for _, p := range b.allPartitions() {
 		d := filepath.Dir(p.dir)
 		if byDir[d] == nil {
 			continue

@@ -209,7 +209,7 @@ func (b *Broker) followerFetched(p *partition, follower int32, offset int64) boo
 func (b *Broker) shrinkISRs() {
 	lag := b.cfg.Replication.LagTimeMax
 	now := time.Now()
-	for _, p := range b.replicas() {
+	for _, p := range b.allPartitions() {
 		p.rmu.Lock()
 		rs := &p.rs
 		if rs.leader && !rs.altering && len(rs.isr) > 1 {
@@ -289,21 +289,6 @@ func (b *Broker) alterISR(p *partition, isr []int32, why string, replica int32) 
 		b.metrics.observeISR(p, len(rs.replicas), len(rs.isr))
 		p.wake()
 	}()
-}
-
-// replicas lists every local replica, led or followed.
-func (b *Broker) replicas() []*partition {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	var out []*partition
-	for _, t := range b.topics {
-		for _, p := range t.partitions {
-			if p != nil {
-				out = append(out, p)
-			}
-		}
-	}
-	return out
 }
 
 // waitCommitted waits until every partition's high watermark passes its

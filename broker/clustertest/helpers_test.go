@@ -133,9 +133,13 @@ type memCluster struct {
 	tweak func(*broker.Config)
 }
 
-func newMemCluster(t *testing.T, n int) *memCluster {
+func newMemCluster(t *testing.T, n int) *memCluster { t.Helper(); return newMemClusterWith(t, n, nil) }
+
+// newMemClusterWith is newMemCluster with tweak adjusting each broker's
+// configuration.
+func newMemClusterWith(t *testing.T, n int, tweak func(*broker.Config)) *memCluster {
 	t.Helper()
-	c := &memCluster{srv: memcoord.NewServer(), dir: t.TempDir(), brokers: map[int32]*broker.Broker{}, ports: map[int32]string{}, t: t}
+	c := &memCluster{srv: memcoord.NewServer(), dir: t.TempDir(), brokers: map[int32]*broker.Broker{}, ports: map[int32]string{}, t: t, tweak: tweak}
 	for id := int32(1); id <= int32(n); id++ {
 		c.start(t, id)
 	}

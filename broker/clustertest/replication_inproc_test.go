@@ -11,29 +11,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker"
-	"github.com/tributary/tributary/internal/coord/memcoord"
 )
 
 // newReplicatedMemCluster starts n in-process brokers with a short
 // replica.lag.time.max.ms.
 func newReplicatedMemCluster(t *testing.T, n int) *memCluster {
 	t.Helper()
-	c := &memCluster{srv: memcoord.NewServer(), dir: t.TempDir(), brokers: map[int32]*broker.Broker{}, ports: map[int32]string{}, t: t,
-		tweak: func(cfg *broker.Config) {
-			cfg.Replication.LagTimeMax = 2 * time.Second
-			cfg.Replication.ControlledShutdownTimeout = 20 * time.Second
-		}}
-	for id := int32(1); id <= int32(n); id++ {
-		c.start(t, id)
-	}
-	t.Cleanup(func() {
-		for _, b := range c.brokers {
-			if err := b.Close(); err != nil {
-				t.Errorf("close: %v", err)
-			}
-		}
+	return newMemClusterWith(t, n, func(cfg *broker.Config) {
+		cfg.Replication.LagTimeMax = 2 * time.Second
+		cfg.Replication.ControlledShutdownTimeout = 20 * time.Second
 	})
-	return c
 }
 
 // createReplicated creates a topic with rf replicas and the given configs

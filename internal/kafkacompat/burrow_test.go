@@ -1,7 +1,6 @@
 package kafkacompat
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,6 +23,7 @@ import (
 	"github.com/tributary/tributary/client"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
 	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testproc"
 )
 
 // burrowOffsetsTimeout bounds the wait for Burrow to learn the topic's end
@@ -239,7 +239,7 @@ func checkRegistry(t *testing.T, ctx context.Context, c *cluster, group, topic s
 // burrow is a running Burrow process.
 type burrow struct {
 	addr   string
-	output *syncBuffer
+	output *testproc.SyncBuffer
 }
 
 // startBurrow writes a configuration (our brokers as cluster "tributary",
@@ -304,7 +304,7 @@ expire-cache=1
 	if err := os.WriteFile(filepath.Join(dir, "burrow.toml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b := &burrow{addr: fmt.Sprintf("127.0.0.1:%d", port), output: &syncBuffer{}}
+	b := &burrow{addr: fmt.Sprintf("127.0.0.1:%d", port), output: &testproc.SyncBuffer{}}
 	cmd := exec.Command(bin, "--config-dir", dir)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = b.output, b.output
@@ -387,22 +387,4 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// syncBuffer collects a process's output while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

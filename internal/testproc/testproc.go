@@ -86,7 +86,7 @@ type Broker struct {
 	// Addr is the address it listens on, from its "broker listening" line.
 	Addr   string
 	cmd    *exec.Cmd
-	output lockedBuffer
+	output SyncBuffer
 	exited chan error
 }
 
@@ -233,19 +233,20 @@ func (b *Broker) Resume(t testing.TB) {
 	}
 }
 
-// lockedBuffer collects a process's output while tests read it.
-type lockedBuffer struct {
+// SyncBuffer collects a process's output while tests read it; safe for
+// concurrent use (exported for tests that run other programs).
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
+func (l *SyncBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-func (l *lockedBuffer) String() string {
+func (l *SyncBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
