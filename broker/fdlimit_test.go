@@ -103,7 +103,11 @@ func TestOutOfDescriptorsDegradesAndRecovers(t *testing.T) {
 	setNoFileLimit(t, p.Pid(), uint64(held+8))
 	var failure string
 	var created []string
-	for i := 0; i < 200 && failure == ""; i++ {
+	// Where the limit bites depends on how many descriptors the broker
+	// holds at that moment (idle segment files are closed, checkpoints come
+	// and go): around 200 topics in most runs, so the bound is generous.
+	const maxTopics = 1000
+	for i := 0; i < maxTopics && failure == ""; i++ {
 		name := fmt.Sprintf("flood-%d", i)
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		res, err := adm.CreateTopic(cctx, 1, 1, nil, name)
@@ -122,7 +126,7 @@ func TestOutOfDescriptorsDegradesAndRecovers(t *testing.T) {
 		}
 	}
 	if failure == "" {
-		t.Fatalf("200 topics created under a limit of %d descriptors", held+8)
+		t.Fatalf("%d topics created under a limit of %d descriptors", maxTopics, held+8)
 	}
 	t.Logf("after %d topics: %s", len(created), failure)
 

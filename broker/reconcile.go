@@ -130,13 +130,16 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 			roles = append(roles, i)
 		}
 	}
+	// Roles before the slots are published: a partition visible to
+	// requests already knows whether it leads (else a just-opened leader
+	// would answer NOT_LEADER_OR_FOLLOWER for a moment).
+	for _, i := range roles {
+		b.applyRole(slots[i], t.Partitions[i])
+	}
 	if changed {
 		b.mu.Lock()
 		b.topics[t.Name] = &topic{name: t.Name, partitions: slots}
 		b.mu.Unlock()
-	}
-	for _, i := range roles {
-		b.applyRole(slots[i], t.Partitions[i])
 	}
 	for _, p := range release {
 		b.releasePartition(p, false)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"strconv"
 	"time"
 
@@ -363,6 +364,14 @@ func (c *controller) deleteTopic(ctx context.Context, topic string) error {
 	ops = append(ops, coord.Op{Kind: coord.OpDelete, Path: deleteTopicPath(topic), Version: coord.AnyVersion})
 	if err := c.s.Multi(ctx, ops...); err != nil {
 		return c.failed(ctx, "deleting topic "+topic, err)
+	}
+	// The state nodes are gone: a topic re-created under this name starts
+	// without them, which must not read as "our last write not seen yet".
+	prefix := partitionsPath(topic) + "/"
+	for path := range c.expected {
+		if strings.HasPrefix(path, prefix) {
+			delete(c.expected, path)
+		}
 	}
 	c.m.log.Info("cluster: topic deleted", "topic", topic, "epoch", c.epoch)
 	return nil
