@@ -12,6 +12,16 @@
 // restarts a SIGKILLed broker process at once, on the same port, while its
 // killed session still holds /brokers/ids/<id>.
 //
+// The replication tests (replication_test.go, issue 13) run three broker
+// processes with RF=3 and min.insync.replicas=2 and SIGKILL, SIGSTOP,
+// SIGCONT and SIGTERM them under load: leader kills (5 by default, 20 with
+// TRIBUTARY_FULL=1), a paused follower leaving and rejoining the ISR, a
+// cut-off leader truncating its divergent tail, and a rolling restart. A
+// shared checker (replication_helpers_test.go) compares every acknowledged
+// record and everything a consumer read with the final log.
+// TestReplicationInProcess does the same kind of checks on in-process
+// brokers under the race detector.
+//
 // Only TestEnsembleMemberDown stops ZooKeeper ensemble members (and restarts
 // them before it ends). internal/coord/zkcoord and broker/cluster have
 // ensemble tests too: packages run in parallel under `go test ./...`, so two
