@@ -218,11 +218,46 @@ func (b *Broker) Signal(sig syscall.Signal) error { return b.cmd.Process.Signal(
 // is how a broker looks during a long GC pause or a hung disk. The kernel
 // still accepts connections and buffers requests for it. A paused process
 // is still killed when its test ends (SIGKILL ends stopped processes).
+//
+// Pause returns once every thread of the process is stopped: kill(2)
+// returns before the threads running on other CPUs have stopped, and a
+// thread of a "paused" broker was seen answering a request sent after
+// Pause returned.
 func (b *Broker) Pause(t testing.TB) {
 	t.Helper()
+	pid := b.cmd.Process.Pid
 	if err := b.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatalf("SIGSTOP: %v", err)
 	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !allThreadsStopped(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("SIGSTOP: process %d still has running threads after 30 s", pid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// allThreadsStopped reports whether every thread of pid is in state T
+// (stopped) per /proc/<pid>/task/<tid>/stat.
+func allThreadsStopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if err != nil {
+			return false
+		}
+		// The state follows the command name, which is in parentheses
+		// and may itself hold spaces or parentheses.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 || i+2 >= len(stat) || (stat[i+2] != 'T' && stat[i+2] != 't') {
+			return false
+		}
+	}
+	return true
 }
 
 // Resume continues a paused process with SIGCONT.
