@@ -73,9 +73,22 @@ func TestEnsembleMemberDown(t *testing.T) {
 		_, err := s.Set(ctx, "/brokers/1", []byte("one again"), coord.AnyVersion)
 		return err
 	})
-	data, st, err := other.Get(ctx, "/brokers/1")
-	if err != nil || string(data) != "one again" || st.EphemeralOwner != s.ID() {
-		t.Fatalf("get after failover %q %+v %v", data, st, err)
+	// other may be connected to a server that has not applied the write
+	// yet (ZooKeeper's reads are only sequentially consistent per session):
+	// wait for it, bounded.
+	var data []byte
+	var st coord.Stat
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		data, st, err = other.Get(ctx, "/brokers/1")
+		if err == nil && string(data) == "one again" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("get after failover %q %+v %v", data, st, err)
+		}
+	}
+	if st.EphemeralOwner != s.ID() {
+		t.Fatalf("get after failover: owner 0x%x, want the failed-over session 0x%x", st.EphemeralOwner, s.ID())
 	}
 	// The failover shows on States as a disconnection and a reconnection
 	// of the same session.
