@@ -379,6 +379,9 @@ func TestPreferredLeaderReturn(t *testing.T) {
 		e.crash(t, ms[1])
 		await(t, ms[0], "1 leads", partitionIs("t", 0, 1, 1))
 		e.join(t, 2)
+		// The controller (1) must see 2 live before 2 enters the ISR: one
+		// that still saw it dead would take it out again.
+		await(t, ms[0], "2 back", func(s Snapshot) bool { return len(s.Brokers) == 2 })
 		_, err := ms[0].AlterISR(ctxFor(t), "t", 0, 1, []int32{1, 2})
 		must(t, err)
 		// Once the controller has elected the leader of a topic created
