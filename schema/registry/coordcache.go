@@ -189,6 +189,7 @@ func (s *CoordStore) refreshSubject(ctx context.Context, subject string, armData
 	} else {
 		_, dataStat, err = s.sess.Get(ctx, s.subjectPath(subject))
 	}
+	subjectNode := err == nil
 	if err == nil {
 		if armChildren {
 			names, childStat, childCh, err = s.sess.ChildrenW(ctx, s.subjectPath(subject, versionsNode))
@@ -204,6 +205,14 @@ func (s *CoordStore) refreshSubject(ctx context.Context, subject string, armData
 			// The node vanished between the two reads; its watch would
 			// point at a subject no longer cached.
 			s.watch(dataCh, refresh{kind: refreshList})
+		}
+		if subjectNode {
+			// The subject node is there without its versions node: a
+			// writer that creates them one by one is half way (ours create
+			// them in one multi-op, DeleteVersion removes them in one).
+			// The list watch fired for the subject node already, so only a
+			// watch on the versions node brings the subject back.
+			return s.watchVersionsNode(ctx, subject)
 		}
 		return nil
 	}
@@ -261,5 +270,19 @@ func (s *CoordStore) refreshSubject(ctx context.Context, subject string, armData
 	if childCh != nil {
 		s.watch(childCh, refresh{kind: refreshSubjectChildren, subject: subject})
 	}
+	return nil
+}
+
+// watchVersionsNode asks for a list refresh once a subject's versions node
+// exists: at once if it appeared meanwhile, else when it is created.
+func (s *CoordStore) watchVersionsNode(ctx context.Context, subject string) error {
+	ok, _, ch, err := s.sess.ExistsW(ctx, s.subjectPath(subject, versionsNode))
+	if err != nil {
+		return storeErr("watch subject "+subject, err)
+	}
+	if ok {
+		go s.enqueue(refresh{kind: refreshList})
+	}
+	s.watch(ch, refresh{kind: refreshList})
 	return nil
 }

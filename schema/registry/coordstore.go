@@ -419,7 +419,18 @@ func (s *CoordStore) CreateVersion(ctx context.Context, subject string, version,
 	p := s.subjectPath(subject, versionsNode, strconv.Itoa(version))
 	_, err := s.sess.Create(ctx, p, body, coord.Persistent)
 	if errors.Is(err, coord.ErrNoNode) {
-		_, err = s.sess.CreateAll(ctx, p, body, coord.Persistent)
+		// A new subject: its node, versions node and first version appear
+		// together, so no cache ever reads a subject without versions.
+		err = s.sess.Multi(ctx,
+			coord.Op{Kind: coord.OpCreate, Path: s.subjectPath(subject), Mode: coord.Persistent},
+			coord.Op{Kind: coord.OpCreate, Path: s.subjectPath(subject, versionsNode), Mode: coord.Persistent},
+			coord.Op{Kind: coord.OpCreate, Path: p, Data: body, Mode: coord.Persistent},
+		)
+		if errors.Is(err, coord.ErrNodeExists) || errors.Is(err, coord.ErrNoNode) {
+			// Half there (another writer) or the layout is gone: create
+			// what is missing step by step.
+			_, err = s.sess.CreateAll(ctx, p, body, coord.Persistent)
+		}
 	}
 	if errors.Is(err, coord.ErrNodeExists) {
 		// The cache was behind: bring it up to date so the retry sees the winner.
