@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
+	"time"
 )
 
 // TruncateTo drops every record at or after offset, which must be a batch
@@ -152,8 +154,14 @@ func (l *Log) truncate(segs []*segment, i int, pos, offset int64) error {
 	}
 	pruneSnapshots(l.dir)
 
-	// Dropped files go before the new segment is created: it may take the
-	// name of the first of them.
+	return l.replaceSegments(kept, dropped, offset, now)
+}
+
+// replaceSegments removes dropped, starts a new active segment at offset
+// after kept and makes the directory change durable. The dropped files go
+// before the new segment is created: it may take the name of the first of
+// them.
+func (l *Log) replaceSegments(kept, dropped []*segment, offset int64, now time.Time) error {
 	var errs []error
 	for _, s := range dropped {
 		errs = append(errs, s.remove())
@@ -165,14 +173,14 @@ func (l *Log) truncate(segs []*segment, i int, pos, offset int64) error {
 	if err != nil {
 		return err
 	}
-	kept = append(kept, ns)
-	l.segs.Store(&kept)
+	segs := append(slices.Clone(kept), ns)
+	l.segs.Store(&segs)
 	l.active = ns
 	for _, s := range dropped {
 		s.release() // open Views keep reading the unlinked files until released
 	}
-	// The unlinks, the new segment and the snapshots loadSnapshot removed
-	// must survive a crash.
+	// The unlinks, the new segment and any snapshots removed must survive
+	// a crash.
 	return l.files.essential(func() error { return syncDir(l.dir) })
 }
 
@@ -372,23 +380,5 @@ func (l *Log) restartAt(offset int64) error {
 		}
 	}
 	l.producers = newProducerState(l.cfg.producerExpireMs())
-	old := *l.segs.Load()
-	var errs []error
-	for _, s := range old {
-		errs = append(errs, s.remove())
-	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	ns, err := createSegment(l.dir, offset, int64(l.cfg.IndexIntervalBytes), now, l.files, useEssential)
-	if err != nil {
-		return err
-	}
-	segs := []*segment{ns}
-	l.segs.Store(&segs)
-	l.active = ns
-	for _, s := range old {
-		s.release()
-	}
-	return l.files.essential(func() error { return syncDir(l.dir) })
+	return l.replaceSegments(nil, *l.segs.Load(), offset, now)
 }
