@@ -75,13 +75,11 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
-	deadline := time.Now().Add(25 * time.Second)
 	var acked []ack
 	kills := 0
-	for run := 1; kills < 20 || run <= 22; run++ {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d kills before the time budget ran out", kills)
-		}
+	// Each run is bounded by runChildAndKill's own timeout; the whole test
+	// has no time budget, so a loaded machine only makes it slower.
+	for run := 1; run <= 22; run++ {
 		got := runChildAndKill(t, dir, run, time.Duration(20+rng.IntN(250))*time.Millisecond)
 		kills++
 		acked = append(acked, got...)
