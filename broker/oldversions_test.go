@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testproc"
 )
 
 // sentRequest is the header of one request a client sent.
@@ -239,29 +239,11 @@ func segmentBases(t *testing.T, dir string) []int64 {
 	return out
 }
 
-// syncBuffer collects log output from the broker's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
-
 // TestUnsupportedVersionLoggedOncePerVersion: a refused version closes
 // the connection and is logged with the API, version and client id, once
 // a second per API and version however often it comes.
 func TestUnsupportedVersionLoggedOncePerVersion(t *testing.T) {
-	var logs syncBuffer
+	var logs testproc.SyncBuffer
 	cfg := Config{Listeners: "PLAINTEXT://127.0.0.1:0", LogDirs: []string{t.TempDir()}, RetentionCheckInterval: time.Hour}
 	b, err := New(cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})), prometheus.NewRegistry())
 	if err != nil {

@@ -5,7 +5,6 @@ package examples_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,7 +19,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,6 +32,7 @@ import (
 	"github.com/tributary/tributary/client/serde"
 	"github.com/tributary/tributary/internal/devcluster"
 	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/internal/zktest"
 	"github.com/tributary/tributary/loader"
 	"github.com/tributary/tributary/pipeline"
@@ -99,7 +98,7 @@ func startBroker(t *testing.T, id int, zk string) string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envBrokerDir+"="+t.TempDir(), envBrokerID+"="+strconv.Itoa(id), envBrokerZK+"="+zk)
-	logs := &lockedBuffer{}
+	logs := &testproc.SyncBuffer{}
 	cmd.Stderr = logs
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -140,23 +139,6 @@ func startBroker(t *testing.T, id int, zk string) string {
 		t.Fatalf("broker child %d did not report its address within 30s", id)
 	}
 	return ""
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // build compiles an example into a temporary directory.

@@ -347,7 +347,7 @@ func (r *targetReader) verify(t *testing.T, p *produced, starts func(source stri
 // proc is a `tributary mirror` child process.
 type proc struct {
 	cmd    *exec.Cmd
-	out    lockedBuffer
+	out    testproc.SyncBuffer
 	exited chan error
 }
 
@@ -424,23 +424,6 @@ func (p *proc) rssBytes(t *testing.T) int64 {
 	}
 	kb, _ := strconv.ParseInt(string(m[1]), 10, 64)
 	return kb << 10
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func testLogger(t testing.TB, level slog.Level) *slog.Logger {

@@ -35,7 +35,7 @@ func TestMirrorRecordTooLarge(t *testing.T) {
 	want.produce(t, cl, "dc1", "t", 2, 50, 50)
 	watcher := watchCommits(t, dc1.zk, "mirror-big", "t", 2)
 
-	var logs lockedBuffer
+	var logs testproc.SyncBuffer
 	logger := slog.New(slog.NewTextHandler(io.MultiWriter(&logs, testWriter{t}), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	stop := runMirror(t, Config{
 		Sources:          []SourceConfig{zkSource(dc1)},

@@ -1,39 +1,19 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tributary/tributary/internal/testproc"
 )
 
-// syncBuffer is a bytes.Buffer safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func testLogger(t *testing.T, buf *syncBuffer) *slog.Logger {
+func testLogger(t *testing.T, buf *testproc.SyncBuffer) *slog.Logger {
 	t.Helper()
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -56,10 +36,10 @@ var summaryLine = regexp.MustCompile(`^pipeline: (\d+) produced, (\d+) mirrored,
 // the summary line last, with figures that agree with the result.
 func TestDemoEmbedded(t *testing.T) {
 	t.Parallel()
-	logs := &syncBuffer{}
+	logs := &testproc.SyncBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	var out syncBuffer
+	var out testproc.SyncBuffer
 	res, err := Demo(ctx, Config{
 		Dir: t.TempDir(), Rate: 100, AuditWindow: 5 * time.Second, AuditInterval: time.Second,
 		LoadInterval: 2 * time.Second, LoaderScheduled: true, Executable: testproc.Binary(t),

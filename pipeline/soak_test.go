@@ -13,6 +13,7 @@ import (
 
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/internal/zktest"
 )
 
@@ -101,7 +102,7 @@ func TestSoak(t *testing.T) {
 		}))
 	}
 
-	logs := &syncBuffer{}
+	logs := &testproc.SyncBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), duration+6*time.Minute)
 	defer cancel()
 	p, err := Start(ctx, Config{
@@ -117,7 +118,7 @@ func TestSoak(t *testing.T) {
 			t.Errorf("close: %v", err)
 		}
 	})
-	buf := &syncBuffer{}
+	buf := &testproc.SyncBuffer{}
 	var out io.Writer = buf
 	if os.Getenv(envSoakDuration) != "" {
 		out = io.MultiWriter(os.Stdout, buf) // a long soak shows its progress as it goes

@@ -13,11 +13,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/internal/testproc"
 )
 
 // devRun is `tributary dev` running in the background.
 type devRun struct {
-	out, errOut *syncBuffer
+	out, errOut *testproc.SyncBuffer
 	cancel      context.CancelFunc
 	done        chan error
 	bootstrap   []string
@@ -34,7 +36,7 @@ var (
 func startDev(t *testing.T, args ...string) *devRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &devRun{out: &syncBuffer{}, errOut: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	r := &devRun{out: &testproc.SyncBuffer{}, errOut: &testproc.SyncBuffer{}, cancel: cancel, done: make(chan error, 1)}
 	cmd := newRootCommand()
 	cmd.SetArgs(append([]string{"dev"}, args...))
 	cmd.SetIn(strings.NewReader(""))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/internal/zktest"
 )
 
@@ -67,7 +68,7 @@ jobs:
 
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	var serveErr syncBuffer
+	var serveErr testproc.SyncBuffer
 	go func() {
 		cmd := newRootCommand()
 		cmd.SetArgs([]string{"jobs", "serve", "--config", cfg, "--zookeeper", zk, "--id", "sched-1", "--metrics", metricsAddr})

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tributary/tributary/internal/testproc"
 )
 
 func TestPipelineRejectsBadFlags(t *testing.T) {
@@ -39,7 +41,7 @@ func TestPipelineRejectsBadFlags(t *testing.T) {
 func TestPipelineUp(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out, errOut := &syncBuffer{}, &syncBuffer{}
+	out, errOut := &testproc.SyncBuffer{}, &testproc.SyncBuffer{}
 	cmd := newRootCommand()
 	cmd.SetArgs([]string{"pipeline", "up", "--dir", t.TempDir(), "--brokers", "1", "--rate", "20",
 		"--loader", "continuous", "--log-level", "warn"})

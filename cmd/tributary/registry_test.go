@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testproc"
 )
 
 // registryChildEnv carries the arguments of a `tributary registry` child
@@ -45,27 +46,10 @@ func TestRegistryChildProcess(t *testing.T) {
 type registryProcess struct {
 	url    string
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testproc.SyncBuffer
 	done   chan error
 	// stopped is set by stop, which the test and its cleanup may both call.
 	stopped bool
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // newRegistryProcess starts `tributary registry args...` as a child process
@@ -79,7 +63,7 @@ func newRegistryProcess(t *testing.T, args ...string) *registryProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &registryProcess{cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	p := &registryProcess{cmd: cmd, stderr: &testproc.SyncBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
