@@ -142,16 +142,30 @@ func TestMetricsEndpoint(t *testing.T) {
 	if heap := httpGet(t, "http://"+b.MetricsAddr()+"/debug/pprof/heap?debug=1"); !strings.Contains(heap, "heap profile:") {
 		t.Errorf("/debug/pprof/heap does not serve a heap profile: %.200q", heap)
 	}
-	body := httpGet(t, "http://"+b.MetricsAddr()+"/metrics")
-	for _, want := range []string{
+	// A request's duration is observed once its response is written, so
+	// the client may scrape before it: wait for every line.
+	wants := []string{
 		`tributary_broker_records_in_total{topic="m"} 3`,
 		`tributary_broker_log_end_offset{partition="0",topic="m"} 3`,
 		`tributary_broker_request_duration_seconds_count{api="Produce"} 1`,
 		`tributary_broker_bytes_in_total{topic="m"}`,
-	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("/metrics lacks %q", want)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		body := httpGet(t, "http://"+b.MetricsAddr()+"/metrics")
+		var missing []string
+		for _, want := range wants {
+			if !strings.Contains(body, want) {
+				missing = append(missing, want)
+			}
 		}
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics lacks %q after 10s", missing)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
