@@ -109,7 +109,9 @@ func TestMaxConnections(t *testing.T) {
 // connections.max.idle.ms; one that keeps sending requests, and one
 // waiting on a long-poll Fetch longer than the idle time, are not.
 func TestIdleConnectionsClosed(t *testing.T) {
-	const idle = 300 * time.Millisecond
+	// A request every idle/6 leaves the busy connection 5/6 of idle of
+	// slack for a sleep that a loaded machine stretches.
+	const idle = 600 * time.Millisecond
 	b := newTestBroker(t, func(c *Config) { c.Limits.ConnectionsMaxIdle = idle })
 	if err := b.CreateTopic(testContext(t, time.Minute), "idle", 1); err != nil {
 		t.Fatal(err)
@@ -118,10 +120,10 @@ func TestIdleConnectionsClosed(t *testing.T) {
 	apiVersionsOK(t, quiet)
 	busy := dialRaw(t, b.Addr())
 	start := time.Now()
-	// The busy connection sends a request every idle/3 for 3 idle periods.
+	// The busy connection sends a request every idle/6 for 3 idle periods.
 	for time.Since(start) < 3*idle {
 		apiVersionsOK(t, busy)
-		time.Sleep(idle / 3)
+		time.Sleep(idle / 6)
 	}
 	// The quiet one is gone: reading gives EOF, not a timeout.
 	_ = quiet.conn.SetReadDeadline(time.Now().Add(20 * time.Second))
