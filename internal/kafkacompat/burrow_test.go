@@ -68,75 +68,14 @@ func TestBurrowZooKeeperGroupLag(t *testing.T) {
 	g := joinGroup(t, ctx, c, group, topic, len(counts))
 	g.commitAt(t, ctx, map[int32]int64{0: 1, 1: 1, 2: 1})
 
-	b := startBurrow(t, burrowBin, c)
-	var offsets []int64
-	deadline := time.Now().Add(burrowOffsetsTimeout)
-	for {
-		var resp struct {
-			Offsets []int64 `json:"offsets"`
-		}
-		if err := b.get(ctx, "/v3/kafka/tributary/topic/"+topic, &resp); err == nil {
-			offsets = resp.Offsets
-			if slices.Equal(offsets, counts) {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Burrow did not learn %s's end offsets %v from the brokers within %v (it shows %v).\n"+
-				"Burrow's errors:\n%s\nthe brokers on ListOffsets:\n%s",
-				topic, counts, burrowOffsetsTimeout, offsets, b.errors(), c.brokerLines("ListOffsets"))
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	b := startBurrow(t, burrowBin, c, false)
+	b.awaitTopicOffsets(t, ctx, c, topic, counts)
 
 	committed := map[int32]int64{0: 12, 1: 20, 2: 3}
 	g.commitAt(t, ctx, committed)
 	checkRegistry(t, ctx, c, group, topic, committed)
 
-	// Burrow's lag per partition must be end offset minus committed offset.
-	type partitionLag struct {
-		Topic     string `json:"topic"`
-		Partition int32  `json:"partition"`
-		End       *struct {
-			Offset int64 `json:"offset"`
-		} `json:"end"`
-		CurrentLag int64 `json:"current_lag"`
-	}
-	var last string
-	deadline = time.Now().Add(waitTimeout)
-	for {
-		var resp struct {
-			Error   bool   `json:"error"`
-			Message string `json:"message"`
-			Status  struct {
-				Partitions []partitionLag `json:"partitions"`
-			} `json:"status"`
-		}
-		err := b.get(ctx, "/v3/kafka/tributary/consumer/"+group+"/lag", &resp)
-		last = fmt.Sprintf("err %v, response %+v", err, resp)
-		seen := map[int32]partitionLag{}
-		for _, pl := range resp.Status.Partitions {
-			if pl.Topic == topic && pl.End != nil && pl.End.Offset == committed[pl.Partition] {
-				seen[pl.Partition] = pl
-			}
-		}
-		if len(seen) == len(counts) {
-			for p := range int32(len(counts)) {
-				want := end[p] - committed[p]
-				if got := seen[p].CurrentLag; got != want {
-					t.Errorf("Burrow: %s-%d lag %d, want end %d - committed %d = %d", topic, p, got, end[p], committed[p], want)
-				} else {
-					t.Logf("Burrow: %s-%d lag %d = end %d - committed %d", topic, p, got, end[p], committed[p])
-				}
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Burrow did not report the committed offsets %v of group %s within %v; last: %s\nBurrow's errors:\n%s",
-				committed, group, waitTimeout, last, b.errors())
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	b.checkLag(t, ctx, group, topic, end, committed)
 }
 
 // groupMember is a client.GroupConsumer in ManualMark mode: it commits
@@ -243,10 +182,11 @@ type burrow struct {
 }
 
 // startBurrow writes a configuration (our brokers as cluster "tributary",
-// the ZooKeeper consumer module on the cluster's chroot, Burrow's own state
+// the ZooKeeper consumer module on the cluster's chroot, with kafkaOffsets
+// also the Kafka consumer module on __consumer_offsets, Burrow's own state
 // under <chroot>/burrow, an HTTP port of its own) and starts Burrow; it is
 // stopped when t ends.
-func startBurrow(t *testing.T, bin string, c *cluster) *burrow {
+func startBurrow(t *testing.T, bin string, c *cluster, kafkaOffsets bool) *burrow {
 	t.Helper()
 	dir := t.TempDir()
 	port := freePort(t)
@@ -256,6 +196,19 @@ func startBurrow(t *testing.T, bin string, c *cluster) *burrow {
 			q[i] = strconv.Quote(s)
 		}
 		return "[" + strings.Join(q, ", ") + "]"
+	}
+	// Burrow's Kafka consumer module reads __consumer_offsets, and Burrow
+	// stops at start when that topic does not exist yet.
+	kafkaModule := ""
+	if kafkaOffsets {
+		kafkaModule = fmt.Sprintf(`[consumer.kafka]
+class-name="kafka"
+cluster="tributary"
+servers=%s
+client-profile="tributary"
+offsets-topic="__consumer_offsets"
+
+`, quote(c.bootstrap()))
 	}
 	zk := quote(strings.Split(c.zkServers, ","))
 	config := fmt.Sprintf(`[general]
@@ -280,7 +233,7 @@ client-profile="tributary"
 topic-refresh=2
 offset-refresh=1
 
-[consumer.zk]
+%s[consumer.zk]
 class-name="kafka_zk"
 cluster="tributary"
 servers=%s
@@ -300,7 +253,7 @@ min-distance=1
 [evaluator.default]
 class-name="caching"
 expire-cache=1
-`, filepath.Join(dir, "burrow.pid"), zk, c.chroot+"/burrow", quote(c.bootstrap()), zk, c.chroot, port)
+`, filepath.Join(dir, "burrow.pid"), zk, c.chroot+"/burrow", quote(c.bootstrap()), kafkaModule, zk, c.chroot, port)
 	if err := os.WriteFile(filepath.Join(dir, "burrow.toml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -387,4 +340,77 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// awaitTopicOffsets waits until Burrow shows want as topic's end offsets,
+// which it learns from the brokers (ListOffsets) every offset-refresh.
+func (b *burrow) awaitTopicOffsets(t *testing.T, ctx context.Context, c *cluster, topic string, want []int64) {
+	t.Helper()
+	var offsets []int64
+	deadline := time.Now().Add(burrowOffsetsTimeout)
+	for {
+		var resp struct {
+			Offsets []int64 `json:"offsets"`
+		}
+		if err := b.get(ctx, "/v3/kafka/tributary/topic/"+topic, &resp); err == nil {
+			offsets = resp.Offsets
+			if slices.Equal(offsets, want) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Burrow did not learn %s's end offsets %v from the brokers within %v (it shows %v).\n"+
+				"Burrow's errors:\n%s\nthe brokers on ListOffsets:\n%s",
+				topic, want, burrowOffsetsTimeout, offsets, b.errors(), c.brokerLines("ListOffsets"))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// checkLag waits until Burrow's lag report of group shows the committed
+// offsets of every partition of topic, and checks that each partition's
+// lag is its end offset minus its committed offset.
+func (b *burrow) checkLag(t *testing.T, ctx context.Context, group, topic string, end, committed map[int32]int64) {
+	t.Helper()
+	type partitionLag struct {
+		Topic     string `json:"topic"`
+		Partition int32  `json:"partition"`
+		End       *struct {
+			Offset int64 `json:"offset"`
+		} `json:"end"`
+		CurrentLag int64 `json:"current_lag"`
+	}
+	var last string
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		var resp struct {
+			Status struct {
+				Partitions []partitionLag `json:"partitions"`
+			} `json:"status"`
+		}
+		err := b.get(ctx, "/v3/kafka/tributary/consumer/"+group+"/lag", &resp)
+		last = fmt.Sprintf("err %v, response %+v", err, resp)
+		seen := map[int32]partitionLag{}
+		for _, pl := range resp.Status.Partitions {
+			if pl.Topic == topic && pl.End != nil && pl.End.Offset == committed[pl.Partition] {
+				seen[pl.Partition] = pl
+			}
+		}
+		if len(seen) == len(committed) {
+			for p, off := range committed {
+				want := end[p] - off
+				if got := seen[p].CurrentLag; got != want {
+					t.Errorf("Burrow: %s-%d lag %d, want end %d - committed %d = %d", topic, p, got, end[p], off, want)
+				} else {
+					t.Logf("Burrow: %s-%d lag %d = end %d - committed %d", topic, p, got, end[p], off)
+				}
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Burrow did not report the committed offsets %v of group %s within %v; last: %s\nBurrow's errors:\n%s",
+				committed, group, waitTimeout, last, b.errors())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }

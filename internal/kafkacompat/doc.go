@@ -13,8 +13,11 @@
 //   - LinkedIn's Burrow 1.2.1 (Debian package burrow): its ZooKeeper consumer
 //     module reads /consumers/<group>/offsets, as written by client's
 //     ZooKeeper group consumer, and its kafka cluster module asks our brokers
-//     for end offsets (ListOffsets v0); the lag its HTTP API reports must be
-//     end offset minus committed offset, per partition.
+//     for end offsets (ListOffsets v0); its Kafka consumer module reads the
+//     group coordinator's __consumer_offsets topic and decodes our
+//     OffsetCommit records (value version 3, as Kafka 2.1+ writes). For
+//     both, the lag its HTTP API reports must be end offset minus committed
+//     offset, per partition.
 //
 // Each test runs its own brokers in its own ZooKeeper chroot and stops every
 // process it starts. A missing tool fails the test with the make target that
