@@ -150,8 +150,11 @@ func TestLegacyTopicIDMigrated(t *testing.T) {
 		}
 
 		// On change: a legacy topic written while the controller serves.
-		e.write(t, topicPath("later"), `{"version":1,"partitions":{"0":[1]}}`)
+		// The config node goes first, as Kafka's AdminZkClient and earlier
+		// Tributary versions write them: a topic node seen alone is a topic
+		// without an id, which the controller gives a new one.
 		e.write(t, topicConfigPath("later"), `{"version":1,"config":{"tributary.topic.id":"`+laterID+`"}}`)
+		e.write(t, topicPath("later"), `{"version":1,"partitions":{"0":[1]}}`)
 		_, cfg = awaitNodes(t, e, "later", "later migrated", func(r rawTopic, _ string) bool { return hasID(r, laterID) })
 		if cfg != `{"version":1,"config":{}}` {
 			t.Errorf("config of later %s", cfg)
@@ -171,8 +174,8 @@ func TestUpdateTopicConfigsOfLegacyTopic(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, e *env) {
 		const id = "RDoKZ8zTRqWx3s8oU6c4aA"
 		ms := e.joinAll(t, 1)
-		e.write(t, topicPath("legacy"), `{"version":1,"partitions":{"0":[1]}}`)
 		e.write(t, topicConfigPath("legacy"), `{"version":1,"config":{"retention.ms":"1","tributary.topic.id":"`+id+`"}}`)
+		e.write(t, topicPath("legacy"), `{"version":1,"partitions":{"0":[1]}}`)
 		written, err := ms[0].UpdateTopicConfigs(ctxFor(t), "legacy", func(c map[string]string) error {
 			if _, ok := c[LegacyTopicIDConfig]; ok {
 				t.Errorf("the update saw the legacy key: %v", c)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -77,7 +78,22 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatalf("leaders per broker %v, want 4 on each of 1, 2, 3", perBroker)
 		}
 		for _, a := range addrs {
-			md := metadata(t, ctx, a, "events")
+			// Each broker learns the partition states from ZooKeeper in its
+			// own time: createTopic waited for the first one only.
+			var md kadm.Metadata
+			await(t, waitTimeout, "broker "+a+" to see a leader of every partition", func() bool {
+				md = metadata(t, ctx, a, "events")
+				td := md.Topics["events"]
+				if len(td.Partitions) != 12 {
+					return false
+				}
+				for _, p := range td.Partitions {
+					if p.Leader < 0 {
+						return false
+					}
+				}
+				return true
+			})
 			if ids := md.Brokers.NodeIDs(); len(ids) != 3 {
 				t.Fatalf("broker %s lists brokers %v, want 3", a, ids)
 			}
