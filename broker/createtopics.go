@@ -111,6 +111,9 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *request) (reply, err
 			}
 			st.NumPartitions, st.ReplicationFactor = n, rf
 			st.Configs = b.createdTopicConfigs(overrides)
+			if !req.ValidateOnly {
+				st.TopicID = wireTopicID(b.metadata().Topics[rt.Topic].ID)
+			}
 		}
 		resp.Topics = append(resp.Topics, st)
 	}

@@ -10,7 +10,8 @@ import (
 // handleDeleteTopics deletes topics by name (v0-v5 TopicNames, v6 Topics)
 // through the controller, waiting up to the request's timeout for each to
 // leave this broker's metadata.
-// Deletion by topic id gets UNKNOWN_TOPIC_ID: topic ids are not kept.
+// v6 names a topic by name or by id (not both: INVALID_REQUEST, as Kafka);
+// an id no topic has gets UNKNOWN_TOPIC_ID.
 func (b *Broker) handleDeleteTopics(ctx context.Context, r *request) (reply, error) {
 	req := r.msg.(*kmsg.DeleteTopicsRequest)
 	ctx, cancel := requestTimeout(ctx, req.TimeoutMillis)
@@ -21,8 +22,20 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, r *request) (reply, err
 		st := kmsg.NewDeleteTopicsResponseTopic()
 		st.Topic, st.TopicID = name, id
 		switch {
+		case name != nil && id != [16]byte{}:
+			st.ErrorCode = kerr.InvalidRequest.Code
+			st.ErrorMessage = kmsg.StringPtr("a topic is named by name or by id, not both")
 		case name == nil:
-			st.ErrorCode = kerr.UnknownTopicID.Code
+			t, ok := topicByWireID(b.metadata(), id)
+			if !ok {
+				st.ErrorCode = kerr.UnknownTopicID.Code
+				break
+			}
+			st.Topic = kmsg.StringPtr(t.Name)
+			if err := b.DeleteTopic(ctx, t.Name); err != nil {
+				st.ErrorCode = adminErrorCode(err)
+				st.ErrorMessage = kmsg.StringPtr(err.Error())
+			}
 		default:
 			if err := b.DeleteTopic(ctx, *name); err != nil {
 				st.ErrorCode = adminErrorCode(err)

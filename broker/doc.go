@@ -126,6 +126,11 @@
 // it. IncrementalAlterConfigs rewrites the config node by compare-and-set
 // through the member's session. A topic written without an id (Kafka's
 // TopicCommand) is not opened until the controller has given it one.
+// Clients see the id as Kafka's do: in Metadata v10+ and CreateTopics v7
+// responses, and Metadata v12 and DeleteTopics v6 find a topic by it
+// (UNKNOWN_TOPIC_ID for an id no topic has). franz-go, like Kafka's own
+// clients, fails a topic whose id changed (deleted and re-created) with
+// UNKNOWN_TOPIC_ID until the client drops it.
 // The reconciler applies the overrides to the partitions it opens; when they
 // change, settings fixed at open (segment size, retention, flush) reopen
 // the log and the others (max.message.bytes, message.timestamp.type) apply

@@ -70,7 +70,11 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) (reply, error) 
 	}
 	for _, rt := range req.Topics {
 		if rt.Topic == nil {
-			// Lookup by topic id (v12+): topic ids are not kept.
+			// Lookup by topic id (v12+).
+			if t, ok := topicByWireID(snap, rt.TopicID); ok {
+				resp.Topics = append(resp.Topics, b.describeTopic(snap, t))
+				continue
+			}
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.TopicID = rt.TopicID
 			mt.ErrorCode = kerr.UnknownTopicID.Code
@@ -129,6 +133,7 @@ func (b *Broker) describeBrokers(resp *kmsg.MetadataResponse, snap cluster.Snaps
 func (b *Broker) describeTopic(snap cluster.Snapshot, t cluster.Topic) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = kmsg.StringPtr(t.Name)
+	mt.TopicID = wireTopicID(t.ID)
 	mt.IsInternal = t.Name == group.OffsetsTopic
 	live := func(id int32) bool {
 		_, ok := snap.Broker(id)

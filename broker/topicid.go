@@ -3,6 +3,7 @@ package broker
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/tributary/tributary/broker/cluster"
 )
 
 // Files the broker keeps in a partition directory next to the storage
@@ -111,4 +114,29 @@ func writeIfChanged(path string, content []byte) error {
 		return fmt.Errorf("broker: writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// wireTopicID is a topic id as the protocol carries it (Metadata v10+,
+// CreateTopics v7, DeleteTopics v6): the 16 bytes of its text form. A
+// topic without an id (not yet assigned by the controller) gets the zero
+// id, which Kafka's clients read as "no id".
+func wireTopicID(id string) [16]byte {
+	var out [16]byte
+	if b, err := base64.RawURLEncoding.Strict().DecodeString(id); err == nil && len(b) == len(out) {
+		copy(out[:], b)
+	}
+	return out
+}
+
+// topicByWireID finds the topic whose id is id; the zero id names none.
+func topicByWireID(snap cluster.Snapshot, id [16]byte) (cluster.Topic, bool) {
+	if id == ([16]byte{}) {
+		return cluster.Topic{}, false
+	}
+	for _, t := range snap.Topics {
+		if t.ID != "" && wireTopicID(t.ID) == id {
+			return t, true
+		}
+	}
+	return cluster.Topic{}, false
 }

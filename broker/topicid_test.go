@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/internal/coord"
@@ -127,6 +129,10 @@ func TestRecreatedTopicDropsStaleData(t *testing.T) {
 	if onDisk, err := readPartitionTopicID(p.dir); err != nil || onDisk != secondID {
 		t.Fatalf("%s records %q (%v), want the new id %q", partitionMetadataFile, onDisk, err, secondID)
 	}
+	// A client that held the old topic fails it with UNKNOWN_TOPIC_ID once
+	// its metadata shows the new id (franz-go does not adopt a new id, as
+	// against Kafka), so the new topic gets a new client.
+	cl = newClient(t, b1.Addr(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceValues(t, ctx, cl, "re", 0, "new-0")
 	produceValues(t, ctx, cl, "re", 1, "new-1")
 	got := consumeValues(t, ctx, b1.Addr(), "re", 2)
@@ -168,5 +174,97 @@ func TestRestoredIdentity(t *testing.T) {
 	got, _, err = restoredIdentity([]string{d0, d1})
 	if err != nil || got == id || !cluster.ValidTopicID(got) {
 		t.Fatalf("without a valid recorded id: %q, %v; want a new valid id", got, err)
+	}
+}
+
+// TestTopicIDsOnTheWire: CreateTopics v7 and Metadata v10+ carry the id the
+// partition directories record, Metadata v12 and DeleteTopics v6 find a
+// topic by that id, and an id no topic has gets UNKNOWN_TOPIC_ID.
+func TestTopicIDsOnTheWire(t *testing.T) {
+	b := newTestBroker(t, nil)
+	ctx := testContext(t, time.Minute)
+	cl := newClient(t, b.Addr())
+
+	create := kmsg.NewPtrCreateTopicsRequest()
+	create.Version = 7
+	create.TimeoutMillis = 30000
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "ids", 2, 1
+	create.Topics = append(create.Topics, ct)
+	cresp, err := create.RequestWith(ctx, cl)
+	if err != nil || len(cresp.Topics) != 1 || cresp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreateTopics v7: %+v, %v", cresp, err)
+	}
+	onDisk, err := readPartitionTopicID(b.partitionOf("ids", 1).dir)
+	if err != nil || !cluster.ValidTopicID(onDisk) {
+		t.Fatalf("%s records %q, %v", partitionMetadataFile, onDisk, err)
+	}
+	id := wireTopicID(onDisk)
+	if cresp.Topics[0].TopicID != id {
+		t.Fatalf("CreateTopics v7 topic id %x, the partition records %s (%x)", cresp.Topics[0].TopicID, onDisk, id)
+	}
+
+	metadata := func(version int16, topics ...kmsg.MetadataRequestTopic) []kmsg.MetadataResponseTopic {
+		t.Helper()
+		req := kmsg.NewPtrMetadataRequest()
+		req.Version = version
+		req.Topics = topics
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("Metadata v%d: %v", version, err)
+		}
+		return resp.Topics
+	}
+	byName := kmsg.NewMetadataRequestTopic()
+	byName.Topic = kmsg.StringPtr("ids")
+	for _, v := range []int16{10, 12} {
+		got := metadata(v, byName)
+		if len(got) != 1 || got[0].ErrorCode != 0 || got[0].TopicID != id || len(got[0].Partitions) != 2 {
+			t.Fatalf("Metadata v%d by name: %+v; want topic id %x", v, got, id)
+		}
+	}
+	byID := kmsg.NewMetadataRequestTopic()
+	byID.TopicID = id
+	got := metadata(12, byID)
+	if len(got) != 1 || got[0].ErrorCode != 0 || got[0].Topic == nil || *got[0].Topic != "ids" || len(got[0].Partitions) != 2 {
+		t.Fatalf("Metadata v12 by id: %+v; want topic ids", got)
+	}
+	unknown := kmsg.NewMetadataRequestTopic()
+	unknown.TopicID = [16]byte{1, 2, 3}
+	if got := metadata(12, unknown); len(got) != 1 || got[0].ErrorCode != kerr.UnknownTopicID.Code || got[0].TopicID != unknown.TopicID {
+		t.Fatalf("Metadata v12 by an unknown id: %+v; want UNKNOWN_TOPIC_ID", got)
+	}
+
+	del := func(topic *string, id [16]byte) kmsg.DeleteTopicsResponseTopic {
+		t.Helper()
+		req := kmsg.NewPtrDeleteTopicsRequest()
+		req.Version = 6
+		req.TimeoutMillis = 30000
+		dt := kmsg.NewDeleteTopicsRequestTopic()
+		dt.Topic, dt.TopicID = topic, id
+		req.Topics = append(req.Topics, dt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || len(resp.Topics) != 1 {
+			t.Fatalf("DeleteTopics v6: %+v, %v", resp, err)
+		}
+		return resp.Topics[0]
+	}
+	if r := del(nil, unknown.TopicID); r.ErrorCode != kerr.UnknownTopicID.Code {
+		t.Fatalf("DeleteTopics v6 by an unknown id: %+v; want UNKNOWN_TOPIC_ID", r)
+	}
+	if r := del(kmsg.StringPtr("ids"), id); r.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("DeleteTopics v6 by name and id: %+v; want INVALID_REQUEST", r)
+	}
+	if _, ok := b.metadata().Topics["ids"]; !ok {
+		t.Fatal("a refused delete removed the topic")
+	}
+	if r := del(nil, id); r.ErrorCode != 0 || r.Topic == nil || *r.Topic != "ids" {
+		t.Fatalf("DeleteTopics v6 by id: %+v; want topic ids deleted", r)
+	}
+	if _, ok := b.metadata().Topics["ids"]; ok {
+		t.Fatal("topic ids still in this broker's metadata after its deletion by id")
+	}
+	if got := metadata(12, byID); len(got) != 1 || got[0].ErrorCode != kerr.UnknownTopicID.Code {
+		t.Fatalf("Metadata v12 by the deleted topic's id: %+v; want UNKNOWN_TOPIC_ID", got)
 	}
 }

@@ -3,6 +3,7 @@ package kafkacompat
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/internal/coord/zkcoord"
 	"github.com/tributary/tributary/internal/testenv"
 )
 
@@ -165,6 +167,39 @@ func checkTopicCommand(t *testing.T, ctx context.Context, tools testenv.KafkaToo
 	if !maps.Equal(parts, wantParts) {
 		t.Errorf("TopicCommand --describe partitions:\n%v\nkadm Metadata:\n%v\noutput:\n%s", parts, wantParts, out)
 	}
+
+	// --describe through the brokers (AdminClient, Metadata v10+): the same
+	// partitions, and the topic id the controller wrote to ZooKeeper.
+	zkID := zkTopicID(t, ctx, c, topic)
+	out = mustRun(t, ctx, tools, class, "--bootstrap-server", strings.Join(c.bootstrap(), ","), "--describe", "--topic", topic)
+	header, parts = parseTopicDescribe(t, out, topic)
+	if header["TopicId"] != zkID {
+		t.Errorf("TopicCommand --bootstrap-server --describe shows TopicId %q; /brokers/topics/%s has topic_id %q\noutput:\n%s", header["TopicId"], topic, zkID, out)
+	}
+	if !maps.Equal(parts, wantParts) {
+		t.Errorf("TopicCommand --bootstrap-server --describe partitions:\n%v\nkadm Metadata:\n%v\noutput:\n%s", parts, wantParts, out)
+	}
+}
+
+// zkTopicID reads the topic_id of /brokers/topics/<topic>.
+func zkTopicID(t *testing.T, ctx context.Context, c *cluster, topic string) string {
+	t.Helper()
+	s, err := zkcoord.Connect(ctx, c.connect(), zkcoord.Config{SessionTimeout: 10 * time.Second, ConnectionTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatalf("zookeeper: %v", err)
+	}
+	defer s.Close()
+	data, _, err := s.Get(ctx, "/brokers/topics/"+topic)
+	if err != nil {
+		t.Fatalf("reading /brokers/topics/%s: %v", topic, err)
+	}
+	var node struct {
+		TopicID string `json:"topic_id"`
+	}
+	if err := json.Unmarshal(data, &node); err != nil || node.TopicID == "" {
+		t.Fatalf("/brokers/topics/%s holds %s (%v); want a topic_id", topic, data, err)
+	}
+	return node.TopicID
 }
 
 type partitionLine struct{ leader, replicas, isr string }
