@@ -108,7 +108,12 @@
 // timeout). The high watermarks are checkpointed in each log directory's
 // replication-offset-checkpoint (Kafka's format) every 5 s and at close.
 // Close first hands leadership away (controlled.shutdown.enable): the
-// controller moves it to other in-sync replicas before the broker stops. Topic administration goes through the member
+// controller moves it to other in-sync replicas before the broker stops.
+// Then it stops accepting, lets every connection finish the requests it has
+// read, and closes them; a connection that has answered nothing but
+// ApiVersions is reset rather than ended, since franz-go fails a request
+// outright on an end of stream before a connection's first response (it
+// suspects TLS or SASL) but retries after a reset. Topic administration goes through the member
 // (the controller assigns and elects) and waits for the reconciler to serve
 // the result. A standalone broker registers the topics found on disk again
 // at start, since its coordinator starts empty (RestoreTopics does the same

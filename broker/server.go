@@ -201,6 +201,19 @@ func (b *Broker) acceptLoop() {
 	}
 }
 
+// resetOnClose makes closing c send a reset instead of an orderly end. The
+// broker does this, when it shuts down, to connections that have answered
+// nothing but ApiVersions: franz-go takes an end of stream before a
+// connection's first response for a TLS or SASL misconfiguration and fails
+// the request without retrying it, while a reset is retried (on another
+// broker once metadata shows the leaders moved). Such a connection has no
+// response in flight for the reset to discard.
+func resetOnClose(c net.Conn) {
+	if tc, ok := c.(interface{ SetLinger(int) error }); ok {
+		_ = tc.SetLinger(0)
+	}
+}
+
 // readAhead bounds how many decoded requests wait behind the one being
 // handled on a connection.
 const readAhead = 16
@@ -218,6 +231,7 @@ func (b *Broker) serveConn(c net.Conn) {
 	go b.readRequests(c, reqs, log, peerGone, act)
 	w := &connWriter{conn: c}
 	broken := false
+	answered := 0 // responses to requests other than ApiVersions
 	for r := range reqs {
 		if broken {
 			act.inFlight.Add(-1)
@@ -227,9 +241,14 @@ func (b *Broker) serveConn(c net.Conn) {
 			log.Debug("closing connection", "err", err)
 			broken = true
 			_ = c.Close()
+		} else if r.key != int16(kmsg.ApiVersions) {
+			answered++
 		}
 		act.touch()
 		act.inFlight.Add(-1)
+	}
+	if answered == 0 && b.shutdownCtx.Err() != nil {
+		resetOnClose(c)
 	}
 	_ = c.Close()
 	b.connMu.Lock()
