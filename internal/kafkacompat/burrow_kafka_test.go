@@ -2,12 +2,10 @@ package kafkacompat
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/internal/testenv"
 )
@@ -25,18 +23,7 @@ func TestBurrowKafkaGroupLag(t *testing.T) {
 
 	const topic, group = "compat-burrow-kafka", "compat-burrow-kafka-group"
 	counts := []int64{25, 40, 5}
-	c.createTopic(t, ctx, topic, int32(len(counts)), nil)
-	cl := c.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	var recs []*kgo.Record
-	for p, n := range counts {
-		for i := range n {
-			recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(p), Value: []byte(fmt.Sprintf("burrow-kafka-%d-%d", p, i))})
-		}
-	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatalf("produce: %v", err)
-	}
-	end := endOffsets(t, ctx, cl, topic)
+	cl, end := produceCounts(t, ctx, c, topic, counts)
 
 	// A first commit creates __consumer_offsets, which Burrow's module
 	// needs at start; the second comes once Burrow knows the end offsets,

@@ -43,23 +43,7 @@ func TestBurrowZooKeeperGroupLag(t *testing.T) {
 
 	const topic, group = "compat-burrow", "compat-burrow-group"
 	counts := []int64{30, 20, 10}
-	c.createTopic(t, ctx, topic, int32(len(counts)), nil)
-	cl := c.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	var recs []*kgo.Record
-	for p, n := range counts {
-		for i := range n {
-			recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(p), Value: []byte(fmt.Sprintf("burrow-%d-%d", p, i))})
-		}
-	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatalf("produce: %v", err)
-	}
-	end := endOffsets(t, ctx, cl, topic)
-	for p, n := range counts {
-		if end[int32(p)] != n {
-			t.Fatalf("end offsets %v after producing %v", end, counts)
-		}
-	}
+	_, end := produceCounts(t, ctx, c, topic, counts)
 
 	// The group commits once before Burrow starts, so that the registry
 	// Burrow 1.2.1 walks once at start (/consumers/<group>/offsets/<topic>/<p>)
@@ -413,4 +397,29 @@ func (b *burrow) checkLag(t *testing.T, ctx context.Context, group, topic string
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// produceCounts creates topic with a partition per count and produces that
+// many records to each; it returns a client on the cluster and the end
+// offsets, checked against the counts.
+func produceCounts(t *testing.T, ctx context.Context, c *cluster, topic string, counts []int64) (*kgo.Client, map[int32]int64) {
+	t.Helper()
+	c.createTopic(t, ctx, topic, int32(len(counts)), nil)
+	cl := c.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	var recs []*kgo.Record
+	for p, n := range counts {
+		for i := range n {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(p), Value: []byte(fmt.Sprintf("%s-%d-%d", topic, p, i))})
+		}
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	end := endOffsets(t, ctx, cl, topic)
+	for p, n := range counts {
+		if end[int32(p)] != n {
+			t.Fatalf("end offsets %v after producing %v", end, counts)
+		}
+	}
+	return cl, end
 }
