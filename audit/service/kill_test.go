@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/audit"
+	"github.com/tributary/tributary/internal/kafkatest"
 	"github.com/tributary/tributary/internal/testproc"
 )
 
@@ -151,18 +152,11 @@ func TestKillNineRestartAndDuplicates(t *testing.T) {
 	checkReports(t, reps, p)
 
 	// Feed every event of dc1's audit topic again, to dc1 and to dc2.
-	src := newKgo(t, kgo.SeedBrokers(p.dc1), kgo.ConsumeTopics(audit.DefaultTopic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var values [][]byte
-	for idle := 0; idle < 2; {
-		pctx, c := context.WithTimeout(ctx, 2*time.Second)
-		fs := src.PollFetches(pctx)
-		c()
-		if fs.NumRecords() == 0 {
-			idle++
-		}
-		fs.EachRecord(func(r *kgo.Record) { values = append(values, bytes.Clone(r.Value)) })
+	for _, r := range kafkatest.ReadToEnd(t, []string{p.dc1}, audit.DefaultTopic) {
+		values = append(values, r.Value)
 	}
 	if len(values) == 0 {
 		t.Fatal("dc1's audit topic is empty")

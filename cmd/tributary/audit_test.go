@@ -1,43 +1,27 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/tributary/tributary/audit"
+	"github.com/tributary/tributary/internal/kafkatest"
 )
 
-// auditTotals reads the audit topic until idle and sums counts per
+// auditTotals reads the audit topic to its end and sums counts per
 // tier/cluster/topic.
 func auditTotals(t *testing.T, bs string) map[string]int64 {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bs), kgo.ConsumeTopics(audit.DefaultTopic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	out := map[string]int64{}
-	for idle := 0; idle < 2; {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		if fs.NumRecords() == 0 {
-			idle++
+	for _, r := range kafkatest.ReadToEnd(t, []string{bs}, audit.DefaultTopic) {
+		e, err := audit.UnmarshalEvent(r.Value)
+		if err != nil {
+			t.Fatalf("audit record: %v", err)
 		}
-		fs.EachRecord(func(r *kgo.Record) {
-			e, err := audit.UnmarshalEvent(r.Value)
-			if err != nil {
-				t.Fatalf("audit record: %v", err)
-			}
-			out[e.Tier+"/"+e.Cluster+"/"+e.Topic] += e.Count
-		})
+		out[e.Tier+"/"+e.Cluster+"/"+e.Topic] += e.Count
 	}
 	return out
 }
