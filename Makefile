@@ -36,8 +36,9 @@ test: deps build vet
 
 # test-unit runs the Go tests; servers must already be running (see
 # with-servers.sh). RACE_PKGS run apart, under the race detector; their
-# ZooKeeper-ensemble tests are built only without -race (a data race inside
-# go-zookeeper on reconnect) and run in a third pass, one package at a time
+# ZooKeeper-ensemble tests are built only without -race (written against
+# go-zookeeper v1.0.4's reconnect race, see internal/coord/zkcoord/doc.go)
+# and run in a third pass, one package at a time
 # since they stop ensemble members. Every pass runs even if one fails, so one
 # CI log shows every failure.
 test-unit:

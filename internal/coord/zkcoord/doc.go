@@ -1,5 +1,10 @@
 // Package zkcoord implements coord.Session on a real ZooKeeper ensemble
-// (github.com/go-zookeeper/zk). It is the product's coordination service;
+// with Vitess's fork of go-zookeeper (github.com/z-division/go-zookeeper):
+// go-zookeeper/zk v1.0.4 has a data race on Conn.lastZxid between its
+// receive loop and the watch re-registration of a new connection (upstream
+// PR zk#35, open), which failed -race test runs under load even on a
+// session's first connection; the fork reads and writes it atomically. It is
+// the product's coordination service;
 // memcoord is its in-process stand-in, and both pass coordtest.
 //
 // Connect string: Kafka's zookeeper.connect form, "h1:2181,h2:2181/chroot".

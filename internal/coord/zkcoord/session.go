@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/z-division/go-zookeeper/zk"
 
 	"github.com/tributary/tributary/internal/coord"
 )
