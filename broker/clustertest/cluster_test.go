@@ -195,10 +195,13 @@ func TestControllerFailover(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend, c testCluster) {
 		ctx := testContext(t, 3*time.Minute)
 		addrs := bootstrap(c, 3)
-		old := metadata(t, ctx, addrs[0]).Controller
-		if old < 1 || old > 3 {
-			t.Fatalf("controller %d, want one of 1, 2, 3", old)
-		}
+		// The brokers are up; the election and the watch that tells
+		// broker 1 its outcome may still be under way.
+		var old int32
+		await(t, waitTimeout, "a controller among brokers 1, 2, 3", func() bool {
+			old = metadata(t, ctx, addrs[0]).Controller
+			return old >= 1 && old <= 3
+		})
 		c.crash(t, old)
 		killed := time.Now()
 		live := bootstrap(c, 3)
