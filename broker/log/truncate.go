@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"sort"
 	"time"
 )
@@ -173,7 +172,7 @@ func (l *Log) replaceSegments(kept, dropped []*segment, offset int64, now time.T
 	if err != nil {
 		return err
 	}
-	segs := append(slices.Clone(kept), ns)
+	segs := append(kept, ns) // kept is the caller's own slice
 	l.segs.Store(&segs)
 	l.active = ns
 	for _, s := range dropped {
