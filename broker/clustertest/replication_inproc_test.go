@@ -58,6 +58,13 @@ func TestReplicationInProcess(t *testing.T) {
 	c := newReplicatedMemCluster(t, 3)
 	ctx := testContext(t, 3*time.Minute)
 	addrs := bootstrap(c, 3)
+	// A replication factor of 3 needs every broker in the metadata of the
+	// one that creates the topic; registrations reach it in their own time.
+	for _, a := range addrs {
+		await(t, waitTimeout, "broker "+a+" to see 3 brokers", func() bool {
+			return len(metadata(t, ctx, a).Brokers) == 3
+		})
+	}
 	const topic, parts = "replicated", 3
 	td := createReplicated(t, ctx, addrs, topic, parts, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")})
 	for p, d := range td.Partitions {
