@@ -102,13 +102,27 @@ func TestDevClusterRoundTripAndRestart(t *testing.T) {
 	if resp, err := adm.CreateTopic(ctx, 6, 1, nil, "dev-topic"); err != nil || resp.Err != nil {
 		t.Fatalf("create: %v %v", err, resp.Err)
 	}
-	md, err := adm.Metadata(ctx, "dev-topic")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// CreateTopics answers once the broker it went to knows the leaders;
+	// metadata may come from another broker, which learns them a moment
+	// later (as in Kafka), so wait for every partition to have one.
+	var md kadm.Metadata
 	perBroker := map[int32]int{}
-	for _, p := range md.Topics["dev-topic"].Partitions {
-		perBroker[p.Leader]++
+	for {
+		if md, err = adm.Metadata(ctx, "dev-topic"); err != nil {
+			t.Fatal(err)
+		}
+		clear(perBroker)
+		for _, p := range md.Topics["dev-topic"].Partitions {
+			perBroker[p.Leader]++
+		}
+		if len(md.Topics["dev-topic"].Partitions) == 6 && perBroker[-1] == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("leaders per broker %v before %v", perBroker, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	if len(md.Brokers) != 3 || perBroker[1] != 2 || perBroker[2] != 2 || perBroker[3] != 2 {
 		t.Fatalf("brokers %v, leaders per broker %v; want 3 brokers leading 2 partitions each", md.Brokers.NodeIDs(), perBroker)
