@@ -135,7 +135,9 @@
 // segments from the one holding the recovery point on are scanned with CRC
 // checks; the log is truncated at the first bad batch (later segments are
 // deleted) and their indexes rebuilt. Producer state comes from the newest
-// snapshot plus the batch headers after it. Recovery work therefore depends on
+// snapshot plus the batch headers after it, or, without one (a crash before
+// the first roll's snapshot was written), from the headers of the last two
+// segments. Recovery work therefore depends on
 // the unflushed tail, not on the size of the log.
 //
 // Index files that fail cheap checks are rebuilt when first used: size,

@@ -3,6 +3,8 @@ package log
 import (
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/tributary/tributary/broker/log/logtest"
@@ -101,5 +103,41 @@ func TestProducerStateSurvivesRestart(t *testing.T) {
 	l = newLog(t, cfg, l.Dir())
 	if r, err := l.Append(idem(42, 2, 20, "v")); err != nil || !r.Duplicate || r.BaseOffset != 20 {
 		t.Fatalf("after crash: retry of last batch: %+v %v", r, err)
+	}
+}
+
+// TestProducerStateWithoutSnapshotAfterRoll: a crash right after the first
+// roll, before its background snapshot was written, leaves no snapshot and
+// an active segment holding one batch. The producer's earlier batches are in
+// the previous segment, and retries of them must still be recognized (one
+// failed TestCrashRecovery run appended a retry as new records, a
+// duplicate in the log).
+func TestProducerStateWithoutSnapshotAfterRoll(t *testing.T) {
+	cfg := Config{SegmentBytes: 400}
+	l := newLog(t, cfg)
+	var seq int32
+	for len(*l.segs.Load()) < 2 {
+		mustAppend(t, l, idem(42, 0, seq, "v"))
+		seq++
+	}
+	last := seq - 1 // the batch that rolled, alone in the active segment
+	crash(t, l)
+	snaps, err := filepath.Glob(filepath.Join(l.Dir(), "*"+snapshotSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range snaps {
+		if err := os.Remove(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l = newLog(t, cfg, l.Dir())
+	for s := max(last-producerWindow+1, 0); s <= last; s++ {
+		if r, err := l.Append(idem(42, 0, s, "v")); err != nil || !r.Duplicate || r.BaseOffset != int64(s) {
+			t.Fatalf("retry of batch %d (last %d): %+v %v; want a duplicate at %d", s, last, r, err, s)
+		}
+	}
+	if r := mustAppend(t, l, idem(42, 0, last+1, "v")); r.Duplicate || r.BaseOffset != int64(last+1) {
+		t.Fatalf("next batch: %+v", r)
 	}
 }

@@ -333,8 +333,11 @@ func (l *Log) finishRecovery() error {
 }
 
 // loadProducers restores idempotence state from the newest snapshot and the
-// batch headers after it. Without a snapshot only the active segment is
-// read: older producers count as unknown, which Append tolerates.
+// batch headers after it. Without a usable snapshot the last two segments
+// are read: a crash right after a roll, before the roll's snapshot reached
+// the disk, leaves an empty or nearly empty active segment, and the
+// producers' last batches are in the one before it. Producers whose last
+// batch is older count as unknown, which Append tolerates.
 //
 // Headers carry no append time, so a batch read back from a segment counts
 // as appended at the segment file's modification time (capped at Now): never
@@ -350,7 +353,7 @@ func (l *Log) loadProducers(names []string) error {
 	defer func() { ps.removeStale(nowMs, l.start.Load()) }()
 	segs := *l.segs.Load()
 	if !ok || from < segs[0].base {
-		from = l.active.base
+		from = segs[max(len(segs)-2, 0)].base
 	}
 	if from >= end {
 		return nil
