@@ -5,8 +5,10 @@
 # tests), the independent Avro/Parquet readers (a Python virtualenv with
 # fastavro and pyarrow in .cache/venv), Apache Kafka 2.8.2's command-line
 # tools (jars from Maven Central in .cache/kafka-2.8/lib) and the Go modules.
-# HDFS comes from Maven Central on its first start (scripts/with-servers.sh). Idempotent and quiet: on a machine that has everything it only
-# checks, and apt-get runs (update + install) only for what is missing.
+# The test HDFS (testing/hdfs) needs Maven and a JDK 17 (javac, not only the
+# JRE); it fetches its jars from Maven Central on its first start. Idempotent
+# and quiet: on a machine that has everything it only checks, and apt-get runs
+# (update + install) only for what is missing.
 #
 # The checks ask dpkg, not PATH: another netcat (netcat-traditional, busybox)
 # may provide `nc` but lacks the flags the scripts rely on.
@@ -18,7 +20,7 @@ installed() {
 }
 
 need=()
-for pkg in kcat zookeeper netcat-openbsd chromium burrow maven; do
+for pkg in kcat zookeeper netcat-openbsd chromium burrow maven openjdk-17-jdk-headless; do
 	installed "$pkg" || need+=("$pkg")
 done
 

@@ -8,8 +8,10 @@
 #     controlled by tests through   TRIBUTARY_TEST_ZK_ENSEMBLE_CTL (`$CTL stop 2`, `$CTL start 2`,
 #                                   `$CTL kill 2`), which finds the ensemble through
 #                                   TRIBUTARY_ZK_ENSEMBLE_DIR, exported too.
-#   - a real HDFS (MiniDFSCluster)  TRIBUTARY_TEST_HDFS=127.0.0.1:19000, from ../shared/hdfs
-#                                   (NameNode RPC port 19000 + TRIBUTARY_TEST_PORT_OFFSET)
+#   - a real HDFS (MiniDFSCluster)  TRIBUTARY_TEST_HDFS=127.0.0.1:19000, from testing/hdfs
+#                                   (NameNode RPC port 19000 + TRIBUTARY_TEST_PORT_OFFSET;
+#                                   TRIBUTARY_HDFS_SCRIPTS names another folder with the same
+#                                   start.sh PORT DATADIR / stop.sh DATADIR)
 # and the reader/browser the tests check output with:
 #   TRIBUTARY_TEST_PYTHON (.cache/venv, fastavro + pyarrow, made by install-deps.sh)
 #
@@ -18,8 +20,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
-# The verified MiniDFSCluster recipe lives beside the repository (read-only).
-hdfs_scripts=${TRIBUTARY_HDFS_SCRIPTS:-$repo/../shared/hdfs}
+hdfs_scripts=${TRIBUTARY_HDFS_SCRIPTS:-$repo/testing/hdfs}
 hdfs_port=$((19000 + ${TRIBUTARY_TEST_PORT_OFFSET:-0}))
 if [ $# -eq 0 ]; then
 	echo "usage: with-servers.sh CMD [ARGS...]" >&2
@@ -100,8 +101,8 @@ trap 'on_signal TERM 143' TERM
 
 start=$SECONDS
 bash "$here/zk.sh" check-ports
-if [ ! -x "$hdfs_scripts/start.sh" ]; then
-	echo "with-servers: $hdfs_scripts/start.sh not found: HDFS comes from ../shared/hdfs beside the repository (or set TRIBUTARY_HDFS_SCRIPTS)" >&2
+if [ ! -f "$hdfs_scripts/start.sh" ]; then
+	echo "with-servers: $hdfs_scripts/start.sh not found (TRIBUTARY_HDFS_SCRIPTS; the default is testing/hdfs in the repository)" >&2
 	exit 1
 fi
 if python3 -c "import socket,sys; s=socket.socket(); sys.exit(s.connect_ex(('127.0.0.1', $hdfs_port)) != 0)"; then

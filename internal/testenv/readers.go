@@ -10,7 +10,7 @@ import (
 // scripts/with-servers.sh (scripts/install-deps.sh installs what they name).
 const (
 	// EnvHDFS holds host:port of a real HDFS NameNode (a MiniDFSCluster
-	// started from ../shared/hdfs by scripts/with-servers.sh).
+	// started from testing/hdfs by scripts/with-servers.sh).
 	EnvHDFS = "TRIBUTARY_TEST_HDFS"
 	// EnvPython names a Python interpreter that can import fastavro and
 	// pyarrow: the independent Avro and Parquet readers of the tests.
@@ -26,7 +26,7 @@ func HDFS(t testing.TB) string {
 	addr := os.Getenv(EnvHDFS)
 	if addr == "" {
 		t.Fatalf("HDFS is not running: %s is unset; run the tests through `make test` "+
-			"(it starts a MiniDFSCluster with ../shared/hdfs/start.sh)", EnvHDFS)
+			"(it starts a MiniDFSCluster with testing/hdfs/start.sh)", EnvHDFS)
 	}
 	return addr
 }

@@ -1,0 +1,113 @@
+package tributary.testing.hdfs;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardCopyOption;
+import java.util.concurrent.CountDownLatch;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hdfs.HdfsConfiguration;
+import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.security.UserGroupInformation;
+
+import sun.misc.Signal;
+
+/**
+ * The HDFS of Tributary's integration tests: one MiniDFSCluster (a NameNode
+ * and N DataNodes in this JVM), NameNode RPC on 127.0.0.1:PORT, every other
+ * port ephemeral on 127.0.0.1.
+ *
+ * <pre>
+ *   TestHdfs PORT DATANODES BASEDIR READYFILE
+ * </pre>
+ *
+ * The file system lives under BASEDIR, which is formatted on start.
+ * MiniDFSCluster deletes it when the JVM exits, so nothing worth keeping (the
+ * log) may be inside it. Once the cluster serves, READYFILE is written
+ * atomically with the cluster's URI; it is removed again on a clean stop.
+ *
+ * SIGTERM and SIGINT stop the cluster cleanly and exit 0. They are handled
+ * here rather than in a shutdown hook because MiniDFSCluster.shutdown removes
+ * shutdown hooks of its own, which the JVM refuses while it runs hooks.
+ * Exit 1: the cluster could not start (the cause is in the log).
+ */
+public final class TestHdfs {
+    private TestHdfs() {}
+
+    public static void main(String[] args) throws Exception {
+        if (args.length != 4) {
+            System.err.println("usage: TestHdfs PORT DATANODES BASEDIR READYFILE");
+            System.exit(2);
+        }
+        int port = Integer.parseInt(args[0]);
+        int datanodes = Integer.parseInt(args[1]);
+        String baseDir = args[2];
+        Path ready = Paths.get(args[3]);
+
+        CountDownLatch stop = new CountDownLatch(1);
+        Signal.handle(new Signal("TERM"), sig -> stop.countDown());
+        Signal.handle(new Signal("INT"), sig -> stop.countDown());
+
+        long began = System.nanoTime();
+        MiniDFSCluster cluster;
+        try {
+            cluster = start(config(baseDir, datanodes), port, datanodes);
+        } catch (Throwable e) {
+            System.err.println("TestHdfs: the cluster did not start on 127.0.0.1:" + port + ":");
+            e.printStackTrace();
+            System.exit(1);
+            return;
+        }
+        // Not cluster.getURI(): it names "localhost", which may resolve to
+        // ::1 first, while the NameNode listens on 127.0.0.1 only.
+        InetSocketAddress rpc = cluster.getNameNode().getNameNodeAddress();
+        String uri = "hdfs://" + rpc.getAddress().getHostAddress() + ":" + rpc.getPort();
+        writeAtomically(ready, uri + "\n");
+        System.err.printf("TestHdfs: %s serves with %d DataNode(s), up in %.1f s%n",
+                uri, datanodes, (System.nanoTime() - began) / 1e9);
+
+        stop.await();
+        System.err.println("TestHdfs: stopping");
+        Files.deleteIfExists(ready);
+        cluster.shutdown(true);
+        System.err.println("TestHdfs: stopped");
+        System.exit(0);
+    }
+
+    static Configuration config(String baseDir, int datanodes) {
+        Configuration conf = new HdfsConfiguration();
+        conf.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, baseDir);
+        // Tests write as users that do not exist here ("tributary").
+        conf.setBoolean("dfs.permissions.enabled", false);
+        // Without it the NameNode forks `id` for every such user and logs a
+        // stack trace when it fails. The key takes effect only through
+        // UserGroupInformation, which reads its own copy of the settings.
+        conf.set("hadoop.security.group.mapping", "org.apache.hadoop.security.NullGroupsMapping");
+        UserGroupInformation.setConfiguration(conf);
+        conf.setInt("dfs.replication", Math.min(datanodes, 3));
+        // Lets a test ask for small blocks to cross block boundaries cheaply.
+        conf.setLong("dfs.namenode.fs-limits.min-block-size", 64 * 1024);
+        conf.set("dfs.namenode.http-address", "127.0.0.1:0");
+        return conf;
+    }
+
+    static MiniDFSCluster start(Configuration conf, int port, int datanodes) throws IOException {
+        MiniDFSCluster cluster = new MiniDFSCluster.Builder(conf)
+                .nameNodePort(port)
+                .numDataNodes(datanodes)
+                .format(true)
+                .build();
+        cluster.waitActive();
+        return cluster;
+    }
+
+    static void writeAtomically(Path file, String content) throws IOException {
+        Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
+        Files.write(tmp, content.getBytes(StandardCharsets.UTF_8));
+        Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE);
+    }
+}

@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# start.sh PORT DATADIR [--datanodes N]: starts the test HDFS (Hadoop's
+# MiniDFSCluster, see TestHdfs.java) in the background with its NameNode RPC
+# on 127.0.0.1:PORT, waits until it serves and prints only the JVM's PID on
+# stdout. Progress and errors go to stderr; exit 1 if it did not come up
+# (the log's tail is printed and the JVM killed). Stop it with stop.sh DATADIR.
+#
+# DATADIR holds minihdfs.log (kept after stop), minihdfs.pid, minihdfs.ready
+# (the URI, present while it serves), tmp/ (the JVM's java.io.tmpdir: Jetty
+# unpacks the web apps there) and dfs/ (the file system: formatted on start,
+# deleted on stop). A DATADIR whose cluster still runs is refused.
+#
+# The first start fetches the jars with Maven (dependency:copy-dependencies of
+# pom.xml, about 90 MB) and compiles TestHdfs.java; both land in a cache keyed
+# by a hash of what they are made from, so later starts are offline and this
+# folder may be read-only:
+#   $TRIBUTARY_HDFS_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/tributary-hdfs)
+#     lib-HASH/      the jars       (HASH of pom.xml and the Hadoop version)
+#     classes-HASH/  TestHdfs.class (HASH of pom.xml, the sources, the version)
+#
+# Environment:
+#   TRIBUTARY_JAVA                 the java to run (default OpenJDK 17; javac
+#                                  must sit beside it). Java 23 and later are
+#                                  refused: Hadoop 3.3 calls Subject.getSubject,
+#                                  which they no longer support.
+#   TRIBUTARY_HDFS_HADOOP_VERSION  default 3.3.6 (3.4.1 works too)
+#   TRIBUTARY_HDFS_HEAP            -Xmx, default 512m
+#   TRIBUTARY_HDFS_LOG_LEVEL       log4j level, default WARN
+#   TRIBUTARY_HDFS_START_TIMEOUT   seconds to wait for the cluster, default 120
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+main_class=tributary.testing.hdfs.TestHdfs
+
+die() {
+	echo "hdfs start.sh: $*" >&2
+	exit 1
+}
+
+usage() {
+	echo "usage: start.sh PORT DATADIR [--datanodes N]" >&2
+	exit 2
+}
+
+[ $# -ge 2 ] || usage
+port=$1
+datadir=$(realpath -m "$2")
+shift 2
+datanodes=1
+while [ $# -gt 0 ]; do
+	case $1 in
+	--datanodes)
+		[ $# -ge 2 ] || usage
+		datanodes=$2
+		shift 2
+		;;
+	*) usage ;;
+	esac
+done
+[[ $port =~ ^[0-9]+$ ]] && [ "$port" -ge 1 ] && [ "$port" -le 65535 ] || die "PORT $port: want 1..65535"
+[[ $datanodes =~ ^[0-9]+$ ]] && [ "$datanodes" -ge 1 ] || die "--datanodes $datanodes: want a number >= 1"
+
+hadoop_version=${TRIBUTARY_HDFS_HADOOP_VERSION:-3.3.6}
+heap=${TRIBUTARY_HDFS_HEAP:-512m}
+log_level=${TRIBUTARY_HDFS_LOG_LEVEL:-WARN}
+timeout=${TRIBUTARY_HDFS_START_TIMEOUT:-120}
+cache=${TRIBUTARY_HDFS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tributary-hdfs}
+
+# alive PID: the process exists and is not a zombie. `kill -0` is not enough:
+# where nothing reaps orphans an exited JVM stays a zombie, and kill -0
+# succeeds on zombies.
+alive() {
+	local stat
+	stat=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+	[[ -n $stat && $stat != Z* ]]
+}
+
+# find_java prints the java to use. Not the first on PATH: these machines
+# also carry a newer JDK that Hadoop 3.3 cannot run on.
+find_java() {
+	local candidate
+	if [ -n "${TRIBUTARY_JAVA:-}" ]; then
+		echo "$TRIBUTARY_JAVA"
+		return
+	fi
+	for candidate in /usr/lib/jvm/java-17-openjdk-*/bin/java /usr/lib/jvm/*-17-*/bin/java; do
+		if [ -x "$candidate" ]; then
+			echo "$candidate"
+			return
+		fi
+	done
+	command -v java || die "no java found: install OpenJDK 17 (make deps) or set TRIBUTARY_JAVA"
+}
+
+java=$(find_java)
+[ -x "$java" ] || die "java $java is not executable (TRIBUTARY_JAVA)"
+java_major=$("$java" -version 2>&1 | sed -n 's/^.*version "\([0-9]*\)[."].*$/\1/p' | head -n 1)
+[ -n "$java_major" ] || die "cannot tell the version of $java"
+if [ "$java_major" -lt 11 ] || [ "$java_major" -gt 22 ]; then
+	die "$java is Java $java_major; Hadoop $hadoop_version's MiniDFSCluster needs Java 11..22 (17 is tested; set TRIBUTARY_JAVA)"
+fi
+javac=$(dirname "$java")/javac
+[ -x "$javac" ] || die "$javac missing: a JDK, not only a JRE, is needed (make deps installs openjdk-17-jdk-headless)"
+java_home=$(dirname "$(dirname "$java")")
+
+# publish TMP DEST: makes the finished directory TMP visible as DEST in one
+# rename. Two starts racing on a cold cache both build; the loser drops its copy.
+publish() {
+	touch "$1/.complete"
+	if ! mv -T "$1" "$2" 2>/dev/null; then
+		rm -rf "$1"
+	fi
+	[ -f "$2/.complete" ] || die "could not populate $2"
+}
+
+mkdir -p "$cache"
+lib_hash=$( { cat "$here/pom.xml"; echo "$hadoop_version"; } | sha256sum | cut -c1-12)
+lib=$cache/lib-$lib_hash
+if [ ! -f "$lib/.complete" ]; then
+	command -v mvn >/dev/null || die "mvn missing: run \`make deps\` (installs the Debian package maven)"
+	echo "hdfs start.sh: fetching Hadoop $hadoop_version's MiniDFSCluster jars with Maven into $lib" >&2
+	tmp=$(mktemp -d "$cache/.lib.XXXXXX")
+	mvn_log=$tmp.log
+	if ! JAVA_HOME=$java_home mvn -B -q -Dstyle.color=never -f "$here/pom.xml" \
+		-Dhadoop.version="$hadoop_version" dependency:copy-dependencies \
+		-DincludeScope=runtime -DoutputDirectory="$tmp" >"$mvn_log" 2>&1; then
+		cat "$mvn_log" >&2
+		rm -rf "$tmp" "$mvn_log"
+		die "Maven could not fetch the jars of $here/pom.xml (see above)"
+	fi
+	rm -f "$mvn_log"
+	publish "$tmp" "$lib"
+fi
+
+classes_hash=$( { cat "$here/pom.xml"; echo "$hadoop_version"; find "$here/src" -type f | LC_ALL=C sort | xargs cat; } | sha256sum | cut -c1-12)
+classes=$cache/classes-$classes_hash
+if [ ! -f "$classes/.complete" ]; then
+	echo "hdfs start.sh: compiling TestHdfs into $classes" >&2
+	tmp=$(mktemp -d "$cache/.classes.XXXXXX")
+	mapfile -t sources < <(find "$here/src/main/java" -name '*.java' | LC_ALL=C sort)
+	# -XDignore.symbol.file: sun.misc.Signal is supported (jdk.unsupported)
+	# but javac warns about it without this.
+	if ! "$javac" -nowarn -XDignore.symbol.file --release 11 -encoding UTF-8 \
+		-cp "$lib/*" -d "$tmp" "${sources[@]}" >"$tmp.log" 2>&1; then
+		cat "$tmp.log" >&2
+		rm -rf "$tmp" "$tmp.log"
+		die "javac failed (see above)"
+	fi
+	rm -f "$tmp.log"
+	cp -r "$here/src/main/resources/." "$tmp/"
+	publish "$tmp" "$classes"
+fi
+
+mkdir -p "$datadir"
+pidfile=$datadir/minihdfs.pid
+ready=$datadir/minihdfs.ready
+log=$datadir/minihdfs.log
+if [ -f "$pidfile" ]; then
+	old=$(cat "$pidfile")
+	if [[ $old =~ ^[0-9]+$ ]] && alive "$old" && tr '\0' ' ' <"/proc/$old/cmdline" 2>/dev/null | grep -qF -- "$datadir/"; then
+		die "$datadir is in use by the running cluster $old (stop.sh $datadir)"
+	fi
+fi
+if timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null; then
+	die "port 127.0.0.1:$port is already in use"
+fi
+rm -rf "$datadir/dfs" "$datadir/tmp" "$ready" "$ready.tmp" "$pidfile"
+mkdir -p "$datadir/tmp"
+
+# The JVM's own stdout too goes to the log: were it our stdout, a caller
+# reading the PID with $(start.sh ...) would wait for the JVM to exit.
+"$java" "-Xmx$heap" -XX:+UseSerialGC -Djava.net.preferIPv4Stack=true \
+	"-Djava.io.tmpdir=$datadir/tmp" \
+	"-Dlog4j.configuration=file:$classes/log4j.properties" \
+	"-Dtributary.hdfs.log.level=$log_level" \
+	-cp "$classes:$lib/*" "$main_class" "$port" "$datanodes" "$datadir/dfs" "$ready" \
+	</dev/null >"$log" 2>&1 &
+pid=$!
+echo "$pid" >"$pidfile"
+
+began=$SECONDS
+until [ -s "$ready" ]; do
+	if ! alive "$pid"; then
+		tail -n 60 "$log" >&2
+		rm -f "$pidfile"
+		die "the cluster exited before it served on 127.0.0.1:$port (log: $log)"
+	fi
+	if [ $((SECONDS - began)) -ge "$timeout" ]; then
+		tail -n 60 "$log" >&2
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		rm -f "$pidfile"
+		die "the cluster did not serve on 127.0.0.1:$port within ${timeout}s (TRIBUTARY_HDFS_START_TIMEOUT; log: $log)"
+	fi
+	sleep 0.2
+done
+echo "hdfs start.sh: $(cat "$ready") up in $((SECONDS - began))s, pid $pid, log $log" >&2
+echo "$pid"
