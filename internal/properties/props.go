@@ -144,4 +144,3 @@ func (p *Props) Duration(key string, unit time.Duration, min int64) time.Duratio
 	}
 	return d
 }
-
