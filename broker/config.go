@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/broker/group"
-	"github.com/tributary/tributary/internal/properties"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
+	"github.com/tributary/tributary/internal/properties"
 )
 
 // Defaults, matching Apache Kafka's where Kafka has one.
