@@ -1,18 +1,20 @@
 package broker
 
 import (
-	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tributary/tributary/broker/group"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
+	"github.com/tributary/tributary/internal/properties"
 )
 
 // Defaults, matching Apache Kafka's where Kafka has one.
@@ -246,142 +248,40 @@ func listenerHostPort(l string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-// ParseProperties reads a server.properties file and returns the
-// configuration, warnings for keys it does not know, and an error naming the
-// first key whose value is invalid.
+// ParseProperties reads a server.properties file (see internal/properties
+// for the syntax) and returns the configuration, warnings for keys it does
+// not know, and an error naming every key whose value is invalid.
 func ParseProperties(r io.Reader) (Config, []string, error) {
-	props, err := ReadProperties(r)
+	props, err := properties.Read(r)
 	if err != nil {
-		return Config{}, nil, err
+		return Config{}, nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return ConfigFromProperties(props)
 }
 
-// ReadProperties parses the Java .properties format: key=value, key:value or
-// "key value" lines, # and ! comments, backslash line continuations and
-// escapes. Later keys override earlier ones.
-func ReadProperties(r io.Reader) (map[string]string, error) {
-	props := map[string]string{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	var logical strings.Builder
-	for sc.Scan() {
-		line := strings.TrimLeft(sc.Text(), " \t\f")
-		if logical.Len() == 0 && (line == "" || line[0] == '#' || line[0] == '!') {
-			continue
-		}
-		// An odd number of trailing backslashes continues the line.
-		trailing := len(line) - len(strings.TrimRight(line, "\\"))
-		if trailing%2 == 1 {
-			logical.WriteString(line[:len(line)-1])
-			continue
-		}
-		logical.WriteString(line)
-		k, v := splitProperty(logical.String())
-		logical.Reset()
-		props[k] = v
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading properties: %w", err)
-	}
-	if logical.Len() > 0 {
-		k, v := splitProperty(logical.String())
-		props[k] = v
-	}
-	return props, nil
-}
-
-func splitProperty(line string) (key, value string) {
-	i := 0
-	for i < len(line) {
-		c := line[i]
-		if c == '\\' {
-			i += 2
-			continue
-		}
-		if c == '=' || c == ':' || c == ' ' || c == '\t' || c == '\f' {
-			break
-		}
-		i++
-	}
-	if i > len(line) {
-		i = len(line)
-	}
-	key = line[:i]
-	rest := strings.TrimLeft(line[i:], " \t\f")
-	if rest != "" && (rest[0] == '=' || rest[0] == ':') {
-		rest = strings.TrimLeft(rest[1:], " \t\f")
-	}
-	return unescapeProperty(key), unescapeProperty(rest)
-}
-
-func unescapeProperty(s string) string {
-	if !strings.Contains(s, "\\") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' || i+1 == len(s) {
-			b.WriteByte(c)
-			continue
-		}
-		i++
-		switch s[i] {
-		case 't':
-			b.WriteByte('\t')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 'f':
-			b.WriteByte('\f')
-		case 'u':
-			if i+4 < len(s) {
-				if r, err := strconv.ParseUint(s[i+1:i+5], 16, 32); err == nil {
-					b.WriteRune(rune(r))
-					i += 4
-					continue
-				}
-			}
-			b.WriteByte('u')
-		default:
-			b.WriteByte(s[i])
-		}
-	}
-	return b.String()
-}
-
-// propertySetters maps every known key to the function applying it. Keys
-// whose value is ignored on purpose (they configure what Kafka has and we do
-// not need, like replication settings) are accepted silently.
+// propertySetters maps every known key to the function applying its
+// trimmed value (groups.go, limits.go and replicaconfig.go add theirs). The
+// setters follow internal/properties' rule: a key given is taken literally,
+// so a 0 where 0 is not allowed is refused, never read as the default.
 var propertySetters = map[string]func(c *Config, v string) error{
-	"broker.id": func(c *Config, v string) error { return setInt32(&c.BrokerID, v) },
-	"node.id":   func(c *Config, v string) error { return setInt32(&c.BrokerID, v) },
+	"broker.id": func(c *Config, v string) error { return setInt32Min(&c.BrokerID, v, 0) },
+	"node.id":   func(c *Config, v string) error { return setInt32Min(&c.BrokerID, v, 0) },
 	"listeners": func(c *Config, v string) error { c.Listeners = v; return nil },
 	"advertised.listeners": func(c *Config, v string) error {
 		c.AdvertisedListeners = v
 		return nil
 	},
-	"log.dirs": setLogDirs,
-	"log.dir":  setLogDirs,
-	"num.partitions": func(c *Config, v string) error {
-		if err := setInt32(&c.NumPartitions, v); err != nil {
-			return err
-		}
-		if c.NumPartitions < 1 {
-			return fmt.Errorf("must be >= 1")
-		}
-		return nil
-	},
+	"log.dirs":                  setLogDirs,
+	"log.dir":                   setLogDirs,
+	"num.partitions":            func(c *Config, v string) error { return setInt32Min(&c.NumPartitions, v, 1) },
 	"auto.create.topics.enable": setAutoCreate,
-	"log.segment.bytes":         func(c *Config, v string) error { return setInt64(&c.SegmentBytes, v) },
+	"log.segment.bytes":         func(c *Config, v string) error { return setInt64Min(&c.SegmentBytes, v, 14) },
 	"log.retention.bytes":       func(c *Config, v string) error { return setInt64(&c.RetentionBytes, v) },
 	"log.retention.check.interval.ms": func(c *Config, v string) error {
-		return setDuration(&c.RetentionCheckInterval, v, time.Millisecond)
+		return setPositiveDuration(&c.RetentionCheckInterval, v)
 	},
 	"log.flush.interval.messages": func(c *Config, v string) error {
-		if err := setInt64(&c.FlushIntervalMessages, v); err != nil {
+		if err := setInt64Min(&c.FlushIntervalMessages, v, 1); err != nil {
 			return err
 		}
 		// Kafka's "never" is Long.MAX_VALUE; zero is our "never".
@@ -394,16 +294,16 @@ var propertySetters = map[string]func(c *Config, v string) error{
 		return setDuration(&c.FlushInterval, v, time.Millisecond)
 	},
 	"producer.id.expiration.ms": func(c *Config, v string) error {
-		return setDuration(&c.ProducerIDExpiration, v, time.Millisecond)
+		return setPositiveDuration(&c.ProducerIDExpiration, v)
 	},
 	"log.index.interval.bytes": func(c *Config, v string) error {
 		var n int32
-		err := setInt32(&n, v)
+		err := setInt32Min(&n, v, 1)
 		c.IndexIntervalBytes = int(n)
 		return err
 	},
-	"message.max.bytes":        func(c *Config, v string) error { return setInt32(&c.MessageMaxBytes, v) },
-	"socket.request.max.bytes": func(c *Config, v string) error { return setInt32(&c.SocketRequestMaxBytes, v) },
+	"message.max.bytes":        func(c *Config, v string) error { return setInt32Min(&c.MessageMaxBytes, v, 1) },
+	"socket.request.max.bytes": func(c *Config, v string) error { return setInt32Min(&c.SocketRequestMaxBytes, v, 64) },
 	"metrics.listen":           func(c *Config, v string) error { c.MetricsListen = v; return nil },
 	"zookeeper.connect":        func(c *Config, v string) error { c.ZooKeeperConnect = v; return nil },
 	"zookeeper.session.timeout.ms": func(c *Config, v string) error {
@@ -413,20 +313,14 @@ var propertySetters = map[string]func(c *Config, v string) error{
 		return setPositiveDuration(&c.ZooKeeperConnectionTimeout, v)
 	},
 	"default.replication.factor": func(c *Config, v string) error {
-		var n int32
-		if err := setInt32(&n, v); err != nil {
-			return err
-		}
-		if n < 1 || n > math.MaxInt16 {
-			return fmt.Errorf("must be >= 1")
-		}
+		n, err := properties.ParseInt(v, 16, 1)
 		c.DefaultReplicationFactor = int16(n)
-		return nil
+		return err
 	},
 }
 
 // unitKeys are keys whose unit variants override each other in Kafka's
-// order: ms beats minutes beats hours.
+// order: ms beats minutes beats hours. -1 means forever; 0 is refused.
 var unitKeys = []struct {
 	keys  []string
 	units []time.Duration
@@ -444,68 +338,60 @@ var unitKeys = []struct {
 	},
 }
 
-// ignoredKeys are Kafka keys that make sense for Kafka but not for a single
-// Tributary broker; accepting them lets a stock server.properties work.
-var ignoredKeys = map[string]bool{
-	"num.network.threads": true, "num.io.threads": true, "socket.send.buffer.bytes": true,
-	"socket.receive.buffer.bytes": true, "num.recovery.threads.per.data.dir": true,
-	"offsets.topic.replication.factor": true, "transaction.state.log.replication.factor": true,
-	"transaction.state.log.min.isr": true, "group.initial.rebalance.delay.ms": true,
-	"listener.security.protocol.map": true, "inter.broker.listener.name": true,
+// ignoredKeys are Kafka keys that make sense for Kafka but not for
+// Tributary: they are accepted without a warning and have no effect, so
+// that a stock server.properties works.
+var ignoredKeys = []string{
+	"num.network.threads", "num.io.threads", "socket.send.buffer.bytes",
+	"socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
+	"transaction.state.log.replication.factor", "transaction.state.log.min.isr",
+	"listener.security.protocol.map", "inter.broker.listener.name",
 }
 
 // ConfigFromProperties builds a Config from Kafka-named properties. It
-// returns warnings for unknown keys and an error naming the first (in key
-// order) invalid value.
+// returns warnings for unknown keys (sorted) and an error naming every
+// invalid value, or else the first error of Validate.
 func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	var c Config
-	var warnings []string
-	keys := make([]string, 0, len(props))
-	for k := range props {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	unitKnown := map[string]bool{}
-	for _, u := range unitKeys {
-		for _, k := range u.keys {
-			unitKnown[k] = true
-		}
-	}
-	for _, k := range keys {
-		v := strings.TrimSpace(props[k])
-		if set, ok := propertySetters[k]; ok {
-			if err := set(&c, v); err != nil {
-				return Config{}, warnings, fmt.Errorf("%w: %s=%q: %v", ErrInvalidConfig, k, v, err)
-			}
+	p := properties.New(props)
+	p.Ignore(ignoredKeys...)
+	for _, k := range slices.Sorted(maps.Keys(propertySetters)) {
+		v, ok := p.Lookup(k)
+		if !ok {
 			continue
 		}
-		if unitKnown[k] || ignoredKeys[k] {
-			continue
+		if err := propertySetters[k](&c, v); err != nil {
+			p.Reject(k, err)
 		}
-		warnings = append(warnings, fmt.Sprintf("unknown configuration key %q ignored", k))
 	}
 	for _, u := range unitKeys {
+		found := false
 		for i, k := range u.keys {
-			v, ok := props[k]
+			// Every variant given is checked; the first one counts.
+			v, ok := p.Lookup(k)
 			if !ok {
 				continue
 			}
-			v = strings.TrimSpace(v)
-			n, err := strconv.ParseInt(v, 10, 64)
+			d, err := properties.ParseDuration(v, u.units[i], math.MinInt64)
+			if err == nil && d == 0 {
+				err = errors.New("must be positive or -1")
+			}
 			if err != nil {
-				return Config{}, warnings, fmt.Errorf("%w: %s=%q: not an integer", ErrInvalidConfig, k, v)
+				p.Reject(k, err)
 			}
-			d := u.set(&c)
-			switch {
-			case n < 0:
-				*d = -1
-			case n == 0:
-				return Config{}, warnings, fmt.Errorf("%w: %s=%q: must be positive or -1", ErrInvalidConfig, k, v)
-			default:
-				*d = time.Duration(n) * u.units[i]
+			if found || err != nil {
+				continue
 			}
-			break
+			found = true
+			*u.set(&c) = max(d, -1)
 		}
+	}
+	var warnings []string
+	for _, k := range p.Unknown() {
+		warnings = append(warnings, fmt.Sprintf("unknown configuration key %q ignored", k))
+	}
+	if err := p.Err(); err != nil {
+		return Config{}, warnings, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, warnings, err
@@ -513,69 +399,60 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	return c, warnings, nil
 }
 
-func setInt32(dst *int32, v string) error {
-	n, err := strconv.ParseInt(v, 10, 32)
+func setInt32(dst *int32, v string) error { return setInt32Min(dst, v, math.MinInt32) }
+
+func setInt32Min(dst *int32, v string, min int32) error {
+	n, err := properties.ParseInt(v, 32, int64(min))
 	if err != nil {
-		return fmt.Errorf("not a 32-bit integer")
+		return err
 	}
 	*dst = int32(n)
 	return nil
 }
 
-func setInt64(dst *int64, v string) error {
-	n, err := strconv.ParseInt(v, 10, 64)
+func setInt64(dst *int64, v string) error { return setInt64Min(dst, v, math.MinInt64) }
+
+func setInt64Min(dst *int64, v string, min int64) error {
+	n, err := properties.ParseInt(v, 64, min)
 	if err != nil {
-		return fmt.Errorf("not an integer")
+		return err
 	}
 	*dst = n
 	return nil
 }
 
+// setDuration parses a non-negative count of unit.
 func setDuration(dst *time.Duration, v string, unit time.Duration) error {
-	n, err := strconv.ParseInt(v, 10, 64)
+	return setDurationMin(dst, v, unit, 0)
+}
+
+func setDurationMin(dst *time.Duration, v string, unit time.Duration, min int64) error {
+	d, err := properties.ParseDuration(v, unit, min)
 	if err != nil {
-		return fmt.Errorf("not an integer")
+		return err
 	}
-	if n < 0 {
-		return fmt.Errorf("must be >= 0")
-	}
-	// Kafka's "never" for intervals is Long.MAX_VALUE: clamp rather than overflow.
-	if n > int64(1<<62)/int64(unit) {
-		n = int64(1<<62) / int64(unit)
-	}
-	*dst = time.Duration(n) * unit
+	*dst = d
 	return nil
 }
 
 // setPositiveDuration parses milliseconds that must be at least 1.
 func setPositiveDuration(dst *time.Duration, v string) error {
-	if err := setDuration(dst, v, time.Millisecond); err != nil {
-		return err
-	}
-	if *dst <= 0 {
-		return fmt.Errorf("must be positive")
-	}
-	return nil
+	return setDurationMin(dst, v, time.Millisecond, 1)
 }
 
 func setLogDirs(c *Config, v string) error {
-	var dirs []string
-	for _, d := range strings.Split(v, ",") {
-		if d = strings.TrimSpace(d); d != "" {
-			dirs = append(dirs, d)
-		}
-	}
+	dirs := properties.SplitList(v)
 	if len(dirs) == 0 {
-		return fmt.Errorf("no directory given")
+		return errors.New("no directory given")
 	}
 	c.LogDirs = dirs
 	return nil
 }
 
 func setAutoCreate(c *Config, v string) error {
-	b, err := strconv.ParseBool(v)
+	b, err := properties.ParseBool(v)
 	if err != nil {
-		return fmt.Errorf("not a boolean")
+		return err
 	}
 	c.DisableAutoCreateTopics = !b
 	return nil

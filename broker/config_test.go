@@ -85,10 +85,32 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"log.dirs=x\nmetrics.listen=nonsense", "metrics.listen"},
 		{"num.partitions=1", "log.dirs"},
 		{"log.dirs= , ", "log.dirs"},
+		// A given 0 is taken literally, never as the default.
+		{"log.dirs=x\nlog.segment.bytes=0", "log.segment.bytes"},
+		{"log.dirs=x\nmessage.max.bytes=0", "message.max.bytes"},
+		{"log.dirs=x\nproducer.id.expiration.ms=0", "producer.id.expiration.ms"},
+		{"log.dirs=x\nmax.connections=0", "max.connections"},
+		{"log.dirs=x\nleader.imbalance.check.interval.seconds=0", "leader.imbalance.check.interval.seconds"},
+		// Kafka's booleans, not strconv's.
+		{"log.dirs=x\nauto.create.topics.enable=1", "auto.create.topics.enable"},
+		{"log.dirs=x\nunclean.leader.election.enable=T", "unclean.leader.election.enable"},
+		// Overridden unit variants are checked too.
+		{"log.dirs=x\nlog.retention.ms=1000\nlog.retention.hours=soon", "log.retention.hours"},
+		{"log.dirs=x\nbad=\\u12", "line 2"},
 	} {
 		_, _, err := ParseProperties(strings.NewReader(tc.props))
 		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.key) {
 			t.Errorf("%q: error %v, want ErrInvalidConfig naming %s", tc.props, err, tc.key)
+		}
+	}
+}
+
+// TestConfigErrorsAllAtOnce: every bad value is named, not only the first.
+func TestConfigErrorsAllAtOnce(t *testing.T) {
+	_, _, err := ParseProperties(strings.NewReader("log.dirs=x\nnum.partitions=0\nbroker.id=x\nlog.roll.ms=0\n"))
+	for _, key := range []string{"num.partitions", "broker.id", "log.roll.ms"} {
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), key) {
+			t.Errorf("error %v does not name %s", err, key)
 		}
 	}
 }

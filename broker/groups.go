@@ -79,15 +79,7 @@ func init() {
 	}
 }
 
-func setPositiveInt32(dst *int32, v string) error {
-	if err := setInt32(dst, v); err != nil {
-		return err
-	}
-	if *dst < 1 {
-		return fmt.Errorf("must be >= 1")
-	}
-	return nil
-}
+func setPositiveInt32(dst *int32, v string) error { return setInt32Min(dst, v, 1) }
 
 // newGroupCoordinator builds the coordinator from the configuration and
 // registers its metrics on reg.

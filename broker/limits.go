@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	plog "github.com/tributary/tributary/broker/log"
+	"github.com/tributary/tributary/internal/properties"
 )
 
 // Defaults of the resource limits, Kafka's where Kafka has the property.
@@ -104,9 +105,9 @@ func (c LimitsConfig) Validate() error {
 // propertySetters below.
 var limitPropertySetters = map[string]func(c *Config, v string) error{
 	"connections.max.idle.ms": func(c *Config, v string) error {
-		n, err := strconv.ParseInt(v, 10, 64)
+		n, err := properties.ParseInt(v, 64, math.MinInt64)
 		if err != nil {
-			return fmt.Errorf("not an integer")
+			return err
 		}
 		if n <= 0 {
 			c.Limits.ConnectionsMaxIdle = -1
@@ -124,11 +125,13 @@ var limitPropertySetters = map[string]func(c *Config, v string) error{
 	},
 	"log.max.open.files": func(c *Config, v string) error { return setLimitInt(&c.Limits.MaxOpenFiles, v) },
 	"log.descriptor.reserve": func(c *Config, v string) error {
-		if err := setLimitInt(&c.Limits.DescriptorReserve, v); err != nil {
+		n, err := properties.ParseInt(v, 32, 0)
+		if err != nil {
 			return err
 		}
-		if c.Limits.DescriptorReserve == 0 {
-			c.Limits.DescriptorReserve = -1
+		c.Limits.DescriptorReserve = int(n)
+		if n == 0 {
+			c.Limits.DescriptorReserve = -1 // none; zero is the default in LimitsConfig
 		}
 		return nil
 	},
@@ -162,15 +165,13 @@ func init() {
 	}
 }
 
-// setLimitInt parses a count; Kafka writes "unlimited" as Int.MaxValue,
-// which is our zero.
+// setLimitInt parses a positive count (0, which LimitsConfig reads as its
+// default, is refused); Kafka writes "unlimited" as Int.MaxValue, which is
+// our zero.
 func setLimitInt(dst *int, v string) error {
-	n, err := strconv.ParseInt(v, 10, 64)
+	n, err := properties.ParseInt(v, 64, 1)
 	if err != nil {
-		return fmt.Errorf("not an integer")
-	}
-	if n < 0 {
-		return fmt.Errorf("must be >= 0")
+		return err
 	}
 	if n >= math.MaxInt32 {
 		n = 0

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/internal/properties"
 )
 
 // Replication defaults (Kafka's).
@@ -148,7 +149,7 @@ var replicationSetters = map[string]func(c *Config, v string) error{
 		return setBool(&c.Replication.NoAutoLeaderRebalance, v, true)
 	},
 	"leader.imbalance.check.interval.seconds": func(c *Config, v string) error {
-		return setDuration(&c.Replication.LeaderImbalanceCheckInterval, v, time.Second)
+		return setDurationMin(&c.Replication.LeaderImbalanceCheckInterval, v, time.Second, 1)
 	},
 	"controlled.shutdown.enable": func(c *Config, v string) error {
 		return setBool(&c.Replication.NoControlledShutdown, v, true)
@@ -166,9 +167,9 @@ func init() {
 
 // setBool parses a boolean into *dst, negated when negate.
 func setBool(dst *bool, v string, negate bool) error {
-	b, err := strconv.ParseBool(v)
+	b, err := properties.ParseBool(v)
 	if err != nil {
-		return fmt.Errorf("not a boolean")
+		return err
 	}
 	*dst = b != negate
 	return nil

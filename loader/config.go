@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tributary/tributary/internal/properties"
 )
 
 // Defaults.
@@ -169,81 +170,36 @@ var Keys = []string{
 	"audit.enable", "audit.cluster", "audit.bootstrap.servers", "audit.topic", "audit.window.ms",
 }
 
-// ConfigFromProperties builds a Config from properties-file keys. Unknown
-// keys are returned for the caller to warn about.
+// ConfigFromProperties builds a Config from properties-file keys (read by
+// internal/properties; values trimmed). Unknown keys are returned, sorted,
+// for the caller to warn about. Every malformed value is an error naming
+// its key, all at once; a key given is taken literally (0 is refused, not
+// read as the default). The result is validated.
 func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	var c Config
-	var unknown []string
-	known := map[string]bool{}
-	for _, k := range Keys {
-		known[k] = true
-	}
-	for k := range props {
-		if !known[k] {
-			unknown = append(unknown, k)
-		}
-	}
-	list := func(v string) []string {
-		var out []string
-		for _, s := range strings.Split(v, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	num := func(key string) (int64, error) {
-		v, ok := props[key]
-		if !ok || v == "" {
-			return 0, nil
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n <= 0 {
-			return 0, fmt.Errorf("%w: %s=%q: want a positive integer", ErrConfig, key, v)
-		}
-		return n, nil
-	}
-	var err error
-	ms := func(key string) time.Duration {
-		n, e := num(key)
-		if e != nil && err == nil {
-			err = e
-		}
-		return time.Duration(n) * time.Millisecond
-	}
-	count := func(key string) int64 {
-		n, e := num(key)
-		if e != nil && err == nil {
-			err = e
-		}
-		return n
-	}
-	c.Name = props["name"]
-	c.Brokers = list(props["bootstrap.servers"])
-	c.RegistryURL = props["schema.registry.url"]
-	c.Topics = props["topics"]
-	c.OutputURI = props["output.uri"]
-	c.Codec = props["codec"]
-	c.CommitRecords = count("commit.records")
+	p := properties.New(props)
+	ms := func(key string) time.Duration { return p.Duration(key, time.Millisecond, 1) }
+	c.Name = p.String("name")
+	c.Brokers = p.List("bootstrap.servers")
+	c.RegistryURL = p.String("schema.registry.url")
+	c.Topics = p.String("topics")
+	c.OutputURI = p.String("output.uri")
+	c.Codec = p.String("codec")
+	c.CommitRecords = p.Int64("commit.records", 1)
 	c.CommitInterval = ms("commit.interval.ms")
-	c.MaxOpenFiles = int(count("max.open.files"))
-	c.ZooKeeperConnect = props["zookeeper.connect"]
+	c.MaxOpenFiles = p.Int("max.open.files", 1)
+	c.ZooKeeperConnect = p.String("zookeeper.connect")
 	c.ZKSessionTimeout = ms("zookeeper.session.timeout.ms")
-	c.ScaleMembers = int(count("scale.members"))
+	c.ScaleMembers = p.Int("scale.members", 1)
 	c.ScaleWait = ms("scale.wait.ms")
-	switch v := props["audit.enable"]; v {
-	case "", "true":
-	case "false":
-		c.AuditDisable = true
-	default:
-		return c, unknown, fmt.Errorf("%w: audit.enable=%q: want true or false", ErrConfig, v)
-	}
-	c.AuditCluster = props["audit.cluster"]
-	c.AuditBrokers = list(props["audit.bootstrap.servers"])
-	c.AuditTopic = props["audit.topic"]
+	c.AuditDisable = !p.Bool("audit.enable", true)
+	c.AuditCluster = p.String("audit.cluster")
+	c.AuditBrokers = p.List("audit.bootstrap.servers")
+	c.AuditTopic = p.String("audit.topic")
 	c.AuditWindow = ms("audit.window.ms")
-	if err != nil {
-		return c, unknown, err
+	unknown := p.Unknown()
+	if err := p.Err(); err != nil {
+		return c, unknown, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return c, unknown, c.Validate()
 }

@@ -7,13 +7,13 @@ import (
 	"maps"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tributary/tributary/client"
+	"github.com/tributary/tributary/internal/properties"
 )
 
 // Defaults for zero Config fields.
@@ -306,88 +306,79 @@ var Keys = []string{
 }
 
 // ConfigFromProperties builds a Config from properties (as read by
-// broker.ReadProperties). Unknown keys are returned for the caller to warn
-// about; a malformed value is an error naming its key. The result still
-// needs Validate.
+// internal/properties). Unknown keys are returned, sorted, for the caller
+// to warn about; every malformed value is an error naming its key (all of
+// them at once). A key given is taken literally: 0 where 0 is not allowed
+// is refused, not read as the default. The result still needs Validate.
 func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	var c Config
-	var unknown []string
-	var errs []error
-	known := map[string]bool{}
-	for _, k := range Keys {
-		known[k] = true
-	}
+	p := properties.New(props)
 	sources := map[string]*SourceConfig{}
-	for _, k := range slices.Sorted(maps.Keys(props)) {
-		if rest, ok := strings.CutPrefix(k, "source."); ok {
-			name, field, _ := cutLast(rest)
-			if name != "" && (field == "bootstrap.servers" || field == "zookeeper.connect") {
-				s := sources[name]
-				if s == nil {
-					s = &SourceConfig{Name: name}
-					sources[name] = s
-				}
-				if field == "bootstrap.servers" {
-					s.Brokers = list(props[k])
-				} else {
-					s.ZooKeeperConnect = strings.TrimSpace(props[k])
-				}
-				continue
-			}
+	for _, k := range p.Keys() {
+		rest, ok := strings.CutPrefix(k, "source.")
+		if !ok {
+			continue
 		}
-		if !known[k] {
-			unknown = append(unknown, k)
+		name, field, _ := cutLast(rest)
+		if name == "" {
+			continue
+		}
+		s := sources[name]
+		if s == nil {
+			s = &SourceConfig{Name: name}
+			sources[name] = s
+		}
+		if field == "bootstrap.servers" {
+			s.Brokers = p.List(k)
+		} else {
+			s.ZooKeeperConnect = p.String(k)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(sources)) {
 		c.Sources = append(c.Sources, *sources[name])
 	}
-	num := func(key string, bits int) int64 {
-		v := strings.TrimSpace(props[key])
-		if v == "" {
-			return 0
+	ms := func(key string) time.Duration { return p.Duration(key, time.Millisecond, 1) }
+	c.TargetName = p.String("target.name")
+	c.TargetBrokers = p.List("target.bootstrap.servers")
+	if v, ok := p.Lookup("target.replication.factor"); ok {
+		// Kafka's -1 is the target broker's default, our zero.
+		n, err := properties.ParseInt(v, 16, -1)
+		if err == nil && n == 0 {
+			err = errors.New("must be >= 1, or -1 for the target broker's default")
 		}
-		n, err := strconv.ParseInt(v, 10, bits)
-		if err != nil || n < 0 {
-			errs = append(errs, fmt.Errorf("%w: %s=%q: want a non-negative integer", ErrInvalidConfig, key, v))
-			return 0
+		if err != nil {
+			p.Reject("target.replication.factor", err)
 		}
-		return n
+		c.TargetReplicationFactor = int16(max(n, 0))
 	}
-	ms := func(key string) time.Duration { return time.Duration(num(key, 63)) * time.Millisecond }
-	c.TargetName = strings.TrimSpace(props["target.name"])
-	c.TargetBrokers = list(props["target.bootstrap.servers"])
-	c.TargetReplicationFactor = int16(num("target.replication.factor", 16))
-	c.Topics = strings.TrimSpace(props["topics"])
-	c.TopicsExclude = strings.TrimSpace(props["topics.exclude"])
-	c.GroupID = strings.TrimSpace(props["group.id"])
-	c.TopicRename = strings.TrimSpace(props["topic.rename"])
+	c.Topics = p.String("topics")
+	c.TopicsExclude = p.String("topics.exclude")
+	c.GroupID = p.String("group.id")
+	c.TopicRename = p.String("topic.rename")
 	c.TopicRefreshInterval = ms("topic.refresh.interval.ms")
 	c.CommitInterval = ms("offset.commit.interval.ms")
-	c.AutoOffsetReset = strings.TrimSpace(props["auto.offset.reset"])
-	c.BufferRecords = int(num("buffer.max.records", 31))
-	c.BufferBytes = num("buffer.memory", 63)
+	c.AutoOffsetReset = p.String("auto.offset.reset")
+	c.BufferRecords = p.Int("buffer.max.records", 1)
+	c.BufferBytes = p.Size("buffer.memory", 1)
 	c.Linger = ms("producer.linger.ms")
-	c.BatchBytes = int32(num("producer.batch.size", 31))
-	c.Compression = strings.TrimSpace(props["producer.compression.type"])
-	c.FetchMaxBytes = int32(num("consumer.fetch.max.bytes", 31))
-	c.FetchPartitionBytes = int32(num("consumer.max.partition.fetch.bytes", 31))
+	c.BatchBytes = int32(p.Size("producer.batch.size", 1))
+	c.Compression = p.String("producer.compression.type")
+	c.FetchMaxBytes = p.Int32("consumer.fetch.max.bytes", 1)
+	c.FetchPartitionBytes = p.Int32("consumer.max.partition.fetch.bytes", 1)
 	c.FetchMaxWait = ms("consumer.fetch.max.wait.ms")
-	c.QueuedChunks = int(num("consumer.queued.max.message.chunks", 31))
+	c.QueuedChunks = p.Int("consumer.queued.max.message.chunks", 1)
 	c.RebalanceBackoff = ms("rebalance.backoff.ms")
 	c.ZooKeeperSessionTimeout = ms("zookeeper.session.timeout.ms")
 	c.ShutdownTimeout = ms("shutdown.timeout.ms")
-	switch v := strings.ToLower(strings.TrimSpace(props["audit.enable"])); v {
-	case "", "true":
-	case "false":
-		c.AuditDisable = true
-	default:
-		errs = append(errs, fmt.Errorf("%w: audit.enable=%q: want true or false", ErrInvalidConfig, v))
-	}
+	c.AuditDisable = !p.Bool("audit.enable", true)
 	c.AuditWindow = ms("audit.window.ms")
 	c.AuditInterval = ms("audit.interval.ms")
-	c.Instance = strings.TrimSpace(props["instance"])
-	return c, unknown, errors.Join(errs...)
+	c.Instance = p.String("instance")
+	p.Ignore("metrics.listen") // the command's
+	if err := p.Err(); err != nil {
+		return c, p.Unknown(), fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return c, p.Unknown(), nil
 }
 
 // cutLast splits "NAME.bootstrap.servers" into the source name and its
@@ -399,14 +390,4 @@ func cutLast(rest string) (name, field string, ok bool) {
 		}
 	}
 	return "", "", false
-}
-
-func list(v string) []string {
-	var out []string
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
 }

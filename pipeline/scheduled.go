@@ -1,14 +1,15 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 
+	"github.com/tributary/tributary/internal/properties"
 	"github.com/tributary/tributary/jobs"
 )
 
@@ -28,18 +29,8 @@ func (p *Pipeline) startScheduledLoader(ctx context.Context) (*part, error) {
 		"audit.cluster":       AnalyticsCluster,
 		"audit.window.ms":     fmt.Sprint(p.cfg.AuditWindow.Milliseconds()),
 	}
-	keys := make([]string, 0, len(props))
-	for k := range props {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	b.WriteString("# Written by tributary pipeline: the scheduled loader job's configuration.\n")
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s=%s\n", k, props[k])
-	}
 	conf := filepath.Join(p.dir, "loader.properties")
-	if err := os.WriteFile(conf, []byte(b.String()), 0o644); err != nil {
+	if err := writeProperties(conf, props); err != nil {
 		return nil, err
 	}
 	spec := jobs.Spec{
@@ -64,4 +55,16 @@ func (p *Pipeline) startScheduledLoader(ctx context.Context) (*part, error) {
 		return nil, err
 	}
 	return p.runPart("loader", s.Run), nil
+}
+
+// writeProperties writes the loader's configuration file, escaped so that
+// the loader reads back exactly props (a QuoteMeta'd topic keeps its
+// backslashes).
+func writeProperties(path string, props map[string]string) error {
+	var b bytes.Buffer
+	b.WriteString("# Written by tributary pipeline: the scheduled loader job's configuration.\n")
+	if err := properties.Write(&b, props); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }

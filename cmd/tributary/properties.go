@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/internal/properties"
 )
 
 // newLogger is the text logger of a daemon command, on its stderr, at the
@@ -22,9 +22,10 @@ func newLogger(cmd *cobra.Command, levelName string) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})), nil
 }
 
-// readPropertiesFile reads the Kafka-style properties file of --config and
-// applies the --override key=value pairs on top, as `tributary broker`,
-// `mirror` and `loader` all take them.
+// readPropertiesFile reads the Kafka-style properties file of --config
+// (internal/properties' syntax) and applies the --override key=value pairs
+// on top, as `tributary broker`, `mirror` and `loader` all take them. An
+// override's value is taken as it is, unescaped.
 func readPropertiesFile(path string, overrides []string) (map[string]string, error) {
 	if path == "" {
 		return nil, errors.New("--config is required")
@@ -33,7 +34,7 @@ func readPropertiesFile(path string, overrides []string) (map[string]string, err
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	props, err := broker.ReadProperties(f)
+	props, err := properties.Read(f)
 	f.Close()
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)

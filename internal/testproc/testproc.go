@@ -7,12 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tributary/tributary/internal/properties"
 )
 
 // ListenTimeout bounds the wait for a broker's "broker listening" line
@@ -61,21 +61,16 @@ func Binary(t testing.TB) string {
 	return binary.path
 }
 
-// WriteProperties writes props as a server.properties file (keys sorted)
-// into dir and returns its path.
+// WriteProperties writes props as a server.properties file (keys sorted,
+// escaped by internal/properties) into dir and returns its path.
 func WriteProperties(t testing.TB, dir, name string, props map[string]string) string {
 	t.Helper()
-	var b strings.Builder
-	keys := make([]string, 0, len(props))
-	for k := range props {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s=%s\n", k, props[k])
+	var b bytes.Buffer
+	if err := properties.Write(&b, props); err != nil {
+		t.Fatal(err)
 	}
 	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path
