@@ -360,14 +360,6 @@ func (p *Pipeline) StopPart(name string) error {
 	}
 }
 
-// RestartPart stops a part and starts it again.
-func (p *Pipeline) RestartPart(ctx context.Context, name string) error {
-	if err := p.StopPart(name); err != nil {
-		p.logger.Warn("stopping for a restart", "part", name, "err", err)
-	}
-	return p.StartPart(ctx, name)
-}
-
 // runPart runs fn on its own goroutine as a part. A part that ends before
 // it is stopped is logged: the pipeline goes on without it, and the audit
 // report will show what it missed.
