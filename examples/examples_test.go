@@ -35,7 +35,7 @@ import (
 	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/internal/zktest"
 	"github.com/tributary/tributary/loader"
-	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/pageview"
 	"github.com/tributary/tributary/schema"
 )
 
@@ -281,7 +281,7 @@ func TestPageViewsExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := reg.Register(ctx, "pageviews-value", pipeline.PageViewSchema)
+	id, err := reg.Register(ctx, "pageviews-value", pageview.Schema)
 	if err != nil || strconv.Itoa(id) != m[2] {
 		t.Fatalf("registry id of the page-view schema: %d, %v; the example printed %s", id, err, m[2])
 	}
@@ -311,7 +311,7 @@ func TestPageViewsExample(t *testing.T) {
 			got := v.(map[string]any)
 			seq := got["seq"].(int64)
 			ts := got["timestamp"].(time.Time)
-			if want := pipeline.PageView("dc7", producer, seq, ts); !reflect.DeepEqual(normalize(got), normalize(want)) {
+			if want := pageview.Event("dc7", producer, seq, ts); !reflect.DeepEqual(normalize(got), normalize(want)) {
 				t.Fatalf("record %d: %v, want %v", seq, got, want)
 			}
 			if string(r.Key) != got["user"] || !r.Timestamp.Equal(ts) {
@@ -376,7 +376,7 @@ func TestReadLoadedExample(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &v); err != nil {
 			t.Fatalf("line %q: %v", line, err)
 		}
-		if _, err := time.Parse(time.RFC3339Nano, v.Timestamp); err != nil || v.User != pipeline.PageViewUser(v.Seq) || seen[v.Seq] {
+		if _, err := time.Parse(time.RFC3339Nano, v.Timestamp); err != nil || v.User != pageview.User(v.Seq) || seen[v.Seq] {
 			t.Fatalf("line %q: bad timestamp (%v), wrong user or seen twice", line, err)
 		}
 		seen[v.Seq] = true

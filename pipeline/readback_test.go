@@ -12,6 +12,8 @@ import (
 	"github.com/linkedin/goavro/v2"
 
 	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/jobs/hours"
+	"github.com/tributary/tributary/pipeline/pageview"
 )
 
 // writeOCF writes page views (producer, seqs) as one Avro container file.
@@ -25,17 +27,22 @@ func writeOCF(t *testing.T, name, producer string, seqs ...int64) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	w, err := goavro.NewOCFWriter(goavro.OCFConfig{W: f, Schema: PageViewSchema, CompressionName: "deflate"})
+	w, err := goavro.NewOCFWriter(goavro.OCFConfig{W: f, Schema: pageview.Schema, CompressionName: "deflate"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var recs []any
 	for _, s := range seqs {
-		recs = append(recs, PageView("dc1", producer, s, time.UnixMilli(1_700_000_000_000+s)))
+		recs = append(recs, pageview.Event("dc1", producer, s, time.UnixMilli(1_700_000_000_000+s)))
 	}
 	if err := w.Append(recs); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// loaderFile is the name the loader gives a page-view file.
+func loaderFile(partition int32, first, last int64) string {
+	return hours.LoaderFile{Topic: "pageviews", Partition: partition, First: first, Last: last, SchemaID: 1, Format: hours.Avro}.Name()
 }
 
 // TestReadLoadedExactlyOnce: files in the loader's layout are read back
@@ -44,9 +51,9 @@ func writeOCF(t *testing.T, name, producer string, seqs ...int64) {
 // are each reported, and a failed send may be absent.
 func TestReadLoadedExactlyOnce(t *testing.T) {
 	base := t.TempDir()
-	hour := filepath.Join(base, "pageviews", "2026", "11", "30", "15")
-	writeOCF(t, filepath.Join(hour, "pageviews+0+0+2+s1.avro"), "dc1-a", 0, 1, 2)
-	writeOCF(t, filepath.Join(hour, "pageviews+1+0+1+s1.avro"), "dc1-a", 3, 5)
+	hour := hours.Dir(base, "pageviews", time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC))
+	writeOCF(t, filepath.Join(hour, loaderFile(0, 0, 2)), "dc1-a", 0, 1, 2)
+	writeOCF(t, filepath.Join(hour, loaderFile(1, 0, 1)), "dc1-a", 3, 5)
 	writeOCF(t, filepath.Join(base, "pageviews", "_tmp", "x.avro"), "dc1-a", 0) // not data
 	writeOCF(t, filepath.Join(base, "_loader", "job", "y.avro"), "dc1-a", 0)    // not even the topic
 	ctx := context.Background()
@@ -73,8 +80,8 @@ func TestReadLoadedExactlyOnce(t *testing.T) {
 		!strings.Contains(err.Error(), "seq 5 loaded but never sent") {
 		t.Fatalf("never sent: %v", err)
 	}
-	writeOCF(t, filepath.Join(hour, "pageviews+2+0+1+s1.avro"), "dc1-a", 2)
-	writeOCF(t, filepath.Join(hour, "pageviews+3+0+0+s1.avro"), "dc2-b", 0)
+	writeOCF(t, filepath.Join(hour, loaderFile(2, 0, 1)), "dc1-a", 2)
+	writeOCF(t, filepath.Join(hour, loaderFile(3, 0, 0)), "dc2-b", 0)
 	rb, err = ReadLoaded(ctx, fsys, base, "pageviews")
 	if err != nil {
 		t.Fatal(err)
