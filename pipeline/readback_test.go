@@ -12,6 +12,7 @@ import (
 	"github.com/linkedin/goavro/v2"
 
 	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/jobs/compact"
 	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/pipeline/pageview"
 )
@@ -98,4 +99,65 @@ func TestReadLoadedExactlyOnce(t *testing.T) {
 	if empty, err := ReadLoaded(ctx, fsys, t.TempDir(), "pageviews"); err != nil || empty.Records != 0 {
 		t.Errorf("nothing loaded yet: %v, %v", empty, err)
 	}
+}
+
+// TestReadLoadedCompacted: after the real compaction turned an hour into
+// Parquet, ReadLoaded reads the same records from it, plus a late Avro
+// file that landed after the compaction, each exactly once.
+func TestReadLoadedCompacted(t *testing.T) {
+	ctx := context.Background()
+	fsys, base := filesys.Local(), t.TempDir()
+	start := time.UnixMilli(1_700_000_000_000).UTC().Truncate(time.Hour)
+	hour := hours.Dir(base, "pageviews", start)
+	writeOCF(t, filepath.Join(hour, loaderFile(0, 0, 2)), "dc1-a", 0, 1, 2)
+	writeOCF(t, filepath.Join(hour, loaderFile(1, 0, 2)), "dc1-a", 3, 4, 5)
+	before, err := ReadLoaded(ctx, fsys, base, "pageviews")
+	if err != nil || before.Records != 6 {
+		t.Fatalf("before compaction: %+v, %v", before, err)
+	}
+	c, err := compact.New(compact.Config{FS: fsys, Base: base,
+		ClosedThrough: func(context.Context) (time.Time, error) { return start.Add(2 * time.Hour), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := c.Run(ctx); err != nil || sum.HoursCompacted != 1 || sum.Records != 6 {
+		t.Fatalf("compaction: %+v, %v", sum, err)
+	}
+	writeOCF(t, filepath.Join(hour, loaderFile(0, 3, 3)), "dc1-a", 6) // late
+	rb, err := ReadLoaded(ctx, fsys, base, "pageviews")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parquet int
+	for _, f := range rb.Files {
+		if strings.HasSuffix(f.Path, hours.Parquet.Ext()) {
+			parquet++
+		}
+	}
+	if rb.Records != 7 || len(rb.Files) != 2 || parquet != 1 {
+		t.Fatalf("after compaction: %d records from %+v, want 7 from one Parquet and one late Avro file", rb.Records, rb.Files)
+	}
+	if n, err := rb.CheckExactlyOnce([]ProducerStats{{Producer: "dc1-a", Sent: 7, Acked: 7}}); err != nil || n != 7 {
+		t.Fatalf("exactly once: %d, %v", n, err)
+	}
+	for i, m := range rb.Sample {
+		if want := pageview.Event("dc1", "dc1-a", m["seq"].(int64), m["timestamp"].(time.Time)); !samePageView(m, want) {
+			t.Errorf("sample %d: %v, want %v", i, m, want)
+		}
+	}
+}
+
+// samePageView compares a page view read back (plain values: the union
+// unwrapped) with the native value it was written from.
+func samePageView(got, want map[string]any) bool {
+	ref := want["referrer"]
+	if u, ok := ref.(map[string]any); ok {
+		ref = u["string"]
+	}
+	for _, k := range []string{"datacenter", "producer", "seq", "user", "page"} {
+		if got[k] != want[k] {
+			return false
+		}
+	}
+	return got["referrer"] == ref && got["timestamp"].(time.Time).Equal(want["timestamp"].(time.Time))
 }
