@@ -31,11 +31,14 @@ import (
 	"github.com/tributary/tributary/client"
 	"github.com/tributary/tributary/client/serde"
 	"github.com/tributary/tributary/internal/devcluster"
+	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/jobs/compact"
+	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/loader"
-	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/pageview"
 	"github.com/tributary/tributary/schema"
 )
 
@@ -281,7 +284,7 @@ func TestPageViewsExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := reg.Register(ctx, "pageviews-value", pipeline.PageViewSchema)
+	id, err := reg.Register(ctx, "pageviews-value", pageview.Schema)
 	if err != nil || strconv.Itoa(id) != m[2] {
 		t.Fatalf("registry id of the page-view schema: %d, %v; the example printed %s", id, err, m[2])
 	}
@@ -311,7 +314,7 @@ func TestPageViewsExample(t *testing.T) {
 			got := v.(map[string]any)
 			seq := got["seq"].(int64)
 			ts := got["timestamp"].(time.Time)
-			if want := pipeline.PageView("dc7", producer, seq, ts); !reflect.DeepEqual(normalize(got), normalize(want)) {
+			if want := pageview.Event("dc7", producer, seq, ts); !reflect.DeepEqual(normalize(got), normalize(want)) {
 				t.Fatalf("record %d: %v, want %v", seq, got, want)
 			}
 			if string(r.Key) != got["user"] || !r.Timestamp.Equal(ts) {
@@ -366,7 +369,49 @@ func TestReadLoadedExample(t *testing.T) {
 	if last := lines[len(lines)-1]; !regexp.MustCompile(`^read 120 records from \d+ files$`).MatchString(last) {
 		t.Fatalf("last line %q", last)
 	}
-	seen := map[int64]bool{}
+	loaded := readLoadedLines(t, lines, n)
+
+	// Compact every hour (the real compaction, all hours closed), then the
+	// same records must be printed back, now read from Parquet.
+	cmp, err := compact.New(compact.Config{FS: filesys.Local(), Base: outDir,
+		ClosedThrough: func(context.Context) (time.Time, error) { return time.Now().Add(3 * time.Hour), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := cmp.Run(ctx); err != nil || sum.HoursCompacted == 0 || sum.Records != n {
+		t.Fatalf("compaction: %+v, %v", sum, err)
+	}
+	files, err := hours.TopicData(filesys.Local(), outDir, "pageviews")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("data files after compaction: %v, %v", files, err)
+	}
+	for _, f := range files {
+		if f.Format != hours.Parquet {
+			t.Fatalf("%s is not compacted", f.Path())
+		}
+	}
+	out, err = exec.CommandContext(ctx, reader, "--dir", filepath.Join(outDir, "pageviews")).Output()
+	if err != nil {
+		t.Fatalf("readloaded after compaction: %v\n%s", err, out)
+	}
+	lines = strings.Split(strings.TrimSpace(string(out)), "\n")
+	if last, want := lines[len(lines)-1], fmt.Sprintf("read %d records from %d files", n, len(files)); last != want {
+		t.Fatalf("last line %q, want %q", last, want)
+	}
+	compacted := readLoadedLines(t, lines, n)
+	for seq, line := range loaded {
+		if compacted[seq] != line {
+			t.Errorf("seq %d: read from Avro %s, from Parquet %s", seq, line, compacted[seq])
+		}
+	}
+}
+
+// readLoadedLines checks readloaded's record lines (all but the last, the
+// count): each a page view, each of seqs 0..n-1 once. It returns the
+// lines by seq.
+func readLoadedLines(t *testing.T, lines []string, n int) map[int64]string {
+	t.Helper()
+	seen := map[int64]string{}
 	for _, line := range lines[:len(lines)-1] {
 		var v struct {
 			Seq       int64  `json:"seq"`
@@ -376,14 +421,15 @@ func TestReadLoadedExample(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &v); err != nil {
 			t.Fatalf("line %q: %v", line, err)
 		}
-		if _, err := time.Parse(time.RFC3339Nano, v.Timestamp); err != nil || v.User != pipeline.PageViewUser(v.Seq) || seen[v.Seq] {
+		if _, err := time.Parse(time.RFC3339Nano, v.Timestamp); err != nil || v.User != pageview.User(v.Seq) || seen[v.Seq] != "" {
 			t.Fatalf("line %q: bad timestamp (%v), wrong user or seen twice", line, err)
 		}
-		seen[v.Seq] = true
+		seen[v.Seq] = line
 	}
 	if len(seen) != n {
 		t.Fatalf("printed %d distinct seqs, want %d", len(seen), n)
 	}
+	return seen
 }
 
 // normalize makes decoded and built page views comparable: times in UTC.

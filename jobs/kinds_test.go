@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/linkedin/goavro/v2"
+
+	"github.com/tributary/tributary/jobs/hours"
 )
 
 // TestCompactAndRetentionKinds runs a compact and a retention job through
@@ -30,9 +32,9 @@ func TestCompactAndRetentionKinds(t *testing.T) {
 		if err := w.Append([]any{map[string]any{"k": "a", "n": int64(h)}, map[string]any{"k": "b", "n": int64(h + 10)}}); err != nil {
 			t.Fatal(err)
 		}
-		dir := filepath.Join(base, "pv", hour0.Add(time.Duration(h)*time.Hour).Format("2006/01/02/15"))
+		dir := hours.Dir(base, "pv", hour0.Add(time.Duration(h)*time.Hour))
 		os.MkdirAll(dir, 0o755)
-		writeFile(t, dir, fmt.Sprintf("pv+0+%d+%d+s3.avro", h*2, h*2+1), buf.String())
+		writeFile(t, dir, hours.LoaderFile{Topic: "pv", First: int64(h * 2), Last: int64(h*2 + 1), SchemaID: 3, Format: hours.Avro}.Name(), buf.String())
 	}
 	// The loader job "load" committed past both hours.
 	man := fmt.Sprintf(`{"version":1,"job":"load","topic":"pv","partition":0,"seq":1,"first_offset":0,"next_offset":4,"max_timestamp_ms":%d,"watermark_ms":%d,"moves":[]}`,

@@ -86,6 +86,8 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer receives the loader's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
+	// CrashAt is a test hook (not a property): see CrashPoint. Zero is off.
+	CrashAt CrashPoint
 }
 
 // Validate checks the configuration; errors name the property key.

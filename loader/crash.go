@@ -1,15 +1,16 @@
 package loader
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 )
 
-// CrashEnv names the test hook: when set to a step number, the loader
-// process kills itself with SIGKILL the first time it reaches that step of
-// a commit, so tests can check recovery from a crash at every step.
+// CrashEnv names the environment variable by which the command and the
+// tests' child processes set Config.CrashAt (ParseCrashPoint's format);
+// the library itself never reads the environment.
 const CrashEnv = "TRIBUTARY_LOADER_CRASH_AT"
 
 // The steps of a commit, in order (see doc.go). Frozen: tests name them.
@@ -25,29 +26,40 @@ const (
 	NumSteps            = 8
 )
 
-// crashStep parses the hook: "N" kills at the first time step N is
-// reached, "N:K" at the K-th time.
-func crashStep() (step, nth int) {
-	v := os.Getenv(CrashEnv)
-	s, k, ok := strings.Cut(v, ":")
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return 0, 0
+// CrashPoint is the crash test hook: the loader process kills itself with
+// SIGKILL the Nth time (1 when zero) it reaches Step of a commit, so tests
+// can check recovery from a crash at every step. Step 0 is off.
+type CrashPoint struct {
+	Step int `json:"step,omitempty"`
+	Nth  int `json:"nth,omitempty"`
+}
+
+// ParseCrashPoint parses "N" (step N, first time) or "N:K" (K-th time);
+// "" is off.
+func ParseCrashPoint(s string) (CrashPoint, error) {
+	if s == "" {
+		return CrashPoint{}, nil
 	}
-	nth = 1
+	step, nth, ok := strings.Cut(s, ":")
+	var c CrashPoint
+	var err error
+	if c.Step, err = strconv.Atoi(step); err != nil || c.Step < 1 || c.Step > NumSteps {
+		return CrashPoint{}, fmt.Errorf("%w: crash point %q: step must be 1..%d", ErrConfig, s, NumSteps)
+	}
 	if ok {
-		if nth, err = strconv.Atoi(k); err != nil {
-			return 0, 0
+		if c.Nth, err = strconv.Atoi(nth); err != nil || c.Nth < 1 {
+			return CrashPoint{}, fmt.Errorf("%w: crash point %q: count must be positive", ErrConfig, s)
 		}
 	}
-	return n, nth
+	return c, nil
 }
 
 func (l *Loader) crash(step int) {
-	if l.crashAt != step {
+	at := l.cfg.CrashAt
+	if at.Step != step {
 		return
 	}
-	if l.crashSeen.Add(1) == int64(l.crashNth) {
+	if l.crashSeen.Add(1) == int64(max(at.Nth, 1)) {
 		l.log.Info("test hook: killing the process", "step", step)
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // SIGKILL is not handled; never go on

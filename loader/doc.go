@@ -6,6 +6,9 @@
 //
 // # Output layout
 //
+// Package jobs/hours owns the data layout (it names, parses and lists the
+// files for the loader, compaction, retention and every reader):
+//
 //	<base>/<topic>/<yyyy>/<MM>/<dd>/<HH>/<topic>+<partition>+<first>+<last>+s<schemaID>.avro
 //	<base>/_errors/<topic>/<topic>+<partition>+<first>+<last>.jsonl
 //	<base>/_loader/<job>/<topic>/<partition>/manifests/<seq>.json   (+ <seq>.published)
@@ -15,10 +18,11 @@
 // records of one partition, one hour and one writer schema (the schema the
 // payload's Confluent frame names, fetched once from the registry and
 // written into the file header); first and last are the offsets of its
-// first and last record. Records are the producer's Avro binary datums,
-// validated against the writer schema and copied unchanged into
-// container-file blocks (deflate, snappy or null). Names starting with "_"
-// or "." are not data. Bad records (not framed, unknown schema id, bytes
+// first and last record. Files are written through one small writer
+// interface per format (format.go); Avro is the only one. Records are the
+// producer's Avro binary datums, validated against the writer schema and
+// copied unchanged into container-file blocks (deflate, snappy or null).
+// Names starting with "_" or "." are not data. Bad records (not framed, unknown schema id, bytes
 // that do not decode) go, one JSON object per line with topic, partition,
 // offset, timestamp, reason, key, value and headers, to _errors; they are
 // counted, never dropped and never stop a load.
@@ -53,14 +57,14 @@
 // and continue from its next offset. A crash before the commit point
 // loses only uncommitted temporary files; a crash after it is finished by
 // recovery. Readers never see a partial data file: files are complete
-// before they are moved into the output. The environment variable
-// TRIBUTARY_LOADER_CRASH_AT=N[:K] (a test hook) SIGKILLs the process the
-// K-th time it reaches step N.
+// before they are moved into the output. Config.CrashAt (a test hook; the
+// command sets it from TRIBUTARY_LOADER_CRASH_AT=N[:K]) SIGKILLs the
+// process the K-th time it reaches step N.
 //
 // # Exactly once across mirror duplicates
 //
-// A record with the mirror's origin header ("tributary.origin":
-// "<source>/<partition>/<offset>") is dropped when its source offset is at
+// A record with the mirror's origin header (package mirror/origin,
+// "tributary.origin": "<source>/<partition>/<offset>") is dropped when its source offset is at
 // or below the high-water mark of (source, source partition) kept in the
 // partition's manifest; the mark advances with every landed record. The
 // mirror keeps source partition p in target partition p, so a source

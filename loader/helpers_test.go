@@ -27,6 +27,7 @@ import (
 	"github.com/tributary/tributary/client/serde"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/filesys/filesystest"
+	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/loader"
 	"github.com/tributary/tributary/schema/registry"
 )
@@ -52,6 +53,12 @@ func childMain(cfgJSON string) int {
 		return 2
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	crashAt, err := loader.ParseCrashPoint(os.Getenv(loader.CrashEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	cfg.CrashAt = crashAt
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	l, err := loader.New(ctx, cfg)
@@ -380,10 +387,10 @@ func checkRecord(d dataset, i int, file string, rec map[string]any) error {
 	if len(rec) != wantFields {
 		return fmt.Errorf("record %d has fields %v, want %d (its writer schema's)", i, rec, wantFields)
 	}
-	hourDir := d.topic + "/" + d.ts(i).UTC().Format("2006/01/02/15") + "/"
-	prefix := fmt.Sprintf("%s%s+%d+", hourDir, d.topic, int32(i)%d.partitions)
-	if !strings.HasPrefix(file, prefix) || !strings.HasSuffix(file, ".avro") {
-		return fmt.Errorf("record %d in %s, want a file %s...", i, file, prefix)
+	wantDir, wantPart := hours.Dir("", d.topic, d.ts(i)), int32(i)%d.partitions
+	lf, err := hours.ParseLoaderFile(path.Base(file))
+	if err != nil || path.Dir(file) != wantDir || lf.Topic != d.topic || lf.Partition != wantPart || lf.Format != hours.Avro {
+		return fmt.Errorf("record %d in %s, want an Avro file of partition %d in %s (%v)", i, file, wantPart, wantDir, err)
 	}
 	return nil
 }

@@ -31,7 +31,7 @@ type Loader struct {
 	log       *slog.Logger
 	fsys      filesys.FS
 	base      string
-	codec     Codec
+	format    fileFormat
 	topics    *regexp.Regexp
 	kcl       *kgo.Client
 	adm       *kadm.Client
@@ -41,8 +41,6 @@ type Loader struct {
 	metrics   *metrics
 	progress  *Progress
 	runID     string
-	crashAt   int
-	crashNth  int
 	crashSeen atomic.Int64
 }
 
@@ -59,8 +57,8 @@ func New(ctx context.Context, cfg Config) (*Loader, error) {
 	}
 	l := &Loader{cfg: cfg, log: cfg.Logger.With("job", cfg.Name), metrics: newMetrics(cfg.Registerer),
 		progress: &Progress{}}
-	l.crashAt, l.crashNth = crashStep()
-	l.codec, _ = parseCodec(cfg.Codec)
+	codec, _ := parseCodec(cfg.Codec)
+	l.format = avroFormat{codec: codec}
 	l.topics = regexp.MustCompile("^(?:" + cfg.Topics + ")$")
 	fsys, base, err := filesys.Open(ctx, cfg.OutputURI)
 	if err != nil {

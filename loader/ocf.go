@@ -10,6 +10,8 @@ import (
 	"io"
 
 	"github.com/golang/snappy"
+
+	"github.com/tributary/tributary/jobs/hours"
 )
 
 // Codec names an Avro container file block codec.
@@ -27,6 +29,15 @@ const (
 // readers stream.
 const blockBytes = 256 << 10
 
+// avroFormat is the loader's Avro object container file format.
+type avroFormat struct{ codec Codec }
+
+func (avroFormat) format() hours.Format { return hours.Avro }
+
+func (a avroFormat) newWriter(w io.Writer, schemaText string) (fileWriter, error) {
+	return newOCFWriter(w, schemaText, a.codec)
+}
+
 // ocfWriter writes an Avro object container file whose records are
 // already Avro binary datums of the file's schema (validated against it):
 // the loader copies the producer's bytes into blocks instead of decoding
@@ -42,7 +53,6 @@ type ocfWriter struct {
 	count   int64
 	scratch bytes.Buffer
 	deflate *flate.Writer
-	written int64
 	err     error
 }
 
@@ -75,9 +85,7 @@ func (o *ocfWriter) write(b []byte) {
 	if o.err != nil {
 		return
 	}
-	n, err := o.w.Write(b)
-	o.written += int64(n)
-	o.err = err
+	_, o.err = o.w.Write(b)
 }
 
 // Append adds one datum.
@@ -123,9 +131,6 @@ func (o *ocfWriter) flush() error {
 
 // Close writes the last block; it does not close the underlying writer.
 func (o *ocfWriter) Close() error { return o.flush() }
-
-// Written is the number of bytes handed to the underlying writer so far.
-func (o *ocfWriter) Written() int64 { return o.written }
 
 func appendLong(b []byte, v int64) []byte {
 	return binary.AppendUvarint(b, uint64((v<<1)^(v>>63)))

@@ -16,7 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/mirror"
+	"github.com/tributary/tributary/jobs/hours"
+	"github.com/tributary/tributary/mirror/origin"
 	"github.com/tributary/tributary/schema"
 )
 
@@ -32,7 +33,7 @@ type dataFile struct {
 	key         bucketKey
 	tmp         string
 	w           io.WriteCloser
-	ocf         *ocfWriter
+	data        fileWriter
 	first, last int64
 	lastUse     int64
 	index       int // in the open-files heap
@@ -176,7 +177,7 @@ func (pl *partLoad) add(ctx context.Context, r *kgo.Record) error {
 	if err != nil {
 		return err
 	}
-	if err := f.ocf.Append(payload); err != nil {
+	if err := f.data.Append(payload); err != nil {
 		return fmt.Errorf("write %s: %w", f.tmp, err)
 	}
 	f.last = r.Offset
@@ -197,10 +198,10 @@ func (pl *partLoad) add(ctx context.Context, r *kgo.Record) error {
 // source partition landed already.
 func (pl *partLoad) duplicate(r *kgo.Record) (bool, error) {
 	for _, h := range r.Headers {
-		if h.Key != mirror.OriginHeader {
+		if h.Key != origin.Header {
 			continue
 		}
-		source, sp, off, err := mirror.ParseOrigin(h.Value)
+		source, sp, off, err := origin.Parse(h.Value)
 		if err != nil {
 			pl.l.log.Warn("record with a malformed origin header loaded without de-duplication",
 				"topic", pl.topic, "partition", pl.partition, "offset", r.Offset, "err", err)
@@ -277,14 +278,14 @@ func (pl *partLoad) file(key bucketKey, schemaText string, offset int64) (*dataF
 		}
 	}
 	f := &dataFile{key: key, first: offset, lastUse: pl.uses,
-		tmp: path.Join(pl.runDir, fmt.Sprintf("%d.avro", pl.nextFileSeq()))}
+		tmp: path.Join(pl.runDir, strconv.Itoa(pl.nextFileSeq())+pl.l.format.format().Ext())}
 	fw, err := pl.l.fsys.Create(f.tmp)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", f.tmp, err)
 	}
 	w := newAsyncWriter(fw)
 	f.w = w
-	if f.ocf, err = newOCFWriter(w, schemaText, pl.l.codec); err != nil {
+	if f.data, err = pl.l.format.newWriter(w, schemaText); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("write %s: %w", f.tmp, err)
 	}
@@ -318,7 +319,7 @@ func (pl *partLoad) closeAll() error {
 }
 
 func (f *dataFile) finish() error {
-	if err := f.ocf.Close(); err != nil {
+	if err := f.data.Close(); err != nil {
 		f.w.Close()
 		return fmt.Errorf("write %s: %w", f.tmp, err)
 	}
@@ -353,11 +354,11 @@ func parallel(n int, fn func(i int) error) error {
 }
 
 // finalName is where a data file lands: by hour (UTC) and with its offset
-// range and schema id in the name (see doc.go).
+// range and schema id in the name (package hours).
 func (pl *partLoad) finalName(f *dataFile) string {
-	h := time.Unix(f.key.hour, 0).UTC()
-	return path.Join(pl.l.base, pl.topic, h.Format("2006/01/02/15"),
-		fmt.Sprintf("%s+%d+%d+%d+s%d.avro", pl.topic, pl.partition, f.first, f.last, f.key.id))
+	name := hours.LoaderFile{Topic: pl.topic, Partition: pl.partition, First: f.first, Last: f.last,
+		SchemaID: uint32(f.key.id), Format: pl.l.format.format()}.Name()
+	return path.Join(hours.Dir(pl.l.base, pl.topic, time.Unix(f.key.hour, 0)), name)
 }
 
 // watermarkStep is the least advance of the watermark worth a commit

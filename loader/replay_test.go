@@ -3,7 +3,6 @@ package loader_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"path"
 	"strings"
 	"testing"
@@ -13,7 +12,7 @@ import (
 
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/loader"
-	"github.com/tributary/tributary/mirror"
+	"github.com/tributary/tributary/mirror/origin"
 	"github.com/tributary/tributary/schema"
 )
 
@@ -29,9 +28,8 @@ func (c *cluster) mirrored(t *testing.T, d dataset, from, to int) []*kgo.Record 
 			t.Fatal(err)
 		}
 		p := int32(i) % d.partitions
-		origin := fmt.Sprintf("dc1/%d/%d", p, i/int(d.partitions))
 		recs = append(recs, &kgo.Record{Topic: d.topic, Partition: p, Value: v, Timestamp: d.ts(i),
-			Headers: []kgo.RecordHeader{{Key: mirror.OriginHeader, Value: []byte(origin)}}})
+			Headers: []kgo.RecordHeader{{Key: origin.Header, Value: origin.Append(nil, "dc1", p, int64(i/int(d.partitions)))}}})
 	}
 	return recs
 }

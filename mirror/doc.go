@@ -29,8 +29,8 @@
 // Source partition p of topic T from source S goes to partition p of the
 // target topic topic.rename(S, T) ("${topic}" by default; __audit keeps its
 // name). Key, value, headers and timestamp are copied byte for byte, and a
-// header OriginHeader = "<S>/<p>/<offset>" is appended (ParseOrigin reads
-// it), so a consumer downstream can drop duplicates exactly.
+// header origin.Header = "<S>/<p>/<offset>" is appended (package
+// mirror/origin owns the format and parses it), so a consumer downstream can drop duplicates exactly.
 //
 // # Delivery and recovery
 //

@@ -5,8 +5,6 @@ import "errors"
 var (
 	// ErrInvalidConfig: a Config failed Validate; the message names the property.
 	ErrInvalidConfig = errors.New("mirror: invalid configuration")
-	// ErrBadOrigin: an origin header value is not "<source>/<partition>/<offset>".
-	ErrBadOrigin = errors.New("mirror: malformed origin header")
 	// ErrPartitionStopped: the target refused a record for good (e.g. larger
 	// than its max.message.bytes); the partition is stopped at that record
 	// and its offset is never committed past it.

@@ -26,6 +26,7 @@ import (
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/mirror/origin"
 )
 
 func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }
@@ -140,7 +141,7 @@ type rec struct {
 	ts         time.Time
 }
 
-type origin struct {
+type srcPos struct {
 	source    string
 	partition int32
 	offset    int64
@@ -149,15 +150,15 @@ type origin struct {
 // produced holds every record a test wrote, by origin.
 type produced struct {
 	mu   sync.Mutex
-	recs map[origin]rec
+	recs map[srcPos]rec
 	// perPart counts records per (source, topic partition).
-	perPart map[origin]int64
+	perPart map[srcPos]int64
 	// pad is added to every value's length.
 	pad int
 }
 
 func newProduced() *produced {
-	return &produced{recs: map[origin]rec{}, perPart: map[origin]int64{}}
+	return &produced{recs: map[srcPos]rec{}, perPart: map[srcPos]int64{}}
 }
 
 func (p *produced) len() int {
@@ -193,8 +194,8 @@ func (p *produced) produce(t *testing.T, cl *kgo.Client, source, topic string, _
 				return
 			}
 			p.mu.Lock()
-			p.recs[origin{source, r.Partition, r.Offset}] = rec{r.Key, r.Value, r.Headers, r.Timestamp}
-			p.perPart[origin{source, r.Partition, 0}]++
+			p.recs[srcPos{source, r.Partition, r.Offset}] = rec{r.Key, r.Value, r.Headers, r.Timestamp}
+			p.perPart[srcPos{source, r.Partition, 0}]++
 			p.mu.Unlock()
 		})
 	}
@@ -211,14 +212,14 @@ func (p *produced) produce(t *testing.T, cl *kgo.Client, source, topic string, _
 type targetReader struct {
 	mu       sync.Mutex
 	byPart   map[int32][]*kgo.Record
-	distinct map[origin]bool
+	distinct map[srcPos]bool
 	total    int
 	bad      error
 }
 
 func readTarget(t *testing.T, c *cluster, topic string) *targetReader {
 	t.Helper()
-	r := &targetReader{byPart: map[int32][]*kgo.Record{}, distinct: map[origin]bool{}}
+	r := &targetReader{byPart: map[int32][]*kgo.Record{}, distinct: map[srcPos]bool{}}
 	cl := c.client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(50*time.Millisecond))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -245,14 +246,14 @@ func readTarget(t *testing.T, c *cluster, topic string) *targetReader {
 	return r
 }
 
-func recordOrigin(rc *kgo.Record) (origin, error) {
+func recordOrigin(rc *kgo.Record) (srcPos, error) {
 	for _, h := range rc.Headers {
-		if h.Key == OriginHeader {
-			s, p, o, err := ParseOrigin(h.Value)
-			return origin{s, p, o}, err
+		if h.Key == origin.Header {
+			s, p, o, err := origin.Parse(h.Value)
+			return srcPos{s, p, o}, err
 		}
 	}
-	return origin{}, fmt.Errorf("target record %s-%d@%d has no %s header", rc.Topic, rc.Partition, rc.Offset, OriginHeader)
+	return srcPos{}, fmt.Errorf("target record %s-%d@%d has no %s header", rc.Topic, rc.Partition, rc.Offset, origin.Header)
 }
 
 func (r *targetReader) counts() (distinct, total int) {

@@ -18,6 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/mirror/origin"
 )
 
 // Counter is what the mirror tells of every record the target
@@ -265,7 +267,7 @@ func (m *Mirror) produce(ctx context.Context, ps *partState, off int64, rec *kgo
 			kerr.MessageTooLarge, size, m.batchBytes(ps.target)))
 		return
 	}
-	rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: OriginHeader, Value: appendOrigin(make([]byte, 0, len(ps.source)+24), ps.source, ps.partition, off)})
+	rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: origin.Header, Value: origin.Append(make([]byte, 0, len(ps.source)+24), ps.source, ps.partition, off)})
 	ps.sent.Store(off + 1)
 	m.target.Produce(ctx, rec, func(r *kgo.Record, err error) {
 		// franz-go calls the promises of one target partition in order, and
@@ -294,7 +296,7 @@ func (m *Mirror) produce(ctx context.Context, ps *partState, off int64, rec *kgo
 // varints and attributes, the origin header still to come, and the
 // batch header (61 bytes).
 func recordSize(r *kgo.Record) int {
-	n := len(r.Key) + len(r.Value) + 61 + 32 + len(OriginHeader) + 40
+	n := len(r.Key) + len(r.Value) + 61 + 32 + len(origin.Header) + 40
 	for _, h := range r.Headers {
 		n += len(h.Key) + len(h.Value) + 10
 	}

@@ -54,7 +54,7 @@ func TestMirrorRecordTooLarge(t *testing.T) {
 		reader.mu.Lock()
 		n1, n0 := len(reader.byPart[other]), len(reader.byPart[big.Partition])
 		reader.mu.Unlock()
-		return n1 == int(want.perPart[origin{"dc1", other, 0}]) && n0 == int(big.Offset) && strings.Contains(logs.String(), wantMsg),
+		return n1 == int(want.perPart[srcPos{"dc1", other, 0}]) && n0 == int(big.Offset) && strings.Contains(logs.String(), wantMsg),
 			fmt.Sprintf("refusing partition: %d, other: %d records", n0, n1)
 	})
 	if err := stop(); err != nil {

@@ -7,9 +7,10 @@ import (
 	"io"
 	"path"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tributary/tributary/jobs/hours"
 )
 
 // Demo defaults.
@@ -279,8 +280,8 @@ func (r *Result) Print(out io.Writer, p *Pipeline) {
 		fmt.Fprintf(out, "\n== a few records read back from %s\n", path.Base(p.base))
 		for _, m := range rb.Sample {
 			ref := "null"
-			if u, ok := m["referrer"].(map[string]any); ok {
-				ref = fmt.Sprint(u["string"])
+			if u, ok := m["referrer"].(string); ok {
+				ref = u
 			}
 			fmt.Fprintf(out, "  {datacenter: %v, producer: %v, seq: %v, user: %v, page: %v, referrer: %s, timestamp: %v}\n",
 				m["datacenter"], m["producer"], m["seq"], m["user"], m["page"], ref,
@@ -297,28 +298,22 @@ func (r *Result) Print(out io.Writer, p *Pipeline) {
 }
 
 // fileOrder sorts loaded files by directory, then partition and first
-// offset as numbers (<topic>+<partition>+<first>+<last>+s<id>.avro).
+// offset as numbers (package hours parses the names); compacted files,
+// which carry neither, by name.
 func fileOrder(a, b string) bool {
 	da, db := path.Dir(a), path.Dir(b)
 	if da != db {
 		return da < db
 	}
-	na, nb := fileNumbers(path.Base(a)), fileNumbers(path.Base(b))
-	for i := range na {
-		if na[i] != nb[i] {
-			return na[i] < nb[i]
-		}
+	fa, errA := hours.ParseLoaderFile(path.Base(a))
+	fb, errB := hours.ParseLoaderFile(path.Base(b))
+	switch {
+	case errA == nil && errB == nil && fa.Partition != fb.Partition:
+		return fa.Partition < fb.Partition
+	case errA == nil && errB == nil && fa.First != fb.First:
+		return fa.First < fb.First
 	}
 	return a < b
-}
-
-func fileNumbers(name string) [2]int64 {
-	var out [2]int64
-	f := strings.Split(name, "+")
-	for i := 0; i < 2 && i+1 < len(f); i++ {
-		out[i], _ = strconv.ParseInt(f[i+1], 10, 64)
-	}
-	return out
 }
 
 func pct(n, of int64) float64 {

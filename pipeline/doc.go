@@ -27,15 +27,17 @@
 //	<Dir>/<cluster>/broker-<id>/   broker data of dc1, dc2, analytics
 //	<Dir>/audit/audit.db           the audit service's store
 //	<Dir>/loader.properties        the scheduled loader job's configuration
-//	<Dir>/data/                    loaded files (without HDFS), the loader's layout:
+//	<Dir>/data/                    loaded files (without HDFS), the loader's layout
+//	                               (package jobs/hours), compacted hours in Parquet:
 //	    <topic>/<yyyy>/<MM>/<dd>/<HH>/<topic>+<partition>+<first>+<last>+s<schemaID>.avro
 //
 // # The proof
 //
-// Page views carry (producer, seq): a producer run's id and a gap-free
-// sequence. Verify reads every loaded file back record by record and
-// checks that each acknowledged seq of each producer is there exactly
-// once (a send that failed may be there at most once), and asks the audit
+// Page views (package pipeline/pageview) carry (producer, seq): a
+// producer run's id and a gap-free sequence. Verify reads every loaded
+// file back record by record (Avro or compacted Parquet, as package
+// jobs/hours lists them) and checks that each acknowledged seq of each
+// producer is there exactly once (a send that failed may be there at most once), and asks the audit
 // service that every closed window of the topic is complete, with the
 // loader's count equal to the producers'. Demo prints the report and ends
 // with the line

@@ -20,6 +20,7 @@ import (
 	"github.com/tributary/tributary/client"
 	"github.com/tributary/tributary/internal/devcluster"
 	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/pipeline/pageview"
 )
 
 // stopTimeout bounds each part's graceful stop.
@@ -221,7 +222,7 @@ func ensureTopics(ctx context.Context, bootstrap []string, topics map[string]int
 // own audit topic, which the mirror carries into analytics with the data,
 // as LinkedIn's pipeline did.
 func (p *Pipeline) startProducer(ctx context.Context, dc string) error {
-	id := NewProducerID(dc)
+	id := pageview.NewProducerID(dc)
 	prod, err := NewProducer(ProducerConfig{
 		Brokers: p.clusters[dc].Bootstrap(), RegistryURL: p.RegistryURL(), Datacenter: dc, Producer: id,
 		Topic: p.cfg.Topic, Rate: p.cfg.Rate, Logger: p.logger.With("producer", id),
@@ -358,14 +359,6 @@ func (p *Pipeline) StopPart(name string) error {
 	case <-time.After(2 * stopTimeout):
 		return fmt.Errorf("pipeline: %s did not stop within %v", name, 2*stopTimeout)
 	}
-}
-
-// RestartPart stops a part and starts it again.
-func (p *Pipeline) RestartPart(ctx context.Context, name string) error {
-	if err := p.StopPart(name); err != nil {
-		p.logger.Warn("stopping for a restart", "part", name, "err", err)
-	}
-	return p.StartPart(ctx, name)
 }
 
 // runPart runs fn on its own goroutine as a part. A part that ends before

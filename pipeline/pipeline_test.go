@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/pipeline/pageview"
 )
 
 func testLogger(t *testing.T, buf *testproc.SyncBuffer) *slog.Logger {
@@ -82,7 +83,7 @@ func TestDemoEmbedded(t *testing.T) {
 	}
 	for _, r := range res.Readback.Sample {
 		seq := r["seq"].(int64)
-		want := PageView(r["datacenter"].(string), r["producer"].(string), seq, r["timestamp"].(time.Time))
+		want := pageview.Event(r["datacenter"].(string), r["producer"].(string), seq, r["timestamp"].(time.Time))
 		if r["user"] != want["user"] || r["page"] != want["page"] {
 			t.Errorf("record read back %v; want user and page of %v", r, want)
 		}

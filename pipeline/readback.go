@@ -2,18 +2,15 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"path"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/linkedin/goavro/v2"
-
 	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/jobs/hours"
+	"github.com/tributary/tributary/jobs/hours/rows"
 )
 
 // LoadedFile is one data file of the loader's output.
@@ -29,7 +26,7 @@ type LoadedFile struct {
 type Readback struct {
 	Files   []LoadedFile
 	Records int64 // page views read, duplicates included
-	// Sample holds the first records read, decoded.
+	// Sample holds the first records read, as plain values (package rows).
 	Sample []map[string]any
 	// Latencies are, per record, its file's modification time (the file is
 	// closed just before the loader commits it) minus the record's event
@@ -68,76 +65,34 @@ func (s *seqSet) has(seq int64) bool {
 // sampleSize is how many decoded records a Readback keeps.
 const sampleSize = 5
 
-// ReadLoaded reads every data file of topic under base: the loader's layout
-// <base>/<topic>/<yyyy>/<MM>/<dd>/<HH>/*.avro, skipping names that start
-// with "_" or ".". Every record must be a page view (PageViewSchema).
+// ReadLoaded reads every data file of topic under base, as package hours
+// lists them (Avro files and compacted Parquet hours alike, by the reader
+// rule). Every record must be a page view (PageViewSchema).
 func ReadLoaded(ctx context.Context, fsys filesys.FS, base, topic string) (*Readback, error) {
 	rb := &Readback{seen: map[string]*seqSet{}}
-	err := walk(fsys, path.Join(base, topic), func(name string, fi fs.FileInfo) error {
+	files, err := hours.TopicData(fsys, base, topic)
+	if err != nil {
+		return rb, err
+	}
+	for _, d := range files {
 		if err := ctx.Err(); err != nil {
-			return err
+			return rb, err
 		}
-		if !strings.HasSuffix(name, ".avro") {
-			return nil
+		if err := rb.readFile(fsys, d); err != nil {
+			return rb, err
 		}
-		return rb.readFile(fsys, name, fi)
-	})
-	if errors.Is(err, fs.ErrNotExist) {
-		err = nil // nothing loaded yet
 	}
-	return rb, err
+	return rb, nil
 }
 
-// walk calls fn for every file under dir, in name order, skipping "_" and
-// "." names.
-func walk(fsys filesys.FS, dir string, fn func(string, fs.FileInfo) error) error {
-	entries, err := fsys.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "_") || strings.HasPrefix(e.Name(), ".") {
-			continue
-		}
-		name := path.Join(dir, e.Name())
-		if e.IsDir() {
-			if err := walk(fsys, name, fn); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := fn(name, e); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (rb *Readback) readFile(fsys filesys.FS, name string, fi fs.FileInfo) error {
-	f, err := fsys.Open(name)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	r, err := goavro.NewOCFReader(f)
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	lf := LoadedFile{Path: name, Size: fi.Size(), ModTime: fi.ModTime()}
-	for r.Scan() {
-		v, err := r.Read()
-		if err != nil {
-			return fmt.Errorf("%s: record %d: %w", name, lf.Records, err)
-		}
-		m, ok := v.(map[string]any)
-		if !ok {
-			return fmt.Errorf("%s: record %d is a %T, not a page view", name, lf.Records, v)
-		}
+func (rb *Readback) readFile(fsys filesys.FS, d hours.Data) error {
+	lf := LoadedFile{Path: d.Path(), Size: d.Size, ModTime: d.ModTime}
+	_, err := rows.Read(fsys, d, func(m map[string]any) error {
 		producer, _ := m["producer"].(string)
 		seq, ok := m["seq"].(int64)
 		ts, ok2 := m["timestamp"].(time.Time)
 		if producer == "" || !ok || !ok2 || seq < 0 {
-			return fmt.Errorf("%s: record %d is not a page view: %v", name, lf.Records, m)
+			return fmt.Errorf("%s: record %d is not a page view: %v", lf.Path, lf.Records, m)
 		}
 		s := rb.seen[producer]
 		if s == nil {
@@ -151,9 +106,10 @@ func (rb *Readback) readFile(fsys filesys.FS, name string, fi fs.FileInfo) error
 		if len(rb.Sample) < sampleSize {
 			rb.Sample = append(rb.Sample, m)
 		}
-	}
-	if err := r.Err(); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	rb.Files = append(rb.Files, lf)
 	return nil

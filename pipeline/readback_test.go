@@ -12,6 +12,9 @@ import (
 	"github.com/linkedin/goavro/v2"
 
 	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/jobs/compact"
+	"github.com/tributary/tributary/jobs/hours"
+	"github.com/tributary/tributary/pipeline/pageview"
 )
 
 // writeOCF writes page views (producer, seqs) as one Avro container file.
@@ -25,17 +28,22 @@ func writeOCF(t *testing.T, name, producer string, seqs ...int64) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	w, err := goavro.NewOCFWriter(goavro.OCFConfig{W: f, Schema: PageViewSchema, CompressionName: "deflate"})
+	w, err := goavro.NewOCFWriter(goavro.OCFConfig{W: f, Schema: pageview.Schema, CompressionName: "deflate"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var recs []any
 	for _, s := range seqs {
-		recs = append(recs, PageView("dc1", producer, s, time.UnixMilli(1_700_000_000_000+s)))
+		recs = append(recs, pageview.Event("dc1", producer, s, time.UnixMilli(1_700_000_000_000+s)))
 	}
 	if err := w.Append(recs); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// loaderFile is the name the loader gives a page-view file.
+func loaderFile(partition int32, first, last int64) string {
+	return hours.LoaderFile{Topic: "pageviews", Partition: partition, First: first, Last: last, SchemaID: 1, Format: hours.Avro}.Name()
 }
 
 // TestReadLoadedExactlyOnce: files in the loader's layout are read back
@@ -44,9 +52,9 @@ func writeOCF(t *testing.T, name, producer string, seqs ...int64) {
 // are each reported, and a failed send may be absent.
 func TestReadLoadedExactlyOnce(t *testing.T) {
 	base := t.TempDir()
-	hour := filepath.Join(base, "pageviews", "2026", "11", "30", "15")
-	writeOCF(t, filepath.Join(hour, "pageviews+0+0+2+s1.avro"), "dc1-a", 0, 1, 2)
-	writeOCF(t, filepath.Join(hour, "pageviews+1+0+1+s1.avro"), "dc1-a", 3, 5)
+	hour := hours.Dir(base, "pageviews", time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC))
+	writeOCF(t, filepath.Join(hour, loaderFile(0, 0, 2)), "dc1-a", 0, 1, 2)
+	writeOCF(t, filepath.Join(hour, loaderFile(1, 0, 1)), "dc1-a", 3, 5)
 	writeOCF(t, filepath.Join(base, "pageviews", "_tmp", "x.avro"), "dc1-a", 0) // not data
 	writeOCF(t, filepath.Join(base, "_loader", "job", "y.avro"), "dc1-a", 0)    // not even the topic
 	ctx := context.Background()
@@ -73,8 +81,8 @@ func TestReadLoadedExactlyOnce(t *testing.T) {
 		!strings.Contains(err.Error(), "seq 5 loaded but never sent") {
 		t.Fatalf("never sent: %v", err)
 	}
-	writeOCF(t, filepath.Join(hour, "pageviews+2+0+1+s1.avro"), "dc1-a", 2)
-	writeOCF(t, filepath.Join(hour, "pageviews+3+0+0+s1.avro"), "dc2-b", 0)
+	writeOCF(t, filepath.Join(hour, loaderFile(2, 0, 1)), "dc1-a", 2)
+	writeOCF(t, filepath.Join(hour, loaderFile(3, 0, 0)), "dc2-b", 0)
 	rb, err = ReadLoaded(ctx, fsys, base, "pageviews")
 	if err != nil {
 		t.Fatal(err)
@@ -91,4 +99,65 @@ func TestReadLoadedExactlyOnce(t *testing.T) {
 	if empty, err := ReadLoaded(ctx, fsys, t.TempDir(), "pageviews"); err != nil || empty.Records != 0 {
 		t.Errorf("nothing loaded yet: %v, %v", empty, err)
 	}
+}
+
+// TestReadLoadedCompacted: after the real compaction turned an hour into
+// Parquet, ReadLoaded reads the same records from it, plus a late Avro
+// file that landed after the compaction, each exactly once.
+func TestReadLoadedCompacted(t *testing.T) {
+	ctx := context.Background()
+	fsys, base := filesys.Local(), t.TempDir()
+	start := time.UnixMilli(1_700_000_000_000).UTC().Truncate(time.Hour)
+	hour := hours.Dir(base, "pageviews", start)
+	writeOCF(t, filepath.Join(hour, loaderFile(0, 0, 2)), "dc1-a", 0, 1, 2)
+	writeOCF(t, filepath.Join(hour, loaderFile(1, 0, 2)), "dc1-a", 3, 4, 5)
+	before, err := ReadLoaded(ctx, fsys, base, "pageviews")
+	if err != nil || before.Records != 6 {
+		t.Fatalf("before compaction: %+v, %v", before, err)
+	}
+	c, err := compact.New(compact.Config{FS: fsys, Base: base,
+		ClosedThrough: func(context.Context) (time.Time, error) { return start.Add(2 * time.Hour), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := c.Run(ctx); err != nil || sum.HoursCompacted != 1 || sum.Records != 6 {
+		t.Fatalf("compaction: %+v, %v", sum, err)
+	}
+	writeOCF(t, filepath.Join(hour, loaderFile(0, 3, 3)), "dc1-a", 6) // late
+	rb, err := ReadLoaded(ctx, fsys, base, "pageviews")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parquet int
+	for _, f := range rb.Files {
+		if strings.HasSuffix(f.Path, hours.Parquet.Ext()) {
+			parquet++
+		}
+	}
+	if rb.Records != 7 || len(rb.Files) != 2 || parquet != 1 {
+		t.Fatalf("after compaction: %d records from %+v, want 7 from one Parquet and one late Avro file", rb.Records, rb.Files)
+	}
+	if n, err := rb.CheckExactlyOnce([]ProducerStats{{Producer: "dc1-a", Sent: 7, Acked: 7}}); err != nil || n != 7 {
+		t.Fatalf("exactly once: %d, %v", n, err)
+	}
+	for i, m := range rb.Sample {
+		if want := pageview.Event("dc1", "dc1-a", m["seq"].(int64), m["timestamp"].(time.Time)); !samePageView(m, want) {
+			t.Errorf("sample %d: %v, want %v", i, m, want)
+		}
+	}
+}
+
+// samePageView compares a page view read back (plain values: the union
+// unwrapped) with the native value it was written from.
+func samePageView(got, want map[string]any) bool {
+	ref := want["referrer"]
+	if u, ok := ref.(map[string]any); ok {
+		ref = u["string"]
+	}
+	for _, k := range []string{"datacenter", "producer", "seq", "user", "page"} {
+		if got[k] != want[k] {
+			return false
+		}
+	}
+	return got["referrer"] == ref && got["timestamp"].(time.Time).Equal(want["timestamp"].(time.Time))
 }

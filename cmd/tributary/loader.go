@@ -78,6 +78,9 @@ func loaderConfig(o loaderOptions, logger *slog.Logger) (loader.Config, error) {
 		logger.Warn("unknown loader property ignored", "key", k)
 	}
 	cfg.Logger = logger
+	if cfg.CrashAt, err = loader.ParseCrashPoint(os.Getenv(loader.CrashEnv)); err != nil {
+		return cfg, fmt.Errorf("%s: %w", loader.CrashEnv, err)
+	}
 	return cfg, nil
 }
 

@@ -1,5 +1,5 @@
 // Command pageviews produces Avro page-view events, the example traffic of
-// `tributary pipeline`: the schema (pipeline.PageViewSchema) is registered
+// `tributary pipeline`: the schema (package pipeline/pageview) is registered
 // in the schema registry under "<topic>-value", each value carries the
 // Confluent framing (0x00, 4-byte schema id, Avro binary) and each record's
 // timestamp is the event's own time, which is what audit windows and the
@@ -22,7 +22,7 @@ import (
 
 	"github.com/tributary/tributary/client"
 	"github.com/tributary/tributary/client/serde"
-	"github.com/tributary/tributary/pipeline"
+	"github.com/tributary/tributary/pipeline/pageview"
 	"github.com/tributary/tributary/schema"
 )
 
@@ -36,7 +36,7 @@ func main() {
 func run() error {
 	bootstrap := flag.String("bootstrap", "127.0.0.1:9092", "comma-separated broker host:port list")
 	registryURL := flag.String("registry", "http://127.0.0.1:8081", "schema registry URL")
-	topic := flag.String("topic", pipeline.DefaultTopic, "topic to write")
+	topic := flag.String("topic", pageview.Topic, "topic to write")
 	dc := flag.String("datacenter", "dc1", "datacenter name written into each event")
 	count := flag.Int64("count", 100, "number of events (0: until interrupted)")
 	rate := flag.Float64("rate", 100, "events per second (0: as fast as possible)")
@@ -56,7 +56,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	producer := pipeline.NewProducerID(*dc)
+	producer := pageview.NewProducerID(*dc)
 	var failed atomic.Int64
 	var schemaID schema.ID
 	start := time.Now()
@@ -74,8 +74,8 @@ func run() error {
 		if ctx.Err() != nil {
 			break
 		}
-		event := pipeline.PageView(*dc, producer, seq, time.Now())
-		value, err := ser.EncodeTopic(ctx, *topic, pipeline.PageViewSchema, event)
+		event := pageview.Event(*dc, producer, seq, time.Now())
+		value, err := ser.EncodeTopic(ctx, *topic, pageview.Schema, event)
 		if err != nil {
 			return err
 		}

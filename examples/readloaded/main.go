@@ -1,8 +1,8 @@
-// Command readloaded reads back what the loader wrote: every Avro object
-// container file under a directory in the loader's layout
-// (<topic>/<yyyy>/<MM>/<dd>/<HH>/*.avro; names starting with "_" or "."
-// are loader state, not data, and are skipped), printing each record as
-// one JSON line and a count at the end. Each file carries its writer
+// Command readloaded reads back what the loader wrote: every data file of
+// the loader's output, Avro container files and hours compacted into
+// Parquet alike, as package jobs/hours lists them (names starting with "_"
+// or "." are loader state, not data, and are skipped), printing each
+// record as one JSON line and a count at the end. Each file carries its
 // schema, so no registry is needed.
 //
 //	readloaded --dir tributary-pipeline-data/data/pageviews --max 5
@@ -13,13 +13,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/linkedin/goavro/v2"
+	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/jobs/hours"
+	"github.com/tributary/tributary/jobs/hours/rows"
 )
 
 func main() {
@@ -35,87 +35,69 @@ func run() error {
 	flag.Parse()
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
-	var files, records int
-	err := filepath.WalkDir(*dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if path != *dir && (strings.HasPrefix(d.Name(), "_") || strings.HasPrefix(d.Name(), ".")) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() || !strings.HasSuffix(d.Name(), ".avro") {
-			return nil
-		}
-		n, err := readFile(path, out, func() bool { return *maxPrint < 0 || records < *maxPrint })
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		files++
-		records += n
-		return nil
-	})
+	files, err := dataFiles(filesys.Local(), filepath.Clean(*dir))
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "read %d records from %d files\n", records, files)
+	var records int
+	for _, d := range files {
+		_, err := rows.Read(filesys.Local(), d, func(rec map[string]any) error {
+			if *maxPrint < 0 || records < *maxPrint {
+				b, err := json.Marshal(jsonValue(rec))
+				if err != nil {
+					return err
+				}
+				out.Write(b)
+				out.WriteByte('\n')
+			}
+			records++
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "read %d records from %d files\n", records, len(files))
 	return nil
 }
 
-// readFile prints the records of one container file while print says so.
-func readFile(path string, out *bufio.Writer, print func() bool) (int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
+// dataFiles lists the data files under dir: dir is one topic's directory
+// if it holds hours, else the output base with a directory per topic.
+func dataFiles(fsys filesys.FS, dir string) ([]hours.Data, error) {
+	if own, err := hours.List(fsys, filepath.Dir(dir), filepath.Base(dir)); err != nil {
+		return nil, err
+	} else if len(own) > 0 {
+		return hours.TopicData(fsys, filepath.Dir(dir), filepath.Base(dir))
 	}
-	defer f.Close()
-	r, err := goavro.NewOCFReader(bufio.NewReader(f))
+	topics, err := hours.Topics(fsys, dir)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	n := 0
-	for r.Scan() {
-		v, err := r.Read()
+	var out []hours.Data
+	for _, t := range topics {
+		d, err := hours.TopicData(fsys, dir, t)
 		if err != nil {
-			return n, err
+			return nil, err
 		}
-		if print() {
-			b, err := json.Marshal(plain(v))
-			if err != nil {
-				return n, err
-			}
-			out.Write(b)
-			out.WriteByte('\n')
-		}
-		n++
+		out = append(out, d...)
 	}
-	return n, r.Err()
+	return out, nil
 }
 
-// plain turns goavro's native values into JSON-friendly ones: a union
-// {"string": "x"} becomes "x", a timestamp its RFC 3339 text.
-func plain(v any) any {
+// jsonValue turns plain values (package rows) into JSON-friendly ones: a
+// timestamp becomes its RFC 3339 text.
+func jsonValue(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
-		if len(x) == 1 {
-			for k, inner := range x {
-				switch k {
-				case "string", "long", "int", "double", "float", "boolean", "bytes":
-					return plain(inner)
-				}
-			}
-		}
 		m := make(map[string]any, len(x))
 		for k, inner := range x {
-			m[k] = plain(inner)
+			m[k] = jsonValue(inner)
 		}
 		return m
 	case []any:
 		out := make([]any, len(x))
 		for i, inner := range x {
-			out[i] = plain(inner)
+			out[i] = jsonValue(inner)
 		}
 		return out
 	case time.Time:

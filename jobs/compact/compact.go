@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -139,9 +140,6 @@ func (c *Compactor) step(what string) {
 	}
 }
 
-// Steps returns how many file-system steps the last Run took.
-func (c *Compactor) Steps() int { return c.steps }
-
 // Run first finishes or undoes whatever an earlier, crashed run left in any
 // hour, then compacts every closed hour that is not compacted yet.
 func (c *Compactor) Run(ctx context.Context) (Summary, error) {
@@ -234,7 +232,7 @@ func (c *Compactor) recover(h hours.Hour) (bool, error) {
 			return did, err
 		}
 		for _, fi := range list {
-			if !fi.IsDir() && strings.HasSuffix(fi.Name(), ".parquet") {
+			if _, err := hours.ParseCompactedFile(fi.Name()); err == nil && !fi.IsDir() {
 				if err := fsys.Remove(path.Join(h.Dir, fi.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
 					return did, err
 				}
@@ -257,11 +255,11 @@ func (c *Compactor) recover(h hours.Hour) (bool, error) {
 
 // input is one Avro file of an hour.
 type input struct {
-	name     string
-	size     int64
-	schemaID string
-	schema   string
-	records  int64
+	file    hours.LoaderFile
+	name    string
+	size    int64
+	schema  string
+	records int64
 }
 
 // compactHour turns a closed, uncompacted hour's Avro files into Parquet.
@@ -281,8 +279,8 @@ func (c *Compactor) compactHour(ctx context.Context, h hours.Hour, sum *Summary)
 	}
 	var ins []*input
 	for _, fi := range list {
-		if !fi.IsDir() && hours.IsData(fi.Name()) && strings.HasSuffix(fi.Name(), ".avro") {
-			ins = append(ins, &input{name: fi.Name(), size: fi.Size(), schemaID: hours.SchemaID(fi.Name())})
+		if lf, err := hours.ParseLoaderFile(fi.Name()); err == nil && !fi.IsDir() && lf.Format == hours.Avro {
+			ins = append(ins, &input{file: lf, name: fi.Name(), size: fi.Size()})
 		}
 	}
 	if m != nil {
@@ -320,8 +318,8 @@ func (c *Compactor) compactHour(ctx context.Context, h hours.Hour, sum *Summary)
 		return err
 	}
 	var outs []hours.File
-	for gi, g := range groups {
-		o, err := c.writeGroup(ctx, h, tmp, gi, g)
+	for _, g := range groups {
+		o, err := c.writeGroup(ctx, h, tmp, g)
 		if err != nil {
 			return err
 		}
@@ -336,7 +334,7 @@ func (c *Compactor) compactHour(ctx context.Context, h hours.Hour, sum *Summary)
 	man := hours.Manifest{Version: hours.ManifestVersion, CompactedAt: time.Now().UTC(), Outputs: outs}
 	var recs int64
 	for _, in := range ins {
-		man.Inputs = append(man.Inputs, hours.File{Name: in.name, Size: in.size, Records: in.records, SchemaID: in.schemaID})
+		man.Inputs = append(man.Inputs, hours.File{Name: in.name, Size: in.size, Records: in.records, SchemaID: in.schemaID()})
 		recs += in.records
 	}
 	data, _ := json.MarshalIndent(man, "", "  ")
@@ -371,30 +369,18 @@ func (c *Compactor) compactHour(ctx context.Context, h hours.Hour, sum *Summary)
 	return nil
 }
 
+func (in *input) schemaID() string { return strconv.FormatUint(uint64(in.file.SchemaID), 10) }
+
 // sortInputs orders loader files by partition then first offset, so rows
 // keep each partition's order.
 func sortInputs(ins []*input) {
-	key := func(name string) (string, int64, int64) {
-		parts := strings.Split(strings.TrimSuffix(name, ".avro"), "+")
-		if len(parts) < 5 {
-			return name, 0, 0
-		}
-		var p, off int64
-		fmt.Sscan(parts[len(parts)-4], &p)
-		fmt.Sscan(parts[len(parts)-3], &off)
-		return strings.Join(parts[:len(parts)-4], "+"), p, off
-	}
 	sort.SliceStable(ins, func(i, j int) bool {
-		ti, pi, oi := key(ins[i].name)
-		tj, pj, oj := key(ins[j].name)
-		if ti != tj {
-			return ti < tj
+		a, b := ins[i].file, ins[j].file
+		if a.Partition != b.Partition {
+			return a.Partition < b.Partition
 		}
-		if pi != pj {
-			return pi < pj
-		}
-		if oi != oj {
-			return oi < oj
+		if a.First != b.First {
+			return a.First < b.First
 		}
 		return ins[i].name < ins[j].name
 	})
@@ -437,20 +423,16 @@ type parquetFile struct {
 
 // writeGroup writes the Parquet files of one schema group into tmp,
 // starting a new file when the current one reaches the target size.
-func (c *Compactor) writeGroup(ctx context.Context, h hours.Hour, tmp string, gi int, g []*input) ([]hours.File, error) {
+func (c *Compactor) writeGroup(ctx context.Context, h hours.Hour, tmp string, g []*input) ([]hours.File, error) {
 	root, m, err := c.mapping(g[0].schema)
 	if err != nil {
 		return nil, err
 	}
 	jsonSchema := m.jsonSchema(root)
-	sid := g[0].schemaID
-	if sid == "" {
-		sid = fmt.Sprint(gi)
-	}
 	var outs []hours.File
 	var cur *parquetFile
 	open := func() error {
-		name := fmt.Sprintf("%s+s%s+%03d.parquet", h.Topic, sid, len(outs))
+		name := hours.CompactedFile{Topic: h.Topic, SchemaID: g[0].file.SchemaID, Seq: len(outs)}.Name()
 		wc, err := c.cfg.FS.Create(path.Join(tmp, name))
 		if err != nil {
 			return err
@@ -486,7 +468,7 @@ func (c *Compactor) writeGroup(ctx context.Context, h hours.Hour, tmp string, gi
 			return err
 		}
 		c.step("write " + cur.name)
-		outs = append(outs, hours.File{Name: cur.name, Size: cur.cw.n, Records: cur.rows, SchemaID: g[0].schemaID})
+		outs = append(outs, hours.File{Name: cur.name, Size: cur.cw.n, Records: cur.rows, SchemaID: g[0].schemaID()})
 		cur = nil
 		return nil
 	}

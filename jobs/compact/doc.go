@@ -34,7 +34,7 @@
 //
 // Files are grouped by their writer schema (read from each Avro file's
 // header) and each group becomes its own Parquet file(s), named
-// <topic>+s<schemaID>+<nnn>.parquet: no schema resolution is attempted, so
+// <topic>+s<schemaID>+<nnn>.parquet (hours.CompactedFile): no schema resolution is attempted, so
 // every row keeps exactly the fields its producer wrote. Within a group
 // rows keep the order of the input files sorted by partition and first
 // offset.
@@ -61,8 +61,8 @@
 //
 // Every run first recovers every hour: with a _compacted marker it
 // finishes steps 4-5 (deleting the inputs the manifest names); without
-// one it removes _compact_tmp, _compacted.tmp and any *.parquet in the
-// hour, undoing steps 1-3 so that the hour is compacted afresh.
+// one it removes _compact_tmp, _compacted.tmp and any compaction output
+// (hours.CompactedFile) in the hour, undoing steps 1-3 so that the hour is compacted afresh.
 //
 // # Concurrency
 //

@@ -122,7 +122,7 @@ func writeHours(t testing.TB, fsys filesys.FS, base, topic string, start time.Ti
 			}
 			p := f % 2
 			first := int64(h*10000 + f*perFile)
-			name := fmt.Sprintf("%s+%d+%d+%d+s7.avro", topic, p, first, first+int64(perFile)-1)
+			name := hours.LoaderFile{Topic: topic, Partition: int32(p), First: first, Last: first + int64(perFile) - 1, SchemaID: 7, Format: hours.Avro}.Name()
 			if err := filesys.WriteFile(fsys, path.Join(dir, name), buf.Bytes()); err != nil {
 				t.Fatal(err)
 			}

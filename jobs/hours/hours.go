@@ -8,7 +8,6 @@ import (
 	"path"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/tributary/tributary/internal/filesys"
@@ -137,56 +136,100 @@ func ReadManifest(fsys filesys.FS, dir string) (*Manifest, error) {
 	}
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("hours: %s: corrupt manifest: %w", path.Join(dir, Marker), err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorruptManifest, path.Join(dir, Marker), err)
 	}
 	if m.Version != ManifestVersion {
-		return nil, fmt.Errorf("hours: %s: manifest version %d, this reader knows %d", path.Join(dir, Marker), m.Version, ManifestVersion)
+		return nil, fmt.Errorf("%w: %s: version %d, this reader knows %d", ErrCorruptManifest, path.Join(dir, Marker), m.Version, ManifestVersion)
 	}
 	return &m, nil
+}
+
+// Data is one data file of an hour, as the reader rule selects it.
+type Data struct {
+	Hour    Hour
+	Name    string
+	Format  Format
+	Size    int64
+	ModTime time.Time
+}
+
+// Path is the file's path in the file system.
+func (d Data) Path() string { return path.Join(d.Hour.Dir, d.Name) }
+
+// HourData applies the reader rule to an hour and returns its data files,
+// sorted by name.
+func HourData(fsys filesys.FS, h Hour) ([]Data, error) {
+	m, err := ReadManifest(fsys, h.Dir)
+	if err != nil {
+		return nil, err
+	}
+	list, err := fsys.ReadDir(h.Dir)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string]fs.FileInfo{}
+	for _, fi := range list {
+		if !fi.IsDir() && IsData(fi.Name()) {
+			files[fi.Name()] = fi
+		}
+	}
+	var out []Data
+	add := func(fi fs.FileInfo, f Format) {
+		out = append(out, Data{Hour: h, Name: fi.Name(), Format: f, Size: fi.Size(), ModTime: fi.ModTime()})
+	}
+	inputs := map[string]bool{}
+	if m != nil {
+		for _, f := range m.Inputs {
+			inputs[f.Name] = true
+		}
+		for _, f := range m.Outputs {
+			fi, ok := files[f.Name]
+			if !ok {
+				return nil, fmt.Errorf("%w: %s names output %s, which is not there: %w",
+					ErrCorruptManifest, path.Join(h.Dir, Marker), f.Name, fs.ErrNotExist)
+			}
+			add(fi, Parquet)
+		}
+	}
+	// Without a marker any Parquet file is a staged compaction output
+	// (its name is a CompactedFile, never a LoaderFile), so it is left out.
+	for name, fi := range files {
+		if lf, err := ParseLoaderFile(name); err == nil && !inputs[name] {
+			add(fi, lf.Format)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// TopicData returns the data files of every hour of topic, oldest hour
+// first and by name within an hour.
+func TopicData(fsys filesys.FS, base, topic string) ([]Data, error) {
+	list, err := List(fsys, base, topic)
+	if err != nil {
+		return nil, err
+	}
+	var out []Data
+	for _, h := range list {
+		d, err := HourData(fsys, h)
+		if err != nil {
+			return nil, fmt.Errorf("hours: %s: %w", h, err)
+		}
+		out = append(out, d...)
+	}
+	return out, nil
 }
 
 // DataFiles applies the reader rule to an hour directory and returns the
 // names (not paths) of its data files, sorted.
 func DataFiles(fsys filesys.FS, dir string) ([]string, error) {
-	m, err := ReadManifest(fsys, dir)
+	d, err := HourData(fsys, Hour{Dir: dir})
 	if err != nil {
 		return nil, err
 	}
-	list, err := fsys.ReadDir(dir)
-	if err != nil {
-		return nil, err
+	out := make([]string, len(d))
+	for i, f := range d {
+		out[i] = f.Name
 	}
-	var out []string
-	if m == nil {
-		for _, fi := range list {
-			if !fi.IsDir() && IsData(fi.Name()) && strings.HasSuffix(fi.Name(), ".avro") {
-				out = append(out, fi.Name())
-			}
-		}
-		return out, nil
-	}
-	inputs := map[string]bool{}
-	for _, f := range m.Inputs {
-		inputs[f.Name] = true
-	}
-	for _, f := range m.Outputs {
-		out = append(out, f.Name)
-	}
-	for _, fi := range list {
-		if !fi.IsDir() && IsData(fi.Name()) && strings.HasSuffix(fi.Name(), ".avro") && !inputs[fi.Name()] {
-			out = append(out, fi.Name())
-		}
-	}
-	sort.Strings(out)
 	return out, nil
-}
-
-// SchemaID returns the schema ID a loader file name carries ("+s<id>.avro"), or "".
-func SchemaID(name string) string {
-	base := strings.TrimSuffix(name, ".avro")
-	i := strings.LastIndex(base, "+s")
-	if i < 0 {
-		return ""
-	}
-	return base[i+2:]
 }

@@ -3,7 +3,6 @@ package retention
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path"
 	"strings"
 	"testing"
@@ -19,14 +18,14 @@ func TestRetention(t *testing.T) {
 	// pv: hours from 10 h ago to now; ck: from 3 days ago, one a day.
 	for h := 0; h <= 10; h++ {
 		start := now.Truncate(time.Hour).Add(-time.Duration(h) * time.Hour)
-		name := path.Join(hours.Dir(base, "pv", start), fmt.Sprintf("pv+0+%d+%d+s1.avro", h, h))
+		name := path.Join(hours.Dir(base, "pv", start), hours.LoaderFile{Topic: "pv", First: int64(h), Last: int64(h), SchemaID: 1, Format: hours.Avro}.Name())
 		if err := filesys.WriteFile(fsys, name, []byte(strings.Repeat("x", h+1))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for d := 0; d <= 3; d++ {
 		start := now.Truncate(time.Hour).Add(-time.Duration(d) * 24 * time.Hour)
-		name := path.Join(hours.Dir(base, "ck", start), "ck+0+0+0+s1.avro")
+		name := path.Join(hours.Dir(base, "ck", start), hours.LoaderFile{Topic: "ck", SchemaID: 1, Format: hours.Avro}.Name())
 		if err := filesys.WriteFile(fsys, name, []byte("y")); err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,13 @@
+package hours
+
+import "errors"
+
+var (
+	// ErrNotLoaderFile: a name is not a loader file name (LoaderFile).
+	ErrNotLoaderFile = errors.New("hours: not a loader file name")
+	// ErrNotCompactedFile: a name is not a compaction output name (CompactedFile).
+	ErrNotCompactedFile = errors.New("hours: not a compacted file name")
+	// ErrCorruptManifest: an hour's _compacted marker does not parse, has
+	// another format version or names an output that is not there.
+	ErrCorruptManifest = errors.New("hours: corrupt compaction manifest")
+)
