@@ -61,4 +61,14 @@
 //
 // Records of the audit topic itself, and of any topic whose name starts
 // with "__", are never counted.
+//
+// # The topic
+//
+// Nothing here creates the audit topic: a publisher asks for it with
+// auto-creation allowed, and a Tributary broker creates DefaultTopic the
+// way Kafka creates its internal topics, replicated over
+// audit.topic.replication.factor brokers (3, capped at the live brokers;
+// see broker.AuditTopic), so that one dead broker leaves every audit
+// partition a leader. A broker with auto.create.topics.enable=false needs
+// the topic created beforehand.
 package audit

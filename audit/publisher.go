@@ -29,7 +29,8 @@ type kafkaPublisher struct {
 // NewKafkaPublisher returns a Publisher that produces to topic ("" means
 // DefaultTopic) through cl. It creates nothing itself: on first use it asks
 // for the topic's metadata with auto-creation allowed, so that a broker with
-// auto.create.topics.enable creates it; otherwise the topic must exist. The
+// auto.create.topics.enable creates it (a Tributary broker replicated, see
+// the package doc); otherwise the topic must exist. The
 // caller keeps ownership of cl (and closes it after the Counter).
 func NewKafkaPublisher(cl *kgo.Client, topic string) Publisher {
 	if topic == "" {

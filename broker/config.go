@@ -107,6 +107,9 @@ type Config struct {
 	// (connections.max.idle.ms, max.connections*, log.max.open.files,
 	// controller.mutation.rate; see limits.go).
 	Limits LimitsConfig
+	// Audit is audit.topic.*: how the broker creates the audit topic
+	// (audittopic.go).
+	Audit AuditTopicConfig
 }
 
 // withDefaults returns c with zero fields replaced by defaults.
@@ -221,6 +224,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Groups.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if err := c.Audit.Validate(); err != nil {
+		return err
 	}
 	return c.Limits.Validate()
 }

@@ -22,7 +22,9 @@ const maxPartitionsPerTopic = 10_000
 // goes to the coordinator and the controller elects the leaders; each topic
 // is answered once its partitions have leaders (and this broker serves the
 // ones it leads) or the request's timeout passes. Replication factor -1
-// means default.replication.factor; it may not exceed the live brokers.
+// means default.replication.factor (for the audit topic
+// audit.topic.replication.factor capped at the live brokers, see
+// AuditTopic); it may not exceed the live brokers.
 // An explicit replica assignment gives the partition count and is only
 // honoured when it names this broker alone and this broker is the only one
 // alive (it is then what the round-robin assignment gives). Topic configs
@@ -51,9 +53,10 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *request) (reply, err
 		if len(rt.ReplicaAssignment) > 0 {
 			n = int32(len(rt.ReplicaAssignment))
 		}
+		defaultN, defaultRF := b.cfg.creationDefaults(rt.Topic, len(snap.Brokers))
 		rf := rt.ReplicationFactor
 		if rf == -1 {
-			rf = b.cfg.DefaultReplicationFactor
+			rf = defaultRF
 		}
 		overrides, cfgCode, cfgErr := b.requestTopicConfigs(rt.Configs)
 		switch {
@@ -86,7 +89,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *request) (reply, err
 		default:
 			parts := n
 			if parts <= 0 {
-				parts = b.cfg.NumPartitions
+				parts = defaultN
 			}
 			if wait := b.takeMutationQuota(ctx, r, int(parts)); wait > 0 {
 				b.res.throttled.Inc()
@@ -107,7 +110,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *request) (reply, err
 		}
 		if st.ErrorCode == 0 {
 			if n <= 0 {
-				n = b.cfg.NumPartitions
+				n = defaultN
 			}
 			st.NumPartitions, st.ReplicationFactor = n, rf
 			st.Configs = b.createdTopicConfigs(overrides)
@@ -213,7 +216,8 @@ func (b *Broker) autoCreateTopic(ctx context.Context, r *request, name string) (
 	if r.clientID != nil {
 		client = *r.clientID
 	}
-	if wait := b.res.quota.take(client, int(b.cfg.NumPartitions)); wait > 0 {
+	n, _ := b.cfg.creationDefaults(name, len(b.metadata().Brokers))
+	if wait := b.res.quota.take(client, int(n)); wait > 0 {
 		b.res.throttled.Inc()
 		b.res.logs.log(slog.LevelInfo, "auto-create-throttled", "auto-creation refused by controller.mutation.rate",
 			"client_id", client, "topic", name, "retry_in", wait)

@@ -1,11 +1,12 @@
 // Package broker is Tributary's Kafka-protocol server: it accepts Kafka
 // clients (franz-go, librdkafka/kcat, the Java client) on a TCP listener and
 // serves ApiVersions, Metadata, CreateTopics, DeleteTopics, Produce, Fetch,
-// ListOffsets (v0 too), InitProducerId, DescribeConfigs and IncrementalAlterConfigs
-// on top of the storage engine in broker/log, and the group coordinator's
-// APIs (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-// OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups,
-// OffsetDelete) through broker/group.
+// ListOffsets (v0 too), InitProducerId, DescribeConfigs,
+// IncrementalAlterConfigs and OffsetForLeaderEpoch on top of the storage
+// engine in broker/log, and the group coordinator's APIs (FindCoordinator,
+// JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
+// ListGroups, DescribeGroups, DeleteGroups, OffsetDelete) through
+// broker/group.
 //
 // # Group coordinator
 //
@@ -16,6 +17,17 @@
 // FindCoordinator creates the topic. In a cluster, committed offsets are
 // also written through to /consumers/<group>/offsets in the coordination
 // service (see broker/group for which store is the truth).
+//
+// # Internal topics
+//
+// The broker creates its internal topics on first use, as Kafka does, with
+// a replication factor capped at the live brokers it knows of, so that a
+// small cluster still gets them and a cluster of three or more survives a
+// dead broker: __consumer_offsets (on the first FindCoordinator,
+// offsets.topic.*) and __audit (AuditTopic, when a publisher's Metadata
+// request auto-creates it or a CreateTopics leaves its layout to the
+// broker, audit.topic.*; audittopic.go). An explicit partition count or
+// replication factor in a CreateTopics is the creator's.
 //
 // # Wire format
 //

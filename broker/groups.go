@@ -167,12 +167,12 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 		}
 		return nil
 	}
-	rf := min(int(b.groups.Config().OffsetsReplication), max(len(snap.Brokers), 1))
+	rf := cappedReplication(b.groups.Config().OffsetsReplication, len(snap.Brokers))
 	configs := map[string]string{
 		"retention.ms":  "-1",
 		"segment.bytes": strconv.Itoa(offsetsTopicSegmentBytes),
 	}
-	err = m.CreateTopic(ctx, group.OffsetsTopic, b.groups.Partitions(), int16(rf), configs)
+	err = m.CreateTopic(ctx, group.OffsetsTopic, b.groups.Partitions(), rf, configs)
 	if err != nil && !errors.Is(err, cluster.ErrTopicExists) {
 		return err
 	}

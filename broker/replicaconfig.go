@@ -13,12 +13,12 @@ import (
 
 // Replication defaults (Kafka's).
 const (
-	DefaultReplicaLagTimeMax           = 30 * time.Second
-	DefaultReplicaFetchWaitMax         = 500 * time.Millisecond
-	DefaultReplicaFetchMaxBytes        = 1 << 20
-	DefaultReplicaFetchResponseMax     = 10 << 20
-	DefaultControlledShutdownTimeout   = 30 * time.Second
-	DefaultLeaderImbalanceCheckInteval = 300 * time.Second
+	DefaultReplicaLagTimeMax            = 30 * time.Second
+	DefaultReplicaFetchWaitMax          = 500 * time.Millisecond
+	DefaultReplicaFetchMaxBytes         = 1 << 20
+	DefaultReplicaFetchResponseMax      = 10 << 20
+	DefaultControlledShutdownTimeout    = 30 * time.Second
+	DefaultLeaderImbalanceCheckInterval = cluster.DefaultLeaderImbalanceCheckInterval
 )
 
 // ReplicationConfig is the broker's replication settings. Zero values mean
@@ -50,9 +50,11 @@ type ReplicationConfig struct {
 	// at shutdown (Kafka: controlled.shutdown.max.retries x
 	// retry.backoff; here one bound, controlled.shutdown.timeout.ms).
 	ControlledShutdownTimeout time.Duration
-	// ControlledShutdown is !NoControlledShutdown, set by withDefaults.
-	ControlledShutdown bool
 }
+
+// controlledShutdownEnabled reports controlled.shutdown.enable. It is derived, not
+// a field, so that no default can overwrite what the caller set.
+func (r ReplicationConfig) controlledShutdownEnabled() bool { return !r.NoControlledShutdown }
 
 func (r ReplicationConfig) withDefaults() ReplicationConfig {
 	if r.MinInsyncReplicas == 0 {
@@ -71,12 +73,11 @@ func (r ReplicationConfig) withDefaults() ReplicationConfig {
 		r.FetchResponseMaxBytes = DefaultReplicaFetchResponseMax
 	}
 	if r.LeaderImbalanceCheckInterval == 0 {
-		r.LeaderImbalanceCheckInterval = DefaultLeaderImbalanceCheckInteval
+		r.LeaderImbalanceCheckInterval = DefaultLeaderImbalanceCheckInterval
 	}
 	if r.ControlledShutdownTimeout == 0 {
 		r.ControlledShutdownTimeout = DefaultControlledShutdownTimeout
 	}
-	r.ControlledShutdown = !r.NoControlledShutdown
 	return r
 }
 

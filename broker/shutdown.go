@@ -15,7 +15,7 @@ func (b *Broker) controlledShutdown() {
 	b.mu.RLock()
 	m, closed := b.member, b.closed
 	b.mu.RUnlock()
-	if m == nil || closed || b.standalone || !b.cfg.Replication.ControlledShutdown {
+	if m == nil || closed || b.standalone || !b.cfg.Replication.controlledShutdownEnabled() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.Replication.ControlledShutdownTimeout)

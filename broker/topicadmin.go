@@ -20,20 +20,22 @@ const adminWait = 30 * time.Second
 // with the config overrides, which must have been validated, and a fresh
 // topic id, then waits until it is served. With existingOK an existing
 // topic is not an error.
-// rf <= 0 means default.replication.factor.
+// rf <= 0 means default.replication.factor (for the audit topic, see
+// Config.creationDefaults).
 func (b *Broker) createTopic(ctx context.Context, name string, n int32, rf int16, overrides map[string]string, existingOK bool) error {
 	if err := validateTopicName(name); err != nil {
 		return err
 	}
-	if n <= 0 {
-		n = b.cfg.NumPartitions
-	}
-	if rf <= 0 {
-		rf = b.cfg.DefaultReplicationFactor
-	}
 	m, err := b.clusterMember()
 	if err != nil {
 		return err
+	}
+	defaultN, defaultRF := b.cfg.creationDefaults(name, len(m.Metadata().Brokers))
+	if n <= 0 {
+		n = defaultN
+	}
+	if rf <= 0 {
+		rf = defaultRF
 	}
 	id, err := cluster.NewTopicID()
 	if err != nil {

@@ -213,7 +213,8 @@ func TestDescribeBrokerConfigs(t *testing.T) {
 	}
 
 	c := dialRaw(t, b.Addr())
-	for _, v := range []int16{0, 1, 2, 3, 4} {
+	describe := apiTable[int16(kmsg.DescribeConfigs)]
+	for v := describe.min; v <= describe.max; v++ {
 		req := kmsg.NewPtrDescribeConfigsRequest()
 		req.SetVersion(v)
 		req.IncludeDocumentation = true

@@ -194,3 +194,105 @@ func portOf(t testing.TB, addr string) string {
 	i := bytes.LastIndexByte([]byte(addr), ':')
 	return addr[i+1:]
 }
+
+// TestEveryAdvertisedEpochAndConfigVersion sends every advertised version
+// of OffsetForLeaderEpoch and IncrementalAlterConfigs (DescribeConfigs:
+// TestDescribeBrokerConfigs, over apiTable's range too).
+func TestEveryAdvertisedEpochAndConfigVersion(t *testing.T) {
+	b := newTestBroker(t, nil)
+	c := dialRaw(t, b.Addr())
+	spec := func(k kmsg.Key) apiSpec { return apiTable[int16(k)] }
+	if err := b.CreateTopic(testContext(t, time.Minute), "ep", 1); err != nil {
+		t.Fatal(err)
+	}
+	resp := c.roundTrip(produceRequest(9, -1, "ep", 0, makeBatch(1000, -1, -1, -1, "a", "b", "c"))).(*kmsg.ProduceResponse)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("produce: error %d", code)
+	}
+
+	// OffsetForLeaderEpoch: epoch 0 (the partition's only one) ends at the
+	// log end; an unknown partition is UNKNOWN_TOPIC_OR_PARTITION; from v2
+	// a current leader epoch newer than the leader's is UNKNOWN_LEADER_EPOCH.
+	for v := spec(kmsg.OffsetForLeaderEpoch).min; v <= spec(kmsg.OffsetForLeaderEpoch).max; v++ {
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		req.SetVersion(v)
+		req.ReplicaID = -1
+		for _, tp := range []struct {
+			topic          string
+			partition      int32
+			current, epoch int32
+		}{{"ep", 0, -1, 0}, {"ep", 1, -1, 0}, {"ep", 0, 1, 0}} {
+			rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			rt.Topic = tp.topic
+			rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+			rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = tp.partition, tp.current, tp.epoch
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+		}
+		got := c.roundTrip(req).(*kmsg.OffsetForLeaderEpochResponse)
+		if len(got.Topics) != 3 {
+			t.Fatalf("OffsetForLeaderEpoch v%d: %d topics, want 3", v, len(got.Topics))
+		}
+		p := got.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 || p.EndOffset != 3 || (v >= 1 && p.LeaderEpoch != 0) {
+			t.Errorf("OffsetForLeaderEpoch v%d epoch 0: error %d end %d epoch %d, want end 3 epoch 0", v, p.ErrorCode, p.EndOffset, p.LeaderEpoch)
+		}
+		if p := got.Topics[1].Partitions[0]; p.ErrorCode != kerr.UnknownTopicOrPartition.Code || p.EndOffset != -1 {
+			t.Errorf("OffsetForLeaderEpoch v%d unknown partition: error %d end %d", v, p.ErrorCode, p.EndOffset)
+		}
+		want := int16(0) // below v2 the current epoch is not sent
+		if v >= 2 {
+			want = kerr.UnknownLeaderEpoch.Code
+		}
+		if p := got.Topics[2].Partitions[0]; p.ErrorCode != want {
+			t.Errorf("OffsetForLeaderEpoch v%d current epoch 1: error %d, want %d", v, p.ErrorCode, want)
+		}
+	}
+
+	// IncrementalAlterConfigs: each version sets retention.ms on the topic
+	// (validate-only first, which writes nothing), and is refused an
+	// unknown key, a broker resource and an unknown topic.
+	for v := spec(kmsg.IncrementalAlterConfigs).min; v <= spec(kmsg.IncrementalAlterConfigs).max; v++ {
+		value := fmt.Sprint(3_600_000 + int(v))
+		alter := func(validateOnly bool, typ kmsg.ConfigResourceType, name, key string) []kmsg.IncrementalAlterConfigsResponseResource {
+			t.Helper()
+			req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+			req.SetVersion(v)
+			req.ValidateOnly = validateOnly
+			rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = typ, name
+			op := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			op.Name, op.Op, op.Value = key, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(value)
+			rr.Configs = append(rr.Configs, op)
+			req.Resources = append(req.Resources, rr)
+			return c.roundTrip(req).(*kmsg.IncrementalAlterConfigsResponse).Resources
+		}
+		stored := func() string { return b.metadata().Topics["ep"].Configs["retention.ms"] }
+		before := stored()
+		if r := alter(true, kmsg.ConfigResourceTypeTopic, "ep", "retention.ms"); len(r) != 1 || r[0].ErrorCode != 0 {
+			t.Fatalf("IncrementalAlterConfigs v%d validate-only: %+v", v, r)
+		}
+		if got := stored(); got != before {
+			t.Fatalf("IncrementalAlterConfigs v%d validate-only wrote retention.ms=%s", v, got)
+		}
+		if r := alter(false, kmsg.ConfigResourceTypeTopic, "ep", "retention.ms"); len(r) != 1 || r[0].ErrorCode != 0 || r[0].ResourceName != "ep" {
+			t.Fatalf("IncrementalAlterConfigs v%d: %+v", v, r)
+		}
+		waitFor(t, 30*time.Second, fmt.Sprintf("v%d: retention.ms=%s in the metadata", v, value), func() bool { return stored() == value })
+		for _, bad := range []struct {
+			typ        kmsg.ConfigResourceType
+			name, key  string
+			want       *kerr.Error
+			descriptor string
+		}{
+			{kmsg.ConfigResourceTypeTopic, "ep", "no.such.key", kerr.InvalidConfig, "unknown key"},
+			{kmsg.ConfigResourceTypeBroker, "0", "log.retention.ms", kerr.InvalidRequest, "broker resource"},
+			{kmsg.ConfigResourceTypeTopic, "nope", "retention.ms", kerr.UnknownTopicOrPartition, "unknown topic"},
+		} {
+			r := alter(false, bad.typ, bad.name, bad.key)
+			if len(r) != 1 || r[0].ErrorCode != bad.want.Code || r[0].ErrorMessage == nil {
+				t.Errorf("IncrementalAlterConfigs v%d %s: %+v, want %v with a message", v, bad.descriptor, r, bad.want)
+			}
+		}
+	}
+}

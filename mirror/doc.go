@@ -21,8 +21,10 @@
 // listed; those matching topics (a regular expression over whole names) and
 // not topics.exclude, plus __audit, are mirrored. Other names starting with
 // "__" (internal topics) never are. A missing target topic is created with
-// the source's partition count and its explicitly set configs. A topic
-// deleted at the source stops its partitions.
+// the source's partition count and its explicitly set configs, and
+// target.replication.factor replicas (unset: the target broker's choice,
+// for __audit its audit.topic.replication.factor). A topic deleted at the
+// source stops its partitions.
 //
 // # Records (frozen format)
 //

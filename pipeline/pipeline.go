@@ -180,7 +180,13 @@ func ensureTopics(ctx context.Context, bootstrap []string, topics map[string]int
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	for t, n := range topics {
-		resp, err := adm.CreateTopic(ctx, n, 1, nil, t)
+		rf := int16(1)
+		if t == audit.DefaultTopic {
+			// The broker's choice: audit.topic.replication.factor capped at
+			// the live brokers, so that a dead broker loses no audit partition.
+			rf = -1
+		}
+		resp, err := adm.CreateTopic(ctx, n, rf, nil, t)
 		if err == nil {
 			err = resp.Err
 		}

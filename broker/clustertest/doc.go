@@ -22,6 +22,12 @@
 // TestReplicationInProcess does the same kind of checks on in-process
 // brokers under the race detector.
 //
+// The audit topic tests (audit_test.go) check that __audit, auto-created by
+// an audit publisher, is replicated over three brokers and keeps a leader
+// per partition and takes publishes with one broker SIGKILLed (ZooKeeper)
+// or closed without a controlled shutdown (memcoord); that one broker gets
+// it with one replica; and that audit.topic.* set its layout.
+//
 // Only TestEnsembleMemberDown stops ZooKeeper ensemble members (and restarts
 // them before it ends). internal/coord/zkcoord and broker/cluster have
 // ensemble tests too: packages run in parallel under `go test ./...`, so two

@@ -14,7 +14,8 @@ import (
 
 // Log is one partition of the offsets topic, as the coordinator uses it.
 type Log interface {
-	// Append writes the records durably, in order, as one batch. An error
+	// Append writes the records durably, in order, as one batch (the
+	// broker's waits for the partition's in-sync replicas too). An error
 	// wrapping ErrNotLoaded means the partition is no longer served here.
 	Append(records []Record) error
 	// Replay calls fn with every record of the partition in offset order.
@@ -226,7 +227,7 @@ func (c *Coordinator) unloadLocked(ps *offsetsPartition) {
 
 // load replays the log, then overlays the registry: an offset the registry
 // wrote later than the log's commit (made while another broker was the
-// coordinator and this log was not replicated to) wins.
+// coordinator and not replicated to this log) wins.
 func (c *Coordinator) load(ps *offsetsPartition) {
 	start := c.cfg.Now()
 	offsets := map[string]map[TopicPartition]committed{}

@@ -59,22 +59,30 @@
 // topic keeps its records forever (retention.ms=-1, since there is no
 // compaction yet), and loading replays it.
 //
-// The log is the truth while the broker that wrote it leads the partition.
-// Every commit is then written through, best effort, to the Registry when
+// The offsets topic is replicated like any other topic: the broker creates
+// it with offsets.topic.replication.factor replicas (3 by default, capped at
+// the live brokers), and Log.Append returns, as Kafka's coordinator appends
+// with acks=all, once the partition's in-sync replicas have the records (or after 5 s,
+// Kafka's offsets.commit.timeout.ms default: the commit then stands on the
+// leader alone and the broker logs a warning). A new leader elected from the
+// ISR therefore holds every commit acknowledged in time, and the log is the
+// truth.
+//
+// Every commit is also written through, best effort, to the Registry when
 // the broker runs in a cluster: the paper's ZooKeeper registry
 // /consumers/<group>/offsets/<topic>/<partition> (decimal next offset, as
 // Kafka 0.8 and this repository's client write it), so ZooKeeper-group
 // consumers and monitoring that reads ZooKeeper see Kafka-protocol groups'
-// progress. Partitions are not replicated yet, so when leadership of an
-// offsets partition moves to a broker whose copy of the log is stale, the
-// registry is what carries the offsets over: on load, a registry offset
-// modified after the log's commit time of that partition (or absent from
-// the log) wins. The same rule lets the Kafka-protocol group see offsets
-// that ZooKeeper-group consumers of the same group id committed before the
-// load. Known limits until replication: an offset deleted (DeleteGroups,
-// OffsetDelete) while another broker led the partition can come back from
-// a stale log, and a commit whose registry write failed is lost if the
-// coordinator moves before the next one.
+// progress. On load, a registry offset modified after the log's commit time
+// of that partition (or absent from the log) wins. That carries over what
+// the new leader's log may lack (a commit that timed out waiting for its
+// followers, a partition of one replica because one broker was alive when
+// the topic was created, an unclean election) and lets the Kafka-protocol
+// group see offsets that ZooKeeper-group consumers of the same group id
+// committed before the load. Known limits in those cases, where the new
+// leader's log is stale: an offset deleted (DeleteGroups, OffsetDelete)
+// while another broker led the partition can come back, and a commit whose
+// registry write failed as well is lost.
 //
 // # Concurrency
 //
