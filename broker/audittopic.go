@@ -2,7 +2,6 @@ package broker
 
 import (
 	"fmt"
-	"math"
 )
 
 // AuditTopic is the audit topic, audit.DefaultTopic: the counts every
@@ -48,15 +47,7 @@ var auditPropertySetters = map[string]func(c *Config, v string) error{
 		return setPositiveInt32(&c.Audit.Partitions, v)
 	},
 	"audit.topic.replication.factor": func(c *Config, v string) error {
-		var n int32
-		if err := setPositiveInt32(&n, v); err != nil {
-			return err
-		}
-		if n > math.MaxInt16 {
-			return fmt.Errorf("must be <= %d", math.MaxInt16)
-		}
-		c.Audit.Replication = int16(n)
-		return nil
+		return setReplicationFactor(&c.Audit.Replication, v)
 	},
 }
 

@@ -43,15 +43,7 @@ var groupPropertySetters = map[string]func(c *Config, v string) error{
 		return setPositiveInt32(&c.Groups.OffsetsTopicPartitions, v)
 	},
 	"offsets.topic.replication.factor": func(c *Config, v string) error {
-		var n int32
-		if err := setPositiveInt32(&n, v); err != nil {
-			return err
-		}
-		if n > math.MaxInt16 {
-			return fmt.Errorf("must be <= %d", math.MaxInt16)
-		}
-		c.Groups.OffsetsReplication = int16(n)
-		return nil
+		return setReplicationFactor(&c.Groups.OffsetsReplication, v)
 	},
 	"group.min.session.timeout.ms": func(c *Config, v string) error {
 		return setPositiveDuration(&c.Groups.MinSessionTimeout, v)
@@ -80,6 +72,19 @@ func init() {
 }
 
 func setPositiveInt32(dst *int32, v string) error { return setInt32Min(dst, v, 1) }
+
+// setReplicationFactor parses a replication factor: 1 up to an int16's range.
+func setReplicationFactor(dst *int16, v string) error {
+	var n int32
+	if err := setPositiveInt32(&n, v); err != nil {
+		return err
+	}
+	if n > math.MaxInt16 {
+		return fmt.Errorf("must be <= %d", math.MaxInt16)
+	}
+	*dst = int16(n)
+	return nil
+}
 
 // newGroupCoordinator builds the coordinator from the configuration and
 // registers its metrics on reg.
