@@ -1,13 +1,11 @@
 package network_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 
 	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/internal/network"
+	"github.com/tributary/tributary/internal/testproc"
 )
 
 const waitBound = time.Minute
@@ -121,24 +120,6 @@ func TestClientSendsClientID(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink the kgo goroutines may write concurrently.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestClientRoundTripThroughBroker produces and consumes through a real
 // in-process broker that listens through ListenKafka, with kgo's log
 // lines reaching the configured slog logger.
@@ -160,7 +141,7 @@ func TestClientRoundTripThroughBroker(t *testing.T) {
 	}
 	defer b.Close()
 
-	var logs syncBuffer
+	var logs testproc.SyncBuffer
 	c := network.ClientConfig{
 		Brokers:  []string{b.Addr()},
 		ClientID: "round-trip",
@@ -197,7 +178,7 @@ func TestClientRoundTripThroughBroker(t *testing.T) {
 }
 
 func TestKgoLoggerLevels(t *testing.T) {
-	var buf syncBuffer
+	var buf testproc.SyncBuffer
 	quiet := network.KgoLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	if quiet.Level() != kgo.LogLevelWarn {
 		t.Errorf("an info logger asks kgo for %v, want warn", quiet.Level())
