@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/http/pprof"
 	"os"
 	"path/filepath"
@@ -17,11 +16,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/broker/group"
+	"github.com/tributary/tributary/internal/network"
 )
 
 // Broker is one Kafka-protocol server over a set of log directories.
@@ -73,8 +72,7 @@ type Broker struct {
 	startMu    sync.Mutex
 	started    bool
 	ln         net.Listener
-	metricsLn  net.Listener
-	metricsSrv *http.Server
+	metricsSrv *network.HTTPServer
 	advHost    string
 	advPort    int32
 
@@ -362,8 +360,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", hostPort)
+	ln, err := network.ListenKafka(ctx, hostPort)
 	if err != nil {
 		return fmt.Errorf("broker: listen on %s: %w", hostPort, err)
 	}
@@ -378,23 +375,22 @@ func (b *Broker) Start(ctx context.Context) error {
 		return err
 	}
 	if b.cfg.MetricsListen != "" {
-		mln, err := lc.Listen(ctx, "tcp", b.cfg.MetricsListen)
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("broker: metrics.listen %s: %w", b.cfg.MetricsListen, err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(b.gather, promhttp.HandlerOpts{}))
+		mux := network.MetricsHandler(b.gather)
 		// Profiles on the same operator-only listener: profile before tuning.
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		b.metricsLn = mln
-		b.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		msrv, err := network.StartHTTP(ctx, b.cfg.MetricsListen, mux)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("broker: metrics.listen %s: %w", b.cfg.MetricsListen, err)
+		}
+		b.metricsSrv = msrv
 		go func() {
-			if err := b.metricsSrv.Serve(mln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			<-msrv.Done()
+			if err := msrv.Err(); err != nil {
 				b.logger.Error("metrics server stopped", "err", err)
 			}
 		}()
@@ -469,10 +465,10 @@ func (b *Broker) Addr() string {
 func (b *Broker) MetricsAddr() string {
 	b.startMu.Lock()
 	defer b.startMu.Unlock()
-	if b.metricsLn == nil {
+	if b.metricsSrv == nil {
 		return ""
 	}
-	return b.metricsLn.Addr().String()
+	return b.metricsSrv.Addr()
 }
 
 // Close shuts the broker down gracefully: it stops accepting, lets every
@@ -513,9 +509,7 @@ func (b *Broker) Close() error {
 		}
 		b.pids.close()
 		if msrv != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = msrv.Shutdown(ctx)
-			cancel()
+			_ = msrv.Close()
 		}
 		b.closeErr = b.closeLogs()
 		b.res.files.Close()

@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/internal/network"
 )
 
 // replica_fetcher.go is the follower's side of replication: one fetcher per
@@ -208,8 +210,11 @@ func (f *fetcher) run(ctx context.Context) {
 				cl.Close()
 			}
 			var err error
-			cl, err = kgo.NewClient(kgo.SeedBrokers(a), kgo.ClientID("tributary-replica-"+strconv.Itoa(int(b.cfg.BrokerID))),
-				kgo.RequestTimeoutOverhead(10*time.Second))
+			cl, err = network.NewClient(network.ClientConfig{
+				Brokers:                []string{a},
+				ClientID:               "tributary-replica-" + strconv.Itoa(int(b.cfg.BrokerID)),
+				RequestTimeoutOverhead: 10 * time.Second,
+			})
 			if err != nil {
 				b.res.logs.log(slog.LevelWarn, "replica-client", "replica fetcher client", "leader", f.leader, "err", err)
 				backoff = nextBackoff(backoff)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/internal/network"
 )
 
 // Offset says where a group-less consumer starts in a partition.
@@ -111,20 +113,16 @@ func NewConsumer(cfg ConsumerConfig, partitions map[string]map[int32]Offset) (*C
 		partBytes = DefaultFetchMaxPartitionSize
 	}
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(cfg.Brokers...),
-		kgo.WithLogger(kgoLogger{loggerOr(cfg.Logger)}),
 		kgo.ConsumeResetOffset(reset),
 		kgo.FetchMaxWait(orDuration(cfg.FetchMaxWait, DefaultFetchMaxWait)),
 		kgo.FetchMaxPartitionBytes(partBytes),
-	}
-	if cfg.ClientID != "" {
-		opts = append(opts, kgo.ClientID(cfg.ClientID))
 	}
 	c := &Consumer{assigned: map[string]map[int32]bool{}}
 	if len(partitions) > 0 {
 		opts = append(opts, kgo.ConsumePartitions(c.record(partitions)))
 	}
-	cl, err := kgo.NewClient(opts...)
+	conn := network.ClientConfig{Brokers: cfg.Brokers, ClientID: cfg.ClientID, Logger: loggerOr(cfg.Logger)}
+	cl, err := network.NewClient(conn, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("client: consumer: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/internal/network"
 )
 
 // partitionState is one owned partition during one fetch generation.
@@ -54,9 +56,7 @@ func (g *GroupConsumer) startFetching(ctx context.Context, states map[topicParti
 	if g.cfg.resetSmallest() {
 		reset = kgo.NewOffset().AtStart()
 	}
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(seeds...),
-		kgo.WithLogger(kgoLogger{g.logger}),
+	cl, err := network.NewClient(network.ClientConfig{Brokers: seeds, Logger: g.logger},
 		kgo.ConsumePartitions(offsets),
 		kgo.ConsumeResetOffset(reset),
 		kgo.FetchMaxWait(orDuration(g.cfg.FetchMaxWait, DefaultFetchMaxWait)),

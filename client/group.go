@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/internal/coord"
+	"github.com/tributary/tributary/internal/network"
 )
 
 // topicPartition names one partition.
@@ -209,7 +210,7 @@ func (g *GroupConsumer) openMeta(ctx context.Context, sess coord.Session) error 
 	if err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.WithLogger(kgoLogger{g.logger}))
+	cl, err := network.NewClient(network.ClientConfig{Brokers: seeds, Logger: g.logger})
 	if err != nil {
 		return fmt.Errorf("client: group %s: %w", g.cfg.GroupID, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/audit"
+	"github.com/tributary/tributary/internal/network"
 )
 
 // Producer sends messages to a cluster through one franz-go client, which
@@ -36,16 +37,11 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 		return nil, err
 	}
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(cfg.Brokers...),
-		kgo.WithLogger(kgoLogger{loggerOr(cfg.Logger)}),
 		kgo.RecordPartitioner(kgoPartitioner(cfg.partitioner())),
 		kgo.ProducerLinger(cfg.linger()),
 		kgo.ProducerBatchMaxBytes(cfg.batchBytes()),
 		kgo.RecordDeliveryTimeout(cfg.deliveryTimeout()),
 		kgo.ProducerBatchCompression(cfg.codec()),
-	}
-	if cfg.ClientID != "" {
-		opts = append(opts, kgo.ClientID(cfg.ClientID))
 	}
 	if cfg.MaxBufferedRecords > 0 {
 		opts = append(opts, kgo.MaxBufferedRecords(cfg.MaxBufferedRecords))
@@ -61,7 +57,7 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	if !cfg.Idempotent() {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := network.NewClient(cfg.connection(""), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("client: producer: %w", err)
 	}
@@ -75,16 +71,18 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	return p, nil
 }
 
+// connection is how the producer's clients connect; suffix marks the
+// client.id of a second client (the audit counter's).
+func (cfg ProducerConfig) connection(suffix string) network.ClientConfig {
+	c := network.ClientConfig{Brokers: cfg.Brokers, Logger: loggerOr(cfg.Logger)}
+	if cfg.ClientID != "" {
+		c.ClientID = cfg.ClientID + suffix
+	}
+	return c
+}
+
 func (p *Producer) startAudit() error {
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(p.cfg.Brokers...),
-		kgo.WithLogger(kgoLogger{loggerOr(p.cfg.Logger)}),
-		kgo.RecordDeliveryTimeout(p.cfg.deliveryTimeout()),
-	}
-	if p.cfg.ClientID != "" {
-		opts = append(opts, kgo.ClientID(p.cfg.ClientID+"-audit"))
-	}
-	acl, err := kgo.NewClient(opts...)
+	acl, err := network.NewClient(p.cfg.connection("-audit"), kgo.RecordDeliveryTimeout(p.cfg.deliveryTimeout()))
 	if err != nil {
 		return fmt.Errorf("client: producer audit: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/audit"
+	"github.com/tributary/tributary/internal/network"
 )
 
 // auditCounter is an audit.Counter publishing to the target's audit topic
@@ -27,7 +28,7 @@ func NewAuditCounter(_ context.Context, cfg Config) (Counter, error) {
 		return nil, nil
 	}
 	cfg = cfg.withDefaults()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.TargetBrokers...), kgo.WithLogger(kgoLogger{cfg.Logger.With("client", "audit")}))
+	cl, err := network.NewClient(network.ClientConfig{Brokers: cfg.TargetBrokers, Logger: cfg.Logger.With("client", "audit")})
 	if err != nil {
 		return nil, fmt.Errorf("mirror: audit client: %w", err)
 	}

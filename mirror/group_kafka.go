@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/internal/network"
 )
 
 // kafkaGroup consumes a source through its brokers' group coordinator (the
@@ -42,8 +44,7 @@ func (k *kafkaGroup) add(intake context.Context, topic string, _ int) {
 		reset = kgo.NewOffset().AtEnd()
 	}
 	log := k.s.log
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(k.s.cfg.Brokers...),
+	cl, err := network.NewClient(network.ClientConfig{Brokers: k.s.cfg.Brokers, Logger: log},
 		kgo.ConsumerGroup(c.GroupID),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(reset),
@@ -74,7 +75,6 @@ func (k *kafkaGroup) add(intake context.Context, topic string, _ int) {
 		kgo.OnPartitionsLost(func(ctx context.Context, cl *kgo.Client, lost map[string][]int32) {
 			k.revoke(ctx, cl, lost, false)
 		}),
-		kgo.WithLogger(kgoLogger{log}),
 	)
 	if err != nil {
 		// Options are built from a validated Config; this is a bug.

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/mirror/origin"
 )
 
@@ -148,8 +149,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.target, err = kgo.NewClient(
-		kgo.SeedBrokers(m.cfg.TargetBrokers...),
+	m.target, err = network.NewClient(network.ClientConfig{Brokers: m.cfg.TargetBrokers, Logger: m.log.With("client", "target")},
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(m.cfg.Linger),
@@ -163,7 +163,6 @@ func (m *Mirror) Run(ctx context.Context) error {
 		// The target may be down or not know a new topic yet: retry for
 		// ever rather than fail records (the stall watchdog logs).
 		kgo.UnknownTopicRetries(-1),
-		kgo.WithLogger(kgoLogger{m.log.With("client", "target")}),
 	)
 	if err != nil {
 		return fmt.Errorf("mirror: target client: %w", err)
@@ -381,25 +380,4 @@ func (m *Mirror) watch(ctx context.Context) {
 			s.updateLag(ctx)
 		}
 	}
-}
-
-// kgoLogger forwards franz-go's log lines to slog.
-type kgoLogger struct{ l *slog.Logger }
-
-func (k kgoLogger) Level() kgo.LogLevel {
-	if k.l.Enabled(context.Background(), slog.LevelDebug) {
-		return kgo.LogLevelInfo
-	}
-	return kgo.LogLevelWarn
-}
-
-func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	lv := slog.LevelDebug
-	switch level {
-	case kgo.LogLevelError:
-		lv = slog.LevelError
-	case kgo.LogLevelWarn:
-		lv = slog.LevelWarn
-	}
-	k.l.Log(context.Background(), lv, "kgo: "+msg, keyvals...)
 }

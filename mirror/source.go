@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/internal/network"
 )
 
 // group is how a source's partitions are shared among mirror processes:
@@ -51,7 +53,7 @@ type source struct {
 }
 
 func (s *source) open() error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.cfg.Brokers...), kgo.WithLogger(kgoLogger{s.log}))
+	cl, err := network.NewClient(network.ClientConfig{Brokers: s.cfg.Brokers, Logger: s.log})
 	if err != nil {
 		return fmt.Errorf("mirror: source %s: %w", s.cfg.Name, err)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/audit"
 	"github.com/tributary/tributary/audit/service"
@@ -20,6 +19,7 @@ import (
 	"github.com/tributary/tributary/client"
 	"github.com/tributary/tributary/internal/devcluster"
 	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/pipeline/pageview"
 )
 
@@ -171,7 +171,7 @@ func (p *Pipeline) createTopics(ctx context.Context) error {
 }
 
 func ensureTopics(ctx context.Context, bootstrap []string, topics map[string]int32) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...))
+	cl, err := network.NewClient(network.ClientConfig{Brokers: bootstrap})
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tributary/tributary/audit"
 	"github.com/tributary/tributary/audit/store"
+	"github.com/tributary/tributary/internal/network"
 )
 
 // retryDelay spaces attempts to reach a cluster or store a batch.
@@ -70,7 +71,8 @@ func (s *Service) partitions(ctx context.Context, cl *kgo.Client, log *slog.Logg
 }
 
 func (s *Service) consume(ctx context.Context, c Cluster, log *slog.Logger) error {
-	admin, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...))
+	conn := network.ClientConfig{Brokers: c.Brokers}
+	admin, err := network.NewClient(conn)
 	if err != nil {
 		return err
 	}
@@ -87,7 +89,7 @@ func (s *Service) consume(ctx context.Context, c Cluster, log *slog.Logger) erro
 	for _, p := range parts {
 		start[p] = startOffset(stored, p)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...),
+	cl, err := network.NewClient(conn,
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.cfg.Topic: start}),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(500*time.Millisecond))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/audit/store"
+	"github.com/tributary/tributary/internal/network"
 )
 
 // Service is the audit service.
@@ -41,7 +42,7 @@ func New(cfg Config) (*Service, error) {
 		st.Close()
 		return nil, err
 	}
-	if s.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+	if s.ln, err = network.ListenHTTP(context.Background(), cfg.Listen); err != nil {
 		st.Close()
 		return nil, fmt.Errorf("audit service: listen: %w", err)
 	}
@@ -57,7 +58,7 @@ func (s *Service) Run(ctx context.Context) error {
 	defer s.store.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := network.NewHTTPServer(s.Handler())
 	var wg sync.WaitGroup
 	for _, c := range s.cfg.Clusters {
 		wg.Add(1)

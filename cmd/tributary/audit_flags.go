@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/audit"
+	"github.com/tributary/tributary/internal/network"
 )
 
 // auditFlags are the audit settings of produce and consume: the tier they
@@ -52,7 +53,7 @@ type auditCounter struct {
 // start returns a counter for tier publishing to the audit topic of the
 // cluster at brokers, through a client of its own.
 func (a *auditFlags) start(tier string, brokers []string, clientID string, logger *slog.Logger) (*auditCounter, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ClientID(clientID+"-audit"))
+	cl, err := network.NewClient(network.ClientConfig{Brokers: brokers, ClientID: clientID + "-audit"})
 	if err != nil {
 		return nil, err
 	}

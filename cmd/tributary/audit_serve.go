@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -37,11 +36,9 @@ func newAuditServeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-				return badFlag("log-level", o.logLevel, "want debug, info, warn or error")
+			if cfg.Logger, err = newLogger(cmd, o.logLevel); err != nil {
+				return err
 			}
-			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			reg := prometheus.NewRegistry()
 			cfg.Registerer, cfg.Gatherer = reg, reg
 			svc, err := service.New(cfg)

@@ -39,7 +39,7 @@ func (o *benchOptions) partitionsFrom(ctx context.Context, adm *kadm.Client, off
 }
 
 func (o *benchOptions) newConsumer(parts map[string]map[int32]kgo.Offset) (*kgo.Client, error) {
-	return kgo.NewClient(append(o.client.kgoOpts(), kgo.ConsumePartitions(parts))...)
+	return o.client.newClient(kgo.ConsumePartitions(parts))
 }
 
 // pollIdle polls once, giving up after the --timeout-ms idle limit. It

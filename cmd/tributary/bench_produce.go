@@ -52,9 +52,8 @@ func (p *produceRecorder) error(total int64) error {
 }
 
 func (o *benchOptions) newProducer(extra ...kgo.Opt) (*kgo.Client, error) {
-	opts := append(o.client.kgoOpts(), o.producer.kgoOpts()...)
-	opts = append(opts, kgo.DefaultProduceTopic(o.topic))
-	return kgo.NewClient(append(opts, extra...)...)
+	opts := append(o.producer.kgoOpts(), kgo.DefaultProduceTopic(o.topic))
+	return o.client.newClient(append(opts, extra...)...)
 }
 
 func (o *benchOptions) runProduce(ctx context.Context, out io.Writer) error {

@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/internal/network"
 )
 
 // Errors the client-side tools return; main prints them on one line and
@@ -81,18 +83,21 @@ func (o *clientOptions) validate() error {
 	return nil
 }
 
-// kgoOpts returns the client options shared by every command; commands add
-// their producer or consumer options.
-func (o *clientOptions) kgoOpts() []kgo.Opt {
-	return []kgo.Opt{
-		kgo.SeedBrokers(o.brokers()...),
-		kgo.ClientID(o.clientID),
-	}
+// connection is how every command connects; --request-timeout bounds admin
+// requests (newAdmin), not the connection.
+func (o *clientOptions) connection() network.ClientConfig {
+	return network.ClientConfig{Brokers: o.brokers(), ClientID: o.clientID}
+}
+
+// newClient returns a client with the command's producer or consumer
+// options in extra; the caller closes it.
+func (o *clientOptions) newClient(extra ...kgo.Opt) (*kgo.Client, error) {
+	return network.NewClient(o.connection(), extra...)
 }
 
 // newAdmin returns an admin client; the caller closes it.
 func (o *clientOptions) newAdmin() (*kadm.Client, error) {
-	cl, err := kgo.NewClient(o.kgoOpts()...)
+	cl, err := o.newClient()
 	if err != nil {
 		return nil, err
 	}

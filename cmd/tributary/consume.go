@@ -142,7 +142,7 @@ func (o *consumeOptions) run(ctx context.Context, out, errOut io.Writer) (err er
 	if err != nil {
 		return err
 	}
-	opts := o.client.kgoOpts()
+	var opts []kgo.Opt
 	// Where an offset is out of range, do what kafka-console-consumer's
 	// auto.offset.reset does: earliest only when asked to start there.
 	reset := kgo.NewOffset().AtEnd()
@@ -157,7 +157,7 @@ func (o *consumeOptions) run(ctx context.Context, out, errOut io.Writer) (err er
 	} else {
 		opts = append(opts, kgo.ConsumeTopics(o.topic), kgo.ConsumeStartOffset(start))
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := o.client.newClient(opts...)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os/signal"
 	"path/filepath"
@@ -74,9 +73,9 @@ func (o devOptions) validate() error {
 }
 
 func runDev(cmd *cobra.Command, o devOptions) (err error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	logger, err := newLogger(cmd, o.logLevel)
+	if err != nil {
+		return err
 	}
 	if err := o.validate(); err != nil {
 		return err
@@ -85,7 +84,6 @@ func runDev(cmd *cobra.Command, o devOptions) (err error) {
 	if err != nil {
 		return fmt.Errorf("--dir: %w", err)
 	}
-	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	parent := cmd.Context()
 	if parent == nil {
 		parent = context.Background()

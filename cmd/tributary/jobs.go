@@ -4,20 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net"
-	"net/http"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
+	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/jobs"
 )
 
@@ -68,16 +65,8 @@ func newJobsServeCommand() *cobra.Command {
 	return cmd
 }
 
-func jobsLogger(cmd *cobra.Command, lvl string) (*slog.Logger, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(lvl)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
-	}
-	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})), nil
-}
-
 func runJobsServe(cmd *cobra.Command, o jobsServeOptions) error {
-	logger, err := jobsLogger(cmd, o.logLevel)
+	logger, err := newLogger(cmd, o.logLevel)
 	if err != nil {
 		return err
 	}
@@ -112,16 +101,12 @@ func runJobsServe(cmd *cobra.Command, o jobsServeOptions) error {
 		return err
 	}
 	if o.metrics != "" {
-		ln, err := net.Listen("tcp", o.metrics)
+		srv, err := network.ServeMetrics(ctx, o.metrics, reg)
 		if err != nil {
 			return fmt.Errorf("--metrics: %w", err)
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
-		logger.Info("metrics listening", "addr", ln.Addr().String())
+		logger.Info("metrics listening", "addr", srv.Addr())
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "tributary jobs scheduler %s running %d jobs\n", sched.ID(), len(list))
 	return sched.Run(ctx)

@@ -59,7 +59,7 @@ func newJobsCompactCommand() *cobra.Command {
 }
 
 func runJobsCompact(cmd *cobra.Command, o jobsCompactOptions) error {
-	logger, err := jobsLogger(cmd, o.logLevel)
+	logger, err := newLogger(cmd, o.logLevel)
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func newJobsRetentionCommand() *cobra.Command {
 }
 
 func runJobsRetention(cmd *cobra.Command, o jobsRetentionOptions) error {
-	logger, err := jobsLogger(cmd, o.logLevel)
+	logger, err := newLogger(cmd, o.logLevel)
 	if err != nil {
 		return err
 	}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"slices"
@@ -15,9 +13,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/loader"
 )
 
@@ -99,16 +97,12 @@ func runLoader(cmd *cobra.Command, o loaderOptions, serve bool) error {
 		reg := prometheus.NewRegistry()
 		cfg.Registerer = reg
 		if o.metrics != "" {
-			ln, err := net.Listen("tcp", o.metrics)
+			srv, err := network.ServeMetrics(ctx, o.metrics, reg)
 			if err != nil {
 				return fmt.Errorf("--metrics-listen: %w", err)
 			}
-			mux := http.NewServeMux()
-			mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-			go srv.Serve(ln)
 			defer srv.Close()
-			logger.Info("metrics listening", "addr", ln.Addr().String())
+			logger.Info("metrics listening", "addr", srv.Addr())
 		}
 	}
 	l, err := loader.New(ctx, cfg)

@@ -3,17 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os/signal"
 	"strings"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/mirror"
 )
 
@@ -81,16 +79,12 @@ func runMirror(cmd *cobra.Command, o mirrorOptions) error {
 		return err
 	}
 	if addr := strings.TrimSpace(props["metrics.listen"]); addr != "" {
-		ln, err := net.Listen("tcp", addr)
+		srv, err := network.ServeMetrics(ctx, addr, reg)
 		if err != nil {
 			return fmt.Errorf("metrics.listen %s: %w", addr, err)
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		srv := &http.Server{Handler: mux}
-		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
-		logger.Info("metrics listening", "addr", ln.Addr().String())
+		logger.Info("metrics listening", "addr", srv.Addr())
 	}
 	return m.Run(ctx)
 }

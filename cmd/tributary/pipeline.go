@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -111,9 +110,9 @@ func newPipelineDemoCommand() *cobra.Command {
 
 // config turns the flags into a pipeline configuration; errors name the flag.
 func (o pipelineOptions) config(cmd *cobra.Command) (pipeline.Config, func(), error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return pipeline.Config{}, nil, fmt.Errorf("--log-level: %w", err)
+	level, err := parseLogLevel(o.logLevel)
+	if err != nil {
+		return pipeline.Config{}, nil, err
 	}
 	var dcs []string
 	for _, d := range strings.Split(o.datacenters, ",") {
@@ -178,7 +177,7 @@ func (o pipelineOptions) config(cmd *cobra.Command) (pipeline.Config, func(), er
 		AuditInterval:   o.auditInterval,
 		LoadInterval:    o.loadInterval,
 		LoaderScheduled: scheduled,
-		Logger:          slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level})),
+		Logger:          textLogger(logOut, level),
 	}
 	if err := cfg.Validate(); err != nil {
 		closeLog()

@@ -99,14 +99,14 @@ func (o *produceOptions) run(ctx context.Context, in io.Reader, errOut io.Writer
 	if err := o.validate(); err != nil {
 		return err
 	}
-	opts := append(o.client.kgoOpts(), o.producer.kgoOpts()...)
+	opts := o.producer.kgoOpts()
 	// Like the Java console producer, let a broker with
 	// auto.create.topics.enable create the topic on first use.
 	opts = append(opts, kgo.DefaultProduceTopic(o.topic), kgo.AllowAutoTopicCreation())
 	if o.partition >= 0 {
 		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := o.client.newClient(opts...)
 	if err != nil {
 		return err
 	}

@@ -3,24 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 
-	"github.com/spf13/cobra"
-
 	"github.com/tributary/tributary/internal/properties"
 )
-
-// newLogger is the text logger of a daemon command, on its stderr, at the
-// level --log-level names.
-func newLogger(cmd *cobra.Command, levelName string) (*slog.Logger, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(levelName)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
-	}
-	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})), nil
-}
 
 // readPropertiesFile reads the Kafka-style properties file of --config
 // (internal/properties' syntax) and applies the --override key=value pairs

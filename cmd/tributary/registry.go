@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net"
-	"net/http"
 	"os/signal"
 	"syscall"
 	"time"
@@ -15,6 +12,7 @@ import (
 
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
+	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/schema/registry"
 )
 
@@ -48,11 +46,10 @@ func newRegistryCommand() *cobra.Command {
 }
 
 func runRegistry(cmd *cobra.Command, o registryOptions) error {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	logger, err := newLogger(cmd, o.logLevel)
+	if err != nil {
+		return err
 	}
-	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	cfg := registry.Config{Logger: logger}
 	if o.compatibility != "" {
 		l, err := registry.ParseLevel(o.compatibility)
@@ -94,14 +91,11 @@ func runRegistry(cmd *cobra.Command, o registryOptions) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", o.listen)
+	srv, err := network.StartHTTP(ctx, o.listen, reg.Handler())
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
-	srv := &http.Server{Handler: reg.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	fmt.Fprintf(cmd.OutOrStdout(), "tributary registry listening on http://%s\n", ln.Addr())
+	fmt.Fprintf(cmd.OutOrStdout(), "tributary registry listening on http://%s\n", srv.Addr())
 
 	var runErr error
 	select {
@@ -111,8 +105,8 @@ func runRegistry(cmd *cobra.Command, o registryOptions) error {
 		// The store cannot serve without its session; exit so that a
 		// supervisor restarts the process on a new one.
 		runErr = errors.New("zookeeper session expired")
-	case err := <-served:
-		return fmt.Errorf("serve: %w", err)
+	case <-srv.Done():
+		return fmt.Errorf("serve: %w", srv.Err())
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

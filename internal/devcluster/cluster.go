@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
+	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/schema/registry"
 )
 
@@ -248,29 +248,25 @@ func (c *Cluster) startRegistry(ctx context.Context) error {
 		_ = sess.Close()
 		return err
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", c.cfg.Registry)
+	hs, err := network.StartHTTP(ctx, c.cfg.Registry, reg.Handler())
 	if err != nil {
 		_ = store.Close()
 		_ = sess.Close()
 		return fmt.Errorf("schema registry: %w", err)
 	}
-	hs := &http.Server{Handler: reg.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan struct{})
 	go func() {
-		defer close(served)
-		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		<-hs.Done()
+		if err := hs.Err(); err != nil {
 			c.logger.Error("schema registry stopped", "err", err)
 		}
 	}()
-	c.regURL = "http://" + ln.Addr().String()
+	c.regURL = "http://" + hs.Addr()
 	c.stopReg = func() {
 		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		defer cancel()
 		if err := hs.Shutdown(sctx); err != nil {
 			c.logger.Warn("schema registry shutdown", "err", err)
 		}
-		<-served
 		_ = store.Close()
 		_ = sess.Close()
 	}

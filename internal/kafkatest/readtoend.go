@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/internal/network"
 )
 
 // ReadTimeout bounds ReadToEnd.
@@ -20,7 +22,8 @@ func ReadToEnd(t testing.TB, seeds []string, topic string) []*kgo.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), ReadTimeout)
 	defer cancel()
-	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	conn := network.ClientConfig{Brokers: seeds}
+	admin, err := network.NewClient(conn)
 	if err != nil {
 		t.Fatalf("kgo client: %v", err)
 	}
@@ -40,7 +43,7 @@ func ReadToEnd(t testing.TB, seeds []string, topic string) []*kgo.Record {
 	})
 	byPartition := map[int32][]*kgo.Record{}
 	if len(end) > 0 {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic),
+		cl, err := network.NewClient(conn, kgo.ConsumeTopics(topic),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 		if err != nil {
 			t.Fatalf("kgo client: %v", err)
