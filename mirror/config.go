@@ -25,15 +25,17 @@ const (
 	DefaultBufferRecords        = 100_000
 	DefaultBufferBytes          = 64 << 20
 	DefaultLinger               = 5 * time.Millisecond
-	DefaultBatchBytes           = 1 << 20
-	DefaultFetchMaxBytes        = 16 << 20
-	DefaultFetchPartitionBytes  = 1 << 20
-	DefaultFetchMaxWait         = 100 * time.Millisecond
-	DefaultQueuedChunks         = 2
-	DefaultShutdownTimeout      = 30 * time.Second
-	DefaultRebalanceBackoff     = 2 * time.Second
-	DefaultZooKeeperSession     = 6 * time.Second
-	DefaultAutoOffsetReset      = "earliest"
+	// NoLinger is Config.Linger for producer.linger.ms=0 (zero is the default).
+	NoLinger                   time.Duration = -1
+	DefaultBatchBytes                        = 1 << 20
+	DefaultFetchMaxBytes                     = 16 << 20
+	DefaultFetchPartitionBytes               = 1 << 20
+	DefaultFetchMaxWait                      = 100 * time.Millisecond
+	DefaultQueuedChunks                      = 2
+	DefaultShutdownTimeout                   = 30 * time.Second
+	DefaultRebalanceBackoff                  = 2 * time.Second
+	DefaultZooKeeperSession                  = 6 * time.Second
+	DefaultAutoOffsetReset                   = "earliest"
 	// AuditTopic is mirrored from every source into the target under its own
 	// name, whatever topics and topic.rename say.
 	AuditTopic = "__audit"
@@ -92,7 +94,9 @@ type Config struct {
 	BufferRecords int
 	BufferBytes   int64
 	// Linger, BatchBytes and Compression are producer.linger.ms,
-	// producer.batch.size and producer.compression.type.
+	// producer.batch.size and producer.compression.type. Linger zero is
+	// the default (DefaultLinger); NoLinger (producer.linger.ms=0) sends
+	// each batch at once.
 	Linger      time.Duration
 	BatchBytes  int32
 	Compression string
@@ -192,7 +196,7 @@ func (c Config) Validate() error {
 	}{
 		{"topic.refresh.interval.ms", c.TopicRefreshInterval},
 		{"offset.commit.interval.ms", c.CommitInterval},
-		{"producer.linger.ms", c.Linger},
+		{"producer.linger.ms", max(c.Linger, 0)}, // NoLinger is < 0
 		{"consumer.fetch.max.wait.ms", c.FetchMaxWait},
 		{"rebalance.backoff.ms", c.RebalanceBackoff},
 		{"zookeeper.session.timeout.ms", c.ZooKeeperSessionTimeout},
@@ -360,7 +364,11 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	c.AutoOffsetReset = p.String("auto.offset.reset")
 	c.BufferRecords = p.Int("buffer.max.records", 1)
 	c.BufferBytes = p.Size("buffer.memory", 1)
-	c.Linger = ms("producer.linger.ms")
+	if c.Linger = p.Duration("producer.linger.ms", time.Millisecond, 0); c.Linger == 0 {
+		if _, set := p.Lookup("producer.linger.ms"); set {
+			c.Linger = NoLinger
+		}
+	}
 	c.BatchBytes = int32(p.Size("producer.batch.size", 1))
 	c.Compression = p.String("producer.compression.type")
 	c.FetchMaxBytes = p.Int32("consumer.fetch.max.bytes", 1)

@@ -106,3 +106,27 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		t.Errorf("New(Config{}) = %v", err)
 	}
 }
+
+// TestLingerZero: producer.linger.ms=0 is Kafka's "send at once", not the
+// default; an absent key is the default.
+func TestLingerZero(t *testing.T) {
+	for _, tc := range []struct {
+		value string // "" = absent
+		want  time.Duration
+	}{{"", DefaultLinger}, {"0", 0}, {" 0 ", 0}, {"20", 20 * time.Millisecond}} {
+		props := validProps()
+		if tc.value != "" {
+			props["producer.linger.ms"] = tc.value
+		}
+		c, _, err := ConfigFromProperties(props)
+		if err != nil {
+			t.Fatalf("linger %q: %v", tc.value, err)
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("linger %q: %v", tc.value, err)
+		}
+		if got := max(c.withDefaults().Linger, 0); got != tc.want {
+			t.Errorf("producer.linger.ms=%q: linger %v, want %v", tc.value, got, tc.want)
+		}
+	}
+}

@@ -152,7 +152,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 	m.target, err = network.NewClient(network.ClientConfig{Brokers: m.cfg.TargetBrokers, Logger: m.log.With("client", "target")},
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(m.cfg.Linger),
+		kgo.ProducerLinger(max(m.cfg.Linger, 0)),
 		// A batch never exceeds the target topic's max.message.bytes, so
 		// that only a record too large by itself is refused (and that one
 		// alone, naming its offset), as the Java producer's batch.size does.
