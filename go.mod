@@ -19,6 +19,7 @@ require (
 	github.com/z-division/go-zookeeper v1.0.0
 	go.etcd.io/bbolt v1.4.3
 	gopkg.in/yaml.v3 v3.0.1
+	software.sslmate.com/src/go-pkcs12 v0.7.4
 )
 
 require (
