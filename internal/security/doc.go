@@ -1,0 +1,27 @@
+// Package security holds what the server and the client side of a secured
+// Kafka-protocol connection share: the security protocols (PLAINTEXT, SSL,
+// SASL_PLAINTEXT, SASL_SSL) and the TLS material named by Kafka's ssl.*
+// keys, read through internal/properties.
+//
+// Key names are Kafka's, with librdkafka's spellings accepted on the client
+// side, so that one properties file serves the Java tools, kcat and us:
+//
+//	ssl.keystore.type            PEM (default when a PEM key is given) or PKCS12 (JKS is refused: convert it)
+//	ssl.keystore.location        PEM: one file with the private key and the certificate chain; PKCS12: the store
+//	ssl.keystore.password        PKCS12 store password
+//	ssl.key.password             password of an encrypted key (PKCS12 uses the store password when empty)
+//	ssl.keystore.certificate.chain, ssl.keystore.key   inline PEM instead of a file (KIP-651)
+//	ssl.truststore.type          PEM or PKCS12
+//	ssl.truststore.location      CA certificates; absent = the system roots (clients) or none (servers)
+//	ssl.truststore.password      PKCS12 store password
+//	ssl.truststore.certificates  inline PEM CA certificates (KIP-651)
+//	ssl.enabled.protocols        TLSv1.2,TLSv1.3 (default); older versions are refused
+//	ssl.cipher.suites            IANA names of TLS 1.2 suites; TLS 1.3's are fixed by Go
+//	ssl.endpoint.identification.algorithm   https (default: check the host name) or empty (do not)
+//	librdkafka: ssl.ca.location, ssl.certificate.location, ssl.key.location, ssl.key.password
+//
+// Files are read when the Load methods are called; nothing is cached here
+// (a server that reloads certificates calls them again). Every error names
+// the key whose value is at fault. Values are plain structs, safe to copy
+// and share.
+package security
