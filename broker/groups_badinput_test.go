@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // rawGroup drives the group APIs over one raw connection.
@@ -121,8 +123,8 @@ func findCoordinator(t *testing.T, c *rawConn, group string) {
 // group's partition (no COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR).
 func awaitLoaded(t *testing.T, b *testBroker, group string) {
 	t.Helper()
-	waitFor(t, 30*time.Second, "the group's offsets partition to load", func() bool {
-		return b.groups.CoordinatorError(group) == 0
+	testenv.WaitFor(t, 30*time.Second, "the group's offsets partition to load", func() (bool, string) {
+		return b.groups.CoordinatorError(group) == 0, ""
 	})
 }
 

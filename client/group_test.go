@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/internal/coord"
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // newGroupMember joins a group on ce with one topic and n streams; it is
@@ -217,7 +218,7 @@ func TestGroupSessionExpiry(t *testing.T) {
 			old := g.sess
 			g.mu.Unlock()
 			ce.expire(t, old)
-			waitFor(t, 30*time.Second, "re-registration on a new session", func() (bool, string) {
+			testenv.WaitFor(t, 30*time.Second, "re-registration on a new session", func() (bool, string) {
 				g.mu.Lock()
 				sess := g.sess
 				g.mu.Unlock()
@@ -291,7 +292,7 @@ func TestGroupRebalanceOnExpiredSession(t *testing.T) {
 	g.settled = "stale"
 	g.mu.Unlock()
 	g.requestRebalance()
-	waitFor(t, 30*time.Second, "re-registration on a new session", func() (bool, string) {
+	testenv.WaitFor(t, 30*time.Second, "re-registration on a new session", func() (bool, string) {
 		g.mu.Lock()
 		sess := g.sess
 		g.mu.Unlock()
@@ -376,7 +377,7 @@ func TestGroupTopicRegistry(t *testing.T) {
 	if _, err := ce.admin.Set(ctx, path, []byte(`{"version":1,"partitions":{"0":[1],"1":[1],"2":[1],"3":[1]}}`), coord.AnyVersion); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "rebalance onto 4 partitions", func() (bool, string) {
+	testenv.WaitFor(t, 10*time.Second, "rebalance onto 4 partitions", func() (bool, string) {
 		got := g.Owned()["t"]
 		return slices.Equal(got, []int32{0, 1, 2, 3}), fmt.Sprint(got)
 	})
@@ -456,7 +457,7 @@ func TestTwoGroupsEachReceiveEverything(t *testing.T) {
 	if err := p.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, "both groups to receive every record", func() (bool, string) {
+	testenv.WaitFor(t, time.Minute, "both groups to receive every record", func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
 		return total["first"] >= keys*perKey && total["second"] >= keys*perKey, fmt.Sprint(total)

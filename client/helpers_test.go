@@ -118,7 +118,7 @@ func (c *testCluster) createTopic(t testing.TB, name string, partitions int32) m
 		t.Fatalf("create topic %s: %v", name, err)
 	}
 	var leaders map[int32]int32
-	waitFor(t, 30*time.Second, "leaders of "+name+" agreed by every broker", func() (bool, string) {
+	testenv.WaitFor(t, 30*time.Second, "leaders of "+name+" agreed by every broker", func() (bool, string) {
 		leaders = nil
 		for i, b := range c.brokers {
 			tp, ok := b.Member().Metadata().Topics[name]
@@ -145,7 +145,7 @@ func (c *testCluster) createTopic(t testing.TB, name string, partitions int32) m
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	waitFor(t, 30*time.Second, "every partition of "+name+" served by its leader", func() (bool, string) {
+	testenv.WaitFor(t, 30*time.Second, "every partition of "+name+" served by its leader", func() (bool, string) {
 		listed, err := adm.ListEndOffsets(ctx, name)
 		if err != nil {
 			return false, err.Error()
@@ -315,20 +315,4 @@ func produce(t testing.TB, bootstrap []string, topic string, partitions, n int) 
 	default:
 	}
 	return offsets
-}
-
-// waitFor polls cond every 20 ms until it holds or d passes.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	var last string
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %v waiting for %s; last state: %s", d, what, last)
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // killSession is zookeeper.session.timeout.ms of the kill test's members:
@@ -133,7 +135,7 @@ func killedConsumer(t *testing.T, ce *coordEnv, n int) {
 	}
 	// Progress on every partition too, so that the victim dies in the
 	// middle of its work, not before it had any.
-	waitFor(t, 2*time.Minute, "g1 to commit a quarter of the records, some of every partition", func() (bool, string) {
+	testenv.WaitFor(t, 2*time.Minute, "g1 to commit a quarter of the records, some of every partition", func() (bool, string) {
 		offs, sum := committed("g1")
 		for _, off := range offs {
 			if off <= 0 {
@@ -164,7 +166,7 @@ func killedConsumer(t *testing.T, ce *coordEnv, n int) {
 	lastCommit, _ := committed("g1")
 	t.Logf("killed %s owning %v; its last commits %v", victim.id, victimParts, lastCommit)
 
-	waitFor(t, session+30*time.Second, "the victim's partitions to move", func() (bool, string) {
+	testenv.WaitFor(t, session+30*time.Second, "the victim's partitions to move", func() (bool, string) {
 		o := readOwners(t, ce.admin, "g1", topic)
 		for _, p := range victimParts {
 			if o[p] == "" || o[p] == victim.id {
@@ -183,7 +185,7 @@ func killedConsumer(t *testing.T, ce *coordEnv, n int) {
 	}
 
 	for _, group := range []string{"g1", "g2"} {
-		waitFor(t, 3*time.Minute, group+" to commit everything", func() (bool, string) {
+		testenv.WaitFor(t, 3*time.Minute, group+" to commit everything", func() (bool, string) {
 			offs, sum := committed(group)
 			for p, off := range offs {
 				if off != int64(len(expect[p])) {

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // TestGroupRestartRightAfterSIGKILL: a consumer process is SIGKILLed and
@@ -36,7 +38,7 @@ func TestGroupRestartRightAfterSIGKILL(t *testing.T) {
 		record(i, off)
 	}
 	committedAll := func(what string) {
-		waitFor(t, time.Minute, what, func() (bool, string) {
+		testenv.WaitFor(t, time.Minute, what, func() (bool, string) {
 			var got []int64
 			for p := range int32(partitions) {
 				off, err := readOffset(testContext(t, 10*time.Second), ce.admin, "g", topic, p)
@@ -85,7 +87,7 @@ func TestGroupRestartRightAfterSIGKILL(t *testing.T) {
 	}
 
 	second := startConsumerChild(t, "member1", ce.zkConnect, "g", topic, session)
-	waitFor(t, session+staleRegistrationSlack+30*time.Second, "the restarted process to register and own every partition", func() (bool, string) {
+	testenv.WaitFor(t, session+staleRegistrationSlack+30*time.Second, "the restarted process to register and own every partition", func() (bool, string) {
 		ctx := testContext(t, 10*time.Second)
 		_, reg, err := ce.admin.Get(ctx, idPath("g", "member1"))
 		if err != nil || reg.EphemeralOwner == staleSession {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // TestRebalanceWalkthrough replays the deep dive's walk-through on a
@@ -102,7 +104,7 @@ func walkthrough(t *testing.T, ce *coordEnv) {
 			}
 			return true, ""
 		}
-		waitFor(t, 30*time.Second, step.what, check)
+		testenv.WaitFor(t, 30*time.Second, step.what, check)
 		// Settled, not passing through: it must still hold a moment later.
 		time.Sleep(300 * time.Millisecond)
 		if ok, state := check(); !ok {

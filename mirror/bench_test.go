@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // BenchmarkMirror mirrors b.N records of 100 bytes over 12 partitions
@@ -46,7 +48,7 @@ func benchMirror(b *testing.B, zk bool) {
 	start := time.Now()
 	stop := runMirror(tb, Config{Sources: []SourceConfig{sc}, TargetBrokers: []string{target.addr},
 		Topics: "bench", GroupID: "bench", AuditDisable: true, Logger: testLogger(b, slog.LevelWarn)}, nil)
-	waitFor(b, 10*time.Minute, "target complete", func() (bool, string) {
+	testenv.WaitFor(b, 10*time.Minute, "target complete", func() (bool, string) {
 		listed, err := tadm.ListEndOffsets(ctx, "bench")
 		if err != nil {
 			return false, err.Error()

@@ -264,7 +264,7 @@ func (r *targetReader) counts() (distinct, total int) {
 // waitComplete waits until the target holds every produced record.
 func (r *targetReader) waitComplete(t *testing.T, p *produced, d time.Duration) {
 	t.Helper()
-	waitFor(t, d, "every produced record in the target", func() (bool, string) {
+	testenv.WaitFor(t, d, "every produced record in the target", func() (bool, string) {
 		want := p.len()
 		got, total := r.counts()
 		return got >= want, fmt.Sprintf("%d of %d distinct records (%d with duplicates)", got, want, total)
@@ -401,7 +401,7 @@ var metricsLine = regexp.MustCompile(`msg="metrics listening" addr=(\S+)`)
 func (p *proc) metricsAddr(t *testing.T) string {
 	t.Helper()
 	var addr string
-	waitFor(t, 30*time.Second, "mirror metrics listener", func() (bool, string) {
+	testenv.WaitFor(t, 30*time.Second, "mirror metrics listener", func() (bool, string) {
 		if m := metricsLine.FindStringSubmatch(p.out.String()); m != nil {
 			addr = m[1]
 			return true, ""
@@ -447,22 +447,6 @@ func testContext(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// waitFor polls cond every 20 ms until it holds or d passes.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	var last string
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %v waiting for %s; last state: %s", d, what, last)
 }
 
 // endOffsets lists a topic's end offsets on c.

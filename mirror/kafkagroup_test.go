@@ -3,6 +3,8 @@ package mirror
 import (
 	"testing"
 	"time"
+
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // TestMirrorKafkaGroupProtocol: a source without zookeeper.connect is
@@ -31,7 +33,7 @@ func TestMirrorKafkaGroupProtocol(t *testing.T) {
 	cl := dc1.client(t)
 	reader := readTarget(t, target, "clicks")
 	want.produce(t, cl, "dc1", "clicks", 6, 0, records/2)
-	waitFor(t, time.Minute, "mirroring to start", func() (bool, string) {
+	testenv.WaitFor(t, time.Minute, "mirroring to start", func() (bool, string) {
 		got, _ := reader.counts()
 		return got > 0, ""
 	})

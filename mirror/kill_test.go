@@ -13,6 +13,7 @@ import (
 
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
+	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 )
 
@@ -131,7 +132,7 @@ func TestMirrorKillAndRestart(t *testing.T) {
 		want.produce(t, cl1, "dc1", "page-views", partitions, i*step, step)
 		want.produce(t, cl2, "dc2", "page-views", partitions, i*step, step)
 		if i == 4 || i == 9 || i == 14 {
-			waitFor(t, 2*time.Minute, "the mirrors to make progress", func() (bool, string) {
+			testenv.WaitFor(t, 2*time.Minute, "the mirrors to make progress", func() (bool, string) {
 				got, _ := reader.counts()
 				return got >= want.len()/2, fmt.Sprintf("%d of %d", got, want.len())
 			})
@@ -154,7 +155,7 @@ func TestMirrorKillAndRestart(t *testing.T) {
 	// SIGTERM drained and committed: each source partition's offset is its end.
 	for name, c := range map[string]*cluster{"dc1": dc1, "dc2": dc2} {
 		ends := endOffsets(t, c, "page-views")
-		waitFor(t, 10*time.Second, name+" commits seen", func() (bool, string) {
+		testenv.WaitFor(t, 10*time.Second, name+" commits seen", func() (bool, string) {
 			return maps.Equal(watchers[name].committed(), ends), fmt.Sprintf("committed %v, ends %v", watchers[name].committed(), ends)
 		})
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 )
 
@@ -77,7 +78,7 @@ func TestMirrorTargetDown(t *testing.T) {
 	}
 	big(0, records/4)
 	reader := readTarget(t, target, "events")
-	waitFor(t, time.Minute, "mirroring to start", func() (bool, string) {
+	testenv.WaitFor(t, time.Minute, "mirroring to start", func() (bool, string) {
 		got, _ := reader.counts()
 		return got > 0, ""
 	})
@@ -87,7 +88,7 @@ func TestMirrorTargetDown(t *testing.T) {
 	big(records/4, records*3/4)
 	var peakRSS int64
 	var peakBytes, peakRecords float64
-	waitFor(t, time.Minute, "the mirror to log that the target does not acknowledge", func() (bool, string) {
+	testenv.WaitFor(t, time.Minute, "the mirror to log that the target does not acknowledge", func() (bool, string) {
 		peakRSS = max(peakRSS, p.rssBytes(t))
 		peakBytes = max(peakBytes, scrape(t, metrics, "tributary_mirror_buffered_bytes"))
 		peakRecords = max(peakRecords, scrape(t, metrics, "tributary_mirror_buffered_records"))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 )
 
@@ -50,7 +51,7 @@ func TestMirrorRecordTooLarge(t *testing.T) {
 	reader := readTarget(t, target, "t")
 	wantMsg := fmt.Sprintf("source dc1 topic t partition %d offset %d", big.Partition, big.Offset)
 	other := 1 - big.Partition
-	waitFor(t, time.Minute, "partition 1 mirrored and partition 0 stopped", func() (bool, string) {
+	testenv.WaitFor(t, time.Minute, "partition 1 mirrored and partition 0 stopped", func() (bool, string) {
 		reader.mu.Lock()
 		n1, n0 := len(reader.byPart[other]), len(reader.byPart[big.Partition])
 		reader.mu.Unlock()
@@ -60,7 +61,7 @@ func TestMirrorRecordTooLarge(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the refusing partition committed up to the refused record", func() (bool, string) {
+	testenv.WaitFor(t, 10*time.Second, "the refusing partition committed up to the refused record", func() (bool, string) {
 		got := watcher.committed()[big.Partition]
 		return got == big.Offset, fmt.Sprintf("committed %d, want %d", got, big.Offset)
 	})

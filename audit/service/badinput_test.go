@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/audit"
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // TestBadInputSkipped: garbage bytes, a truncated event, an unknown
@@ -55,7 +56,7 @@ func TestBadInputSkipped(t *testing.T) {
 
 	runOnce := func(want int64) *testService {
 		svc := newService(t, dir, 2, Cluster{"dc1", []string{dc1}})
-		waitFor(t, time.Minute, "the good events counted", func() (bool, string) {
+		testenv.WaitFor(t, time.Minute, "the good events counted", func() (bool, string) {
 			reps, err := svc.Windows("clicks", time.Time{}, time.Time{})
 			if err != nil || len(reps) != 1 {
 				return false, fmt.Sprint(reps, err)

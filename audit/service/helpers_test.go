@@ -157,22 +157,6 @@ func (s *testService) metric(t testing.TB, name string, labels ...string) float6
 	return 0
 }
 
-// waitFor polls cond until it holds or d passes.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s; last state: %s", d, what, state)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // produceSpread sends n records of topic through a client.Producer with
 // audit on (cluster name, window, short interval), record i timestamped in
 // window i%windows from t0; it returns the acknowledged count per window.

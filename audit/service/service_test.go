@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/audit"
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 const testWindow = 2 * time.Second
@@ -99,7 +100,7 @@ func (p *pipeline) consume(t *testing.T) {
 func waitClosed(t *testing.T, s *Service, p *pipeline) []WindowReport {
 	t.Helper()
 	var reps []WindowReport
-	waitFor(t, 2*time.Minute, "3 closed windows with every producer count", func() (bool, string) {
+	testenv.WaitFor(t, 2*time.Minute, "3 closed windows with every producer count", func() (bool, string) {
 		var err error
 		reps, err = s.Windows("clicks", time.Time{}, time.Time{})
 		if err != nil {

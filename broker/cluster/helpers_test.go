@@ -200,7 +200,7 @@ func (e *env) join(t *testing.T, id int32) *Member {
 func (e *env) joinAll(t *testing.T, ids ...int32) []*Member {
 	t.Helper()
 	ms := []*Member{e.join(t, ids[0])}
-	waitUntil(t, "first member becomes controller", ms[0].IsController)
+	awaitController(t, ms[0])
 	for _, id := range ids[1:] {
 		ms = append(ms, e.join(t, id))
 	}
@@ -262,18 +262,6 @@ func await(t *testing.T, m *Member, what string, cond func(Snapshot) bool) Snaps
 		t.Fatalf("member %d: waiting for %s: %v\nlast metadata:\n%s", m.ID(), what, err, dump(snap))
 	}
 	return snap
-}
-
-// waitUntil polls cond (bounded) for state that has no change channel.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", waitTimeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // leaders returns topic's leader per partition; nil if the topic is
@@ -342,4 +330,12 @@ func ctxFor(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// awaitController waits (bounded) until m is the controller.
+func awaitController(t *testing.T, m *Member) {
+	t.Helper()
+	testenv.WaitFor(t, waitTimeout, fmt.Sprintf("member %d to become controller", m.ID()), func() (bool, string) {
+		return m.IsController(), fmt.Sprintf("controller is %d", m.Metadata().Controller)
+	})
 }

@@ -244,19 +244,6 @@ func metadata(t *testing.T, ctx context.Context, addr string, topics ...string) 
 	return md
 }
 
-// await polls cond every 50 ms until it holds; it fails t after d.
-func await(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return time.Since(start)
-}
-
 // createTopic creates a topic through addr and waits until every
 // partition has a leader.
 func createTopic(t *testing.T, ctx context.Context, addrs []string, name string, partitions int32) kadm.TopicDetail {
@@ -267,18 +254,18 @@ func createTopic(t *testing.T, ctx context.Context, addrs []string, name string,
 		t.Fatalf("create topic %s: %v %v", name, err, resp.Err)
 	}
 	var td kadm.TopicDetail
-	await(t, waitTimeout, "leaders of "+name, func() bool {
+	testenv.WaitFor(t, waitTimeout, "leaders of "+name, func() (bool, string) {
 		md := metadata(t, ctx, addrs[0], name)
 		td = md.Topics[name]
 		if td.Err != nil || len(td.Partitions) != int(partitions) {
-			return false
+			return false, ""
 		}
 		for _, p := range td.Partitions {
 			if p.Leader < 0 {
-				return false
+				return false, ""
 			}
 		}
-		return true
+		return true, ""
 	})
 	return td
 }

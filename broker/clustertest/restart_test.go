@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/internal/zktest"
 )
@@ -71,14 +72,14 @@ func TestRestartRightAfterSIGKILL(t *testing.T) {
 		dupTook.Round(time.Millisecond), victim, restarted.Round(time.Millisecond), sessionTimeout)
 
 	all := bootstrap(c, 2)
-	await(t, waitTimeout, "leadership back on the restarted broker", func() bool {
+	testenv.WaitFor(t, waitTimeout, "leadership back on the restarted broker", func() (bool, string) {
 		md := metadata(t, ctx, all[0], topic)
 		for p, d := range md.Topics[topic].Partitions {
 			if d.Leader != leaders[p] {
-				return false
+				return false, ""
 			}
 		}
-		return true
+		return true, ""
 	})
 	cl2 := newClient(t, all, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produce(t, ctx, cl2, topic, 2_000, 1_000, parts, nil)

@@ -114,8 +114,8 @@ func joinGroup(t *testing.T, ctx context.Context, c *cluster, group, topic strin
 		}
 		<-done
 	})
-	await(t, waitTimeout, "group member owning every partition of "+topic, func() bool {
-		return len(g.Owned()[topic]) == partitions
+	testenv.WaitFor(t, waitTimeout, "group member owning every partition of "+topic, func() (bool, string) {
+		return len(g.Owned()[topic]) == partitions, ""
 	})
 	return m
 }
@@ -124,15 +124,15 @@ func joinGroup(t *testing.T, ctx context.Context, c *cluster, group, topic strin
 // marks them handled and commits.
 func (m *groupMember) commitAt(t *testing.T, ctx context.Context, targets map[int32]int64) {
 	t.Helper()
-	await(t, waitTimeout, fmt.Sprintf("delivery of %s up to %v", m.topic, targets), func() bool {
+	testenv.WaitFor(t, waitTimeout, fmt.Sprintf("delivery of %s up to %v", m.topic, targets), func() (bool, string) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		for p, off := range targets {
 			if d, ok := m.delivered[p]; !ok || d < off-1 {
-				return false
+				return false, ""
 			}
 		}
-		return true
+		return true, ""
 	})
 	for p, off := range targets {
 		m.g.MarkHandled(m.topic, p, off)

@@ -129,23 +129,23 @@ func (c *cluster) createTopic(t *testing.T, ctx context.Context, topic string, p
 		t.Fatalf("create topic %s: %v %v", topic, err, resp.Err)
 	}
 	var td kadm.TopicDetail
-	await(t, waitTimeout, "leaders of "+topic+" on every broker", func() bool {
+	testenv.WaitFor(t, waitTimeout, "leaders of "+topic+" on every broker", func() (bool, string) {
 		for _, addr := range c.addrs {
 			md, err := metadataFrom(ctx, addr, topic)
 			if err != nil {
-				return false
+				return false, ""
 			}
 			td = md.Topics[topic]
 			if td.Err != nil || len(td.Partitions) != int(partitions) {
-				return false
+				return false, ""
 			}
 			for _, p := range td.Partitions {
 				if p.Leader < 0 {
-					return false
+					return false, ""
 				}
 			}
 		}
-		return true
+		return true, ""
 	})
 	return td
 }
@@ -158,18 +158,6 @@ func metadataFrom(ctx context.Context, addr string, topics ...string) (kadm.Meta
 	}
 	defer cl.Close()
 	return kadm.NewClient(cl).Metadata(ctx, topics...)
-}
-
-// await polls cond every 100 ms until it holds; it fails t after d.
-func await(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // endOffsets returns each partition's end offset (ListOffsets latest, as

@@ -362,17 +362,17 @@ var dataLine = regexp.MustCompile(`(?m)^\| offset: (\d+) .* key: (\S*) payload: 
 // background when it rolls.
 func awaitIndexFiles(t *testing.T, dir string) {
 	t.Helper()
-	await(t, waitTimeout, "index files of every sealed segment ("+dir+")", func() bool {
+	testenv.WaitFor(t, waitTimeout, "index files of every sealed segment ("+dir+")", func() (bool, string) {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
-			return false
+			return false, ""
 		}
 		have := map[string]bool{}
 		var logs []string
 		for _, e := range entries {
 			name := e.Name()
 			if strings.HasSuffix(name, ".tmp") {
-				return false
+				return false, ""
 			}
 			have[name] = true
 			if base, ok := strings.CutSuffix(name, ".log"); ok {
@@ -382,10 +382,10 @@ func awaitIndexFiles(t *testing.T, dir string) {
 		slices.Sort(logs)
 		for i, base := range logs {
 			if i < len(logs)-1 && (!have[base+".index"] || !have[base+".timeindex"]) {
-				return false
+				return false, ""
 			}
 		}
-		return true
+		return true, ""
 	})
 }
 
