@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/audit"
+	"github.com/tributary/tributary/internal/brokertest"
 	"github.com/tributary/tributary/internal/testenv"
 )
 
@@ -21,7 +22,8 @@ import (
 // event after them is counted, and a restart neither re-reads nor re-logs
 // them.
 func TestBadInputSkipped(t *testing.T) {
-	dc1 := newCluster(t)
+	b := brokertest.New(t, brokertest.Partitions(2))
+	dc1 := b.Addr()
 	dir := t.TempDir()
 	good, err := audit.MarshalEvent(audit.Event{ID: "good-1", Tier: "producer", Cluster: "dc1", Instance: "x",
 		Topic: "clicks", WindowStart: audit.WindowStart(time.Now(), time.Minute), Window: time.Minute, Count: 42})
@@ -41,7 +43,7 @@ func TestBadInputSkipped(t *testing.T) {
 		{negative, reasonInvalid},
 		{expired, reasonExpired},
 	}
-	cl := newKgo(t, kgo.SeedBrokers(dc1), kgo.DefaultProduceTopic(audit.DefaultTopic), kgo.AllowAutoTopicCreation(),
+	cl := b.Client(t, kgo.DefaultProduceTopic(audit.DefaultTopic), kgo.AllowAutoTopicCreation(),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
