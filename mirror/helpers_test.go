@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net"
 	"os"
 	"os/exec"
 	"regexp"
@@ -18,11 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/internal/brokertest"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/internal/zktest"
@@ -35,102 +33,18 @@ func full() bool { return os.Getenv("TRIBUTARY_FULL") == "1" }
 
 // cluster is one single-broker cluster registered in its own chroot of the
 // test ZooKeeper (so its topics are in /brokers/topics, where the
-// ZooKeeper consumer groups read them), in-process, restartable on the
-// same port and log directory.
+// ZooKeeper consumer groups read them), in-process; Stop(t, 1) and
+// Restart(t, 1) take it down and bring it back on its port and data.
 type cluster struct {
 	name string
-	zk   string // zookeeper.connect with the cluster's chroot
-	dir  string
-	addr string
-	mu   sync.Mutex
-	b    *broker.Broker
-	stop context.CancelFunc
+	*brokertest.Cluster
 }
 
 func newCluster(t testing.TB, name string) *cluster {
 	t.Helper()
-	c := &cluster{name: name, zk: zktest.Chroot(t, testenv.ZooKeeper(t), "mirror-"+name), dir: t.TempDir()}
-	c.start(t, "127.0.0.1:0")
-	t.Cleanup(func() { c.close(t) })
-	return c
-}
-
-func (c *cluster) start(t testing.TB, listen string) {
-	t.Helper()
-	logger := testLogger(t, slog.LevelWarn).With("cluster", c.name)
-	b, err := broker.New(broker.Config{
-		BrokerID:               1,
-		Listeners:              "PLAINTEXT://" + listen,
-		LogDirs:                []string{c.dir},
-		ZooKeeperConnect:       c.zk,
-		RetentionCheckInterval: time.Hour,
-	}, logger, prometheus.NewRegistry())
-	if err != nil {
-		t.Fatalf("broker.New %s: %v", c.name, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := b.Start(ctx); err != nil {
-		cancel()
-		t.Fatalf("broker %s start: %v", c.name, err)
-	}
-	c.mu.Lock()
-	c.b, c.stop, c.addr = b, cancel, b.Addr()
-	c.mu.Unlock()
-}
-
-// close stops the broker (a clean shutdown); start brings it back.
-func (c *cluster) close(t testing.TB) {
-	c.mu.Lock()
-	b, stop := c.b, c.stop
-	c.b = nil
-	c.mu.Unlock()
-	if b == nil {
-		return
-	}
-	stop()
-	if err := b.Close(); err != nil {
-		t.Errorf("broker %s close: %v", c.name, err)
-	}
-}
-
-// restart starts the broker again on the same address and directory; the
-// port may be taken by someone else meanwhile, so it retries a while.
-func (c *cluster) restart(t *testing.T) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ln, err := net.Listen("tcp", c.addr)
-		if err == nil {
-			ln.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("port of %s (%s) stays taken: %v", c.name, c.addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	c.start(t, c.addr)
-}
-
-func (c *cluster) createTopic(t testing.TB, name string, partitions int32, configs map[string]string) {
-	t.Helper()
-	ctx := testContext(t, 60*time.Second)
-	c.mu.Lock()
-	b := c.b
-	c.mu.Unlock()
-	if err := b.CreateTopicWithConfigs(ctx, name, partitions, configs); err != nil {
-		t.Fatalf("create %s on %s: %v", name, c.name, err)
-	}
-}
-
-func (c *cluster) client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.addr)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
+	zk := zktest.Chroot(t, testenv.ZooKeeper(t), "mirror-"+name)
+	return &cluster{name: name, Cluster: brokertest.New(t, brokertest.ZooKeeperConnect(zk),
+		brokertest.Logger(testLogger(t, slog.LevelWarn).With("cluster", name)))}
 }
 
 // rec is what the test produced at one source offset.
@@ -219,7 +133,7 @@ type targetReader struct {
 func readTarget(t *testing.T, c *cluster, topic string) *targetReader {
 	t.Helper()
 	r := &targetReader{byPart: map[int32][]*kgo.Record{}, distinct: map[origin]bool{}}
-	cl := c.client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	cl := c.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(50*time.Millisecond))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -452,7 +366,7 @@ func testContext(t testing.TB, d time.Duration) context.Context {
 // endOffsets lists a topic's end offsets on c.
 func endOffsets(t testing.TB, c *cluster, topic string) map[int32]int64 {
 	t.Helper()
-	listed, err := kadm.NewClient(c.client(t)).ListEndOffsets(testContext(t, 30*time.Second), topic)
+	listed, err := kadm.NewClient(c.Client(t)).ListEndOffsets(testContext(t, 30*time.Second), topic)
 	if err != nil {
 		t.Fatal(err)
 	}

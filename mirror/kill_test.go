@@ -97,14 +97,14 @@ func TestMirrorKillAndRestart(t *testing.T) {
 	}
 	dc1, dc2, target := newCluster(t, "dc1"), newCluster(t, "dc2"), newCluster(t, "analytics")
 	for _, c := range []*cluster{dc1, dc2} {
-		c.createTopic(t, "page-views", partitions, nil)
+		c.CreateTopicWithConfigs(t, "page-views", partitions, nil)
 	}
 	config := testproc.WriteProperties(t, t.TempDir(), "mirror.properties", map[string]string{
-		"source.dc1.bootstrap.servers": dc1.addr,
-		"source.dc1.zookeeper.connect": dc1.zk,
-		"source.dc2.bootstrap.servers": dc2.addr,
-		"source.dc2.zookeeper.connect": dc2.zk,
-		"target.bootstrap.servers":     target.addr,
+		"source.dc1.bootstrap.servers": dc1.Addr(),
+		"source.dc1.zookeeper.connect": dc1.ZooKeeper(),
+		"source.dc2.bootstrap.servers": dc2.Addr(),
+		"source.dc2.zookeeper.connect": dc2.ZooKeeper(),
+		"target.bootstrap.servers":     target.Addr(),
 		"topics":                       "page-views",
 		"group.id":                     "mirror-test",
 		"offset.commit.interval.ms":    "500",
@@ -114,13 +114,13 @@ func TestMirrorKillAndRestart(t *testing.T) {
 		"audit.interval.ms":            "1000",
 	})
 	watchers := map[string]*commitWatcher{
-		"dc1": watchCommits(t, dc1.zk, "mirror-test", "page-views", partitions),
-		"dc2": watchCommits(t, dc2.zk, "mirror-test", "page-views", partitions),
+		"dc1": watchCommits(t, dc1.ZooKeeper(), "mirror-test", "page-views", partitions),
+		"dc2": watchCommits(t, dc2.ZooKeeper(), "mirror-test", "page-views", partitions),
 	}
 	procs := []*proc{startMirror(t, config), startMirror(t, config)}
 	reader := readTarget(t, target, "page-views")
 	want := newProduced()
-	cl1, cl2 := dc1.client(t), dc2.client(t)
+	cl1, cl2 := dc1.Client(t), dc2.Client(t)
 
 	// Produce in steps while mirroring; kill one mirror at three points,
 	// each once the target has caught up with at least half of what was
