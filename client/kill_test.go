@@ -43,7 +43,7 @@ func killedConsumer(t *testing.T, ce *coordEnv, n int) {
 	const partitions, topic = 12, "killtest"
 	const session = killSession
 	cluster := newTestCluster(t, ce)
-	leaders := cluster.createTopic(t, topic, partitions)
+	leaders := cluster.CreateTopic(t, topic, partitions)
 	perBroker := map[int32]int{}
 	for _, l := range leaders {
 		perBroker[l]++
@@ -53,7 +53,7 @@ func killedConsumer(t *testing.T, ce *coordEnv, n int) {
 	}
 
 	start := time.Now()
-	offsets := produce(t, cluster.Bootstrap, topic, partitions, n)
+	offsets := produce(t, cluster.Addrs(), topic, partitions, n)
 	t.Logf("produced %d records in %v", n, time.Since(start).Round(time.Millisecond))
 	// expect[p][offset] = record index.
 	expect := make([][]int, partitions)
@@ -79,7 +79,7 @@ func killedConsumer(t *testing.T, ce *coordEnv, n int) {
 	var g2members []*GroupConsumer
 	for i := range 2 {
 		g, err := NewGroupConsumer(testContext(t, time.Minute), GroupConfig{
-			GroupID: "g2", ConsumerID: fmt.Sprintf("g2-member%d", i), Brokers: cluster.Bootstrap,
+			GroupID: "g2", ConsumerID: fmt.Sprintf("g2-member%d", i), Brokers: cluster.Addrs(),
 			Coordinator: ce.connect, AutoOffsetReset: "earliest", AutoCommitInterval: 200 * time.Millisecond,
 			RebalanceBackoff: time.Second, Logger: testLogger(t, slog.LevelWarn),
 		})

@@ -24,8 +24,8 @@ func TestGroupRestartRightAfterSIGKILL(t *testing.T) {
 	const topic, partitions, session = "restart", 4, killSession
 	ce := newZooKeeper(t, session)
 	cluster := newTestCluster(t, ce)
-	cluster.createTopic(t, topic, partitions)
-	offsets := produce(t, cluster.Bootstrap, topic, partitions, 400)
+	cluster.CreateTopic(t, topic, partitions)
+	offsets := produce(t, cluster.Addrs(), topic, partitions, 400)
 	expect := make([][]int, partitions)
 	record := func(i int, off int64) {
 		p := i % partitions
@@ -70,7 +70,7 @@ func TestGroupRestartRightAfterSIGKILL(t *testing.T) {
 	// Same id, another subscription: someone else's id, refused at once.
 	dupStart := time.Now()
 	dup, err := NewGroupConsumer(testContext(t, time.Minute), GroupConfig{
-		GroupID: "g", ConsumerID: "member1", Brokers: cluster.Bootstrap, Coordinator: ce.connect,
+		GroupID: "g", ConsumerID: "member1", Brokers: cluster.Addrs(), Coordinator: ce.connect,
 		ZooKeeperSessionTimeout: session, Logger: testLogger(t, slog.LevelInfo),
 	})
 	if err != nil {
@@ -109,7 +109,7 @@ func TestGroupRestartRightAfterSIGKILL(t *testing.T) {
 		t.Errorf("registered before its stale registration could have expired, without waiting for it:\n%s", stderr)
 	}
 
-	more := produce(t, cluster.Bootstrap, topic, partitions, 400) // indexes 0..399 again: values value-0..value-399
+	more := produce(t, cluster.Addrs(), topic, partitions, 400) // indexes 0..399 again: values value-0..value-399
 	for i, off := range more {
 		record(i, off)
 	}
