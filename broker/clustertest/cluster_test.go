@@ -18,8 +18,6 @@ import (
 
 	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/broker/cluster"
-	"github.com/tributary/tributary/internal/coord"
-	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/internal/zktest"
@@ -255,7 +253,7 @@ func TestDuplicateBrokerID(t *testing.T) {
 	t.Run("memcoord", func(t *testing.T) {
 		c := newMemCluster(t, 1)
 		b, err := broker.New(broker.Config{BrokerID: 1, Listeners: "PLAINTEXT://127.0.0.1:0", LogDirs: []string{t.TempDir()}},
-			nil, nil, broker.WithCoordinator(func(context.Context) (coord.Session, error) { return c.srv.Connect(memcoord.Config{}), nil }))
+			nil, nil, broker.WithCoordinator(c.Connector()))
 		if err != nil {
 			t.Fatal(err)
 		}

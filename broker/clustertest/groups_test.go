@@ -304,7 +304,7 @@ func TestGroupCoordinatorFailoverInProcess(t *testing.T) {
 		}
 		return out
 	}
-	live := func(id int32) bool { return c.brokers[id] != nil }
+	live := func(id int32) bool { return c.Broker(id) != nil }
 	commit(10)
 	coordinator := liveCoordinator(t, ctx, addrs, live, group)
 	c.crash(t, coordinator)
