@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -103,20 +104,13 @@ func (g rawGroup) fetch(version int16, topic string, p int32) kmsg.OffsetFetchRe
 // offsets topic is created on first use) and is b.
 func findCoordinator(t *testing.T, c *rawConn, group string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.WaitFor(t, 30*time.Second, "FindCoordinator "+group+" to succeed", func() (bool, string) {
 		req := kmsg.NewPtrFindCoordinatorRequest()
 		req.SetVersion(3)
 		req.CoordinatorKey = group
 		resp := c.roundTrip(req).(*kmsg.FindCoordinatorResponse)
-		if resp.ErrorCode == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("FindCoordinator %q: error %d", group, resp.ErrorCode)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return resp.ErrorCode == 0, fmt.Sprintf("error %d", resp.ErrorCode)
+	})
 }
 
 // awaitLoaded retries a heartbeat until the coordinator has loaded the
