@@ -26,7 +26,7 @@ func newGroupMember(t *testing.T, ce *coordEnv, cluster *brokertest.Cluster, cfg
 	if cfg.RebalanceBackoff == 0 {
 		cfg.RebalanceBackoff = 100 * time.Millisecond
 	}
-	cfg.Logger = testLogger(t, slog.LevelWarn)
+	cfg.Logger = testenv.Logger(t, slog.LevelWarn)
 	ctx := testContext(t, time.Minute)
 	g, err := NewGroupConsumer(ctx, cfg)
 	if err != nil {
@@ -268,7 +268,7 @@ func TestGroupRebalanceOnExpiredSession(t *testing.T) {
 	ctx := testContext(t, time.Minute)
 	g, err := NewGroupConsumer(ctx, GroupConfig{GroupID: "x", ConsumerID: "only", AutoOffsetReset: "smallest",
 		Brokers: cluster.Addrs(), Coordinator: connect, RebalanceBackoff: 100 * time.Millisecond,
-		Logger: testLogger(t, slog.LevelWarn)})
+		Logger: testenv.Logger(t, slog.LevelWarn)})
 	if err != nil {
 		t.Fatal(err)
 	}

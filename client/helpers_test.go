@@ -3,9 +3,6 @@ package client
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -44,24 +41,6 @@ func newZKCluster(t testing.TB) (*brokertest.Cluster, *coordEnv) {
 	ce := newZooKeeper(t, DefaultZooKeeperSession)
 	return newTestCluster(t, ce), ce
 }
-
-// testLogger writes to the test log (shown on failure) at level, or at
-// debug with CLIENT_TEST_DEBUG set.
-func testLogger(t testing.TB, level slog.Level) *slog.Logger {
-	if os.Getenv("CLIENT_TEST_DEBUG") != "" {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(p))
-	return len(p), nil
-}
-
-var _ io.Writer = testWriter{}
 
 // testContext is bounded so that no test hangs.
 func testContext(t testing.TB, d time.Duration) context.Context {

@@ -81,7 +81,7 @@ func killedConsumer(t *testing.T, ce *coordEnv, n int) {
 		g, err := NewGroupConsumer(testContext(t, time.Minute), GroupConfig{
 			GroupID: "g2", ConsumerID: fmt.Sprintf("g2-member%d", i), Brokers: cluster.Addrs(),
 			Coordinator: ce.connect, AutoOffsetReset: "earliest", AutoCommitInterval: 200 * time.Millisecond,
-			RebalanceBackoff: time.Second, Logger: testLogger(t, slog.LevelWarn),
+			RebalanceBackoff: time.Second, Logger: testenv.Logger(t, slog.LevelWarn),
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -71,7 +71,7 @@ func TestGroupRestartRightAfterSIGKILL(t *testing.T) {
 	dupStart := time.Now()
 	dup, err := NewGroupConsumer(testContext(t, time.Minute), GroupConfig{
 		GroupID: "g", ConsumerID: "member1", Brokers: cluster.Addrs(), Coordinator: ce.connect,
-		ZooKeeperSessionTimeout: session, Logger: testLogger(t, slog.LevelInfo),
+		ZooKeeperSessionTimeout: session, Logger: testenv.Logger(t, slog.LevelInfo),
 	})
 	if err != nil {
 		t.Fatal(err)

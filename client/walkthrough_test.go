@@ -50,7 +50,7 @@ func walkthrough(t *testing.T, ce *coordEnv) {
 			Coordinator:      ce.connect,
 			AutoOffsetReset:  "smallest",
 			RebalanceBackoff: 100 * time.Millisecond,
-			Logger:           testLogger(t, slog.LevelWarn),
+			Logger:           testenv.Logger(t, slog.LevelWarn),
 		})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)

@@ -47,7 +47,7 @@ func benchMirror(b *testing.B, zk bool) {
 	b.ResetTimer()
 	start := time.Now()
 	stop := runMirror(tb, Config{Sources: []SourceConfig{sc}, TargetBrokers: []string{target.Addr()},
-		Topics: "bench", GroupID: "bench", AuditDisable: true, Logger: testLogger(b, slog.LevelWarn)}, nil)
+		Topics: "bench", GroupID: "bench", AuditDisable: true, Logger: testenv.Logger(b, slog.LevelWarn)}, nil)
 	testenv.WaitFor(b, 10*time.Minute, "target complete", func() (bool, string) {
 		listed, err := tadm.ListEndOffsets(ctx, "bench")
 		if err != nil {

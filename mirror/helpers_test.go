@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -44,7 +43,7 @@ func newCluster(t testing.TB, name string) *cluster {
 	t.Helper()
 	zk := zktest.Chroot(t, testenv.ZooKeeper(t), "mirror-"+name)
 	return &cluster{name: name, Cluster: brokertest.New(t, brokertest.ZooKeeperConnect(zk),
-		brokertest.Logger(testLogger(t, slog.LevelWarn).With("cluster", name)))}
+		brokertest.Logger(testenv.Logger(t, slog.LevelWarn).With("cluster", name)))}
 }
 
 // rec is what the test produced at one source offset.
@@ -339,22 +338,6 @@ func (p *proc) rssBytes(t *testing.T) int64 {
 	kb, _ := strconv.ParseInt(string(m[1]), 10, 64)
 	return kb << 10
 }
-
-func testLogger(t testing.TB, level slog.Level) *slog.Logger {
-	if os.Getenv("MIRROR_TEST_DEBUG") != "" {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(bytes.TrimRight(p, "\n")))
-	return len(p), nil
-}
-
-var _ io.Writer = testWriter{}
 
 func testContext(t testing.TB, d time.Duration) context.Context {
 	t.Helper()

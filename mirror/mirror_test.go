@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/audit"
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // runMirror runs a Mirror in-process until the returned stop is called
@@ -19,7 +20,7 @@ import (
 func runMirror(t testing.TB, cfg Config, counter Counter) (stop func() error) {
 	t.Helper()
 	if cfg.Logger == nil {
-		cfg.Logger = testLogger(t, slog.LevelInfo)
+		cfg.Logger = testenv.Logger(t, slog.LevelInfo)
 	}
 	cfg.Registerer = prometheus.NewRegistry()
 	m, err := New(cfg, counter)
@@ -72,7 +73,7 @@ func TestMirrorNewTopicRenameAndAudit(t *testing.T) {
 		CommitInterval:       500 * time.Millisecond,
 		RebalanceBackoff:     200 * time.Millisecond,
 		AuditInterval:        500 * time.Millisecond,
-		Logger:               testLogger(t, slog.LevelInfo),
+		Logger:               testenv.Logger(t, slog.LevelInfo),
 	}
 	counter, err := NewAuditCounter(context.Background(), cfg)
 	if err != nil {

@@ -37,7 +37,7 @@ func TestMirrorRecordTooLarge(t *testing.T) {
 	watcher := watchCommits(t, dc1.ZooKeeper(), "mirror-big", "t", 2)
 
 	var logs testproc.SyncBuffer
-	logger := slog.New(slog.NewTextHandler(io.MultiWriter(&logs, testWriter{t}), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := slog.New(slog.NewTextHandler(io.MultiWriter(&logs, testenv.LogWriter(t)), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	stop := runMirror(t, Config{
 		Sources:          []SourceConfig{zkSource(dc1)},
 		TargetBrokers:    []string{target.Addr()},

@@ -172,7 +172,7 @@ func (e *env) config(id int32) Config {
 		BrokerID:     id,
 		Port:         9000 + id,
 		Rack:         fmt.Sprintf("rack-%d", id%2),
-		Logger:       testLogger(e.t).With("member", id),
+		Logger:       testenv.Logger(e.t, slog.LevelInfo).With("member", id),
 		Now:          fixedNow,
 		RetryBackoff: 50 * time.Millisecond,
 	}
@@ -298,18 +298,6 @@ func dump(s Snapshot) string {
 		}
 	}
 	return b.String()
-}
-
-// testLogger logs to t; members are halted by t's cleanups before t ends.
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
 }
 
 func must(t *testing.T, err error) {

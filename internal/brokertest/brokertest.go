@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -41,9 +40,6 @@ const (
 	portTimeout = 30 * time.Second
 )
 
-// EnvDebug set to 1 sends the brokers' debug logs to the test log.
-const EnvDebug = "TRIBUTARY_TEST_DEBUG"
-
 // Cluster is a set of running brokers with ids 1..n.
 type Cluster struct {
 	opts    options
@@ -52,7 +48,6 @@ type Cluster struct {
 	srv     *memcoord.Server       // the shared memcoord server, if any
 	connect cluster.SessionFactory // nil for New's single-node broker
 	logger  *slog.Logger
-	logs    *testLog // nil with Logger
 
 	mu      sync.Mutex
 	brokers []*broker.Broker // index id-1; nil while stopped
@@ -107,12 +102,7 @@ func start(t testing.TB, n int, shared bool, opts []Option) *Cluster {
 	}
 	c.logger = c.opts.logger
 	if c.logger == nil {
-		c.logs = &testLog{t: t}
-		level := slog.LevelWarn
-		if os.Getenv(EnvDebug) == "1" {
-			level = slog.LevelDebug
-		}
-		c.logger = slog.New(slog.NewTextHandler(c.logs, &slog.HandlerOptions{Level: level}))
+		c.logger = testenv.Logger(t, slog.LevelWarn)
 	}
 	t.Cleanup(func() { c.close(t) })
 	for id := int32(1); id <= int32(n); id++ {
@@ -213,8 +203,7 @@ func (c *Cluster) running() []*broker.Broker {
 	return out
 }
 
-// close stops every broker, last id first; the test log is not written to
-// after it.
+// close stops every broker, last id first.
 func (c *Cluster) close(t testing.TB) {
 	c.mu.Lock()
 	brokers, cancels := c.brokers, c.cancels
@@ -229,9 +218,6 @@ func (c *Cluster) close(t testing.TB) {
 		if err != nil {
 			t.Errorf("brokertest: closing broker %d: %v", i+1, err)
 		}
-	}
-	if c.logs != nil {
-		c.logs.close()
 	}
 }
 
@@ -424,28 +410,4 @@ func leadersOn(b *broker.Broker, topic string, partitions int32) (map[int32]int3
 		out[p.ID] = p.Leader
 	}
 	return out, ""
-}
-
-// testLog writes the brokers' log lines to the test log until the test's
-// cleanup has closed them (a testing.T must not be logged to after its
-// test ends).
-type testLog struct {
-	t      testing.TB
-	mu     sync.Mutex
-	closed bool
-}
-
-func (w *testLog) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.closed {
-		w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-func (w *testLog) close() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.closed = true
 }

@@ -52,7 +52,7 @@ func Coordinator(connect cluster.SessionFactory) Option {
 }
 
 // Logger receives the brokers' logs (each line with its broker.id); by
-// default warnings and errors go to the test log, everything with
+// default testenv.Logger at warning level: the test log, everything with
 // TRIBUTARY_TEST_DEBUG=1.
 func Logger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
