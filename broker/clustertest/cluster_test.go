@@ -18,6 +18,7 @@ import (
 
 	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/internal/kafkatest"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/internal/zktest"
@@ -68,7 +69,7 @@ func TestRoundTrip(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend, c testCluster) {
 		ctx := testContext(t, 10*time.Minute)
 		addrs := bootstrap(c, 3)
-		td := createTopic(t, ctx, addrs, "events", 12)
+		td := kafkatest.CreateTopic(t, addrs, "events", 12, nil)
 		perBroker := map[int32]int{}
 		for _, l := range leadersOf(td) {
 			perBroker[l]++
@@ -125,7 +126,7 @@ func TestBrokerCrash(t *testing.T) {
 		ctx := testContext(t, 5*time.Minute)
 		addrs := bootstrap(c, 3)
 		const topic, parts = "crash", 12
-		leaders := leadersOf(createTopic(t, ctx, addrs, topic, parts))
+		leaders := leadersOf(kafkatest.CreateTopic(t, addrs, topic, parts, nil))
 		cl := newClient(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 		produce(t, ctx, cl, topic, 0, 12_000, parts, nil)
 		want := map[int32][]int{}
@@ -214,7 +215,7 @@ func TestControllerFailover(t *testing.T) {
 		if limit := c.expiry() + controllerSlack; took > limit {
 			t.Errorf("new controller after %v, want within %v", took, limit)
 		}
-		td := createTopic(t, ctx, live, "after-failover", 6)
+		td := kafkatest.CreateTopic(t, live, "after-failover", 6, nil)
 		for p, l := range leadersOf(td) {
 			if l == old {
 				t.Fatalf("partition %d of a new topic led by the dead broker %d", p, old)

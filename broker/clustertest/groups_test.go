@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/internal/coord/zkcoord"
+	"github.com/tributary/tributary/internal/kafkatest"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/internal/zktest"
@@ -161,7 +162,7 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	ctx := testContext(t, 5*time.Minute)
 	const parts, first = 6, 600
 	const group, topic = "failover", "orders"
-	td := createTopic(t, ctx, c.addrs(), topic, parts)
+	td := kafkatest.CreateTopic(t, c.addrs(), topic, parts, nil)
 	prod := newClient(t, c.addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produce(t, ctx, prod, topic, 0, first, parts, nil)
 
@@ -284,7 +285,7 @@ func TestGroupCoordinatorFailoverInProcess(t *testing.T) {
 	ctx := testContext(t, 3*time.Minute)
 	const group, topic, parts = "inproc", "inproc-t", 3
 	addrs := func() []string { return bootstrap(c, 3) }
-	createTopic(t, ctx, addrs(), topic, parts)
+	kafkatest.CreateTopic(t, addrs(), topic, parts, nil)
 	adm := kadm.NewClient(newClient(t, addrs()))
 	commit := func(at int64) {
 		t.Helper()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/internal/brokertest"
+	"github.com/tributary/tributary/internal/kafkatest"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 )
@@ -169,42 +170,11 @@ func newClient(t *testing.T, addrs []string, opts ...kgo.Opt) *kgo.Client {
 // metadata asks one broker for the cluster metadata.
 func metadata(t *testing.T, ctx context.Context, addr string, topics ...string) kadm.Metadata {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	md, err := kadm.NewClient(cl).Metadata(ctx, topics...)
+	md, err := kafkatest.MetadataFrom(ctx, addr, topics...)
 	if err != nil {
 		t.Fatalf("metadata from %s: %v", addr, err)
 	}
 	return md
-}
-
-// createTopic creates a topic through addr and waits until every
-// partition has a leader.
-func createTopic(t *testing.T, ctx context.Context, addrs []string, name string, partitions int32) kadm.TopicDetail {
-	t.Helper()
-	adm := kadm.NewClient(newClient(t, addrs))
-	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, name)
-	if err != nil || resp.Err != nil {
-		t.Fatalf("create topic %s: %v %v", name, err, resp.Err)
-	}
-	var td kadm.TopicDetail
-	testenv.WaitFor(t, waitTimeout, "leaders of "+name, func() (bool, string) {
-		md := metadata(t, ctx, addrs[0], name)
-		td = md.Topics[name]
-		if td.Err != nil || len(td.Partitions) != int(partitions) {
-			return false, ""
-		}
-		for _, p := range td.Partitions {
-			if p.Leader < 0 {
-				return false, ""
-			}
-		}
-		return true, ""
-	})
-	return td
 }
 
 // leadersOf returns partition -> leader.

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/internal/kafkatest"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/internal/zktest"
@@ -29,7 +30,7 @@ func TestRestartRightAfterSIGKILL(t *testing.T) {
 	ctx := testContext(t, 3*time.Minute)
 	addrs := bootstrap(c, 2)
 	const topic, parts = "restart", 4
-	leaders := leadersOf(createTopic(t, ctx, addrs, topic, parts))
+	leaders := leadersOf(kafkatest.CreateTopic(t, addrs, topic, parts, nil))
 	cl := newClient(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produce(t, ctx, cl, topic, 0, 2_000, parts, nil)
 	want := map[int32][]int{}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tributary/tributary/client"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
+	"github.com/tributary/tributary/internal/kafkatest"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 )
@@ -404,7 +405,7 @@ func (b *burrow) checkLag(t *testing.T, ctx context.Context, group, topic string
 // offsets, checked against the counts.
 func produceCounts(t *testing.T, ctx context.Context, c *cluster, topic string, counts []int64) (*kgo.Client, map[int32]int64) {
 	t.Helper()
-	c.createTopic(t, ctx, topic, int32(len(counts)), nil)
+	kafkatest.CreateTopic(t, c.bootstrap(), topic, int32(len(counts)), nil)
 	cl := c.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	var recs []*kgo.Record
 	for p, n := range counts {
