@@ -194,7 +194,7 @@ func TestGroupOffsetsSurviveRestart(t *testing.T) {
 		}
 		logChange("fetch", err)
 		if err != nil {
-			return false, ""
+			return false, err.Error()
 		}
 		o0, _ := got.Lookup("rs", 0)
 		o1, _ := got.Lookup("rs", 1)

@@ -111,7 +111,7 @@ func committedOffsets(t *testing.T, ctx context.Context, addrs []string, group, 
 	testenv.WaitFor(t, waitTimeout, "the offsets of "+group, func() (bool, string) {
 		offs, err := adm.FetchOffsets(ctx, group)
 		if err != nil {
-			return false, ""
+			return false, err.Error()
 		}
 		out = map[int32]int64{}
 		for p := range int32(partitions) {

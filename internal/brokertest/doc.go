@@ -7,10 +7,12 @@
 // Both follow the house shape of a test helper: they call t.Helper, keep
 // each broker's data under t.TempDir() (broker i in <dir>/broker-<i>),
 // listen on 127.0.0.1:0, and register t.Cleanup to close every broker.
-// They return once every broker serves: New when its broker accepts
-// clients, NewCluster when, in addition, every broker's metadata lists all
-// of them. Each wait is bounded (StartTimeout, SettleTimeout) and fails the
-// test naming what did not happen.
+// They return once every broker accepts clients and, on a shared
+// coordination service, every broker's metadata lists all of them. Each
+// wait is bounded (StartTimeout, SettleTimeout) and fails the test naming
+// what did not happen; CreateTopic likewise returns once every broker
+// agrees on the new topic's leaders and the leaders serve it. Logs go to
+// the test log (testenv.Logger) unless Logger says otherwise.
 //
 // # Coordination
 //

@@ -366,7 +366,7 @@ func awaitIndexFiles(t *testing.T, dir string) {
 	testenv.WaitFor(t, waitTimeout, "index files of every sealed segment ("+dir+")", func() (bool, string) {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
-			return false, ""
+			return false, err.Error()
 		}
 		have := map[string]bool{}
 		var logs []string
