@@ -24,6 +24,7 @@ import (
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
+	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/zktest"
 )
@@ -278,9 +279,9 @@ func (c *Cluster) Memcoord() *memcoord.Server { return c.srv }
 // come after the seeds), closed when t ends.
 func (c *Cluster) Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Addrs()...)}, opts...)...)
+	cl, err := network.NewClient(network.ClientConfig{Brokers: c.Addrs()}, opts...)
 	if err != nil {
-		t.Fatalf("brokertest: kgo.NewClient: %v", err)
+		t.Fatalf("brokertest: new client: %v", err)
 	}
 	t.Cleanup(cl.Close)
 	return cl
@@ -366,9 +367,9 @@ func (c *Cluster) CreateTopicWithConfigs(t testing.TB, name string, partitions i
 		}
 		return leaders != nil, "no broker runs"
 	})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...))
+	cl, err := network.NewClient(network.ClientConfig{Brokers: c.Addrs()})
 	if err != nil {
-		t.Fatalf("brokertest: kgo.NewClient: %v", err)
+		t.Fatalf("brokertest: new client: %v", err)
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)

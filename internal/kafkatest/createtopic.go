@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/testenv"
 )
 
@@ -26,7 +26,7 @@ func CreateTopic(t testing.TB, seeds []string, topic string, partitions int32, c
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), CreateTimeout)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	cl, err := network.NewClient(network.ClientConfig{Brokers: seeds})
 	if err != nil {
 		t.Fatalf("kgo client: %v", err)
 	}
@@ -63,7 +63,7 @@ func CreateTopic(t testing.TB, seeds []string, topic string, partitions int32, c
 // MetadataFrom asks the broker at addr alone (not the cluster it seeds)
 // for the metadata of topics.
 func MetadataFrom(ctx context.Context, addr string, topics ...string) (kadm.Metadata, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	cl, err := network.NewClient(network.ClientConfig{Brokers: []string{addr}})
 	if err != nil {
 		return kadm.Metadata{}, err
 	}
