@@ -105,6 +105,8 @@ type Config struct {
 	// (connections.max.idle.ms, max.connections*, log.max.open.files,
 	// controller.mutation.rate; see limits.go).
 	Limits LimitsConfig
+	// Cleaner is log.cleaner.* and the cleaner's topic defaults (cleanerconfig.go).
+	Cleaner CleanerConfig
 }
 
 // withDefaults returns c with zero fields replaced by defaults.
