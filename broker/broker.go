@@ -404,6 +404,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	go b.runGroupLoader()
 	go b.runISRShrinker()
 	go b.runHWCheckpointer()
+	b.startCleaner()
 	go func() {
 		select {
 		case <-ctx.Done():
