@@ -8,6 +8,7 @@ import (
 	"time"
 
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
@@ -79,3 +80,8 @@ func newMemStore(t testing.TB) (*CredentialStore, *memcoord.Server) {
 	}
 	return st, srv
 }
+
+type kgosaslMechanism = kgosasl.Mechanism
+
+func sha256Mech(a scram.Auth) kgosasl.Mechanism { return a.AsSha256Mechanism() }
+func sha512Mech(a scram.Auth) kgosasl.Mechanism { return a.AsSha512Mechanism() }
