@@ -17,7 +17,10 @@ func has(user, mech string) func(func(string, string) (ScramCredential, bool)) b
 }
 
 func hasNot(user, mech string) func(func(string, string) (ScramCredential, bool)) bool {
-	return func(lookup func(string, string) (ScramCredential, bool)) bool { _, ok := lookup(user, mech); return !ok }
+	return func(lookup func(string, string) (ScramCredential, bool)) bool {
+		_, ok := lookup(user, mech)
+		return !ok
+	}
 }
 
 // TestCredentialStoreFollowsChanges: a user written through one store (and
