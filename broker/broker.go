@@ -68,6 +68,8 @@ type Broker struct {
 	// its offsets into the coordination service (see groups.go).
 	groups        *group.Coordinator
 	groupRegistry *group.ZooKeeperRegistry
+	// scram is the SCRAM credential store, made on first use (scram.go).
+	scram scramStore
 
 	startMu    sync.Mutex
 	started    bool
