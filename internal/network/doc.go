@@ -18,10 +18,19 @@
 //     serves a Prometheus gatherer on /metrics. The schema registry, the
 //     audit service and every /metrics endpoint use them.
 //
+//   - Client security: ClientConfig.Protocol (security.protocol), TLS (a
+//     crypto/tls config, kgo.DialTLSConfig, for SSL and SASL_SSL) and SASL
+//     (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 through franz-go's pkg/sasl);
+//     NewClient refuses contradictory settings (Validate).
+//     ClientFromProperties and SecurityFromProperties read Kafka's client
+//     keys (bootstrap.servers, client.id, security.protocol, ssl.*,
+//     sasl.mechanism, sasl.jaas.config, librdkafka's sasl.username and
+//     sasl.password) under a prefix, for every tier's configuration file
+//     and the CLI's --command-config; secrets may be ${env:NAME} or
+//     ${file:PATH[:KEY]} references. Errors name the key, never a secret.
+//
 // Zero values mean franz-go's or net/http's defaults except where a field
-// says otherwise. Security settings (security.protocol, sasl.*, ssl.*) are
-// not supported yet; they will be fields of ClientConfig and arguments of
-// the listen functions, turned into options here.
+// says otherwise.
 //
 // Concurrency: ClientConfig is a value and safe to share; an HTTPServer is
 // safe for concurrent use (Addr, Close, Shutdown, Done, Err).
