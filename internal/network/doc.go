@@ -9,8 +9,10 @@
 //     (broker replica fetchers, mirror, loader, client library, audit
 //     service, CLI) is built here; franz-go's log lines reach slog through
 //     KgoLogger.
+//
 //   - Kafka listeners: ListenKafka binds the address a broker serves the
 //     Kafka protocol on.
+//
 //   - HTTP: NewHTTPServer returns an *http.Server with read-header, read
 //     and idle timeouts (a client that trickles its headers is cut off);
 //     StartHTTP binds and serves one in the background until it is
