@@ -57,7 +57,7 @@ func TestBadInputSkipped(t *testing.T) {
 	}
 
 	runOnce := func(want int64) *testService {
-		svc := newService(t, dir, 2, Cluster{"dc1", []string{dc1}})
+		svc := newService(t, dir, 2, Cluster{Name: "dc1", Brokers: []string{dc1}})
 		testenv.WaitFor(t, time.Minute, "the good events counted", func() (bool, string) {
 			reps, err := svc.Windows("clicks", time.Time{}, time.Time{})
 			if err != nil || len(reps) != 1 {

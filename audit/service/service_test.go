@@ -172,7 +172,7 @@ func TestReportPinpointsMissingRecords(t *testing.T) {
 		records = 1_000_000
 	}
 	p := runPipeline(t, records)
-	svc := newService(t, t.TempDir(), 2, Cluster{"dc1", []string{p.dc1}}, Cluster{"dc2", []string{p.dc2}})
+	svc := newService(t, t.TempDir(), 2, Cluster{Name: "dc1", Brokers: []string{p.dc1}}, Cluster{Name: "dc2", Brokers: []string{p.dc2}})
 	p.produce(t)
 	p.consume(t)
 	reps := waitClosed(t, svc.Service, p)
