@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -377,14 +376,9 @@ func (b *Broker) Start(ctx context.Context) error {
 		return err
 	}
 	if b.cfg.MetricsListen != "" {
-		mux := network.MetricsHandler(b.gather)
-		// Profiles on the same operator-only listener: profile before tuning.
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		msrv, err := network.StartHTTP(ctx, b.cfg.MetricsListen, mux)
+		// Profiles on the same operator-only listener (on a loopback
+		// address unless metrics.pprof.enable says): profile before tuning.
+		msrv, err := network.ServeMetricsWith(ctx, b.cfg.MetricsListen, b.gather, b.cfg.Metrics)
 		if err != nil {
 			ln.Close()
 			return fmt.Errorf("broker: metrics.listen %s: %w", b.cfg.MetricsListen, err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tributary/tributary/broker/group"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
+	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/properties"
 )
 
@@ -82,6 +83,11 @@ type Config struct {
 	// MetricsListen is metrics.listen: host:port serving Prometheus
 	// /metrics; empty disables it.
 	MetricsListen string
+	// Metrics is the metrics listener's TLS, basic authentication and
+	// pprof switch (metrics.ssl.*, metrics.authentication.*,
+	// metrics.authorization.roles.*, metrics.pprof.enable; see
+	// network.MetricsConfig).
+	Metrics network.MetricsConfig
 	// ZooKeeperConnect is zookeeper.connect: "h1:2181,h2:2181/chroot".
 	// Empty runs the broker alone on in-process coordination.
 	ZooKeeperConnect string
@@ -394,6 +400,7 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 			*u.set(&c) = max(d, -1)
 		}
 	}
+	c.Metrics = network.MetricsConfigFromProperties(p, "")
 	var warnings []string
 	for _, k := range p.Unknown() {
 		warnings = append(warnings, fmt.Sprintf("unknown configuration key %q ignored", k))

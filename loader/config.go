@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tributary/tributary/client/serde"
 	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/properties"
 )
@@ -39,6 +40,10 @@ type Config struct {
 	Security network.Security
 	// RegistryURL is the schema registry (`schema.registry.url`). Required.
 	RegistryURL string
+	// Registry is the registry client's credentials and TLS
+	// (`basic.auth.user.info`, `schema.registry.ssl.*`: serde.ClientKeys);
+	// its URL is RegistryURL's.
+	Registry serde.ClientConfig
 	// Topics is a regular expression over whole topic names (`topics`).
 	// Internal topics ("__" prefix) are never loaded. Required.
 	Topics string
@@ -195,6 +200,8 @@ var auditSecurityKeys = func() []string {
 	return out
 }()
 
+func init() { Keys = append(Keys, serde.ClientKeys[1:]...) } // [0] is schema.registry.url
+
 // ConfigFromProperties builds a Config from properties-file keys (read by
 // internal/properties; values trimmed). Unknown keys are returned, sorted,
 // for the caller to warn about. Every malformed value is an error naming
@@ -206,7 +213,8 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	ms := func(key string) time.Duration { return p.Duration(key, time.Millisecond, 1) }
 	c.Name = p.String("name")
 	c.Brokers = p.List("bootstrap.servers")
-	c.RegistryURL = p.String("schema.registry.url")
+	c.Registry = serde.ClientConfigFromProperties(p, "")
+	c.RegistryURL = c.Registry.URL
 	c.Topics = p.String("topics")
 	c.OutputURI = p.String("output.uri")
 	c.Codec = p.String("codec")

@@ -66,7 +66,9 @@ func New(ctx context.Context, cfg Config) (*Loader, error) {
 		return nil, fmt.Errorf("output.uri: %w", err)
 	}
 	l.fsys, l.base = fsys, base
-	reg, err := serde.NewRegistryClient(serde.ClientConfig{URL: cfg.RegistryURL})
+	rc := cfg.Registry
+	rc.URL = cfg.RegistryURL
+	reg, err := serde.NewRegistryClient(rc)
 	if err != nil {
 		l.Close()
 		return nil, fmt.Errorf("schema.registry.url: %w", err)

@@ -409,7 +409,11 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	c.AuditWindow = ms("audit.window.ms")
 	c.AuditInterval = ms("audit.interval.ms")
 	c.Instance = p.String("instance")
-	p.Ignore("metrics.listen") // the command's
+	for _, k := range p.Keys() {
+		if strings.HasPrefix(k, "metrics.") { // metrics.listen, .ssl.*, .authentication.*: the command's
+			p.Ignore(k)
+		}
+	}
 	if err := errors.Join(append([]error{p.Err()}, secErrs...)...); err != nil {
 		return c, p.Unknown(), fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}

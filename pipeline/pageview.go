@@ -24,6 +24,9 @@ type ProducerConfig struct {
 	Brokers []string
 	// RegistryURL is the schema registry. Required.
 	RegistryURL string
+	// Registry holds the registry client's credentials and TLS (see
+	// serde.ClientConfigFromProperties); its URL is RegistryURL's.
+	Registry serde.ClientConfig
 	// Datacenter names the cluster, e.g. "dc1". Required.
 	Datacenter string
 	// Producer is the run id; default NewProducerID(Datacenter).
@@ -102,7 +105,9 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	reg, err := serde.NewRegistryClient(serde.ClientConfig{URL: cfg.RegistryURL})
+	rc := cfg.Registry
+	rc.URL = cfg.RegistryURL
+	reg, err := serde.NewRegistryClient(rc)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,7 @@
 # ZooKeeper, netcat-openbsd for ZooKeeper's four-letter words, Chromium for
 # the dashboard test, Burrow and Maven for the Kafka-tools compatibility
 # tests), the independent Avro/Parquet readers (a Python virtualenv with
-# fastavro and pyarrow in .cache/venv), Apache Kafka 2.8.2's command-line
+# fastavro, pyarrow and confluent-kafka in .cache/venv), Apache Kafka 2.8.2's command-line
 # tools (jars from Maven Central in .cache/kafka-2.8/lib) and the Go modules.
 # The test HDFS (testing/hdfs) needs Maven and a JDK 17 (javac, not only the
 # JRE); it fetches its jars from Maven Central on its first start. Idempotent
@@ -49,15 +49,18 @@ fi
 
 # The readers tests use to check what we write: someone else's code, not ours.
 venv=.cache/venv
-if ! "$venv/bin/python3" -c 'import fastavro, pyarrow' 2>/dev/null; then
-	echo "install-deps: making $venv with fastavro and pyarrow"
-	rm -rf "$venv"
-	python3 -m venv "$venv"
+py_pkgs=(fastavro pyarrow 'confluent-kafka[schemaregistry]')
+if ! "$venv/bin/python3" -c 'import fastavro, pyarrow; from confluent_kafka.schema_registry import SchemaRegistryClient' 2>/dev/null; then
+	echo "install-deps: making $venv with ${py_pkgs[*]}"
+	if [ ! -x "$venv/bin/pip" ]; then
+		rm -rf "$venv"
+		python3 -m venv "$venv"
+	fi
 	pip_log=$(mktemp)
-	if ! "$venv/bin/pip" install -q --disable-pip-version-check fastavro pyarrow >"$pip_log" 2>&1; then
+	if ! "$venv/bin/pip" install -q --disable-pip-version-check "${py_pkgs[@]}" >"$pip_log" 2>&1; then
 		cat "$pip_log" >&2
 		rm -f "$pip_log"
-		echo "install-deps: pip install fastavro pyarrow failed" >&2
+		echo "install-deps: pip install ${py_pkgs[*]} failed" >&2
 		exit 1
 	fi
 	rm -f "$pip_log"

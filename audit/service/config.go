@@ -47,6 +47,10 @@ type Config struct {
 	Dir string
 	// Listen is the HTTP address, host:port (port 0 picks one). Required.
 	Listen string
+	// Security is the listener's TLS and basic authentication (the API,
+	// the dashboard and /metrics need Read; /healthz none); nil serves
+	// plain, anonymous HTTP.
+	Security *network.HTTPSecurity
 	// Grace is how many windows a window stays open after its end and its
 	// last report; default DefaultGrace.
 	Grace int

@@ -66,22 +66,7 @@ func TestDashboardInChromium(t *testing.T) {
 	// whole test, not one action.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(bin),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-	}
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
+	bctx := newBrowser(t, ctx, bin)
 
 	mid := t0.Add(10 * time.Minute).Format(time.RFC3339)
 	if err := chromedp.Do(bctx,
@@ -167,4 +152,27 @@ func TestDashboardInChromium(t *testing.T) {
 	if strings.Join(b.Instances, "\n") != strings.Join(wantInst, "\n") {
 		t.Fatalf("breakdown instances\n got %q\nwant %q", b.Instances, wantInst)
 	}
+}
+
+// newBrowser starts headless Chromium (closed when ctx ends or at cleanup)
+// with extra flags.
+func newBrowser(t *testing.T, ctx context.Context, bin string, extra ...chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
+	opts := append([]chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(bin),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+	}, extra...)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancelBrowser)
+	return bctx
 }

@@ -44,6 +44,11 @@
 //	GET /api/topics/{topic}/windows/{start}            Breakdown (start in RFC 3339 or Unix ms)
 //	GET /metrics                                       Prometheus
 //	GET /                                              the dashboard (one self-contained HTML page)
+//	GET /healthz                                       "ok", without authentication
+//
+// With Config.Security the listener serves HTTPS and/or requires basic
+// authentication; every path but /healthz needs the Read permission (a
+// viewer role).
 //
 // # Concurrency
 //

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -58,7 +57,6 @@ func (s *Service) Run(ctx context.Context) error {
 	defer s.store.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	srv := network.NewHTTPServer(s.Handler())
 	var wg sync.WaitGroup
 	for _, c := range s.cfg.Clusters {
 		wg.Add(1)
@@ -72,24 +70,29 @@ func (s *Service) Run(ctx context.Context) error {
 		defer wg.Done()
 		s.pruneLoop(ctx)
 	}()
-	srvErr := make(chan error, 1)
-	go func() { srvErr <- srv.Serve(s.ln) }()
-	s.cfg.Logger.Info("audit service listening", "addr", s.Addr(), "dir", s.cfg.Dir)
+	srv := network.ServeHTTP(s.ln, s.Handler(), s.cfg.Security, need)
+	s.cfg.Logger.Info("audit service listening", "addr", s.Addr(), "scheme", s.cfg.Security.Scheme(), "dir", s.cfg.Dir)
 	var err error
 	select {
 	case <-ctx.Done():
-	case err = <-srvErr:
-		err = fmt.Errorf("audit service: http: %w", err)
+	case <-srv.Done():
+		err = fmt.Errorf("audit service: http: %w", srv.Err())
 		cancel()
 	}
 	shutdownCtx, c2 := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer c2()
 	srv.Shutdown(shutdownCtx)
 	wg.Wait()
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
 	return err
+}
+
+// need is what each request needs: /healthz answers anyone (it tells
+// nothing but "ok"); the rest is for viewers.
+func need(r *http.Request) network.Permission {
+	if r.URL.Path == "/healthz" {
+		return network.Anonymous
+	}
+	return network.Read
 }
 
 // pruneLoop drops windows older than the retention, at start and then

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tributary/tributary/internal/security"
 )
 
 // Registry is what the serde needs from a schema registry.
@@ -56,6 +59,13 @@ type ClientConfig struct {
 	HTTPClient *http.Client
 	// Timeout bounds each request when HTTPClient is nil; 0 means 10s.
 	Timeout time.Duration
+	// Username and Password are sent with basic authentication when
+	// Username is set (basic.auth.user.info=user:password).
+	Username, Password string
+	// TLS is the schema.registry.ssl.* settings of an https URL (trust,
+	// and a key pair for client certificates) when HTTPClient is nil; the
+	// zero value trusts the system roots.
+	TLS security.TLS
 }
 
 // Validate checks the configuration.
@@ -67,6 +77,12 @@ func (c ClientConfig) Validate() error {
 	if c.Timeout < 0 {
 		return fmt.Errorf("serde client config: Timeout %v is negative", c.Timeout)
 	}
+	if u.User != nil {
+		return fmt.Errorf("serde client config: URL %q: give credentials as basic.auth.user.info, not in the URL", u.Redacted())
+	}
+	if strings.Contains(c.Username, ":") {
+		return errors.New("serde client config: basic.auth.user.info: the user name may not hold a colon")
+	}
 	return nil
 }
 
@@ -76,6 +92,8 @@ func (c ClientConfig) Validate() error {
 type RegistryClient struct {
 	base string
 	http *http.Client
+	user string
+	pass string
 
 	mu       sync.RWMutex
 	ids      map[[2]string]int
@@ -105,10 +123,21 @@ func NewRegistryClient(cfg ClientConfig) (*RegistryClient, error) {
 			timeout = 10 * time.Second
 		}
 		hc = &http.Client{Timeout: timeout}
+		if strings.HasPrefix(cfg.URL, "https:") {
+			tlsCfg, err := cfg.TLS.ClientConfig("")
+			if err != nil {
+				return nil, fmt.Errorf("serde client config: schema.registry.ssl.*: %w", err)
+			}
+			tr := http.DefaultTransport.(*http.Transport).Clone()
+			tr.TLSClientConfig = tlsCfg
+			hc.Transport = tr
+		}
 	}
 	return &RegistryClient{
 		base:     strings.TrimSuffix(cfg.URL, "/"),
 		http:     hc,
+		user:     cfg.Username,
+		pass:     cfg.Password,
 		ids:      map[[2]string]int{},
 		schemas:  map[int]string{},
 		full:     map[int]RegisteredSchema{},
@@ -136,6 +165,8 @@ func (e *APIError) Is(target error) bool {
 		return e.Code == 409
 	case ErrInvalidSchema:
 		return e.Code == 42201
+	case ErrAccessDenied:
+		return e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden
 	case ErrRegistry:
 		return true
 	}
@@ -156,6 +187,9 @@ func (c *RegistryClient) do(ctx context.Context, method, path string, body, out 
 		return fmt.Errorf("%w: %v", ErrRegistry, err)
 	}
 	req.Header.Set("Accept", "application/vnd.schemaregistry.v1+json")
+	if c.user != "" {
+		req.SetBasicAuth(c.user, c.pass)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/vnd.schemaregistry.v1+json")
 	}

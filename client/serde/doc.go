@@ -25,6 +25,11 @@
 //
 // RegistryClient is the REST client of the registry (the Confluent API),
 // caching ids and schemas; Serializer and Deserializer take any Registry.
+// It sends basic authentication (ClientConfig.Username) and reaches an
+// https registry with ClientConfig.TLS; ClientConfigFromProperties reads
+// Confluent's client keys (basic.auth.credentials.source,
+// basic.auth.user.info, schema.registry.ssl.*). A 401 or 403 answer is
+// ErrAccessDenied.
 //
 // Concurrency: RegistryClient, Serializer and Deserializer are safe for
 // concurrent use.

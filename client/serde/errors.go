@@ -22,6 +22,9 @@ var (
 	// ErrIncompatible: the reader schema cannot read the writer's data, or
 	// the registry refused a schema as incompatible.
 	ErrIncompatible = errors.New("serde: incompatible schema")
+	// ErrAccessDenied: the registry refused the credentials (HTTP 401) or
+	// the user's role (403).
+	ErrAccessDenied = errors.New("serde: schema registry access denied")
 	// ErrRegistry: the registry failed or could not be reached.
 	ErrRegistry = errors.New("serde: schema registry error")
 )

@@ -11,9 +11,11 @@ import (
 	"github.com/tributary/tributary/audit"
 	"github.com/tributary/tributary/audit/service"
 	"github.com/tributary/tributary/internal/network"
+	"github.com/tributary/tributary/internal/properties"
 )
 
 type auditServeOptions struct {
+	config         string
 	clusters       []string
 	commandConfig  string
 	clusterConfigs []string
@@ -32,11 +34,17 @@ func newAuditServeCommand() *cobra.Command {
 		Use:   "serve",
 		Short: "Consume the audit topic of every cluster and serve reports, /metrics and a dashboard",
 		Long: "serve reads the audit topic of each --cluster from where it left off, keeps the sums in\n" +
-			"a store under --dir, and serves the HTTP API, /metrics and the dashboard on --listen.",
+			"a store under --dir, and serves the HTTP API, /metrics and the dashboard on --listen.\n" +
+			"--config names a properties file with the listener's TLS (ssl.keystore.*, ssl.truststore.*,\n" +
+			"ssl.client.authentication) and basic authentication (authentication.method=BASIC,\n" +
+			"authentication.users.file, authentication.realm, authentication.roles), as the registry's.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := o.config()
+			cfg, err := o.serviceConfig()
 			if err != nil {
+				return err
+			}
+			if cfg.Security, err = auditSecurity(o.config); err != nil {
 				return err
 			}
 			if cfg.Logger, err = newLogger(cmd, o.logLevel); err != nil {
@@ -54,6 +62,7 @@ func newAuditServeCommand() *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
+	fs.StringVar(&o.config, "config", "", "properties file with the HTTP listener's ssl.* and authentication.* keys")
 	fs.StringArrayVar(&o.clusters, "cluster", nil, "NAME=HOST:PORT[,HOST:PORT...]: a cluster whose audit topic to consume (repeatable, at least one)")
 	fs.StringVar(&o.commandConfig, "command-config", "",
 		"Kafka client properties FILE with the security settings (security.protocol, ssl.*, sasl.*) for every --cluster")
@@ -69,7 +78,32 @@ func newAuditServeCommand() *cobra.Command {
 	return cmd
 }
 
-func (o *auditServeOptions) config() (service.Config, error) {
+// auditSecurity loads the ssl.* and authentication.* keys of path; nil
+// (plain, anonymous) without a file.
+func auditSecurity(path string) (*network.HTTPSecurity, error) {
+	if path == "" {
+		return nil, nil
+	}
+	props, err := readPropertiesFile(path, nil)
+	if err != nil {
+		return nil, err
+	}
+	p := properties.New(props)
+	hc := network.HTTPConfigFromProperties(p, "")
+	if err := p.Err(); err != nil {
+		return nil, fmt.Errorf("%w: --config %s: %w", errBadFlag, path, err)
+	}
+	if u := p.Unknown(); len(u) > 0 {
+		return nil, fmt.Errorf("%w: --config %s: unknown keys %s", errBadFlag, path, strings.Join(u, ", "))
+	}
+	sec, err := hc.Load()
+	if err != nil {
+		return nil, fmt.Errorf("--config %s: %w", path, err)
+	}
+	return sec, nil
+}
+
+func (o *auditServeOptions) serviceConfig() (service.Config, error) {
 	cfg := service.Config{Listen: o.listen, Dir: o.dir, Grace: o.grace, MaxFuture: o.maxFuture, Retention: o.retention, Topic: o.topic}
 	if len(o.clusters) == 0 {
 		return cfg, fmt.Errorf("%w: --cluster NAME=HOST:PORT is required", errBadFlag)

@@ -94,7 +94,7 @@ func TestAuditServeSecurity(t *testing.T) {
 		clusterConfigs: []string{"dc2=" + own}, listen: "127.0.0.1:0", dir: t.TempDir(),
 		grace: 1, maxFuture: time.Hour, retention: time.Hour, topic: "__audit",
 	}
-	cfg, err := o.config()
+	cfg, err := o.serviceConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestAuditServeSecurity(t *testing.T) {
 		t.Errorf("dc2 SASL %+v, want own's", s)
 	}
 	o.clusterConfigs = []string{"dc3=" + own}
-	if _, err := o.config(); err == nil || !strings.Contains(err.Error(), "--cluster-config") {
+	if _, err := o.serviceConfig(); err == nil || !strings.Contains(err.Error(), "--cluster-config") {
 		t.Errorf("a --cluster-config for no cluster: %v", err)
 	}
 }

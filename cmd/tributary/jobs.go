@@ -25,6 +25,7 @@ type jobsServeOptions struct {
 	sessionTimeout time.Duration
 	id             string
 	metrics        string
+	metricsConfig  string
 	logLevel       string
 }
 
@@ -61,6 +62,7 @@ func newJobsServeCommand() *cobra.Command {
 	cmd.Flags().DurationVar(&o.sessionTimeout, "zookeeper-session-timeout", 0, "ZooKeeper session timeout: how long a dead scheduler keeps its runs' locks (default 18s)")
 	cmd.Flags().StringVar(&o.id, "id", "", "this scheduler's name in run history (default HOST:PID)")
 	cmd.Flags().StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics on HOST:PORT/metrics")
+	cmd.Flags().StringVar(&o.metricsConfig, "metrics-config", "", "properties file with metrics.ssl.*, metrics.authentication.* and metrics.pprof.enable for --metrics")
 	cmd.Flags().StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }
@@ -101,7 +103,11 @@ func runJobsServe(cmd *cobra.Command, o jobsServeOptions) error {
 		return err
 	}
 	if o.metrics != "" {
-		srv, err := network.ServeMetrics(ctx, o.metrics, reg)
+		mc, err := metricsConfigFile(o.metricsConfig)
+		if err != nil {
+			return fmt.Errorf("--metrics-config: %w", err)
+		}
+		srv, err := network.ServeMetricsWith(ctx, o.metrics, reg, mc)
 		if err != nil {
 			return fmt.Errorf("--metrics: %w", err)
 		}

@@ -73,7 +73,9 @@ func loaderConfig(o loaderOptions, logger *slog.Logger) (loader.Config, error) {
 	}
 	slices.Sort(unknown)
 	for _, k := range unknown {
-		logger.Warn("unknown loader property ignored", "key", k)
+		if !isMetricsKey(k) { // read by runLoader
+			logger.Warn("unknown loader property ignored", "key", k)
+		}
 	}
 	cfg.Logger = logger
 	if cfg.CrashAt, err = loader.ParseCrashPoint(os.Getenv(loader.CrashEnv)); err != nil {
@@ -97,7 +99,11 @@ func runLoader(cmd *cobra.Command, o loaderOptions, serve bool) error {
 		reg := prometheus.NewRegistry()
 		cfg.Registerer = reg
 		if o.metrics != "" {
-			srv, err := network.ServeMetrics(ctx, o.metrics, reg)
+			mc, err := metricsConfigFile(o.config)
+			if err != nil {
+				return err
+			}
+			srv, err := network.ServeMetricsWith(ctx, o.metrics, reg, mc)
 			if err != nil {
 				return fmt.Errorf("--metrics-listen: %w", err)
 			}

@@ -79,7 +79,11 @@ func runMirror(cmd *cobra.Command, o mirrorOptions) error {
 		return err
 	}
 	if addr := strings.TrimSpace(props["metrics.listen"]); addr != "" {
-		srv, err := network.ServeMetrics(ctx, addr, reg)
+		mc, err := metricsConfig(props)
+		if err != nil {
+			return err
+		}
+		srv, err := network.ServeMetricsWith(ctx, addr, reg, mc)
 		if err != nil {
 			return fmt.Errorf("metrics.listen %s: %w", addr, err)
 		}

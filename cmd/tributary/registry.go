@@ -18,6 +18,7 @@ import (
 
 // registryOptions are the flags of `tributary registry`.
 type registryOptions struct {
+	config         string
 	listen         string
 	zookeeper      string
 	compatibility  string
@@ -28,16 +29,21 @@ type registryOptions struct {
 func newRegistryCommand() *cobra.Command {
 	var o registryOptions
 	cmd := &cobra.Command{
-		Use:   "registry [--listen HOST:PORT] [--zookeeper HOST:PORT[/chroot]]",
+		Use:   "registry [--config registry.properties] [--listen HOST:PORT] [--zookeeper HOST:PORT[/chroot]]",
 		Short: "Run the schema registry (Confluent Schema Registry REST API)",
 		Long: "Run a schema registry serving the Confluent Schema Registry REST API. " +
 			"With --zookeeper, schemas live in ZooKeeper under /schema_registry and any number of " +
 			"registry processes share them; without it they live in memory and are lost on exit. " +
+			"--config reads Confluent Schema Registry's keys (listeners=https://HOST:PORT, ssl.*, " +
+			"ssl.client.authentication, authentication.method=BASIC, authentication.users.file, " +
+			"authentication.roles, authorization.roles.ROLE=read|write|admin, schema.compatibility.level, " +
+			"zookeeper.connect); the flags, when given, override it. " +
 			"SIGTERM or SIGINT shuts it down gracefully.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRegistry(cmd, o) },
 	}
-	cmd.Flags().StringVar(&o.listen, "listen", "127.0.0.1:8081", "address to serve HTTP on")
+	cmd.Flags().StringVar(&o.config, "config", "", "registry.properties with Confluent Schema Registry's keys (TLS, basic authentication)")
+	cmd.Flags().StringVar(&o.listen, "listen", "127.0.0.1:8081", "address to serve HTTP on (overrides the config's listeners)")
 	cmd.Flags().StringVar(&o.zookeeper, "zookeeper", "", "ZooKeeper connect string HOST:PORT[,HOST:PORT...][/chroot]; empty keeps schemas in memory")
 	cmd.Flags().StringVar(&o.compatibility, "compatibility", "", "global compatibility level until one is set through /config (default BACKWARD)")
 	cmd.Flags().DurationVar(&o.sessionTimeout, "zookeeper-session-timeout", 0, "ZooKeeper session timeout (default 18s)")
@@ -50,7 +56,24 @@ func runRegistry(cmd *cobra.Command, o registryOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg := registry.Config{Logger: logger}
+	var sc registry.ServerConfig
+	if o.config != "" {
+		var warnings []string
+		if sc, warnings, err = registry.ReadServerConfig(o.config); err != nil {
+			return fmt.Errorf("--config: %w", err)
+		}
+		for _, w := range warnings {
+			logger.Warn(w, "config", o.config)
+		}
+	}
+	flags := cmd.Flags()
+	if sc.Listen == "" || flags.Changed("listen") {
+		sc.Listen = o.listen
+	}
+	if flags.Changed("zookeeper") {
+		sc.ZooKeeper = o.zookeeper
+	}
+	cfg := registry.Config{Logger: logger, DefaultCompatibility: sc.Compatibility}
 	if o.compatibility != "" {
 		l, err := registry.ParseLevel(o.compatibility)
 		if err != nil {
@@ -61,6 +84,10 @@ func runRegistry(cmd *cobra.Command, o registryOptions) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	sec, err := sc.HTTP.Load()
+	if err != nil {
+		return fmt.Errorf("--config %s: %w", o.config, err)
+	}
 
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -69,11 +96,11 @@ func runRegistry(cmd *cobra.Command, o registryOptions) error {
 		store   registry.Store
 		expired <-chan struct{}
 	)
-	if o.zookeeper == "" {
+	if sc.ZooKeeper == "" {
 		logger.Warn("no --zookeeper: schemas are kept in memory only and are lost when the registry stops")
 		store = registry.NewMemStore()
 	} else {
-		sess, err := zkcoord.Connect(ctx, o.zookeeper, zkcoord.Config{SessionTimeout: o.sessionTimeout, Logger: logger})
+		sess, err := zkcoord.Connect(ctx, sc.ZooKeeper, zkcoord.Config{SessionTimeout: o.sessionTimeout, Logger: logger})
 		if err != nil {
 			return fmt.Errorf("zookeeper: %w", err)
 		}
@@ -91,11 +118,14 @@ func runRegistry(cmd *cobra.Command, o registryOptions) error {
 	if err != nil {
 		return err
 	}
-	srv, err := network.StartHTTP(ctx, o.listen, reg.Handler())
+	srv, err := network.StartSecureHTTP(ctx, sc.Listen, reg.Handler(), sec, registry.Need)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "tributary registry listening on http://%s\n", srv.Addr())
+	if sec.Auth == nil {
+		logger.Warn("no authentication.method=BASIC: anyone who reaches the registry may register and delete schemas")
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "tributary registry listening on %s://%s\n", sec.Scheme(), srv.Addr())
 
 	var runErr error
 	select {

@@ -19,6 +19,20 @@
 //     closed; ServeMetrics
 //     serves a Prometheus gatherer on /metrics. The schema registry, the
 //     audit service and every /metrics endpoint use them.
+//   - HTTP security: HTTPConfigFromProperties reads a listener's ssl.*
+//     keys (security.TLS), ssl.client.authentication (NONE, REQUESTED,
+//     REQUIRED), authentication.method=BASIC, authentication.realm,
+//     authentication.roles, authentication.users.file (Jetty's
+//     HashLoginService format, see Users) and
+//     authorization.roles.<role>=read|write|admin; Load turns them into an
+//     HTTPSecurity (a server tls.Config from ServerTLS, a BasicAuth) that
+//     StartSecureHTTP and ServeHTTP apply, with a NeedFunc of the service
+//     saying which Permission each request needs. Refusals are 401 with
+//     WWW-Authenticate and 403, with Confluent's body
+//     {"error_code":40101|40301,"message":...}. ServeMetricsWith does the
+//     same for /metrics (Read) and pprof (Admin; mounted on loopback
+//     addresses only unless metrics.pprof.enable says otherwise), from the
+//     metrics.* keys (MetricsConfigFromProperties).
 //
 //   - Client security: ClientConfig.Protocol (security.protocol), TLS (a
 //     crypto/tls config, kgo.DialTLSConfig, for SSL and SASL_SSL) and SASL
@@ -34,6 +48,11 @@
 // Zero values mean franz-go's or net/http's defaults except where a field
 // says otherwise.
 //
-// Concurrency: ClientConfig is a value and safe to share; an HTTPServer is
-// safe for concurrent use (Addr, Close, Shutdown, Done, Err).
+// Password checks are constant-time; bcrypt checks run at most
+// AuthConfig.MaxChecks at a time and successes are cached per user (an HMAC
+// of the password under a per-process key), so a brute force holds a
+// bounded share of the CPUs and does not slow logged-in users.
+//
+// Concurrency: ClientConfig is a value and safe to share; an HTTPServer and
+// a BasicAuth are safe for concurrent use.
 package network

@@ -2,7 +2,6 @@ package network
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/http"
 	"sync"
@@ -50,20 +49,10 @@ type HTTPServer struct {
 
 // StartHTTP binds addr and serves h on it in the background until Close or
 // Shutdown is called. ctx bounds the bind only, as for ListenHTTP: the
-// caller decides how long a shutdown may wait.
+// caller decides how long a shutdown may wait. StartSecureHTTP adds TLS
+// and authentication.
 func StartHTTP(ctx context.Context, addr string, h http.Handler) (*HTTPServer, error) {
-	ln, err := ListenHTTP(ctx, addr)
-	if err != nil {
-		return nil, err
-	}
-	s := &HTTPServer{srv: NewHTTPServer(h), ln: ln, done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		if err := s.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			s.err = err
-		}
-	}()
-	return s, nil
+	return StartSecureHTTP(ctx, addr, h, nil, nil)
 }
 
 // MetricsHandler serves g in the Prometheus text format on /metrics; a
@@ -74,9 +63,11 @@ func MetricsHandler(g prometheus.Gatherer) *http.ServeMux {
 	return mux
 }
 
-// ServeMetrics serves g on addr/metrics as StartHTTP does.
+// ServeMetrics serves g on addr/metrics as StartHTTP does, plain and
+// anonymous, with pprof on a loopback address (ServeMetricsWith with a
+// zero MetricsConfig).
 func ServeMetrics(ctx context.Context, addr string, g prometheus.Gatherer) (*HTTPServer, error) {
-	return StartHTTP(ctx, addr, MetricsHandler(g))
+	return ServeMetricsWith(ctx, addr, g, MetricsConfig{})
 }
 
 // Addr is the address the server listens on (with the port picked for a

@@ -76,6 +76,15 @@
 // open a new session and a new store (`tributary registry` exits so that its
 // supervisor restarts it).
 //
+// # Server configuration
+//
+// ServerConfigFromProperties reads registry.properties with Confluent's
+// key names: listeners (one, http:// or https://), the ssl.* and
+// authentication.* keys of internal/network's HTTPConfigFromProperties,
+// schema.compatibility.level and zookeeper.connect (Tributary's store).
+// Need says what each request needs: GETs, lookups and compatibility checks
+// Read; registrations Write; PUT /config, PUT /mode and DELETEs Admin.
+//
 // # Concurrency
 //
 // Registry, MemStore and CoordStore are safe for concurrent use.

@@ -52,4 +52,7 @@ var (
 	ErrVersionExists = errors.New("registry: version already exists")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("registry: store closed")
+	// ErrInvalidConfig: a registry.properties value is refused
+	// (ServerConfigFromProperties). Never reaches a client.
+	ErrInvalidConfig = errors.New("registry: invalid configuration")
 )
