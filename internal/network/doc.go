@@ -19,6 +19,7 @@
 //     closed; ServeMetrics
 //     serves a Prometheus gatherer on /metrics. The schema registry, the
 //     audit service and every /metrics endpoint use them.
+//
 //   - HTTP security: HTTPConfigFromProperties reads a listener's ssl.*
 //     keys (security.TLS), ssl.client.authentication (NONE, REQUESTED,
 //     REQUIRED), authentication.method=BASIC, authentication.realm,
