@@ -2,6 +2,7 @@ package network
 
 import (
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"time"
 
@@ -26,7 +27,9 @@ type ClientConfig struct {
 	// KgoLogger); nil logs nothing.
 	Logger *slog.Logger
 
-	// Security (security.protocol, sasl.mechanism, ssl.*) will go here.
+	// TLS, when set, dials every broker over TLS with it (security.protocol
+	// SSL or SASL_SSL); nil is plaintext. SASL will sit beside it.
+	TLS *tls.Config
 }
 
 // Opts returns the connection options for c; callers append their producer
@@ -44,6 +47,9 @@ func (c ClientConfig) Opts() []kgo.Opt {
 	}
 	if c.Logger != nil {
 		opts = append(opts, kgo.WithLogger(KgoLogger(c.Logger)))
+	}
+	if c.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(c.TLS.Clone()))
 	}
 	return opts
 }
