@@ -224,6 +224,8 @@ func (f *fetcher) run(ctx context.Context) {
 				continue
 			}
 			addr = a
+			b.logger.Info("replica fetcher connecting to the leader", "leader", f.leader, "addr", a,
+				"listener", b.interBroker)
 		}
 		leaderBroker := cl.SeedBrokers()[0]
 		if err := f.truncateAll(ctx, leaderBroker, parts); err != nil {

@@ -3,11 +3,11 @@ package broker
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"crypto/tls"
 	"log/slog"
 	"net"
 	"sync/atomic"

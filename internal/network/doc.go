@@ -10,7 +10,9 @@
 //     service, CLI) is built here; franz-go's log lines reach slog through
 //     KgoLogger.
 //   - Kafka listeners: ListenKafka binds the address a broker serves the
-//     Kafka protocol on.
+//     Kafka protocol on; ListenKafkaTLS wraps each accepted connection in a
+//     TLS server connection whose handshake the caller runs (under its own
+//     deadline, after counting the connection).
 //   - HTTP: NewHTTPServer returns an *http.Server with read-header, read
 //     and idle timeouts (a client that trickles its headers is cut off);
 //     StartHTTP binds and serves one in the background until it is
@@ -19,9 +21,8 @@
 //     audit service and every /metrics endpoint use them.
 //
 // Zero values mean franz-go's or net/http's defaults except where a field
-// says otherwise. Security settings (security.protocol, sasl.*, ssl.*) are
-// not supported yet; they will be fields of ClientConfig and arguments of
-// the listen functions, turned into options here.
+// says otherwise. ClientConfig.TLS dials over TLS (kgo.DialTLSConfig); SASL
+// settings will sit beside it.
 //
 // Concurrency: ClientConfig is a value and safe to share; an HTTPServer is
 // safe for concurrent use (Addr, Close, Shutdown, Done, Err).
