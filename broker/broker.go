@@ -430,6 +430,7 @@ func (b *Broker) listen(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	b.listeners = nil // a Start that failed after binding closed them
 	for _, spec := range plan.bound {
 		l := &listener{name: spec.name, protocol: spec.protocol}
 		if spec.protocol.TLS() {

@@ -309,7 +309,7 @@ func (b *Broker) serveConn(c *connection) {
 	defer b.res.conns.release(remoteIP(c))
 	act := newConnActivity(b.cfg.Limits.withDefaults().ConnectionsMaxIdle)
 	go b.readRequests(c, reqs, log, peerGone, act)
-	w := &connWriter{conn: c}
+	w := &connWriter{conn: c.Conn} // the raw conn: sendfile needs its *net.TCPConn
 	broken := false
 	answered := 0 // responses to requests other than ApiVersions
 	for r := range reqs {
@@ -328,7 +328,7 @@ func (b *Broker) serveConn(c *connection) {
 		act.inFlight.Add(-1)
 	}
 	if answered == 0 && b.shutdownCtx.Err() != nil {
-		resetOnClose(c)
+		resetOnClose(c.Conn)
 	}
 	_ = c.Close()
 	b.forgetConn(c)

@@ -479,3 +479,59 @@ func TestListenerConfig(t *testing.T) {
 		t.Errorf("endpoints %v, want %v", eps, want)
 	}
 }
+
+// TestHandshakingConnectionsCount: connections still in their TLS
+// handshake count against max.connections; one more is refused, and a
+// slot freed by a silent client's handshake timeout lets a client in.
+func TestHandshakingConnectionsCount(t *testing.T) {
+	f := newTLSFiles(t)
+	b := newTestBroker(t, func(c *Config) {
+		c.Listeners = "SSL://127.0.0.1:0"
+		c.SecurityInterBrokerProtocol = "SSL"
+		c.TLS = f.serverTLS(security.ClientAuthNone)
+		c.TLSHandshakeTimeout = 3 * time.Second
+		c.Limits.MaxConnections = 3
+	})
+	addr := b.ListenerAddr("SSL")
+	refused := func() float64 {
+		return counterValue(t, b.reg, "tributary_broker_connections_refused_total", map[string]string{"limit": "max.connections"})
+	}
+	var silent []*rawConn
+	for range 3 {
+		silent = append(silent, dialRaw(t, addr)) // never says hello
+	}
+	// The three are accepted and counted once the broker has seen them.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		before := refused()
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, f.clientTLS(nil))
+		if err == nil {
+			c.Close()
+		}
+		if err != nil && refused() > before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a fourth connection was not refused while three handshakes were pending (dial err %v)", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The handshake timeout closes the silent ones and frees their slots.
+	for _, c := range silent {
+		c.expectClosed() // within 5 s; the timeout is 3 s
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, f.clientTLS(nil))
+		if err == nil {
+			raw := &rawConn{t: t, conn: c}
+			healthy(t, raw)
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no client admitted after the handshake timeouts: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
