@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // memPublisher records what it is asked to publish; it fails while fail > 0.
@@ -183,13 +185,9 @@ func TestCounterPublishesInBackgroundAndOnClose(t *testing.T) {
 	}
 	t0 := time.Now()
 	c.Count("a", t0, 3, 0)
-	deadline := time.Now().Add(30 * time.Second)
-	for len(pub.ackedEvents()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no background publish within 30s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 30*time.Second, "a background publish", func() (bool, string) {
+		return len(pub.ackedEvents()) > 0, ""
+	})
 	c.Count("a", t0, 4, 0)
 	if err := c.Close(context.Background()); err != nil {
 		t.Fatal(err)

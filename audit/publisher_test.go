@@ -8,13 +8,15 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/internal/brokertest"
 )
 
 // TestKafkaPublisherRoundTrip: a Counter publishing through a real broker;
 // the audit topic is auto-created and holds exactly the decoded events.
 func TestKafkaPublisherRoundTrip(t *testing.T) {
-	addr := newBroker(t)
-	cl := newClient(t, kgo.SeedBrokers(addr))
+	b := brokertest.New(t, brokertest.Partitions(2))
+	cl := b.Client(t)
 	c, err := NewCounter(Config{Tier: "producer", Cluster: "dc1", Instance: "h:1", Window: time.Second, Interval: time.Hour},
 		NewKafkaPublisher(cl, ""))
 	if err != nil {
@@ -30,7 +32,7 @@ func TestKafkaPublisherRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rd := newClient(t, kgo.SeedBrokers(addr), kgo.ConsumeTopics(DefaultTopic),
+	rd := b.Client(t, kgo.ConsumeTopics(DefaultTopic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	var got []Event
 	for len(got) < 3 {

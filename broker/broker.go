@@ -69,6 +69,8 @@ type Broker struct {
 	// its offsets into the coordination service (see groups.go).
 	groups        *group.Coordinator
 	groupRegistry *group.ZooKeeperRegistry
+	// scram is the SCRAM credential store, made on first use (scram.go).
+	scram scramStore
 
 	startMu sync.Mutex
 	started bool
@@ -410,6 +412,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	go b.runGroupLoader()
 	go b.runISRShrinker()
 	go b.runHWCheckpointer()
+	b.startCleaner()
 	go func() {
 		select {
 		case <-ctx.Done():

@@ -1,12 +1,15 @@
 package broker
 
 import (
+	"fmt"
 	"net"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // TestCloseWithBusyClients: Close returns while clients keep sending. Each
@@ -42,13 +45,10 @@ func TestCloseWithBusyClients(t *testing.T) {
 			}
 		}()
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for sent.Load() < 1000 {
-		if time.Now().After(deadline) {
-			t.Fatalf("clients sent only %d requests in 30 s", sent.Load())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 30*time.Second, "clients to send 1000 requests", func() (bool, string) {
+		n := sent.Load()
+		return n >= 1000, fmt.Sprintf("%d sent", n)
+	})
 	closed := make(chan error, 1)
 	go func() { closed <- b.Close() }()
 	select {

@@ -137,6 +137,8 @@ type Config struct {
 	// Audit is audit.topic.*: how the broker creates the audit topic
 	// (audittopic.go).
 	Audit AuditTopicConfig
+	// Cleaner is log.cleaner.* and the cleaner's topic defaults (cleanerconfig.go).
+	Cleaner CleanerConfig
 }
 
 // withDefaults returns c with zero fields replaced by defaults.

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // dialFrom dials addr from a given local IP (127.0.0.2 is a different
@@ -63,18 +66,12 @@ func TestMaxConnectionsPerIP(t *testing.T) {
 		apiVersionsOK(t, c)
 	}
 	conns[0].conn.Close()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testenv.WaitFor(t, 20*time.Second, "a connection admitted after one of the hundred closed", func() (bool, string) {
 		c := dialFrom(t, b.Addr(), "127.0.0.1")
 		c.send(kmsg.NewPtrApiVersionsRequest())
-		if _, err := c.readFrame(5 * time.Second); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no connection admitted after one of the hundred closed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		_, err := c.readFrame(5 * time.Second)
+		return err == nil, fmt.Sprint(err)
+	})
 }
 
 // TestMaxConnectionsPerIPOverride: an override of 0 refuses a host, one

@@ -8,6 +8,8 @@
 // JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
 // ListGroups, DescribeGroups, DeleteGroups, OffsetDelete) through
 // broker/group.
+// DescribeUserScramCredentials and AlterUserScramCredentials read and write
+// the SCRAM credentials of /config/users through broker/sasl (scram.go).
 //
 // # Listeners and TLS
 //

@@ -2,12 +2,15 @@ package broker
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // rawGroup drives the group APIs over one raw connection.
@@ -101,28 +104,21 @@ func (g rawGroup) fetch(version int16, topic string, p int32) kmsg.OffsetFetchRe
 // offsets topic is created on first use) and is b.
 func findCoordinator(t *testing.T, c *rawConn, group string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.WaitFor(t, 30*time.Second, "FindCoordinator "+group+" to succeed", func() (bool, string) {
 		req := kmsg.NewPtrFindCoordinatorRequest()
 		req.SetVersion(3)
 		req.CoordinatorKey = group
 		resp := c.roundTrip(req).(*kmsg.FindCoordinatorResponse)
-		if resp.ErrorCode == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("FindCoordinator %q: error %d", group, resp.ErrorCode)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return resp.ErrorCode == 0, fmt.Sprintf("error %d", resp.ErrorCode)
+	})
 }
 
 // awaitLoaded retries a heartbeat until the coordinator has loaded the
 // group's partition (no COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR).
 func awaitLoaded(t *testing.T, b *testBroker, group string) {
 	t.Helper()
-	waitFor(t, 30*time.Second, "the group's offsets partition to load", func() bool {
-		return b.groups.CoordinatorError(group) == 0
+	testenv.WaitFor(t, 30*time.Second, "the group's offsets partition to load", func() (bool, string) {
+		return b.groups.CoordinatorError(group) == 0, ""
 	})
 }
 

@@ -88,24 +88,12 @@ func (m *kcatMember) stop(t *testing.T) {
 	}
 }
 
-// waitFor polls cond every 50 ms until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // awaitStableGroup waits until group is Stable with k members.
 func awaitStableGroup(t *testing.T, ctx context.Context, adm *kadm.Client, group string, k int) {
 	t.Helper()
-	waitFor(t, 2*time.Minute, fmt.Sprintf("group %s to be stable with %d members", group, k), func() bool {
+	testenv.WaitFor(t, 2*time.Minute, fmt.Sprintf("group %s to be stable with %d members", group, k), func() (bool, string) {
 		dg, err := adm.DescribeGroups(ctx, group)
-		return err == nil && dg[group].State == "Stable" && len(dg[group].Members) == k
+		return err == nil && dg[group].State == "Stable" && len(dg[group].Members) == k, ""
 	})
 }
 
@@ -137,7 +125,7 @@ func TestKcatGroupSplitsPartitions(t *testing.T) {
 	// committed yet, and read them again, as at-least-once allows.
 	awaitStableGroup(t, ctx, adm, "kcat-group", 2)
 	produceTestRecords(t, ctx, b.Addr(), "kg", n, parts)
-	waitFor(t, 90*time.Second, "both kcat members to read every record", func() bool { return m1.count()+m2.count() >= n })
+	testenv.WaitFor(t, 90*time.Second, "both kcat members to read every record", func() (bool, string) { return m1.count()+m2.count() >= n, "" })
 
 	dg, err := adm.DescribeGroups(ctx, "kcat-group")
 	if err != nil {
@@ -295,13 +283,13 @@ func TestKcatGroupMemberKilled(t *testing.T) {
 	// back a partition it lost (a jump in its offsets).
 	awaitStableGroup(t, ctx, adm, "kill-group", 3)
 	produce(0, n/2)
-	waitFor(t, 2*time.Minute, "the first half read and committed", func() bool {
+	testenv.WaitFor(t, 2*time.Minute, "the first half read and committed", func() (bool, string) {
 		_, c := distinct()
 		var sum int64
 		for _, o := range committed() {
 			sum += o
 		}
-		return c == n/2 && sum == int64(n/2)
+		return c == n/2 && sum == int64(n/2), ""
 	})
 
 	// The second half in chunks, each produced once the previous one is
@@ -325,16 +313,16 @@ func TestKcatGroupMemberKilled(t *testing.T) {
 			// The victim can commit no more: what is committed now is
 			// where its partitions resume.
 			atKill = committed()
-			waitFor(t, 2*session+30*time.Second, "the two survivors to be a stable group", func() bool { return stableWith(2) })
+			testenv.WaitFor(t, 2*session+30*time.Second, "the two survivors to be a stable group", func() (bool, string) { return stableWith(2), "" })
 			rebalance := time.Since(killed)
 			t.Logf("group stable with 2 members %v after SIGKILL (session timeout %v)", rebalance, session)
 			if rebalance > session+10*time.Second {
 				t.Errorf("rebalance took %v, more than the session timeout %v plus 10 s", rebalance, session)
 			}
 		}
-		waitFor(t, 2*time.Minute, fmt.Sprintf("chunk %d read", k), func() bool {
+		testenv.WaitFor(t, 2*time.Minute, fmt.Sprintf("chunk %d read", k), func() (bool, string) {
 			_, c := distinct()
-			return c == to
+			return c == to, ""
 		})
 	}
 	want := func(p int32, off int) string {

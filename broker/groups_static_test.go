@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // assignments records what a kgo member was assigned and revoked, and
@@ -140,16 +142,16 @@ func TestGroupStaticMembership(t *testing.T) {
 	member("inst-b", &aB, 20*time.Second)
 	var ids map[string]string
 	var parts map[string][]int32
-	waitFor(t, time.Minute, "two stable static members with 3 partitions each", func() bool {
+	testenv.WaitFor(t, time.Minute, "two stable static members with 3 partitions each", func() (bool, string) {
 		var ok bool
 		ids, parts, ok = staticMembers(ctx, adm, "static")
-		return ok && len(ids) == 2 && len(parts["inst-a"]) == 3 && len(parts["inst-b"]) == 3
+		return ok && len(ids) == 2 && len(parts["inst-a"]) == 3 && len(parts["inst-b"]) == 3, ""
 	})
 	// Both members hold what the group says. Either may have joined after
 	// the first generation (the initial delay is a second, which a loaded
 	// machine can exceed), so inst-b's callbacks are counted from here.
-	waitFor(t, 30*time.Second, "both members to hold their assignment", func() bool {
-		return aA.holds(parts["inst-a"]) && aB.holds(parts["inst-b"])
+	testenv.WaitFor(t, 30*time.Second, "both members to hold their assignment", func() (bool, string) {
+		return aA.holds(parts["inst-a"]) && aB.holds(parts["inst-b"]), ""
 	})
 	assignedB0, revokedB0, lostB0 := aB.snapshot()
 	oldA := ids["inst-a"]
@@ -158,9 +160,9 @@ func TestGroupStaticMembership(t *testing.T) {
 	clA.Close()
 	var aA2 assignments
 	member("inst-a", &aA2, 20*time.Second)
-	waitFor(t, 30*time.Second, "the restarted static member's assignment", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "the restarted static member's assignment", func() (bool, string) {
 		a, _, _ := aA2.snapshot()
-		return len(a) >= 1
+		return len(a) >= 1, ""
 	})
 	got, _, _ := aA2.snapshot()
 	if fmt.Sprint(got[0]) != fmt.Sprint(parts["inst-a"]) {
@@ -188,13 +190,13 @@ func TestGroupStaticMembership(t *testing.T) {
 	// A static member that stays away past its session timeout is removed.
 	var aC assignments
 	clC := member("inst-c", &aC, time.Second)
-	waitFor(t, time.Minute, "three stable members", func() bool {
+	testenv.WaitFor(t, time.Minute, "three stable members", func() (bool, string) {
 		ids, _, ok := staticMembers(ctx, adm, "static")
-		return ok && len(ids) == 3
+		return ok && len(ids) == 3, ""
 	})
 	clC.Close()
-	waitFor(t, time.Minute, "inst-c to expire and the others to share its partitions", func() bool {
+	testenv.WaitFor(t, time.Minute, "inst-c to expire and the others to share its partitions", func() (bool, string) {
 		ids, parts, ok := staticMembers(ctx, adm, "static")
-		return ok && len(ids) == 2 && len(parts["inst-a"])+len(parts["inst-b"]) == 6
+		return ok && len(ids) == 2 && len(parts["inst-a"])+len(parts["inst-b"]) == 6, ""
 	})
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // groupTestConfig makes group tests quick: a small offsets topic, no
@@ -161,13 +163,13 @@ func TestGroupOffsetsSurviveRestart(t *testing.T) {
 		}
 		last = err
 	}
-	waitFor(t, 90*time.Second, "the commit", func() bool {
+	testenv.WaitFor(t, 90*time.Second, "the commit", func() (bool, string) {
 		resp, err := adm.CommitOffsets(ctx, "survivor", offs)
 		if err == nil {
 			err = resp.Error()
 		}
 		logChange("commit", err)
-		return err == nil
+		return err == nil, ""
 	})
 	offs = kadm.Offsets{}
 	offs.Add(kadm.Offset{Topic: "rs", Partition: 0, At: 19, LeaderEpoch: -1, Metadata: "m1"})
@@ -185,21 +187,21 @@ func TestGroupOffsetsSurviveRestart(t *testing.T) {
 	t.Logf("committed after %v, closed after %v, restarted after %v", committed.Round(time.Millisecond),
 		closed.Round(time.Millisecond), restarted.Round(time.Millisecond))
 	adm = kadm.NewClient(newClient(t, again.Addr()))
-	waitFor(t, 90*time.Second, "the offsets after the restart", func() bool {
+	testenv.WaitFor(t, 90*time.Second, "the offsets after the restart", func() (bool, string) {
 		got, err := adm.FetchOffsets(ctx, "survivor")
 		if err == nil {
 			err = got.Error()
 		}
 		logChange("fetch", err)
 		if err != nil {
-			return false
+			return false, err.Error()
 		}
 		o0, _ := got.Lookup("rs", 0)
 		o1, _ := got.Lookup("rs", 1)
 		if o0.At != 19 || o0.Metadata != "m1" || o1.At != 23 {
 			t.Fatalf("after the restart: %+v %+v", o0, o1)
 		}
-		return true
+		return true, ""
 	})
 }
 

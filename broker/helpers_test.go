@@ -2,14 +2,14 @@ package broker
 
 import (
 	"context"
-	"io"
 	"log/slog"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // testBroker is a broker serving on 127.0.0.1:0 for one test.
@@ -38,16 +38,11 @@ func newTestBroker(t testing.TB, mutate func(*Config), opts ...Option) *testBrok
 func startTestBroker(t testing.TB, cfg Config, opts ...Option) *testBroker {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	level := slog.LevelWarn
-	if os.Getenv("BROKER_TEST_DEBUG") != "" {
-		level = slog.LevelDebug
-	}
-	var out io.Writer = testWriter{t}
-	if _, fuzzing := t.(*testing.F); fuzzing {
+	logger := slog.New(slog.DiscardHandler)
+	if _, fuzzing := t.(*testing.F); !fuzzing {
 		// F.Log may not be called from inside the fuzz target.
-		out = io.Discard
+		logger = testenv.Logger(t, slog.LevelWarn)
 	}
-	logger := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: level}))
 	b, err := New(cfg, logger, reg, opts...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -64,15 +59,6 @@ func startTestBroker(t testing.TB, cfg Config, opts ...Option) *testBroker {
 		}
 	})
 	return &testBroker{Broker: b, cfg: cfg, reg: reg}
-}
-
-// testWriter sends broker logs to the test log, so they show on failure only.
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(string(p))
-	return len(p), nil
 }
 
 // newClient returns a franz-go client for the broker, closed at test end.

@@ -138,6 +138,13 @@ func (b *Broker) appendPartition(p *partition, records []byte, sp *kmsg.ProduceR
 		sp.ErrorCode = kerr.UnsupportedForMessageFormat.Code
 		return -1
 	}
+	if conf.log.CleanupPolicy != policyDelete {
+		if err := requireKeys(records, b.decompressor); err != nil {
+			sp.ErrorCode = kerr.InvalidRecord.Code
+			sp.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("%v in topic partition %s-%d", err, p.topic, p.index))
+			return -1
+		}
+	}
 	// The leader epoch goes into every batch (outside its CRC), as Kafka's
 	// leader does: it is how replicas find where their logs diverge.
 	stampLeaderEpoch(records, p.leaderEpoch())

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // devCluster is brokers 1..len(dirs) of one process on a fresh in-process
@@ -40,7 +41,7 @@ func newDevCluster(t *testing.T, dirs []string) *devCluster {
 			LogDirs:                []string{dir},
 			RetentionCheckInterval: time.Hour,
 		}
-		logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		logger := testenv.Logger(t, slog.LevelWarn)
 		b, err := New(cfg, logger.With("broker", id), nil, connect)
 		if err != nil {
 			t.Fatalf("New broker %d: %v", id, err)

@@ -53,6 +53,9 @@ var apiTable = map[int16]apiSpec{
 	int16(kmsg.DescribeGroups):  {0, 5},
 	int16(kmsg.DeleteGroups):    {0, 2},
 	int16(kmsg.OffsetDelete):    {0, 0},
+	// SCRAM credentials in /config/users (broker/sasl).
+	int16(kmsg.DescribeUserSCRAMCredentials): {0, 0},
+	int16(kmsg.AlterUserSCRAMCredentials):    {0, 0},
 }
 
 // dispatch runs the handler of r's API; every key of apiTable has one.
@@ -102,6 +105,10 @@ func (b *Broker) dispatch(ctx context.Context, r *request) (reply, error) {
 		return b.handleDeleteGroups(ctx, r)
 	case kmsg.OffsetDelete:
 		return b.handleOffsetDelete(ctx, r)
+	case kmsg.DescribeUserSCRAMCredentials:
+		return b.handleDescribeUserSCRAMCredentials(ctx, r)
+	case kmsg.AlterUserSCRAMCredentials:
+		return b.handleAlterUserSCRAMCredentials(ctx, r)
 	}
 	return nil, fmt.Errorf("%w: api key %d", ErrUnsupportedRequest, r.key)
 }

@@ -50,11 +50,19 @@ type plogSettings struct {
 	FlushInterval         time.Duration
 	IndexIntervalBytes    int
 	ProducerIDExpiration  time.Duration
+	// CleanupPolicy is cleanup.policy, normalized (policyDelete,
+	// policyCompact or policyCompactDelete); the rest are the cleaner's
+	// topic keys (cleanerconfig.go).
+	CleanupPolicy          string
+	MinCleanableDirtyRatio float64
+	MinCompactionLag       time.Duration
+	MaxCompactionLag       time.Duration
+	DeleteRetention        time.Duration
 }
 
 // plogConfig is the storage engine's configuration for these settings.
 func (s plogSettings) plogConfig() plog.Config {
-	return plog.Config{
+	return withCleanup(plog.Config{
 		SegmentBytes:          s.SegmentBytes,
 		SegmentMs:             s.SegmentMs,
 		IndexIntervalBytes:    s.IndexIntervalBytes,
@@ -63,7 +71,7 @@ func (s plogSettings) plogConfig() plog.Config {
 		RetentionMs:           s.Retention,
 		RetentionBytes:        s.RetentionBytes,
 		ProducerIDExpiration:  s.ProducerIDExpiration,
-	}
+	}, s)
 }
 
 // topicDefaults is what a topic without overrides gets: the broker's log.*
@@ -79,7 +87,7 @@ func (c Config) topicDefaults() topicConfig {
 			FlushInterval:         c.FlushInterval,
 			IndexIntervalBytes:    c.IndexIntervalBytes,
 			ProducerIDExpiration:  c.ProducerIDExpiration,
-		},
+		}.withCleanerDefaults(c.Cleaner),
 		MaxMessageBytes:       c.MessageMaxBytes,
 		MinInsyncReplicas:     c.Replication.MinInsyncReplicas,
 		UncleanLeaderElection: c.Replication.UncleanLeaderElection,
@@ -108,18 +116,14 @@ type topicConfigKey struct {
 var topicConfigKeys = []topicConfigKey{
 	{
 		name: "cleanup.policy", brokerKey: "log.cleanup.policy", typ: kmsg.ConfigTypeList,
-		doc: "Only \"delete\": old segments are removed by retention. Compaction is not supported.",
-		apply: func(_ *topicConfig, v string) error {
-			switch v {
-			case "delete":
-				return nil
-			case "compact", "compact,delete", "delete,compact":
-				return fmt.Errorf("log compaction is not supported by this broker; only \"delete\" is")
-			}
-			return fmt.Errorf("must be \"delete\"")
+		doc: "\"delete\" removes old segments by retention; \"compact\" keeps the last record of every key (the log cleaner); \"compact,delete\" does both.",
+		apply: func(tc *topicConfig, v string) error {
+			p, err := parseCleanupPolicy(v)
+			tc.log.CleanupPolicy = p
+			return err
 		},
-		value:        func(topicConfig) string { return "delete" },
-		kafkaDefault: "delete",
+		value:        func(tc topicConfig) string { return tc.log.CleanupPolicy },
+		kafkaDefault: policyDelete,
 	},
 	{
 		name: "retention.ms", brokerKey: "log.retention.ms", typ: kmsg.ConfigTypeLong,

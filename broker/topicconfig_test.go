@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,8 @@ func TestResolveTopicConfig(t *testing.T) {
 		log: plogSettings{
 			SegmentBytes: 1024, SegmentMs: time.Minute, Retention: time.Nanosecond, RetentionBytes: -1,
 			FlushIntervalMessages: 0, FlushInterval: 250 * time.Millisecond, IndexIntervalBytes: 100,
+			CleanupPolicy: policyDelete, MinCleanableDirtyRatio: 0.5, MaxCompactionLag: math.MaxInt64,
+			DeleteRetention: 24 * time.Hour,
 		},
 		MaxMessageBytes: 5000, LogAppendTime: true, MinInsyncReplicas: 1,
 	}
@@ -47,7 +50,10 @@ func TestResolveTopicConfig(t *testing.T) {
 		{map[string]string{"retention.ms": "-2"}, "configuration retention.ms: Value must be at least -1"},
 		{map[string]string{"segment.bytes": "13"}, "configuration segment.bytes"},
 		{map[string]string{"segment.bytes": "4294967296"}, "segment.bytes: Not a number of type INT"},
-		{map[string]string{"cleanup.policy": "compact"}, "compaction is not supported"},
+		{map[string]string{"cleanup.policy": "compact,rotate"}, "configuration cleanup.policy"},
+		{map[string]string{"min.cleanable.dirty.ratio": "1.5"}, "configuration min.cleanable.dirty.ratio"},
+		{map[string]string{"delete.retention.ms": "-1"}, "configuration delete.retention.ms"},
+		{map[string]string{"max.compaction.lag.ms": "0"}, "configuration max.compaction.lag.ms"},
 		{map[string]string{"message.timestamp.type": "create"}, "message.timestamp.type"},
 		// The id is not a config: its legacy key is unknown like any other.
 		{map[string]string{cluster.LegacyTopicIDConfig: "abc"}, "Unknown topic config name: " + cluster.LegacyTopicIDConfig},
@@ -154,7 +160,7 @@ func TestTopicConfigsCreateDescribeProduce(t *testing.T) {
 	}{
 		{map[string]*string{"retention.msec": strp("1")}, kerr.InvalidConfig, "retention.msec"},
 		{map[string]*string{"segment.bytes": strp("big")}, kerr.InvalidConfig, "segment.bytes"},
-		{map[string]*string{"cleanup.policy": strp("compact")}, kerr.InvalidConfig, "compaction is not supported"},
+		{map[string]*string{"cleanup.policy": strp("shred")}, kerr.InvalidConfig, "cleanup.policy"},
 		{map[string]*string{"retention.ms": nil}, kerr.InvalidConfig, "retention.ms"},
 		{map[string]*string{cluster.LegacyTopicIDConfig: strp("x")}, kerr.InvalidConfig, cluster.LegacyTopicIDConfig},
 	} {
@@ -459,7 +465,7 @@ func TestIncrementalAlterTopicConfigs(t *testing.T) {
 	}{
 		{kadm.AlterConfig{Op: kadm.SetConfig, Name: "retention.ms", Value: strp("x")}, kerr.InvalidConfig, "retention.ms"},
 		{kadm.AlterConfig{Op: kadm.SetConfig, Name: "nope", Value: strp("1")}, kerr.InvalidConfig, "nope"},
-		{kadm.AlterConfig{Op: kadm.AppendConfig, Name: "cleanup.policy", Value: strp("compact")}, kerr.InvalidConfig, "compaction"},
+		{kadm.AlterConfig{Op: kadm.AppendConfig, Name: "cleanup.policy", Value: strp("shred")}, kerr.InvalidConfig, "cleanup.policy"},
 		{kadm.AlterConfig{Op: kadm.AppendConfig, Name: "retention.ms", Value: strp("1")}, kerr.InvalidConfig, "retention.ms"},
 		{kadm.AlterConfig{Op: kadm.DeleteConfig, Name: cluster.LegacyTopicIDConfig}, kerr.InvalidConfig, cluster.LegacyTopicIDConfig},
 	} {

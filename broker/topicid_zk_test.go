@@ -15,6 +15,7 @@ import (
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // zkToolSession opens a session on the chroot for writing nodes the way
@@ -38,18 +39,6 @@ func zkWrite(t *testing.T, ctx context.Context, s coord.Session, path, data stri
 	}
 	if _, err := s.Set(ctx, path, []byte(data), coord.AnyVersion); err != nil {
 		t.Fatalf("set %s: %v", path, err)
-	}
-}
-
-// awaitZK polls cond (bounded by ctx).
-func awaitZK(t *testing.T, ctx context.Context, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: not reached", what)
-		case <-time.After(50 * time.Millisecond):
-		}
 	}
 }
 
@@ -102,9 +91,9 @@ func TestTopicIDMigrationOverZooKeeper(t *testing.T) {
 	b2 := newTestBroker(t, zk(2))
 	brokers := []*testBroker{b1, b2}
 
-	awaitZK(t, ctx, "legacy migrated", func() bool {
+	testenv.WaitFor(t, time.Minute, "legacy migrated", func() (bool, string) {
 		r, _ := readZKTopic(t, ctx, tool, "legacy")
-		return r.TopicID == oldID
+		return r.TopicID == oldID, ""
 	})
 	r, cfg := readZKTopic(t, ctx, tool, "legacy")
 	if r.Version != 3 || len(r.Partitions) != 2 || cfg != `{"version":1,"config":{"retention.ms":"3600000"}}` {
@@ -131,9 +120,9 @@ func TestTopicIDMigrationOverZooKeeper(t *testing.T) {
 	zkWrite(t, ctx, tool, "/config/topics/bykafka", `{"version":1,"config":{"segment.bytes":"1048576"}}`)
 	zkWrite(t, ctx, tool, "/brokers/topics/bykafka",
 		`{"version":3,"partitions":{"0":[2],"1":[1]},"adding_replicas":{},"removing_replicas":{}}`)
-	awaitZK(t, ctx, "bykafka got an id", func() bool {
+	testenv.WaitFor(t, time.Minute, "bykafka got an id", func() (bool, string) {
 		r, _ := readZKTopic(t, ctx, tool, "bykafka")
-		return cluster.ValidTopicID(r.TopicID)
+		return cluster.ValidTopicID(r.TopicID), ""
 	})
 	r, cfg = readZKTopic(t, ctx, tool, "bykafka")
 	if cfg != `{"version":1,"config":{"segment.bytes":"1048576"}}` {
@@ -167,22 +156,22 @@ func TestTopicIDMigrationOverZooKeeper(t *testing.T) {
 		t.Fatal(err)
 	}
 	adm := kadm.NewClient(newClient(t, b2.Addr()))
-	awaitZK(t, ctx, "retention.ms applied by both brokers and described", func() bool {
+	testenv.WaitFor(t, time.Minute, "retention.ms applied by both brokers and described", func() (bool, string) {
 		for i, b := range brokers {
 			if p := b.partitionOf("legacy", int32(i)); p == nil || p.settings.Retention != 2*time.Hour {
-				return false
+				return false, ""
 			}
 		}
 		rcs, err := adm.DescribeTopicConfigs(ctx, "legacy")
 		if err != nil || len(rcs) != 1 || rcs[0].Err != nil {
-			return false
+			return false, ""
 		}
 		for _, c := range rcs[0].Configs {
 			if c.Key == "retention.ms" {
-				return c.MaybeValue() == "7200000"
+				return c.MaybeValue() == "7200000", ""
 			}
 		}
-		return false
+		return false, ""
 	})
 	if got := b1.metadata().Topics["legacy"].ID; got != oldID {
 		t.Errorf("the alter changed the topic id to %q", got)
@@ -196,8 +185,8 @@ func TestTopicIDMigrationOverZooKeeper(t *testing.T) {
 			t.Errorf("DescribeConfigs lists %s", c.Key)
 		}
 	}
-	awaitZK(t, ctx, topicConfigFile+" follows the alter", func() bool {
+	testenv.WaitFor(t, time.Minute, topicConfigFile+" follows the alter", func() (bool, string) {
 		got, err := readTopicConfigFile(b1.partitionOf("legacy", 0).dir)
-		return err == nil && maps.Equal(got, map[string]string{"retention.ms": "7200000"})
+		return err == nil && maps.Equal(got, map[string]string{"retention.ms": "7200000"}), ""
 	})
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // Every advertised version of every API is exercised here over a raw
@@ -278,7 +280,7 @@ func TestEveryAdvertisedEpochAndConfigVersion(t *testing.T) {
 		if r := alter(false, kmsg.ConfigResourceTypeTopic, "ep", "retention.ms"); len(r) != 1 || r[0].ErrorCode != 0 || r[0].ResourceName != "ep" {
 			t.Fatalf("IncrementalAlterConfigs v%d: %+v", v, r)
 		}
-		waitFor(t, 30*time.Second, fmt.Sprintf("v%d: retention.ms=%s in the metadata", v, value), func() bool { return stored() == value })
+		testenv.WaitFor(t, 30*time.Second, fmt.Sprintf("v%d: retention.ms=%s in the metadata", v, value), func() (bool, string) { return stored() == value, "retention.ms=" + stored() })
 		for _, bad := range []struct {
 			typ        kmsg.ConfigResourceType
 			name, key  string

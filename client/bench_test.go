@@ -19,15 +19,15 @@ func BenchmarkConsumeGroupVsKgo(b *testing.B) {
 	const partitions, records = 12, 200_000
 	ce := newMemCoord(b)
 	cluster := newTestCluster(b, ce)
-	cluster.createTopic(b, "bench", partitions)
-	produce(b, cluster.Bootstrap, "bench", partitions, records)
+	cluster.CreateTopic(b, "bench", partitions)
+	produce(b, cluster.Addrs(), "bench", partitions, records)
 
 	groups := 0 // b.Run calls the body more than once: every pass needs a new group
 	b.Run("group", func(b *testing.B) {
 		for range b.N {
 			groups++
 			g, err := NewGroupConsumer(context.Background(), GroupConfig{
-				GroupID: fmt.Sprintf("bench-%d", groups), Brokers: cluster.Bootstrap, Coordinator: ce.connect,
+				GroupID: fmt.Sprintf("bench-%d", groups), Brokers: cluster.Addrs(), Coordinator: ce.connect,
 				AutoOffsetReset: "smallest", DisableAutoCommit: true,
 			})
 			if err != nil {
@@ -68,7 +68,7 @@ func BenchmarkConsumeGroupVsKgo(b *testing.B) {
 			for p := range int32(partitions) {
 				offs[p] = kgo.NewOffset().AtStart()
 			}
-			cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.Bootstrap...),
+			cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.Addrs()...),
 				kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"bench": offs}))
 			if err != nil {
 				b.Fatal(err)

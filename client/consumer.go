@@ -61,6 +61,10 @@ type ConsumerConfig struct {
 	Brokers []string
 	// ClientID is client.id.
 	ClientID string
+	// Security secures the connections: security.protocol, the TLS
+	// configuration and SASL credentials (see SecurityFromProperties).
+	// The zero value is PLAINTEXT.
+	Security Security
 	// ResetOffset is where a partition goes when its offset is out of
 	// range: "smallest"/"earliest" or "largest"/"latest" (default).
 	ResetOffset string
@@ -121,7 +125,7 @@ func NewConsumer(cfg ConsumerConfig, partitions map[string]map[int32]Offset) (*C
 	if len(partitions) > 0 {
 		opts = append(opts, kgo.ConsumePartitions(c.record(partitions)))
 	}
-	conn := network.ClientConfig{Brokers: cfg.Brokers, ClientID: cfg.ClientID, Logger: loggerOr(cfg.Logger)}
+	conn := network.ClientConfig{Brokers: cfg.Brokers, ClientID: cfg.ClientID, Logger: loggerOr(cfg.Logger)}.Secured(cfg.Security)
 	cl, err := network.NewClient(conn, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("client: consumer: %w", err)

@@ -13,9 +13,9 @@ import (
 // with no group, then seeks by offset and by time.
 func TestConsumerGivenPartitions(t *testing.T) {
 	cluster, _ := newZKCluster(t)
-	cluster.createTopic(t, "plain", 3)
-	produce(t, cluster.Bootstrap, "plain", 3, 30) // partition p holds value-(3k+p) at offset k
-	c, err := NewConsumer(ConsumerConfig{Brokers: cluster.Bootstrap},
+	cluster.CreateTopic(t, "plain", 3)
+	produce(t, cluster.Addrs(), "plain", 3, 30) // partition p holds value-(3k+p) at offset k
+	c, err := NewConsumer(ConsumerConfig{Brokers: cluster.Addrs()},
 		map[string]map[int32]Offset{"plain": {0: AtOffset(7), 2: Earliest()}})
 	if err != nil {
 		t.Fatal(err)

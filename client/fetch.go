@@ -56,7 +56,7 @@ func (g *GroupConsumer) startFetching(ctx context.Context, states map[topicParti
 	if g.cfg.resetSmallest() {
 		reset = kgo.NewOffset().AtStart()
 	}
-	cl, err := network.NewClient(network.ClientConfig{Brokers: seeds, Logger: g.logger},
+	cl, err := network.NewClient(network.ClientConfig{Brokers: seeds, Logger: g.logger}.Secured(g.cfg.Security),
 		kgo.ConsumePartitions(offsets),
 		kgo.ConsumeResetOffset(reset),
 		kgo.FetchMaxWait(orDuration(g.cfg.FetchMaxWait, DefaultFetchMaxWait)),

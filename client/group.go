@@ -210,7 +210,7 @@ func (g *GroupConsumer) openMeta(ctx context.Context, sess coord.Session) error 
 	if err != nil {
 		return err
 	}
-	cl, err := network.NewClient(network.ClientConfig{Brokers: seeds, Logger: g.logger})
+	cl, err := network.NewClient(network.ClientConfig{Brokers: seeds, Logger: g.logger}.Secured(g.cfg.Security))
 	if err != nil {
 		return fmt.Errorf("client: group %s: %w", g.cfg.GroupID, err)
 	}

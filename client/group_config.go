@@ -51,6 +51,10 @@ type GroupConfig struct {
 	// Brokers are bootstrap host:port seeds for fetching. When empty they
 	// are read from the broker registry /brokers/ids (cluster mode).
 	Brokers []string
+	// Security secures the connections: security.protocol, the TLS
+	// configuration and SASL credentials (see SecurityFromProperties).
+	// The zero value is PLAINTEXT.
+	Security Security
 	// ZooKeeperConnect is zookeeper.connect ("h1:2181,h2:2181/chroot").
 	// Ignored when Coordinator is set; one of the two is required.
 	ZooKeeperConnect string

@@ -12,19 +12,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary/tributary/internal/brokertest"
 	"github.com/tributary/tributary/internal/coord"
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // newGroupMember joins a group on ce with one topic and n streams; it is
 // closed at test end.
-func newGroupMember(t *testing.T, ce *coordEnv, cluster *testCluster, cfg GroupConfig, topic string, n int) (*GroupConsumer, []*Stream) {
+func newGroupMember(t *testing.T, ce *coordEnv, cluster *brokertest.Cluster, cfg GroupConfig, topic string, n int) (*GroupConsumer, []*Stream) {
 	t.Helper()
-	cfg.Brokers = cluster.Bootstrap
+	cfg.Brokers = cluster.Addrs()
 	cfg.Coordinator = ce.connect
 	if cfg.RebalanceBackoff == 0 {
 		cfg.RebalanceBackoff = 100 * time.Millisecond
 	}
-	cfg.Logger = testLogger(t, slog.LevelWarn)
+	cfg.Logger = testenv.Logger(t, slog.LevelWarn)
 	ctx := testContext(t, time.Minute)
 	g, err := NewGroupConsumer(ctx, cfg)
 	if err != nil {
@@ -71,8 +73,8 @@ func committedOffset(t *testing.T, ce *coordEnv, group, topic string, p int32) i
 // last handled one.
 func TestGroupCommitNeverPastHandled(t *testing.T) {
 	cluster, ce := newZKCluster(t)
-	cluster.createTopic(t, "t", 1)
-	produce(t, cluster.Bootstrap, "t", 1, 10)
+	cluster.CreateTopic(t, "t", 1)
+	produce(t, cluster.Addrs(), "t", 1, 10)
 	g, streams := newGroupMember(t, ce, cluster, GroupConfig{GroupID: "c", AutoOffsetReset: "smallest", DisableAutoCommit: true}, "t", 1)
 	ctx := testContext(t, 30*time.Second)
 	for m, err := range streams[0].All(ctx) {
@@ -105,8 +107,8 @@ func TestGroupCommitNeverPastHandled(t *testing.T) {
 // handling some is followed by one that continues exactly there.
 func TestGroupOffsetResetAndResume(t *testing.T) {
 	cluster, ce := newZKCluster(t)
-	cluster.createTopic(t, "t", 1)
-	produce(t, cluster.Bootstrap, "t", 1, 20)
+	cluster.CreateTopic(t, "t", 1)
+	produce(t, cluster.Addrs(), "t", 1, 20)
 
 	_, latest := newGroupMember(t, ce, cluster, GroupConfig{GroupID: "late", AutoOffsetReset: "latest"}, "t", 1)
 	if got := committedOffset(t, ce, "late", "t", 0); got != -1 {
@@ -135,9 +137,9 @@ func TestGroupOffsetResetAndResume(t *testing.T) {
 	}
 }
 
-func produceMore(t *testing.T, cluster *testCluster, topic string, values []string) {
+func produceMore(t *testing.T, cluster *brokertest.Cluster, topic string, values []string) {
 	t.Helper()
-	p, err := NewProducer(ProducerConfig{Brokers: cluster.Bootstrap, Partitioner: ManualPartitioner()})
+	p, err := NewProducer(ProducerConfig{Brokers: cluster.Addrs(), Partitioner: ManualPartitioner()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,15 +158,15 @@ func produceMore(t *testing.T, cluster *testCluster, topic string, values []stri
 func TestGroupStreamsSpread(t *testing.T) {
 	for _, setup := range []struct {
 		name  string
-		start func(t *testing.T) (*testCluster, *coordEnv)
+		start func(t *testing.T) (*brokertest.Cluster, *coordEnv)
 	}{
-		{"zookeeper-3-brokers", func(t *testing.T) (*testCluster, *coordEnv) { return newZKCluster(t) }},
-		{"single-broker", func(t *testing.T) (*testCluster, *coordEnv) { return newSingleBroker(t), newMemCoord(t) }},
+		{"zookeeper-3-brokers", func(t *testing.T) (*brokertest.Cluster, *coordEnv) { return newZKCluster(t) }},
+		{"single-broker", func(t *testing.T) (*brokertest.Cluster, *coordEnv) { return brokertest.New(t), newMemCoord(t) }},
 	} {
 		t.Run(setup.name, func(t *testing.T) {
 			cluster, ce := setup.start(t)
-			cluster.createTopic(t, "t", 7)
-			produce(t, cluster.Bootstrap, "t", 7, 70)
+			cluster.CreateTopic(t, "t", 7)
+			produce(t, cluster.Addrs(), "t", 7, 70)
 			_, streams := newGroupMember(t, ce, cluster, GroupConfig{GroupID: "s", AutoOffsetReset: "smallest"}, "t", 3)
 			for i, s := range streams {
 				var want []int32
@@ -206,8 +208,8 @@ func TestGroupSessionExpiry(t *testing.T) {
 		ce := env(t)
 		t.Run(ce.name, func(t *testing.T) {
 			cluster := newTestCluster(t, ce)
-			cluster.createTopic(t, "t", 2)
-			produce(t, cluster.Bootstrap, "t", 2, 4)
+			cluster.CreateTopic(t, "t", 2)
+			produce(t, cluster.Addrs(), "t", 2, 4)
 			g, streams := newGroupMember(t, ce, cluster, GroupConfig{GroupID: "x", ConsumerID: "only", AutoOffsetReset: "smallest"}, "t", 1)
 			take(t, streams[0], 4)
 			if err := g.CommitOffsets(testContext(t, 10*time.Second)); err != nil {
@@ -217,7 +219,7 @@ func TestGroupSessionExpiry(t *testing.T) {
 			old := g.sess
 			g.mu.Unlock()
 			ce.expire(t, old)
-			waitFor(t, 30*time.Second, "re-registration on a new session", func() (bool, string) {
+			testenv.WaitFor(t, 30*time.Second, "re-registration on a new session", func() (bool, string) {
 				g.mu.Lock()
 				sess := g.sess
 				g.mu.Unlock()
@@ -246,8 +248,8 @@ func TestGroupSessionExpiry(t *testing.T) {
 func TestGroupRebalanceOnExpiredSession(t *testing.T) {
 	ce := newMemCoord(t)
 	cluster := newTestCluster(t, ce)
-	cluster.createTopic(t, "t", 2)
-	produce(t, cluster.Bootstrap, "t", 2, 4)
+	cluster.CreateTopic(t, "t", 2)
+	produce(t, cluster.Addrs(), "t", 2, 4)
 	var mu sync.Mutex
 	var sessions []coord.Session
 	connect := func(ctx context.Context) (coord.Session, error) {
@@ -265,8 +267,8 @@ func TestGroupRebalanceOnExpiredSession(t *testing.T) {
 	}
 	ctx := testContext(t, time.Minute)
 	g, err := NewGroupConsumer(ctx, GroupConfig{GroupID: "x", ConsumerID: "only", AutoOffsetReset: "smallest",
-		Brokers: cluster.Bootstrap, Coordinator: connect, RebalanceBackoff: 100 * time.Millisecond,
-		Logger: testLogger(t, slog.LevelWarn)})
+		Brokers: cluster.Addrs(), Coordinator: connect, RebalanceBackoff: 100 * time.Millisecond,
+		Logger: testenv.Logger(t, slog.LevelWarn)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +293,7 @@ func TestGroupRebalanceOnExpiredSession(t *testing.T) {
 	g.settled = "stale"
 	g.mu.Unlock()
 	g.requestRebalance()
-	waitFor(t, 30*time.Second, "re-registration on a new session", func() (bool, string) {
+	testenv.WaitFor(t, 30*time.Second, "re-registration on a new session", func() (bool, string) {
 		g.mu.Lock()
 		sess := g.sess
 		g.mu.Unlock()
@@ -321,8 +323,8 @@ func (s *silentExpiry) States() <-chan coord.SessionState { return s.states }
 // TestGroupSeek rewinds a partition to an offset and to a timestamp.
 func TestGroupSeek(t *testing.T) {
 	cluster, ce := newZKCluster(t)
-	cluster.createTopic(t, "t", 1)
-	p, err := NewProducer(ProducerConfig{Brokers: cluster.Bootstrap})
+	cluster.CreateTopic(t, "t", 1)
+	p, err := NewProducer(ProducerConfig{Brokers: cluster.Addrs()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,8 +364,8 @@ func TestGroupSeek(t *testing.T) {
 // does: so a single broker on a coordinator of its own, and the group on
 // memcoord.
 func TestGroupTopicRegistry(t *testing.T) {
-	cluster, ce := newSingleBroker(t), newMemCoord(t)
-	cluster.createTopic(t, "t", 4)
+	cluster, ce := brokertest.New(t), newMemCoord(t)
+	cluster.CreateTopic(t, "t", 4)
 	ctx := testContext(t, 30*time.Second)
 	path := coord.Join(brokerTopicsPath, "t")
 	if _, err := ce.admin.CreateAll(ctx, path, []byte(`{"version":1,"partitions":{"0":[1],"1":[1]}}`), coord.Persistent); err != nil {
@@ -376,7 +378,7 @@ func TestGroupTopicRegistry(t *testing.T) {
 	if _, err := ce.admin.Set(ctx, path, []byte(`{"version":1,"partitions":{"0":[1],"1":[1],"2":[1],"3":[1]}}`), coord.AnyVersion); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "rebalance onto 4 partitions", func() (bool, string) {
+	testenv.WaitFor(t, 10*time.Second, "rebalance onto 4 partitions", func() (bool, string) {
 		got := g.Owned()["t"]
 		return slices.Equal(got, []int32{0, 1, 2, 3}), fmt.Sprint(got)
 	})
@@ -407,7 +409,7 @@ func TestGroupConfigValidate(t *testing.T) {
 func TestTwoGroupsEachReceiveEverything(t *testing.T) {
 	cluster, ce := newZKCluster(t)
 	const topic, partitions, keys, perKey = "both", 6, 30, 100
-	cluster.createTopic(t, topic, partitions)
+	cluster.CreateTopic(t, topic, partitions)
 
 	type delivery struct {
 		p   int32
@@ -442,7 +444,7 @@ func TestTwoGroupsEachReceiveEverything(t *testing.T) {
 		}
 	}
 
-	p := newTestProducer(t, ProducerConfig{Brokers: cluster.Bootstrap, Linger: time.Millisecond})
+	p := newTestProducer(t, ProducerConfig{Brokers: cluster.Addrs(), Linger: time.Millisecond})
 	for seq := range perKey {
 		for k := range keys {
 			m := &Message{Topic: topic, Key: fmt.Appendf(nil, "key-%d", k), Value: fmt.Appendf(nil, "%d", seq)}
@@ -456,7 +458,7 @@ func TestTwoGroupsEachReceiveEverything(t *testing.T) {
 	if err := p.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, "both groups to receive every record", func() (bool, string) {
+	testenv.WaitFor(t, time.Minute, "both groups to receive every record", func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
 		return total["first"] >= keys*perKey && total["second"] >= keys*perKey, fmt.Sprint(total)
@@ -498,8 +500,8 @@ func TestTwoGroupsEachReceiveEverything(t *testing.T) {
 // message at a time still sees every offset, in order.
 func TestStreamBreakResumes(t *testing.T) {
 	cluster, ce := newZKCluster(t)
-	cluster.createTopic(t, "t", 1)
-	produce(t, cluster.Bootstrap, "t", 1, 100)
+	cluster.CreateTopic(t, "t", 1)
+	produce(t, cluster.Addrs(), "t", 1, 100)
 	g, streams := newGroupMember(t, ce, cluster, GroupConfig{GroupID: "one-by-one", AutoOffsetReset: "smallest", DisableAutoCommit: true}, "t", 1)
 	for i := range int64(100) {
 		m := next(t, streams[0])

@@ -3,19 +3,13 @@ package client
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"maps"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/internal/brokertest"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
@@ -27,160 +21,26 @@ import (
 // "must show" runs on three.
 const clusterSize = 3
 
-// testCluster is where tests produce and consume.
-type testCluster struct {
-	Bootstrap []string
-	// brokers are indexed by broker id - 1.
-	brokers []*broker.Broker
-}
-
-// newTestCluster starts clusterSize in-process brokers (ids 1..n,
-// 127.0.0.1:0 listeners) registered with ce's coordination service: the
-// ZooKeeper chroot of ce.zkConnect, or ce's memcoord server. Group members
-// that use ce therefore read /brokers/ids and /brokers/topics/<t> from the
-// registry the brokers write. The brokers close when the test ends.
-func newTestCluster(t testing.TB, ce *coordEnv) *testCluster {
+// newTestCluster starts clusterSize in-process brokers registered with
+// ce's coordination service: the ZooKeeper chroot of ce.zkConnect, or ce's
+// memcoord server. Group members that use ce therefore read /brokers/ids
+// and /brokers/topics/<t> from the registry the brokers write.
+func newTestCluster(t testing.TB, ce *coordEnv) *brokertest.Cluster {
 	t.Helper()
-	c := &testCluster{}
-	for id := int32(1); id <= clusterSize; id++ {
-		cfg := broker.Config{
-			BrokerID:               id,
-			Listeners:              "PLAINTEXT://127.0.0.1:0",
-			LogDirs:                []string{t.TempDir()},
-			RetentionCheckInterval: time.Hour,
-		}
-		var opts []broker.Option
-		if ce.zkConnect != "" {
-			cfg.ZooKeeperConnect = ce.zkConnect
-		} else {
-			opts = append(opts, broker.WithCoordinator(cluster.SessionFactory(ce.connect)))
-		}
-		b := startBroker(t, cfg, opts...)
-		c.brokers = append(c.brokers, b)
-		c.Bootstrap = append(c.Bootstrap, b.Addr())
+	if ce.zkConnect != "" {
+		return brokertest.NewCluster(t, clusterSize, brokertest.ZooKeeperConnect(ce.zkConnect))
 	}
-	return c
+	return brokertest.NewCluster(t, clusterSize, brokertest.Coordinator(cluster.SessionFactory(ce.connect)))
 }
 
 // newZKCluster is the usual setup of a group test: a fresh chroot of the
 // real ZooKeeper (zookeeper.session.timeout.ms 6 s, Kafka 0.8's consumer
 // default) and a 3-broker cluster registered under it.
-func newZKCluster(t testing.TB) (*testCluster, *coordEnv) {
+func newZKCluster(t testing.TB) (*brokertest.Cluster, *coordEnv) {
 	t.Helper()
 	ce := newZooKeeper(t, DefaultZooKeeperSession)
 	return newTestCluster(t, ce), ce
 }
-
-// newSingleBroker starts one broker in single-node mode, on its own private
-// coordinator: no registry a group member can see, so members take partition
-// counts from the broker's metadata.
-func newSingleBroker(t testing.TB) *testCluster {
-	t.Helper()
-	b := startBroker(t, broker.Config{
-		BrokerID:               1,
-		Listeners:              "PLAINTEXT://127.0.0.1:0",
-		LogDirs:                []string{t.TempDir()},
-		RetentionCheckInterval: time.Hour,
-	})
-	return &testCluster{Bootstrap: []string{b.Addr()}, brokers: []*broker.Broker{b}}
-}
-
-func startBroker(t testing.TB, cfg broker.Config, opts ...broker.Option) *broker.Broker {
-	t.Helper()
-	logger := testLogger(t, slog.LevelWarn).With("broker.id", cfg.BrokerID)
-	b, err := broker.New(cfg, logger, prometheus.NewRegistry(), opts...)
-	if err != nil {
-		t.Fatalf("broker.New: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := b.Start(ctx); err != nil {
-		cancel()
-		t.Fatalf("broker %d start: %v", cfg.BrokerID, err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		if err := b.Close(); err != nil {
-			t.Errorf("broker %d close: %v", cfg.BrokerID, err)
-		}
-	})
-	return b
-}
-
-// createTopic creates a topic through broker 1 (the request goes to the
-// controller, whichever broker that is) and waits until every broker's
-// metadata gives each partition the same leader and every leader answers
-// ListOffsets for it, so that a test's first request meets a settled
-// cluster. It returns partition -> leading broker id.
-func (c *testCluster) createTopic(t testing.TB, name string, partitions int32) map[int32]int32 {
-	t.Helper()
-	ctx := testContext(t, 30*time.Second)
-	if err := c.brokers[0].CreateTopic(ctx, name, partitions); err != nil {
-		t.Fatalf("create topic %s: %v", name, err)
-	}
-	var leaders map[int32]int32
-	waitFor(t, 30*time.Second, "leaders of "+name+" agreed by every broker", func() (bool, string) {
-		leaders = nil
-		for i, b := range c.brokers {
-			tp, ok := b.Member().Metadata().Topics[name]
-			if !ok || len(tp.Partitions) != int(partitions) {
-				return false, fmt.Sprintf("broker %d: %s not in its metadata", i+1, name)
-			}
-			got := map[int32]int32{}
-			for _, p := range tp.Partitions {
-				if p.Leader < 0 {
-					return false, fmt.Sprintf("broker %d: partition %d has no leader", i+1, p.ID)
-				}
-				got[p.ID] = p.Leader
-			}
-			if leaders != nil && !maps.Equal(leaders, got) {
-				return false, fmt.Sprintf("brokers disagree on leaders: %v, %v", leaders, got)
-			}
-			leaders = got
-		}
-		return true, ""
-	})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	waitFor(t, 30*time.Second, "every partition of "+name+" served by its leader", func() (bool, string) {
-		listed, err := adm.ListEndOffsets(ctx, name)
-		if err != nil {
-			return false, err.Error()
-		}
-		served := 0
-		var state string
-		listed.Each(func(o kadm.ListedOffset) {
-			if o.Err != nil {
-				state = fmt.Sprintf("partition %d: %v", o.Partition, o.Err)
-				return
-			}
-			served++
-		})
-		return served == int(partitions), state
-	})
-	return leaders
-}
-
-// testLogger writes to the test log (shown on failure) at level, or at
-// debug with CLIENT_TEST_DEBUG set.
-func testLogger(t testing.TB, level slog.Level) *slog.Logger {
-	if os.Getenv("CLIENT_TEST_DEBUG") != "" {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(p))
-	return len(p), nil
-}
-
-var _ io.Writer = testWriter{}
 
 // testContext is bounded so that no test hangs.
 func testContext(t testing.TB, d time.Duration) context.Context {
@@ -315,20 +175,4 @@ func produce(t testing.TB, bootstrap []string, topic string, partitions, n int) 
 	default:
 	}
 	return offsets
-}
-
-// waitFor polls cond every 20 ms until it holds or d passes.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	var last string
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %v waiting for %s; last state: %s", d, what, last)
 }

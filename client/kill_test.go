@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // killSession is zookeeper.session.timeout.ms of the kill test's members:
@@ -41,7 +43,7 @@ func killedConsumer(t *testing.T, ce *coordEnv, n int) {
 	const partitions, topic = 12, "killtest"
 	const session = killSession
 	cluster := newTestCluster(t, ce)
-	leaders := cluster.createTopic(t, topic, partitions)
+	leaders := cluster.CreateTopic(t, topic, partitions)
 	perBroker := map[int32]int{}
 	for _, l := range leaders {
 		perBroker[l]++
@@ -51,7 +53,7 @@ func killedConsumer(t *testing.T, ce *coordEnv, n int) {
 	}
 
 	start := time.Now()
-	offsets := produce(t, cluster.Bootstrap, topic, partitions, n)
+	offsets := produce(t, cluster.Addrs(), topic, partitions, n)
 	t.Logf("produced %d records in %v", n, time.Since(start).Round(time.Millisecond))
 	// expect[p][offset] = record index.
 	expect := make([][]int, partitions)
@@ -77,9 +79,9 @@ func killedConsumer(t *testing.T, ce *coordEnv, n int) {
 	var g2members []*GroupConsumer
 	for i := range 2 {
 		g, err := NewGroupConsumer(testContext(t, time.Minute), GroupConfig{
-			GroupID: "g2", ConsumerID: fmt.Sprintf("g2-member%d", i), Brokers: cluster.Bootstrap,
+			GroupID: "g2", ConsumerID: fmt.Sprintf("g2-member%d", i), Brokers: cluster.Addrs(),
 			Coordinator: ce.connect, AutoOffsetReset: "earliest", AutoCommitInterval: 200 * time.Millisecond,
-			RebalanceBackoff: time.Second, Logger: testLogger(t, slog.LevelWarn),
+			RebalanceBackoff: time.Second, Logger: testenv.Logger(t, slog.LevelWarn),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -133,7 +135,7 @@ func killedConsumer(t *testing.T, ce *coordEnv, n int) {
 	}
 	// Progress on every partition too, so that the victim dies in the
 	// middle of its work, not before it had any.
-	waitFor(t, 2*time.Minute, "g1 to commit a quarter of the records, some of every partition", func() (bool, string) {
+	testenv.WaitFor(t, 2*time.Minute, "g1 to commit a quarter of the records, some of every partition", func() (bool, string) {
 		offs, sum := committed("g1")
 		for _, off := range offs {
 			if off <= 0 {
@@ -164,7 +166,7 @@ func killedConsumer(t *testing.T, ce *coordEnv, n int) {
 	lastCommit, _ := committed("g1")
 	t.Logf("killed %s owning %v; its last commits %v", victim.id, victimParts, lastCommit)
 
-	waitFor(t, session+30*time.Second, "the victim's partitions to move", func() (bool, string) {
+	testenv.WaitFor(t, session+30*time.Second, "the victim's partitions to move", func() (bool, string) {
 		o := readOwners(t, ce.admin, "g1", topic)
 		for _, p := range victimParts {
 			if o[p] == "" || o[p] == victim.id {
@@ -183,7 +185,7 @@ func killedConsumer(t *testing.T, ce *coordEnv, n int) {
 	}
 
 	for _, group := range []string{"g1", "g2"} {
-		waitFor(t, 3*time.Minute, group+" to commit everything", func() (bool, string) {
+		testenv.WaitFor(t, 3*time.Minute, group+" to commit everything", func() (bool, string) {
 			offs, sum := committed(group)
 			for p, off := range offs {
 				if off != int64(len(expect[p])) {

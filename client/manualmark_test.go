@@ -13,8 +13,8 @@ import (
 // marked offset, and marks of a partition not owned are ignored.
 func TestGroupManualMark(t *testing.T) {
 	cluster, ce := newZKCluster(t)
-	cluster.createTopic(t, "t", 1)
-	produce(t, cluster.Bootstrap, "t", 1, 10)
+	cluster.CreateTopic(t, "t", 1)
+	produce(t, cluster.Addrs(), "t", 1, 10)
 	g, streams := newGroupMember(t, ce, cluster, GroupConfig{GroupID: "m", AutoOffsetReset: "smallest",
 		DisableAutoCommit: true, ManualMark: true, RebalanceBackoff: 5 * time.Second}, "t", 1)
 	ctx := testContext(t, 30*time.Second)

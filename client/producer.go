@@ -74,7 +74,7 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 // connection is how the producer's clients connect; suffix marks the
 // client.id of a second client (the audit counter's).
 func (cfg ProducerConfig) connection(suffix string) network.ClientConfig {
-	c := network.ClientConfig{Brokers: cfg.Brokers, Logger: loggerOr(cfg.Logger)}
+	c := network.ClientConfig{Brokers: cfg.Brokers, Logger: loggerOr(cfg.Logger)}.Secured(cfg.Security)
 	if cfg.ClientID != "" {
 		c.ClientID = cfg.ClientID + suffix
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/audit"
+	"github.com/tributary/tributary/internal/brokertest"
 )
 
 // readAuditEvents reads every event of the audit topic until want records
@@ -49,9 +50,9 @@ func readAuditEvents(t *testing.T, bootstrap []string, tier string, want int64) 
 // acknowledged, per window of the records' own timestamps, and publishes
 // it on Close; failed sends are not counted.
 func TestProducerAuditsAcknowledgedRecords(t *testing.T) {
-	cluster := newSingleBroker(t)
-	cluster.createTopic(t, "clicks", 2)
-	p, err := NewProducer(ProducerConfig{Brokers: cluster.Bootstrap, Linger: time.Millisecond,
+	cluster := brokertest.New(t)
+	cluster.CreateTopic(t, "clicks", 2)
+	p, err := NewProducer(ProducerConfig{Brokers: cluster.Addrs(), Linger: time.Millisecond,
 		Audit: ProducerAudit{Cluster: "dc1", Window: time.Second, Interval: time.Hour}})
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +71,7 @@ func TestProducerAuditsAcknowledgedRecords(t *testing.T) {
 	}
 	// A record that is never acknowledged (no partition 7) is not counted.
 	bad := &Message{Topic: "clicks", Partition: 7, Value: []byte("x"), Timestamp: t0}
-	badP, err := NewProducer(ProducerConfig{Brokers: cluster.Bootstrap, Partitioner: ManualPartitioner(),
+	badP, err := NewProducer(ProducerConfig{Brokers: cluster.Addrs(), Partitioner: ManualPartitioner(),
 		Audit: ProducerAudit{Cluster: "dc1", Window: time.Second, Interval: time.Hour}})
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +85,7 @@ func TestProducerAuditsAcknowledgedRecords(t *testing.T) {
 	if err := p.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	events := readAuditEvents(t, cluster.Bootstrap, audit.TierProducer, 300)
+	events := readAuditEvents(t, cluster.Addrs(), audit.TierProducer, 300)
 	got := map[time.Time][2]int64{}
 	for _, e := range events {
 		if e.Cluster != "dc1" || e.Topic != "clicks" || e.Window != time.Second || e.Instance != audit.DefaultInstance() {
@@ -102,9 +103,9 @@ func TestProducerAuditsAcknowledgedRecords(t *testing.T) {
 // TestProducerAuditDisabled: with audit.enable=false nothing reaches the
 // audit topic (it is not even created).
 func TestProducerAuditDisabled(t *testing.T) {
-	cluster := newSingleBroker(t)
-	cluster.createTopic(t, "quiet", 1)
-	p, err := NewProducer(ProducerConfig{Brokers: cluster.Bootstrap, Audit: ProducerAudit{Disable: true}})
+	cluster := brokertest.New(t)
+	cluster.CreateTopic(t, "quiet", 1)
+	p, err := NewProducer(ProducerConfig{Brokers: cluster.Addrs(), Audit: ProducerAudit{Disable: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestProducerAuditDisabled(t *testing.T) {
 	if p.counter != nil {
 		t.Fatal("disabled audit still has a counter")
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.Bootstrap...))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.Addrs()...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tributary/tributary/internal/brokertest"
 )
 
 // BenchmarkProducerAuditOverhead measures the producer's throughput with
@@ -15,13 +17,13 @@ import (
 // machine hits both alike. It reports both rates and their ratio (the
 // issue's goal: on/off >= 0.95).
 func BenchmarkProducerAuditOverhead(b *testing.B) {
-	cluster := newSingleBroker(b)
-	cluster.createTopic(b, "bench-off", 4)
-	cluster.createTopic(b, "bench-on", 4)
+	cluster := brokertest.New(b)
+	cluster.CreateTopic(b, "bench-off", 4)
+	cluster.CreateTopic(b, "bench-on", 4)
 	const round = 100_000
 	value := make([]byte, 100)
 	newP := func(disable bool) *Producer {
-		p, err := NewProducer(ProducerConfig{Brokers: cluster.Bootstrap, MaxBufferedRecords: 50_000,
+		p, err := NewProducer(ProducerConfig{Brokers: cluster.Addrs(), MaxBufferedRecords: 50_000,
 			Audit: ProducerAudit{Disable: disable, Cluster: "bench", Window: time.Second, Interval: time.Second}})
 		if err != nil {
 			b.Fatal(err)

@@ -46,6 +46,10 @@ type ProducerConfig struct {
 	Brokers []string
 	// ClientID is client.id.
 	ClientID string
+	// Security secures the connections: security.protocol, the TLS
+	// configuration and SASL credentials (see SecurityFromProperties).
+	// The zero value is PLAINTEXT.
+	Security Security
 	// Acks is acks; default all.
 	Acks Acks
 	// Linger is linger.ms: how long a partition's batch waits for more

@@ -46,10 +46,10 @@ func readAll(t *testing.T, bootstrap []string, topic string, p int32, n int) []s
 // each acks setting; keyed messages land where the Java client puts them.
 func TestProducerSendForms(t *testing.T) {
 	cluster, _ := newZKCluster(t)
-	cluster.createTopic(t, "keys", 12)
+	cluster.CreateTopic(t, "keys", 12)
 	ctx := testContext(t, time.Minute)
 	for _, acks := range []Acks{AcksDefault, AcksNone, AcksLeader, AcksAll} {
-		p := newTestProducer(t, ProducerConfig{Brokers: cluster.Bootstrap, Acks: acks, Linger: time.Millisecond})
+		p := newTestProducer(t, ProducerConfig{Brokers: cluster.Addrs(), Acks: acks, Linger: time.Millisecond})
 		if got, want := p.cfg.Idempotent(), acks == AcksDefault || acks == AcksAll; got != want {
 			t.Errorf("acks %d: idempotent %v, want %v", acks, got, want)
 		}
@@ -86,7 +86,7 @@ func TestProducerSendForms(t *testing.T) {
 		key := fmt.Sprintf("user-%d", acks)
 		part := int32(KeyPartition([]byte(key), 12))
 		var mine []string
-		for _, kv := range readAll(t, cluster.Bootstrap, "keys", part, countKeysIn(part)) {
+		for _, kv := range readAll(t, cluster.Addrs(), "keys", part, countKeysIn(part)) {
 			if len(kv) > len(key) && kv[:len(key)+1] == key+"=" {
 				mine = append(mine, kv)
 			}
@@ -114,8 +114,8 @@ func countKeysIn(p int32) int {
 // the time Close returns, in order.
 func TestProducerCloseFlushes(t *testing.T) {
 	cluster, _ := newZKCluster(t)
-	cluster.createTopic(t, "flush", 1)
-	p, err := NewProducer(ProducerConfig{Brokers: cluster.Bootstrap, Linger: time.Second, BatchBytes: 1 << 20})
+	cluster.CreateTopic(t, "flush", 1)
+	p, err := NewProducer(ProducerConfig{Brokers: cluster.Addrs(), Linger: time.Second, BatchBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestProducerCloseFlushes(t *testing.T) {
 	if failed != nil {
 		t.Fatal(failed)
 	}
-	got := readAll(t, cluster.Bootstrap, "flush", 0, 1000)
+	got := readAll(t, cluster.Addrs(), "flush", 0, 1000)
 	for i, kv := range got {
 		if kv != fmt.Sprintf("k=%d", i) {
 			t.Fatalf("record %d is %q", i, kv)
@@ -148,8 +148,8 @@ func TestProducerCloseFlushes(t *testing.T) {
 
 func TestProducerBadPartitioner(t *testing.T) {
 	cluster, _ := newZKCluster(t)
-	cluster.createTopic(t, "bad", 2)
-	p := newTestProducer(t, ProducerConfig{Brokers: cluster.Bootstrap,
+	cluster.CreateTopic(t, "bad", 2)
+	p := newTestProducer(t, ProducerConfig{Brokers: cluster.Addrs(),
 		Partitioner: PartitionerFunc(func(*Message, int) int { return 7 })})
 	err := p.Send(testContext(t, 30*time.Second), &Message{Topic: "bad", Value: []byte("x")})
 	if !errors.Is(err, ErrBadPartition) {

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // TestGroupRestartRightAfterSIGKILL: a consumer process is SIGKILLed and
@@ -22,8 +24,8 @@ func TestGroupRestartRightAfterSIGKILL(t *testing.T) {
 	const topic, partitions, session = "restart", 4, killSession
 	ce := newZooKeeper(t, session)
 	cluster := newTestCluster(t, ce)
-	cluster.createTopic(t, topic, partitions)
-	offsets := produce(t, cluster.Bootstrap, topic, partitions, 400)
+	cluster.CreateTopic(t, topic, partitions)
+	offsets := produce(t, cluster.Addrs(), topic, partitions, 400)
 	expect := make([][]int, partitions)
 	record := func(i int, off int64) {
 		p := i % partitions
@@ -36,7 +38,7 @@ func TestGroupRestartRightAfterSIGKILL(t *testing.T) {
 		record(i, off)
 	}
 	committedAll := func(what string) {
-		waitFor(t, time.Minute, what, func() (bool, string) {
+		testenv.WaitFor(t, time.Minute, what, func() (bool, string) {
 			var got []int64
 			for p := range int32(partitions) {
 				off, err := readOffset(testContext(t, 10*time.Second), ce.admin, "g", topic, p)
@@ -68,8 +70,8 @@ func TestGroupRestartRightAfterSIGKILL(t *testing.T) {
 	// Same id, another subscription: someone else's id, refused at once.
 	dupStart := time.Now()
 	dup, err := NewGroupConsumer(testContext(t, time.Minute), GroupConfig{
-		GroupID: "g", ConsumerID: "member1", Brokers: cluster.Bootstrap, Coordinator: ce.connect,
-		ZooKeeperSessionTimeout: session, Logger: testLogger(t, slog.LevelInfo),
+		GroupID: "g", ConsumerID: "member1", Brokers: cluster.Addrs(), Coordinator: ce.connect,
+		ZooKeeperSessionTimeout: session, Logger: testenv.Logger(t, slog.LevelInfo),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +87,7 @@ func TestGroupRestartRightAfterSIGKILL(t *testing.T) {
 	}
 
 	second := startConsumerChild(t, "member1", ce.zkConnect, "g", topic, session)
-	waitFor(t, session+staleRegistrationSlack+30*time.Second, "the restarted process to register and own every partition", func() (bool, string) {
+	testenv.WaitFor(t, session+staleRegistrationSlack+30*time.Second, "the restarted process to register and own every partition", func() (bool, string) {
 		ctx := testContext(t, 10*time.Second)
 		_, reg, err := ce.admin.Get(ctx, idPath("g", "member1"))
 		if err != nil || reg.EphemeralOwner == staleSession {
@@ -107,7 +109,7 @@ func TestGroupRestartRightAfterSIGKILL(t *testing.T) {
 		t.Errorf("registered before its stale registration could have expired, without waiting for it:\n%s", stderr)
 	}
 
-	more := produce(t, cluster.Bootstrap, topic, partitions, 400) // indexes 0..399 again: values value-0..value-399
+	more := produce(t, cluster.Addrs(), topic, partitions, 400) // indexes 0..399 again: values value-0..value-399
 	for i, off := range more {
 		record(i, off)
 	}

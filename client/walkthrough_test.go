@@ -8,6 +8,9 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/tributary/tributary/internal/brokertest"
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // TestRebalanceWalkthrough replays the deep dive's walk-through on a
@@ -30,7 +33,7 @@ func TestRebalanceWalkthrough(t *testing.T) {
 func walkthrough(t *testing.T, ce *coordEnv) {
 	cluster := newTestCluster(t, ce)
 	const topic, group = "walk", "walkers"
-	leaders := cluster.createTopic(t, topic, 3)
+	leaders := cluster.CreateTopic(t, topic, 3)
 	if perBroker := slices.Sorted(maps.Values(leaders)); !slices.Equal(perBroker, []int32{1, 2, 3}) {
 		t.Fatalf("partition leaders %v, want one partition on each of brokers 1, 2, 3", leaders)
 	}
@@ -43,11 +46,11 @@ func walkthrough(t *testing.T, ce *coordEnv) {
 		g, err := NewGroupConsumer(ctx, GroupConfig{
 			GroupID:          group,
 			ConsumerID:       name,
-			Brokers:          cluster.Bootstrap,
+			Brokers:          cluster.Addrs(),
 			Coordinator:      ce.connect,
 			AutoOffsetReset:  "smallest",
 			RebalanceBackoff: 100 * time.Millisecond,
-			Logger:           testLogger(t, slog.LevelWarn),
+			Logger:           testenv.Logger(t, slog.LevelWarn),
 		})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -102,7 +105,7 @@ func walkthrough(t *testing.T, ce *coordEnv) {
 			}
 			return true, ""
 		}
-		waitFor(t, 30*time.Second, step.what, check)
+		testenv.WaitFor(t, 30*time.Second, step.what, check)
 		// Settled, not passing through: it must still hold a moment later.
 		time.Sleep(300 * time.Millisecond)
 		if ok, state := check(); !ok {
@@ -140,9 +143,9 @@ func walkthrough(t *testing.T, ce *coordEnv) {
 }
 
 // sendToEach writes value to every partition of topic.
-func sendToEach(t *testing.T, cluster *testCluster, topic string, partitions int32, value string) {
+func sendToEach(t *testing.T, cluster *brokertest.Cluster, topic string, partitions int32, value string) {
 	t.Helper()
-	p, err := NewProducer(ProducerConfig{Brokers: cluster.Bootstrap, Partitioner: ManualPartitioner()})
+	p, err := NewProducer(ProducerConfig{Brokers: cluster.Addrs(), Partitioner: ManualPartitioner()})
 	if err != nil {
 		t.Fatal(err)
 	}

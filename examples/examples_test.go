@@ -1,147 +1,52 @@
 // Package examples_test compiles the example programs and runs them as
-// separate processes against a cluster of three broker processes
-// registered in the test ZooKeeper.
+// separate processes against clusters of in-process brokers (brokertest),
+// on the test ZooKeeper where an example coordinates through it.
 package examples_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"maps"
-	"os"
+	"net/http/httptest"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/client"
 	"github.com/tributary/tributary/client/serde"
-	"github.com/tributary/tributary/internal/devcluster"
+	"github.com/tributary/tributary/internal/brokertest"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
-	"github.com/tributary/tributary/internal/zktest"
 	"github.com/tributary/tributary/jobs/compact"
 	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/loader"
 	"github.com/tributary/tributary/pipeline/pageview"
 	"github.com/tributary/tributary/schema"
+	"github.com/tributary/tributary/schema/registry"
 )
 
-// Environment of a broker child process (the test binary re-executed).
-const (
-	envBrokerDir = "EXAMPLES_TEST_BROKER_DIR"
-	envBrokerID  = "EXAMPLES_TEST_BROKER_ID"
-	envBrokerZK  = "EXAMPLES_TEST_BROKER_ZK"
-)
-
-// brokers is the size of the test cluster.
+// brokers is the size of the test clusters.
 const brokers = 3
 
-func TestMain(m *testing.M) {
-	if dir := os.Getenv(envBrokerDir); dir != "" {
-		os.Exit(runBroker(dir))
-	}
-	os.Exit(m.Run())
-}
-
-// runBroker is the broker child: it joins the cluster registered under
-// its zookeeper.connect, prints "ADDR host:port" once serving and stops on
-// SIGTERM.
-func runBroker(dir string) int {
-	id, err := strconv.Atoi(os.Getenv(envBrokerID))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "broker id:", err)
-		return 1
-	}
-	b, err := broker.New(broker.Config{
-		BrokerID:                int32(id),
-		Listeners:               "PLAINTEXT://127.0.0.1:0",
-		LogDirs:                 []string{dir},
-		NumPartitions:           3,
-		ZooKeeperConnect:        os.Getenv(envBrokerZK),
-		ZooKeeperSessionTimeout: 10 * time.Second,
-	}, slog.New(slog.NewTextHandler(os.Stderr, nil)), prometheus.NewRegistry())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	if err := b.Start(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	fmt.Printf("ADDR %s\n", b.Addr())
-	<-ctx.Done()
-	if err := b.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
-}
-
-// startBroker runs broker child id on zk and returns its address. Its log
-// is shown if the test fails.
-func startBroker(t *testing.T, id int, zk string) string {
+// newRegistry serves a schema registry on an in-memory store until the
+// test ends and returns its URL.
+func newRegistry(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envBrokerDir+"="+t.TempDir(), envBrokerID+"="+strconv.Itoa(id), envBrokerZK+"="+zk)
-	logs := &testproc.SyncBuffer{}
-	cmd.Stderr = logs
-	out, err := cmd.StdoutPipe()
+	reg, err := registry.New(registry.NewMemStore(), registry.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Errorf("broker child %d did not stop within 20s of SIGTERM", id)
-		}
-		if t.Failed() {
-			t.Logf("broker %d log:\n%s", id, logs)
-		}
-	})
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if a, ok := strings.CutPrefix(sc.Text(), "ADDR "); ok {
-				addr <- a
-			}
-		}
-	}()
-	select {
-	case a := <-addr:
-		return a
-	case <-exited:
-		t.Fatalf("broker child %d exited before serving:\n%s", id, logs)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("broker child %d did not report its address within 30s", id)
-	}
-	return ""
+	srv := httptest.NewServer(reg.Handler())
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // build compiles an example into a temporary directory.
@@ -155,63 +60,21 @@ func build(t *testing.T, pkg string) string {
 	return bin
 }
 
-// createTopic creates a topic through the Kafka API (CreateTopics) and
-// waits until every partition has a leader; it returns partition -> leader.
-func createTopic(ctx context.Context, t *testing.T, addrs []string, topic string, partitions int32) map[int32]int32 {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("create topic %s: %v", topic, err)
-	}
-	for {
-		md, err := adm.Metadata(ctx, topic)
-		if err != nil {
-			t.Fatalf("metadata of %s: %v", topic, err)
-		}
-		leaders := map[int32]int32{}
-		for p, d := range md.Topics[topic].Partitions {
-			if d.Leader >= 0 {
-				leaders[p] = d.Leader
-			}
-		}
-		if len(leaders) == int(partitions) {
-			return leaders
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("leaders of %s: only %v before %v", topic, leaders, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// TestProducerAndConsumerGroupExamples: on three broker processes sharing
-// a ZooKeeper chroot, a 3-partition topic with one partition led by each;
+// TestProducerAndConsumerGroupExamples: on three brokers sharing a
+// ZooKeeper chroot, a 3-partition topic with one partition led by each;
 // the producer example writes 50 keyed messages; the consumer-group
 // example, coordinated through the same chroot, prints all of them, each in
 // the partition its key hashes to.
 func TestProducerAndConsumerGroupExamples(t *testing.T) {
-	zk := zktest.Chroot(t, testenv.ZooKeeper(t), "examples-test")
 	producer, consumer := build(t, "producer"), build(t, "consumergroup")
-	var addrs []string
-	for id := 1; id <= brokers; id++ {
-		addrs = append(addrs, startBroker(t, id, zk))
-	}
-	bootstrap := strings.Join(addrs, ",")
+	c := brokertest.NewCluster(t, brokers, brokertest.ZooKeeper(), brokertest.Partitions(3))
+	zk := c.ZooKeeper()
+	bootstrap := strings.Join(c.Addrs(), ",")
 	const n = 50
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	leaders := createTopic(ctx, t, addrs, "events", 3)
+	leaders := c.CreateTopic(t, "events", 3)
 	if spread := slices.Sorted(maps.Values(leaders)); !slices.Equal(spread, []int32{1, 2, 3}) {
 		t.Fatalf("leaders %v, want one partition on each broker", leaders)
 	}
@@ -251,7 +114,7 @@ func TestProducerAndConsumerGroupExamples(t *testing.T) {
 }
 
 // TestPageViewsExample: the pageviews example writes 300 page views to a
-// 3-broker in-process cluster with its schema registry; read back, every
+// 3-broker in-process cluster and a schema registry; read back, every
 // record is framed with the id the registry gives the page-view schema
 // under "pageviews-value", decodes to exactly the event seq i would be,
 // is keyed by its user, stamped with its event time, and appears once.
@@ -259,18 +122,10 @@ func TestPageViewsExample(t *testing.T) {
 	bin := build(t, "pageviews")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := devcluster.Start(ctx, devcluster.Config{Dir: t.TempDir(), Brokers: 3, Partitions: 3, Registry: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	c, registryURL := brokertest.NewCluster(t, brokers, brokertest.Partitions(3)), newRegistry(t)
 	const n = 300
-	createTopic(ctx, t, c.Bootstrap(), "pageviews", 3)
-	out, err := exec.CommandContext(ctx, bin, "--bootstrap", strings.Join(c.Bootstrap(), ","), "--registry", c.RegistryURL(),
+	c.CreateTopic(t, "pageviews", 3)
+	out, err := exec.CommandContext(ctx, bin, "--bootstrap", strings.Join(c.Addrs(), ","), "--registry", registryURL,
 		"--datacenter", "dc7", "--count", strconv.Itoa(n), "--rate", "0").CombinedOutput()
 	if err != nil {
 		t.Fatalf("pageviews: %v\n%s", err, out)
@@ -280,7 +135,7 @@ func TestPageViewsExample(t *testing.T) {
 		t.Fatalf("pageviews printed %q", out)
 	}
 	producer := m[1]
-	reg, err := serde.NewRegistryClient(serde.ClientConfig{URL: c.RegistryURL()})
+	reg, err := serde.NewRegistryClient(serde.ClientConfig{URL: registryURL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,12 +144,7 @@ func TestPageViewsExample(t *testing.T) {
 		t.Fatalf("registry id of the page-view schema: %d, %v; the example printed %s", id, err, m[2])
 	}
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.ConsumeTopics("pageviews"),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := c.Client(t, kgo.ConsumeTopics("pageviews"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	de := serde.NewDeserializer(reg)
 	seen := map[int64]bool{}
 	for len(seen) < n {
@@ -339,19 +189,15 @@ func TestReadLoadedExample(t *testing.T) {
 	producer, reader := build(t, "pageviews"), build(t, "readloaded")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := devcluster.Start(ctx, devcluster.Config{Dir: t.TempDir(), Brokers: 1, Partitions: 2, Registry: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	createTopic(ctx, t, c.Bootstrap(), "pageviews", 2)
+	c, registryURL := brokertest.New(t, brokertest.Partitions(2)), newRegistry(t)
+	c.CreateTopic(t, "pageviews", 2)
 	const n = 120
-	if out, err := exec.CommandContext(ctx, producer, "--bootstrap", strings.Join(c.Bootstrap(), ","), "--registry", c.RegistryURL(),
+	if out, err := exec.CommandContext(ctx, producer, "--bootstrap", c.Addr(), "--registry", registryURL,
 		"--count", strconv.Itoa(n), "--rate", "0").CombinedOutput(); err != nil {
 		t.Fatalf("pageviews: %v\n%s", err, out)
 	}
 	outDir := t.TempDir()
-	l, err := loader.New(ctx, loader.Config{Name: "examples", Brokers: c.Bootstrap(), RegistryURL: c.RegistryURL(),
+	l, err := loader.New(ctx, loader.Config{Name: "examples", Brokers: c.Addrs(), RegistryURL: registryURL,
 		Topics: "pageviews", OutputURI: outDir, AuditDisable: true})
 	if err != nil {
 		t.Fatal(err)

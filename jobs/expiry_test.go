@@ -14,6 +14,7 @@ import (
 
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
+	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 )
 
@@ -61,16 +62,16 @@ jobs:
 
 	st := NewStore(newSession(t, zk), "", 0)
 	var req string
-	waitFor(t, 30*time.Second, "job published", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "job published", func() (bool, string) {
 		req, err = st.Request(ctx, "long")
-		return err == nil
+		return err == nil, ""
 	})
 	var pid int
-	waitFor(t, 30*time.Second, "long running", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "long running", func() (bool, string) {
 		r, _ := st.FindRequest(ctx, "long", req)
 		b, _ := os.ReadFile(pidFile)
 		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		return r != nil && r.Status == StatusRunning && pid > 0
+		return r != nil && r.Status == StatusRunning && pid > 0, ""
 	})
 	mu.Lock()
 	first := sessions[0]
@@ -79,7 +80,7 @@ jobs:
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	waitFor(t, 30*time.Second, "the job's process group killed", func() bool { return syscall.Kill(pid, 0) != nil })
+	testenv.WaitFor(t, 30*time.Second, "the job's process group killed", func() (bool, string) { return syscall.Kill(pid, 0) != nil, "" })
 	t.Logf("killed after %v", time.Since(t0))
 	r, err := st.WaitRequest(ctx, "long", req, 30*time.Second)
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // TestTwoSchedulersKillOne runs two `tributary jobs serve` processes on one
@@ -41,13 +43,13 @@ jobs:
 	// Phase 1: both serve; wait for a few runs, then catch one running.
 	var victim, survivor string
 	var killedRun string
-	waitFor(t, 60*time.Second, "5 runs and one running", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "5 runs and one running", func() (bool, string) {
 		h, _ := st.History(ctx, "tick", 0)
 		if len(h) < 6 || h[len(h)-1].Status != StatusRunning {
-			return false
+			return false, ""
 		}
 		victim, killedRun = h[len(h)-1].Scheduler, h[len(h)-1].ID
-		return true
+		return true, ""
 	})
 	survivor = "A"
 	if victim == "A" {
@@ -61,7 +63,7 @@ jobs:
 
 	// Phase 2: the survivor marks the killed run failed once the victim's
 	// session expires, and runs the following due times.
-	waitFor(t, 60*time.Second, "killed run marked failed and 4 runs by the survivor after it", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "killed run marked failed and 4 runs by the survivor after it", func() (bool, string) {
 		h, _ := st.History(ctx, "tick", 0)
 		var failed bool
 		var after int
@@ -73,15 +75,15 @@ jobs:
 				after++
 			}
 		}
-		return failed && after >= 4
+		return failed && after >= 4, ""
 	})
 	// Pause, let the run going on end, and stop the survivor.
 	if err := st.Pause(ctx, "tick"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "no run going on", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "no run going on", func() (bool, string) {
 		h, _ := st.History(ctx, "tick", 1)
-		return len(h) == 1 && h[0].Status != StatusRunning
+		return len(h) == 1 && h[0].Status != StatusRunning, ""
 	})
 	if err := procs[survivor].cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

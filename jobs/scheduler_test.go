@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/internal/coord"
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // never is a schedule that is not due during a test: runs come from requests.
@@ -24,10 +25,10 @@ func requestRun(t *testing.T, st *Store, job string, wait time.Duration) *Run {
 	defer cancel()
 	var req string
 	// The scheduler publishes its jobs once connected.
-	waitFor(t, 30*time.Second, "job "+job+" published", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "job "+job+" published", func() (bool, string) {
 		r, err := st.Request(ctx, job)
 		req = r
-		return err == nil
+		return err == nil, ""
 	})
 	r, err := st.WaitRequest(ctx, job, req, wait)
 	if err != nil {
@@ -91,7 +92,7 @@ jobs:
 		t.Fatal(err)
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	waitFor(t, 10*time.Second, "sleeper killed", func() bool { return syscall.Kill(pid, 0) != nil })
+	testenv.WaitFor(t, 10*time.Second, "sleeper killed", func() (bool, string) { return syscall.Kill(pid, 0) != nil, "" })
 
 	// History shows every run, oldest first.
 	h, err := st.History(context.Background(), "broken", 0)
@@ -118,7 +119,7 @@ jobs:
 	st := NewStore(newSession(t, zk), "", 0)
 	ctx := context.Background()
 	var runs []Run
-	waitFor(t, 60*time.Second, "two finished runs and a skipped one", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "two finished runs and a skipped one", func() (bool, string) {
 		runs, _ = st.History(ctx, "slow", 0)
 		var done, skipped int
 		for _, r := range runs {
@@ -132,7 +133,7 @@ jobs:
 				}
 			}
 		}
-		return done >= 2 && skipped >= 2
+		return done >= 2 && skipped >= 2, ""
 	})
 	// No two runs overlapped: each started after the previous one ended.
 	var prevEnd time.Time
@@ -150,19 +151,19 @@ jobs:
 	}
 	// Once the run going on ends, nothing new starts while paused.
 	var n int
-	waitFor(t, 30*time.Second, "quiet while paused", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "quiet while paused", func() (bool, string) {
 		h, _ := st.History(ctx, "slow", 0)
 		if len(h) == 0 || h[len(h)-1].Status == StatusRunning {
-			return false
+			return false, ""
 		}
 		n = len(h)
-		return true
+		return true, ""
 	})
 	// Three due times pass, as the witness job running on them shows.
 	w0, _ := st.History(ctx, "witness", 0)
-	waitFor(t, 30*time.Second, "3 due times of the witness", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "3 due times of the witness", func() (bool, string) {
 		w, _ := st.History(ctx, "witness", 0)
-		return len(w) >= len(w0)+3
+		return len(w) >= len(w0)+3, ""
 	})
 	if h, _ := st.History(ctx, "slow", 0); len(h) != n {
 		t.Errorf("paused job got %d new runs", len(h)-n)
@@ -174,9 +175,9 @@ jobs:
 	if err := st.Resume(ctx, "slow"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "a run after resume", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "a run after resume", func() (bool, string) {
 		h, _ := st.History(ctx, "slow", 0)
-		return len(h) > n
+		return len(h) > n, ""
 	})
 }
 

@@ -44,7 +44,7 @@ func benchSetup(b *testing.B) *benchData {
 	benchOnce.Do(func() {
 		c := newCluster(b)
 		d := &benchData{c: c, topic: "bench"}
-		c.createTopic(b, d.topic, 6)
+		c.CreateTopic(b, d.topic, 6)
 		start := hourStart()
 		recs := make([]*kgo.Record, 0, benchRecords)
 		for i := range benchRecords {
@@ -92,7 +92,7 @@ func BenchmarkLoader(b *testing.B) {
 			var loadTime, rawTime, decodeTime time.Duration
 			b.SetBytes(d.bytes)
 			for i := range b.N {
-				cfg := loader.Config{Name: fmt.Sprintf("bench%d", i), Brokers: []string{d.c.brokers}, RegistryURL: d.c.registry,
+				cfg := loader.Config{Name: fmt.Sprintf("bench%d", i), Brokers: []string{d.c.Addr()}, RegistryURL: d.c.registry,
 					Topics: d.topic, OutputURI: uri + fmt.Sprintf("/%d", i), Codec: codec, AuditDisable: true}
 				start := time.Now()
 				l, err := loader.New(context.Background(), cfg)

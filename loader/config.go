@@ -1,14 +1,17 @@
 package loader
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/properties"
 )
 
@@ -31,6 +34,9 @@ type Config struct {
 	Name string
 	// Brokers are the bootstrap servers (`bootstrap.servers`). Required.
 	Brokers []string
+	// Security is `security.protocol`, `ssl.*` and `sasl.*`
+	// (network.SecurityFromProperties): how the loader reaches Brokers.
+	Security network.Security
 	// RegistryURL is the schema registry (`schema.registry.url`). Required.
 	RegistryURL string
 	// Topics is a regular expression over whole topic names (`topics`).
@@ -75,6 +81,10 @@ type Config struct {
 	// AuditBrokers (`audit.bootstrap.servers`): where the audit topic is,
 	// default Brokers.
 	AuditBrokers []string
+	// AuditSecurity (`audit.security.protocol`, `audit.ssl.*`,
+	// `audit.sasl.*`): how the audit publisher reaches AuditBrokers; nil
+	// (none of those keys) means Security.
+	AuditSecurity *network.Security
 	// AuditTopic (`audit.topic`), default __audit.
 	AuditTopic string
 	// AuditWindow (`audit.window.ms`), default 10 minutes.
@@ -153,6 +163,10 @@ func (c *Config) fill() {
 	if len(c.AuditBrokers) == 0 {
 		c.AuditBrokers = c.Brokers
 	}
+	if c.AuditSecurity == nil {
+		s := c.Security
+		c.AuditSecurity = &s
+	}
 	if c.AuditTopic == "" {
 		c.AuditTopic = DefaultAuditTopic
 	}
@@ -164,13 +178,22 @@ func (c *Config) fill() {
 	}
 }
 
-// Keys lists every property ConfigFromProperties reads.
-var Keys = []string{
+// Keys lists every property ConfigFromProperties reads: its own, and
+// network.SecurityKeys bare and under audit.
+var Keys = slices.Concat(network.SecurityKeys, auditSecurityKeys, []string{
 	"name", "bootstrap.servers", "schema.registry.url", "topics", "output.uri", "codec",
 	"commit.records", "commit.interval.ms", "max.open.files",
 	"zookeeper.connect", "zookeeper.session.timeout.ms", "scale.members", "scale.wait.ms",
 	"audit.enable", "audit.cluster", "audit.bootstrap.servers", "audit.topic", "audit.window.ms",
-}
+})
+
+var auditSecurityKeys = func() []string {
+	out := make([]string, len(network.SecurityKeys))
+	for i, k := range network.SecurityKeys {
+		out[i] = "audit." + k
+	}
+	return out
+}()
 
 // ConfigFromProperties builds a Config from properties-file keys (read by
 // internal/properties; values trimmed). Unknown keys are returned, sorted,
@@ -199,8 +222,14 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	c.AuditBrokers = p.List("audit.bootstrap.servers")
 	c.AuditTopic = p.String("audit.topic")
 	c.AuditWindow = ms("audit.window.ms")
+	var secErr error
+	c.Security, secErr = network.SecurityFromProperties(p, "")
+	if slices.ContainsFunc(auditSecurityKeys, func(k string) bool { _, ok := props[k]; return ok }) {
+		as, err := network.SecurityFromProperties(p, "audit.")
+		c.AuditSecurity, secErr = &as, errors.Join(secErr, err)
+	}
 	unknown := p.Unknown()
-	if err := p.Err(); err != nil {
+	if err := errors.Join(p.Err(), secErr); err != nil {
 		return c, unknown, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return c, unknown, c.Validate()

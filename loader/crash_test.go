@@ -15,7 +15,7 @@ import (
 func TestCrashAtEveryStep(t *testing.T) {
 	c := newCluster(t)
 	d := dataset{topic: "crash", n: 3000, partitions: 2, start: hourStart(), span: 2 * time.Hour}
-	c.createTopic(t, d.topic, d.partitions)
+	c.CreateTopic(t, d.topic, d.partitions)
 	c.produceDataset(t, d)
 	for _, fc := range fileSystems {
 		t.Run(fc.name, func(t *testing.T) {

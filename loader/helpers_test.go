@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -19,12 +18,11 @@ import (
 	"time"
 
 	"github.com/linkedin/goavro/v2"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/client/serde"
+	"github.com/tributary/tributary/internal/brokertest"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/filesys/filesystest"
 	"github.com/tributary/tributary/jobs/hours"
@@ -162,9 +160,11 @@ func runChild(t *testing.T, cfg loader.Config, env ...string) loader.Summary {
 	return sum
 }
 
-// cluster is an in-process broker and schema registry.
+// cluster is an in-process broker (its fixture's methods: Addr,
+// CreateTopic, ...) and schema registry, with a serializer and a manually
+// partitioning client.
 type cluster struct {
-	brokers  string
+	*brokertest.Cluster
 	registry string
 	reg      *serde.RegistryClient
 	ser      *serde.Serializer
@@ -174,50 +174,22 @@ type cluster struct {
 
 func newCluster(t testing.TB) *cluster {
 	t.Helper()
-	b, err := broker.New(broker.Config{BrokerID: 1, Listeners: "PLAINTEXT://127.0.0.1:0", LogDirs: []string{t.TempDir()}},
-		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := b.Start(ctx); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); b.Close() })
 	r, err := registry.New(registry.NewMemStore(), registry.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(r.Handler())
 	t.Cleanup(srv.Close)
-	c := &cluster{brokers: b.Addr(), registry: srv.URL}
+	c := &cluster{Cluster: brokertest.New(t), registry: srv.URL}
 	c.reg, err = serde.NewRegistryClient(serde.ClientConfig{URL: srv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.ser = serde.NewSerializer(c.reg, serde.SerializerConfig{})
-	c.cl, err = kgo.NewClient(kgo.SeedBrokers(c.brokers), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+	c.cl = c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerBatchMaxBytes(1<<20), kgo.DefaultProduceTopic("unused"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.cl.Close)
 	c.adm = kadm.NewClient(c.cl)
 	return c
-}
-
-func (c *cluster) createTopic(t testing.TB, topic string, partitions int32) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := c.adm.CreateTopics(ctx, partitions, 1, nil, topic)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		t.Fatalf("create topic %s: %v", topic, err)
-	}
 }
 
 func (c *cluster) produce(t testing.TB, recs []*kgo.Record) {

@@ -72,7 +72,7 @@ func New(ctx context.Context, cfg Config) (*Loader, error) {
 		return nil, fmt.Errorf("schema.registry.url: %w", err)
 	}
 	l.schemas = &schemaCache{reg: reg, m: map[schema.ID]*writerSchema{}}
-	l.kcl, err = network.NewClient(network.ClientConfig{Brokers: cfg.Brokers})
+	l.kcl, err = network.NewClient(network.ClientConfig{Brokers: cfg.Brokers}.Secured(cfg.Security))
 	if err != nil {
 		l.Close()
 		return nil, fmt.Errorf("bootstrap.servers: %w", err)
@@ -326,7 +326,7 @@ func (l *Loader) load(ctx context.Context, parts []topicPartition, ends kadm.Lis
 	if len(pls) == 0 {
 		return nil
 	}
-	cl, err := network.NewClient(network.ClientConfig{Brokers: l.cfg.Brokers}, kgo.ConsumePartitions(consume),
+	cl, err := network.NewClient(network.ClientConfig{Brokers: l.cfg.Brokers}.Secured(l.cfg.Security), kgo.ConsumePartitions(consume),
 		kgo.FetchMaxBytes(64<<20), kgo.FetchMaxPartitionBytes(8<<20))
 	if err != nil {
 		return err
@@ -434,7 +434,7 @@ func (a *auditPublisher) publish(ctx context.Context, events []AuditEvent) error
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.pub == nil {
-		cl, err := network.NewClient(network.ClientConfig{Brokers: a.cfg.AuditBrokers}, kgo.AllowAutoTopicCreation())
+		cl, err := network.NewClient(network.ClientConfig{Brokers: a.cfg.AuditBrokers}.Secured(*a.cfg.AuditSecurity), kgo.AllowAutoTopicCreation())
 		if err != nil {
 			return err
 		}

@@ -21,7 +21,7 @@ import (
 )
 
 func baseConfig(c *cluster, job, topics, uri string) loader.Config {
-	return loader.Config{Name: job, Brokers: []string{c.brokers}, RegistryURL: c.registry, Topics: topics,
+	return loader.Config{Name: job, Brokers: []string{c.Addr()}, RegistryURL: c.registry, Topics: topics,
 		OutputURI: uri, AuditCluster: "test"}
 }
 
@@ -39,7 +39,7 @@ func TestLoadExactlyOnce(t *testing.T) {
 	}
 	c := newCluster(t)
 	d := dataset{topic: "page-views", n: n, partitions: 6, start: hourStart(), span: 3 * time.Hour}
-	c.createTopic(t, d.topic, d.partitions)
+	c.CreateTopic(t, d.topic, d.partitions)
 	c.produceDataset(t, d)
 	for _, fc := range fileSystems {
 		t.Run(fc.name, func(t *testing.T) {
@@ -162,11 +162,7 @@ func checkAudit(t *testing.T, c *cluster, job string, want map[string]int64) {
 			remaining[o.Partition] = o.Offset
 		}
 	})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokers), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{audit.DefaultTopic: offsets}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := c.Client(t, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{audit.DefaultTopic: offsets}))
 	seen := map[string]bool{}
 	got := map[string]int64{}
 	sent := 0

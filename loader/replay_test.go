@@ -39,7 +39,7 @@ func (c *cluster) mirrored(t *testing.T, d dataset, from, to int) []*kgo.Record 
 func TestMirrorReplay(t *testing.T) {
 	c := newCluster(t)
 	d := dataset{topic: "mirrored", n: 2000, partitions: 2, start: hourStart(), span: time.Hour}
-	c.createTopic(t, d.topic, d.partitions)
+	c.CreateTopic(t, d.topic, d.partitions)
 	for _, fc := range fileSystems {
 		t.Run(fc.name, func(t *testing.T) {
 			fsys, base, uri := fc.open(t)
@@ -76,7 +76,7 @@ func TestMirrorReplay(t *testing.T) {
 func TestBadRecords(t *testing.T) {
 	c := newCluster(t)
 	const topic = "mixed"
-	c.createTopic(t, topic, 1)
+	c.CreateTopic(t, topic, 1)
 	good, err := c.ser.Encode(context.Background(), topic+"-value", schemaV1, map[string]any{"id": int64(7), "page": "/p"})
 	if err != nil {
 		t.Fatal(err)

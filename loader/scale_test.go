@@ -45,7 +45,7 @@ func TestScaleOut(t *testing.T) {
 	zk := testenv.ZooKeeper(t)
 	c := newCluster(t)
 	d := dataset{topic: "scaled", n: 6000, partitions: 6, start: hourStart(), span: 3 * time.Hour}
-	c.createTopic(t, d.topic, d.partitions)
+	c.CreateTopic(t, d.topic, d.partitions)
 	c.produceDataset(t, d)
 	for _, fc := range fileSystems {
 		t.Run(fc.name, func(t *testing.T) {

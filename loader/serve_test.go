@@ -19,7 +19,7 @@ import (
 func TestServe(t *testing.T) {
 	c := newCluster(t)
 	d := dataset{topic: "served", n: 4000, partitions: 3, start: hourStart(), span: 2 * time.Hour}
-	c.createTopic(t, d.topic, d.partitions)
+	c.CreateTopic(t, d.topic, d.partitions)
 	fsys, base := filesystest.Local(t)
 	reg := prometheus.NewRegistry()
 	cfg := baseConfig(c, "serve", d.topic, base)
@@ -106,7 +106,7 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 func TestRegistryDown(t *testing.T) {
 	c := newCluster(t)
 	d := dataset{topic: "noreg", n: 500, partitions: 2, start: hourStart(), span: time.Hour}
-	c.createTopic(t, d.topic, d.partitions)
+	c.CreateTopic(t, d.topic, d.partitions)
 	c.produceDataset(t, d)
 	fsys, base := filesystest.Local(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

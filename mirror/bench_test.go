@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // BenchmarkMirror mirrors b.N records of 100 bytes over 12 partitions
@@ -26,8 +28,8 @@ func BenchmarkMirror(b *testing.B) {
 func benchMirror(b *testing.B, zk bool) {
 	tb := b
 	src, target := newCluster(tb, "bsrc"), newCluster(tb, "btarget")
-	src.createTopic(tb, "bench", 12, nil)
-	cl := src.client(tb, kgo.ProducerLinger(5*time.Millisecond), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	src.CreateTopicWithConfigs(tb, "bench", 12, nil)
+	cl := src.Client(tb, kgo.ProducerLinger(5*time.Millisecond), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
 	value := make([]byte, 100)
 	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
@@ -36,17 +38,17 @@ func benchMirror(b *testing.B, zk bool) {
 	if err := cl.Flush(ctx); err != nil {
 		b.Fatal(err)
 	}
-	sc := SourceConfig{Name: "src", Brokers: []string{src.addr}}
+	sc := SourceConfig{Name: "src", Brokers: []string{src.Addr()}}
 	if zk {
-		sc.ZooKeeperConnect = src.zk
+		sc.ZooKeeperConnect = src.ZooKeeper()
 	}
-	tadm := kadm.NewClient(target.client(tb))
+	tadm := kadm.NewClient(target.Client(tb))
 	b.SetBytes(100)
 	b.ResetTimer()
 	start := time.Now()
-	stop := runMirror(tb, Config{Sources: []SourceConfig{sc}, TargetBrokers: []string{target.addr},
-		Topics: "bench", GroupID: "bench", AuditDisable: true, Logger: testLogger(b, slog.LevelWarn)}, nil)
-	waitFor(b, 10*time.Minute, "target complete", func() (bool, string) {
+	stop := runMirror(tb, Config{Sources: []SourceConfig{sc}, TargetBrokers: []string{target.Addr()},
+		Topics: "bench", GroupID: "bench", AuditDisable: true, Logger: testenv.Logger(b, slog.LevelWarn)}, nil)
+	testenv.WaitFor(b, 10*time.Minute, "target complete", func() (bool, string) {
 		listed, err := tadm.ListEndOffsets(ctx, "bench")
 		if err != nil {
 			return false, err.Error()

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tributary/tributary/client"
+	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/properties"
 )
 
@@ -48,6 +49,9 @@ type SourceConfig struct {
 	Name string
 	// Brokers is source.NAME.bootstrap.servers.
 	Brokers []string
+	// Security is source.NAME.security.protocol, source.NAME.ssl.* and
+	// source.NAME.sasl.* (network.SecurityFromProperties).
+	Security network.Security
 	// ZooKeeperConnect is source.NAME.zookeeper.connect: when set, the
 	// source is consumed by the paper's ZooKeeper consumer groups
 	// (client.GroupConsumer) instead of the brokers' group coordinator.
@@ -68,6 +72,9 @@ type Config struct {
 	TargetName string
 	// TargetBrokers is target.bootstrap.servers.
 	TargetBrokers []string
+	// TargetSecurity is target.security.protocol, target.ssl.* and
+	// target.sasl.*: the target's producer and the audit publisher.
+	TargetSecurity network.Security
 	// Topics is topics: a regular expression over whole topic names.
 	Topics string
 	// TopicsExclude is topics.exclude: names matching it are not mirrored.
@@ -296,8 +303,9 @@ func (c Config) targetTopic(source, topic string) string {
 
 // Keys lists the properties ConfigFromProperties reads besides the
 // source.NAME.* ones (source.NAME.bootstrap.servers,
-// source.NAME.zookeeper.connect) and metrics.listen, which is the command's.
-var Keys = []string{
+// source.NAME.zookeeper.connect and source.NAME. before each of
+// network.SecurityKeys); metrics.listen is the command's.
+var Keys = append(prefixed("target.", network.SecurityKeys),
 	"target.name", "target.bootstrap.servers", "target.replication.factor",
 	"topics", "topics.exclude", "group.id", "topic.rename", "topic.refresh.interval.ms",
 	"offset.commit.interval.ms", "auto.offset.reset",
@@ -307,6 +315,14 @@ var Keys = []string{
 	"consumer.queued.max.message.chunks", "rebalance.backoff.ms", "zookeeper.session.timeout.ms",
 	"shutdown.timeout.ms", "audit.enable", "audit.window.ms", "audit.interval.ms",
 	"metrics.listen", "instance",
+)
+
+func prefixed(prefix string, keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = prefix + k
+	}
+	return out
 }
 
 // ConfigFromProperties builds a Config from properties (as read by
@@ -338,12 +354,23 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 			s.ZooKeeperConnect = p.String(k)
 		}
 	}
+	var secErrs []error
 	for _, name := range slices.Sorted(maps.Keys(sources)) {
-		c.Sources = append(c.Sources, *sources[name])
+		s := sources[name]
+		var err error
+		if s.Security, err = network.SecurityFromProperties(p, "source."+name+"."); err != nil {
+			secErrs = append(secErrs, err)
+		}
+		c.Sources = append(c.Sources, *s)
 	}
 	ms := func(key string) time.Duration { return p.Duration(key, time.Millisecond, 1) }
 	c.TargetName = p.String("target.name")
 	c.TargetBrokers = p.List("target.bootstrap.servers")
+	if sec, err := network.SecurityFromProperties(p, "target."); err != nil {
+		secErrs = append(secErrs, err)
+	} else {
+		c.TargetSecurity = sec
+	}
 	if v, ok := p.Lookup("target.replication.factor"); ok {
 		// Kafka's -1 is the target broker's default, our zero.
 		n, err := properties.ParseInt(v, 16, -1)
@@ -383,7 +410,7 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	c.AuditInterval = ms("audit.interval.ms")
 	c.Instance = p.String("instance")
 	p.Ignore("metrics.listen") // the command's
-	if err := p.Err(); err != nil {
+	if err := errors.Join(append([]error{p.Err()}, secErrs...)...); err != nil {
 		return c, p.Unknown(), fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return c, p.Unknown(), nil

@@ -44,6 +44,7 @@ func (z *zkGroup) config() client.GroupConfig {
 	return client.GroupConfig{
 		GroupID:                 c.GroupID,
 		Brokers:                 z.s.cfg.Brokers,
+		Security:                z.s.cfg.Security,
 		ZooKeeperConnect:        z.s.cfg.ZooKeeperConnect,
 		Coordinator:             z.s.cfg.Coordinator,
 		ZooKeeperSessionTimeout: c.ZooKeeperSessionTimeout,

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
-	"net"
 	"os"
 	"os/exec"
 	"regexp"
@@ -18,11 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/internal/brokertest"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/internal/zktest"
@@ -36,102 +33,18 @@ func full() bool { return os.Getenv("TRIBUTARY_FULL") == "1" }
 
 // cluster is one single-broker cluster registered in its own chroot of the
 // test ZooKeeper (so its topics are in /brokers/topics, where the
-// ZooKeeper consumer groups read them), in-process, restartable on the
-// same port and log directory.
+// ZooKeeper consumer groups read them), in-process; Stop(t, 1) and
+// Restart(t, 1) take it down and bring it back on its port and data.
 type cluster struct {
 	name string
-	zk   string // zookeeper.connect with the cluster's chroot
-	dir  string
-	addr string
-	mu   sync.Mutex
-	b    *broker.Broker
-	stop context.CancelFunc
+	*brokertest.Cluster
 }
 
 func newCluster(t testing.TB, name string) *cluster {
 	t.Helper()
-	c := &cluster{name: name, zk: zktest.Chroot(t, testenv.ZooKeeper(t), "mirror-"+name), dir: t.TempDir()}
-	c.start(t, "127.0.0.1:0")
-	t.Cleanup(func() { c.close(t) })
-	return c
-}
-
-func (c *cluster) start(t testing.TB, listen string) {
-	t.Helper()
-	logger := testLogger(t, slog.LevelWarn).With("cluster", c.name)
-	b, err := broker.New(broker.Config{
-		BrokerID:               1,
-		Listeners:              "PLAINTEXT://" + listen,
-		LogDirs:                []string{c.dir},
-		ZooKeeperConnect:       c.zk,
-		RetentionCheckInterval: time.Hour,
-	}, logger, prometheus.NewRegistry())
-	if err != nil {
-		t.Fatalf("broker.New %s: %v", c.name, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := b.Start(ctx); err != nil {
-		cancel()
-		t.Fatalf("broker %s start: %v", c.name, err)
-	}
-	c.mu.Lock()
-	c.b, c.stop, c.addr = b, cancel, b.Addr()
-	c.mu.Unlock()
-}
-
-// close stops the broker (a clean shutdown); start brings it back.
-func (c *cluster) close(t testing.TB) {
-	c.mu.Lock()
-	b, stop := c.b, c.stop
-	c.b = nil
-	c.mu.Unlock()
-	if b == nil {
-		return
-	}
-	stop()
-	if err := b.Close(); err != nil {
-		t.Errorf("broker %s close: %v", c.name, err)
-	}
-}
-
-// restart starts the broker again on the same address and directory; the
-// port may be taken by someone else meanwhile, so it retries a while.
-func (c *cluster) restart(t *testing.T) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ln, err := net.Listen("tcp", c.addr)
-		if err == nil {
-			ln.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("port of %s (%s) stays taken: %v", c.name, c.addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	c.start(t, c.addr)
-}
-
-func (c *cluster) createTopic(t testing.TB, name string, partitions int32, configs map[string]string) {
-	t.Helper()
-	ctx := testContext(t, 60*time.Second)
-	c.mu.Lock()
-	b := c.b
-	c.mu.Unlock()
-	if err := b.CreateTopicWithConfigs(ctx, name, partitions, configs); err != nil {
-		t.Fatalf("create %s on %s: %v", name, c.name, err)
-	}
-}
-
-func (c *cluster) client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.addr)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
+	zk := zktest.Chroot(t, testenv.ZooKeeper(t), "mirror-"+name)
+	return &cluster{name: name, Cluster: brokertest.New(t, brokertest.ZooKeeperConnect(zk),
+		brokertest.Logger(testenv.Logger(t, slog.LevelWarn).With("cluster", name)))}
 }
 
 // rec is what the test produced at one source offset.
@@ -220,7 +133,7 @@ type targetReader struct {
 func readTarget(t *testing.T, c *cluster, topic string) *targetReader {
 	t.Helper()
 	r := &targetReader{byPart: map[int32][]*kgo.Record{}, distinct: map[srcPos]bool{}}
-	cl := c.client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	cl := c.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(50*time.Millisecond))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -265,7 +178,7 @@ func (r *targetReader) counts() (distinct, total int) {
 // waitComplete waits until the target holds every produced record.
 func (r *targetReader) waitComplete(t *testing.T, p *produced, d time.Duration) {
 	t.Helper()
-	waitFor(t, d, "every produced record in the target", func() (bool, string) {
+	testenv.WaitFor(t, d, "every produced record in the target", func() (bool, string) {
 		want := p.len()
 		got, total := r.counts()
 		return got >= want, fmt.Sprintf("%d of %d distinct records (%d with duplicates)", got, want, total)
@@ -402,7 +315,7 @@ var metricsLine = regexp.MustCompile(`msg="metrics listening" addr=(\S+)`)
 func (p *proc) metricsAddr(t *testing.T) string {
 	t.Helper()
 	var addr string
-	waitFor(t, 30*time.Second, "mirror metrics listener", func() (bool, string) {
+	testenv.WaitFor(t, 30*time.Second, "mirror metrics listener", func() (bool, string) {
 		if m := metricsLine.FindStringSubmatch(p.out.String()); m != nil {
 			addr = m[1]
 			return true, ""
@@ -427,22 +340,6 @@ func (p *proc) rssBytes(t *testing.T) int64 {
 	return kb << 10
 }
 
-func testLogger(t testing.TB, level slog.Level) *slog.Logger {
-	if os.Getenv("MIRROR_TEST_DEBUG") != "" {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(bytes.TrimRight(p, "\n")))
-	return len(p), nil
-}
-
-var _ io.Writer = testWriter{}
-
 func testContext(t testing.TB, d time.Duration) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
@@ -450,26 +347,10 @@ func testContext(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
-// waitFor polls cond every 20 ms until it holds or d passes.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	var last string
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %v waiting for %s; last state: %s", d, what, last)
-}
-
 // endOffsets lists a topic's end offsets on c.
 func endOffsets(t testing.TB, c *cluster, topic string) map[int32]int64 {
 	t.Helper()
-	listed, err := kadm.NewClient(c.client(t)).ListEndOffsets(testContext(t, 30*time.Second), topic)
+	listed, err := kadm.NewClient(c.Client(t)).ListEndOffsets(testContext(t, 30*time.Second), topic)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package mirror
 import (
 	"testing"
 	"time"
+
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // TestMirrorKafkaGroupProtocol: a source without zookeeper.connect is
@@ -16,10 +18,10 @@ func TestMirrorKafkaGroupProtocol(t *testing.T) {
 		records = 200_000
 	}
 	dc1, target := newCluster(t, "dc1"), newCluster(t, "analytics")
-	dc1.createTopic(t, "clicks", 6, nil)
+	dc1.CreateTopicWithConfigs(t, "clicks", 6, nil)
 	cfg := Config{
-		Sources:        []SourceConfig{{Name: "dc1", Brokers: []string{dc1.addr}}},
-		TargetBrokers:  []string{target.addr},
+		Sources:        []SourceConfig{{Name: "dc1", Brokers: []string{dc1.Addr()}}},
+		TargetBrokers:  []string{target.Addr()},
 		Topics:         "clicks",
 		GroupID:        "mirror-kafka",
 		CommitInterval: 500 * time.Millisecond,
@@ -28,10 +30,10 @@ func TestMirrorKafkaGroupProtocol(t *testing.T) {
 	stopA := runMirror(t, cfg, nil)
 	runMirror(t, cfg, nil)
 	want := newProduced()
-	cl := dc1.client(t)
+	cl := dc1.Client(t)
 	reader := readTarget(t, target, "clicks")
 	want.produce(t, cl, "dc1", "clicks", 6, 0, records/2)
-	waitFor(t, time.Minute, "mirroring to start", func() (bool, string) {
+	testenv.WaitFor(t, time.Minute, "mirroring to start", func() (bool, string) {
 		got, _ := reader.counts()
 		return got > 0, ""
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
+	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 )
 
@@ -96,14 +97,14 @@ func TestMirrorKillAndRestart(t *testing.T) {
 	}
 	dc1, dc2, target := newCluster(t, "dc1"), newCluster(t, "dc2"), newCluster(t, "analytics")
 	for _, c := range []*cluster{dc1, dc2} {
-		c.createTopic(t, "page-views", partitions, nil)
+		c.CreateTopicWithConfigs(t, "page-views", partitions, nil)
 	}
 	config := testproc.WriteProperties(t, t.TempDir(), "mirror.properties", map[string]string{
-		"source.dc1.bootstrap.servers": dc1.addr,
-		"source.dc1.zookeeper.connect": dc1.zk,
-		"source.dc2.bootstrap.servers": dc2.addr,
-		"source.dc2.zookeeper.connect": dc2.zk,
-		"target.bootstrap.servers":     target.addr,
+		"source.dc1.bootstrap.servers": dc1.Addr(),
+		"source.dc1.zookeeper.connect": dc1.ZooKeeper(),
+		"source.dc2.bootstrap.servers": dc2.Addr(),
+		"source.dc2.zookeeper.connect": dc2.ZooKeeper(),
+		"target.bootstrap.servers":     target.Addr(),
 		"topics":                       "page-views",
 		"group.id":                     "mirror-test",
 		"offset.commit.interval.ms":    "500",
@@ -113,13 +114,13 @@ func TestMirrorKillAndRestart(t *testing.T) {
 		"audit.interval.ms":            "1000",
 	})
 	watchers := map[string]*commitWatcher{
-		"dc1": watchCommits(t, dc1.zk, "mirror-test", "page-views", partitions),
-		"dc2": watchCommits(t, dc2.zk, "mirror-test", "page-views", partitions),
+		"dc1": watchCommits(t, dc1.ZooKeeper(), "mirror-test", "page-views", partitions),
+		"dc2": watchCommits(t, dc2.ZooKeeper(), "mirror-test", "page-views", partitions),
 	}
 	procs := []*proc{startMirror(t, config), startMirror(t, config)}
 	reader := readTarget(t, target, "page-views")
 	want := newProduced()
-	cl1, cl2 := dc1.client(t), dc2.client(t)
+	cl1, cl2 := dc1.Client(t), dc2.Client(t)
 
 	// Produce in steps while mirroring; kill one mirror at three points,
 	// each once the target has caught up with at least half of what was
@@ -131,7 +132,7 @@ func TestMirrorKillAndRestart(t *testing.T) {
 		want.produce(t, cl1, "dc1", "page-views", partitions, i*step, step)
 		want.produce(t, cl2, "dc2", "page-views", partitions, i*step, step)
 		if i == 4 || i == 9 || i == 14 {
-			waitFor(t, 2*time.Minute, "the mirrors to make progress", func() (bool, string) {
+			testenv.WaitFor(t, 2*time.Minute, "the mirrors to make progress", func() (bool, string) {
 				got, _ := reader.counts()
 				return got >= want.len()/2, fmt.Sprintf("%d of %d", got, want.len())
 			})
@@ -154,7 +155,7 @@ func TestMirrorKillAndRestart(t *testing.T) {
 	// SIGTERM drained and committed: each source partition's offset is its end.
 	for name, c := range map[string]*cluster{"dc1": dc1, "dc2": dc2} {
 		ends := endOffsets(t, c, "page-views")
-		waitFor(t, 10*time.Second, name+" commits seen", func() (bool, string) {
+		testenv.WaitFor(t, 10*time.Second, name+" commits seen", func() (bool, string) {
 			return maps.Equal(watchers[name].committed(), ends), fmt.Sprintf("committed %v, ends %v", watchers[name].committed(), ends)
 		})
 	}

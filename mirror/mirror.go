@@ -149,7 +149,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.target, err = network.NewClient(network.ClientConfig{Brokers: m.cfg.TargetBrokers, Logger: m.log.With("client", "target")},
+	m.target, err = network.NewClient(network.ClientConfig{Brokers: m.cfg.TargetBrokers, Logger: m.log.With("client", "target")}.Secured(m.cfg.TargetSecurity),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(max(m.cfg.Linger, 0)),

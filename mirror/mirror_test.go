@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/audit"
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // runMirror runs a Mirror in-process until the returned stop is called
@@ -19,7 +20,7 @@ import (
 func runMirror(t testing.TB, cfg Config, counter Counter) (stop func() error) {
 	t.Helper()
 	if cfg.Logger == nil {
-		cfg.Logger = testLogger(t, slog.LevelInfo)
+		cfg.Logger = testenv.Logger(t, slog.LevelInfo)
 	}
 	cfg.Registerer = prometheus.NewRegistry()
 	m, err := New(cfg, counter)
@@ -47,7 +48,7 @@ func runMirror(t testing.TB, cfg Config, counter Counter) (stop func() error) {
 }
 
 func zkSource(c *cluster) SourceConfig {
-	return SourceConfig{Name: c.name, Brokers: []string{c.addr}, ZooKeeperConnect: c.zk}
+	return SourceConfig{Name: c.name, Brokers: []string{c.Addr()}, ZooKeeperConnect: c.ZooKeeper()}
 }
 
 // TestMirrorNewTopicRenameAndAudit: the mirror as a library, with
@@ -57,13 +58,13 @@ func zkSource(c *cluster) SourceConfig {
 // target's __audit count exactly what it mirrored, per target topic.
 func TestMirrorNewTopicRenameAndAudit(t *testing.T) {
 	dc1, target := newCluster(t, "dc1"), newCluster(t, "analytics")
-	dc1.createTopic(t, "early", 3, nil)
+	dc1.CreateTopicWithConfigs(t, "early", 3, nil)
 	want := newProduced()
-	cl := dc1.client(t)
+	cl := dc1.Client(t)
 	want.produce(t, cl, "dc1", "early", 3, 0, 300)
 	cfg := Config{
 		Sources:              []SourceConfig{zkSource(dc1)},
-		TargetBrokers:        []string{target.addr},
+		TargetBrokers:        []string{target.Addr()},
 		TargetName:           "analytics",
 		Topics:               "early|late-.*",
 		GroupID:              "mirror-lib",
@@ -72,7 +73,7 @@ func TestMirrorNewTopicRenameAndAudit(t *testing.T) {
 		CommitInterval:       500 * time.Millisecond,
 		RebalanceBackoff:     200 * time.Millisecond,
 		AuditInterval:        500 * time.Millisecond,
-		Logger:               testLogger(t, slog.LevelInfo),
+		Logger:               testenv.Logger(t, slog.LevelInfo),
 	}
 	counter, err := NewAuditCounter(context.Background(), cfg)
 	if err != nil {
@@ -84,7 +85,7 @@ func TestMirrorNewTopicRenameAndAudit(t *testing.T) {
 
 	lateWant := newProduced()
 	created := time.Now()
-	dc1.createTopic(t, "late-topic", 5, map[string]string{"retention.ms": "86400000"})
+	dc1.CreateTopicWithConfigs(t, "late-topic", 5, map[string]string{"retention.ms": "86400000"})
 	lateWant.produce(t, cl, "dc1", "late-topic", 5, 0, 500)
 	late := readTarget(t, target, "dc1.late-topic")
 	late.waitComplete(t, lateWant, 30*time.Second)
@@ -97,7 +98,7 @@ func TestMirrorNewTopicRenameAndAudit(t *testing.T) {
 	}
 	late.verify(t, lateWant, func(string, int32) map[int64]bool { return map[int64]bool{0: true} })
 
-	adm := kadm.NewClient(target.client(t))
+	adm := kadm.NewClient(target.Client(t))
 	ctx := testContext(t, 30*time.Second)
 	details, err := adm.ListTopics(ctx, "dc1.late-topic")
 	if err != nil || len(details["dc1.late-topic"].Partitions) != 5 {
@@ -131,7 +132,7 @@ func TestMirrorNewTopicRenameAndAudit(t *testing.T) {
 func auditCounts(t *testing.T, target *cluster) map[string]int64 {
 	t.Helper()
 	ends := endOffsets(t, target, audit.DefaultTopic)
-	cl := target.client(t, kgo.ConsumeTopics(audit.DefaultTopic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl := target.Client(t, kgo.ConsumeTopics(audit.DefaultTopic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	ctx := testContext(t, 30*time.Second)
 	pos := map[int32]int64{}
 	seen := map[string]bool{}

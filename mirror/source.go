@@ -53,7 +53,7 @@ type source struct {
 }
 
 func (s *source) open() error {
-	cl, err := network.NewClient(network.ClientConfig{Brokers: s.cfg.Brokers, Logger: s.log})
+	cl, err := network.NewClient(network.ClientConfig{Brokers: s.cfg.Brokers, Logger: s.log}.Secured(s.cfg.Security))
 	if err != nil {
 		return fmt.Errorf("mirror: source %s: %w", s.cfg.Name, err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 )
 
@@ -51,11 +52,11 @@ func TestMirrorTargetDown(t *testing.T) {
 	}
 	const bufferMemory = 4 << 20
 	dc1, target := newCluster(t, "dc1"), newCluster(t, "analytics")
-	dc1.createTopic(t, "events", partitions, nil)
+	dc1.CreateTopicWithConfigs(t, "events", partitions, nil)
 	config := testproc.WriteProperties(t, t.TempDir(), "mirror.properties", map[string]string{
-		"source.dc1.bootstrap.servers": dc1.addr,
-		"source.dc1.zookeeper.connect": dc1.zk,
-		"target.bootstrap.servers":     target.addr,
+		"source.dc1.bootstrap.servers": dc1.Addr(),
+		"source.dc1.zookeeper.connect": dc1.ZooKeeper(),
+		"target.bootstrap.servers":     target.Addr(),
 		"topics":                       "events",
 		"group.id":                     "mirror-down",
 		"offset.commit.interval.ms":    "500",
@@ -64,12 +65,12 @@ func TestMirrorTargetDown(t *testing.T) {
 		"metrics.listen":               "127.0.0.1:0",
 		"audit.enable":                 "false",
 	})
-	watcher := watchCommits(t, dc1.zk, "mirror-down", "events", partitions)
+	watcher := watchCommits(t, dc1.ZooKeeper(), "mirror-down", "events", partitions)
 	p := startMirror(t, config)
 	metrics := p.metricsAddr(t)
 	want := newProduced()
 	want.pad = 2 << 10
-	cl := dc1.client(t, kgo.ProducerBatchMaxBytes(4<<20))
+	cl := dc1.Client(t, kgo.ProducerBatchMaxBytes(4<<20))
 	big := func(from, n int) {
 		// 2 KiB values: the backlog while the target is down is many
 		// times buffer.memory.
@@ -77,23 +78,23 @@ func TestMirrorTargetDown(t *testing.T) {
 	}
 	big(0, records/4)
 	reader := readTarget(t, target, "events")
-	waitFor(t, time.Minute, "mirroring to start", func() (bool, string) {
+	testenv.WaitFor(t, time.Minute, "mirroring to start", func() (bool, string) {
 		got, _ := reader.counts()
 		return got > 0, ""
 	})
 
-	target.close(t)
+	target.Stop(t, 1)
 	down := time.Now()
 	big(records/4, records*3/4)
 	var peakRSS int64
 	var peakBytes, peakRecords float64
-	waitFor(t, time.Minute, "the mirror to log that the target does not acknowledge", func() (bool, string) {
+	testenv.WaitFor(t, time.Minute, "the mirror to log that the target does not acknowledge", func() (bool, string) {
 		peakRSS = max(peakRSS, p.rssBytes(t))
 		peakBytes = max(peakBytes, scrape(t, metrics, "tributary_mirror_buffered_bytes"))
 		peakRecords = max(peakRecords, scrape(t, metrics, "tributary_mirror_buffered_records"))
 		return strings.Contains(p.out.String(), "the target has not acknowledged anything"), ""
 	})
-	target.restart(t)
+	target.Restart(t, 1)
 	t.Logf("target down for %v; mirror peak RSS %d MiB, buffered %.0f bytes / %.0f records", time.Since(down).Round(time.Second), peakRSS>>20, peakBytes, peakRecords)
 	// franz-go admits the record that crosses the limit, then blocks (one
 	// record per stream goroutine).

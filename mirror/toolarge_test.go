@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 )
 
@@ -23,23 +24,23 @@ import (
 // stays at the refused record.
 func TestMirrorRecordTooLarge(t *testing.T) {
 	dc1, target := newCluster(t, "dc1"), newCluster(t, "analytics")
-	dc1.createTopic(t, "t", 2, nil)
-	target.createTopic(t, "t", 2, map[string]string{"max.message.bytes": "10000"})
+	dc1.CreateTopicWithConfigs(t, "t", 2, nil)
+	target.CreateTopicWithConfigs(t, "t", 2, map[string]string{"max.message.bytes": "10000"})
 	want := newProduced()
-	cl := dc1.client(t)
+	cl := dc1.Client(t)
 	want.produce(t, cl, "dc1", "t", 2, 0, 50)
 	big := &kgo.Record{Topic: "t", Key: []byte("big"), Value: bytes.Repeat([]byte{'x'}, 20_000)}
 	if err := cl.ProduceSync(testContext(t, 30*time.Second), big).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	want.produce(t, cl, "dc1", "t", 2, 50, 50)
-	watcher := watchCommits(t, dc1.zk, "mirror-big", "t", 2)
+	watcher := watchCommits(t, dc1.ZooKeeper(), "mirror-big", "t", 2)
 
 	var logs testproc.SyncBuffer
-	logger := slog.New(slog.NewTextHandler(io.MultiWriter(&logs, testWriter{t}), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := slog.New(slog.NewTextHandler(io.MultiWriter(&logs, testenv.LogWriter(t)), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	stop := runMirror(t, Config{
 		Sources:          []SourceConfig{zkSource(dc1)},
-		TargetBrokers:    []string{target.addr},
+		TargetBrokers:    []string{target.Addr()},
 		Topics:           "t",
 		GroupID:          "mirror-big",
 		CommitInterval:   200 * time.Millisecond,
@@ -50,7 +51,7 @@ func TestMirrorRecordTooLarge(t *testing.T) {
 	reader := readTarget(t, target, "t")
 	wantMsg := fmt.Sprintf("source dc1 topic t partition %d offset %d", big.Partition, big.Offset)
 	other := 1 - big.Partition
-	waitFor(t, time.Minute, "partition 1 mirrored and partition 0 stopped", func() (bool, string) {
+	testenv.WaitFor(t, time.Minute, "partition 1 mirrored and partition 0 stopped", func() (bool, string) {
 		reader.mu.Lock()
 		n1, n0 := len(reader.byPart[other]), len(reader.byPart[big.Partition])
 		reader.mu.Unlock()
@@ -60,7 +61,7 @@ func TestMirrorRecordTooLarge(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the refusing partition committed up to the refused record", func() (bool, string) {
+	testenv.WaitFor(t, 10*time.Second, "the refusing partition committed up to the refused record", func() (bool, string) {
 		got := watcher.committed()[big.Partition]
 		return got == big.Offset, fmt.Sprintf("committed %d, want %d", got, big.Offset)
 	})

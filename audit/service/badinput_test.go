@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/audit"
+	"github.com/tributary/tributary/internal/brokertest"
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // TestBadInputSkipped: garbage bytes, a truncated event, an unknown
@@ -20,7 +22,8 @@ import (
 // event after them is counted, and a restart neither re-reads nor re-logs
 // them.
 func TestBadInputSkipped(t *testing.T) {
-	dc1 := newCluster(t)
+	b := brokertest.New(t, brokertest.Partitions(2))
+	dc1 := b.Addr()
 	dir := t.TempDir()
 	good, err := audit.MarshalEvent(audit.Event{ID: "good-1", Tier: "producer", Cluster: "dc1", Instance: "x",
 		Topic: "clicks", WindowStart: audit.WindowStart(time.Now(), time.Minute), Window: time.Minute, Count: 42})
@@ -40,7 +43,7 @@ func TestBadInputSkipped(t *testing.T) {
 		{negative, reasonInvalid},
 		{expired, reasonExpired},
 	}
-	cl := newKgo(t, kgo.SeedBrokers(dc1), kgo.DefaultProduceTopic(audit.DefaultTopic), kgo.AllowAutoTopicCreation(),
+	cl := b.Client(t, kgo.DefaultProduceTopic(audit.DefaultTopic), kgo.AllowAutoTopicCreation(),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -54,8 +57,8 @@ func TestBadInputSkipped(t *testing.T) {
 	}
 
 	runOnce := func(want int64) *testService {
-		svc := newService(t, dir, 2, Cluster{"dc1", []string{dc1}})
-		waitFor(t, time.Minute, "the good events counted", func() (bool, string) {
+		svc := newService(t, dir, 2, Cluster{Name: "dc1", Brokers: []string{dc1}})
+		testenv.WaitFor(t, time.Minute, "the good events counted", func() (bool, string) {
 			reps, err := svc.Windows("clicks", time.Time{}, time.Time{})
 			if err != nil || len(reps) != 1 {
 				return false, fmt.Sprint(reps, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tributary/tributary/audit"
+	"github.com/tributary/tributary/internal/network"
 )
 
 // Defaults.
@@ -33,6 +34,9 @@ const (
 type Cluster struct {
 	Name    string
 	Brokers []string
+	// Security is how the service reaches Brokers (security.protocol,
+	// ssl.*, sasl.*); the zero value is PLAINTEXT.
+	Security network.Security
 }
 
 // Config configures a Service. Zero values mean defaults.

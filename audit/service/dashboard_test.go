@@ -20,7 +20,7 @@ import (
 // window; topic views one window, complete.
 func knownService(t *testing.T) (*Service, time.Time) {
 	t.Helper()
-	s, err := New(Config{Clusters: []Cluster{{"dc1", []string{"127.0.0.1:1"}}}, Dir: t.TempDir(), Listen: "127.0.0.1:0"})
+	s, err := New(Config{Clusters: []Cluster{{Name: "dc1", Brokers: []string{"127.0.0.1:1"}}}, Dir: t.TempDir(), Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

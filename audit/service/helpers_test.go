@@ -12,42 +12,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/audit"
-	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/client"
 )
 
 // full reports whether the full sizes were asked for.
 func full() bool { return os.Getenv("TRIBUTARY_FULL") == "1" }
-
-// newCluster starts a single-node in-process broker standing for one
-// cluster (auto-created topics get 2 partitions) and returns its address.
-func newCluster(t testing.TB) string {
-	t.Helper()
-	b, err := broker.New(broker.Config{
-		BrokerID:               1,
-		Listeners:              "PLAINTEXT://127.0.0.1:0",
-		LogDirs:                []string{t.TempDir()},
-		RetentionCheckInterval: time.Hour,
-		NumPartitions:          2,
-	}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := b.Start(ctx); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		b.Close()
-	})
-	return b.Addr()
-}
 
 func newKgo(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
@@ -57,16 +29,6 @@ func newKgo(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	}
 	t.Cleanup(cl.Close)
 	return cl
-}
-
-func createTopic(t testing.TB, addr, topic string, partitions int32) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	adm := kadm.NewClient(newKgo(t, kgo.SeedBrokers(addr)))
-	if _, err := adm.CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // logBuffer collects a logger's output for assertions.
@@ -155,22 +117,6 @@ func (s *testService) metric(t testing.TB, name string, labels ...string) float6
 		}
 	}
 	return 0
-}
-
-// waitFor polls cond until it holds or d passes.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s; last state: %s", d, what, state)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // produceSpread sends n records of topic through a client.Producer with

@@ -71,7 +71,7 @@ func (s *Service) partitions(ctx context.Context, cl *kgo.Client, log *slog.Logg
 }
 
 func (s *Service) consume(ctx context.Context, c Cluster, log *slog.Logger) error {
-	conn := network.ClientConfig{Brokers: c.Brokers}
+	conn := network.ClientConfig{Brokers: c.Brokers}.Secured(c.Security)
 	admin, err := network.NewClient(conn)
 	if err != nil {
 		return err

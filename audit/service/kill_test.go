@@ -20,6 +20,7 @@ import (
 
 	"github.com/tributary/tributary/audit"
 	"github.com/tributary/tributary/internal/kafkatest"
+	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 )
 
@@ -48,7 +49,7 @@ func startServe(t *testing.T, args ...string) *serveProc {
 			t.Logf("audit serve output:\n%s", p.out.String())
 		}
 	})
-	waitFor(t, time.Minute, "audit serve listening", func() (bool, string) {
+	testenv.WaitFor(t, time.Minute, "audit serve listening", func() (bool, string) {
 		if m := listenLine.FindStringSubmatch(p.out.String()); m != nil {
 			p.url = "http://" + m[1]
 			return true, ""
@@ -106,7 +107,7 @@ func (p *serveProc) windows(t *testing.T) ([]WindowReport, error) {
 func waitProcClosed(t *testing.T, s *serveProc, p *pipeline) []WindowReport {
 	t.Helper()
 	var reps []WindowReport
-	waitFor(t, 2*time.Minute, "3 closed windows with every count", func() (bool, string) {
+	testenv.WaitFor(t, 2*time.Minute, "3 closed windows with every count", func() (bool, string) {
 		var err error
 		if reps, err = s.windows(t); err != nil || len(reps) != 3 {
 			return false, fmt.Sprint(len(reps), err)
@@ -135,7 +136,7 @@ func TestKillNineRestartAndDuplicates(t *testing.T) {
 
 	produced := make(chan struct{})
 	go func() { defer close(produced); p.produce(t) }()
-	waitFor(t, 2*time.Minute, "the service consuming events mid-stream", func() (bool, string) {
+	testenv.WaitFor(t, 2*time.Minute, "the service consuming events mid-stream", func() (bool, string) {
 		n := srv.metric(t, `audit_service_events_consumed_total{cluster="dc1"}`)
 		return n > 0, fmt.Sprint(n)
 	})
@@ -181,7 +182,7 @@ func TestKillNineRestartAndDuplicates(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	waitFor(t, 2*time.Minute, "every re-fed event dropped as a duplicate", func() (bool, string) {
+	testenv.WaitFor(t, 2*time.Minute, "every re-fed event dropped as a duplicate", func() (bool, string) {
 		d := srv.metric(t, `audit_service_duplicate_events_total{cluster="dc1"}`) + srv.metric(t, `audit_service_duplicate_events_total{cluster="dc2"}`)
 		return d-dupBefore == float64(2*len(values)), fmt.Sprintf("%v of %d", d-dupBefore, 2*len(values))
 	})

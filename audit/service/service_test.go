@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/audit"
+	"github.com/tributary/tributary/internal/brokertest"
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 const testWindow = 2 * time.Second
@@ -26,10 +28,13 @@ type pipeline struct {
 
 func runPipeline(t *testing.T, records int) *pipeline {
 	t.Helper()
-	p := &pipeline{dc1: newCluster(t), dc2: newCluster(t), records: records,
+	// A single broker stands for each cluster; the audit topic it
+	// auto-creates has 2 partitions, as "clicks" has.
+	dc1, dc2 := brokertest.New(t, brokertest.Partitions(2)), brokertest.New(t, brokertest.Partitions(2))
+	p := &pipeline{dc1: dc1.Addr(), dc2: dc2.Addr(), records: records,
 		want: map[time.Time]int64{}, perDC: map[string]map[time.Time]int64{}}
-	createTopic(t, p.dc1, "clicks", 2)
-	createTopic(t, p.dc2, "clicks", 2)
+	dc1.CreateTopic(t, "clicks", 2)
+	dc2.CreateTopic(t, "clicks", 2)
 	// Three whole windows in the recent past: kgo times out records whose
 	// timestamp is older than the delivery timeout.
 	p.t0 = audit.WindowStart(time.Now(), testWindow).Add(-3 * testWindow)
@@ -99,7 +104,7 @@ func (p *pipeline) consume(t *testing.T) {
 func waitClosed(t *testing.T, s *Service, p *pipeline) []WindowReport {
 	t.Helper()
 	var reps []WindowReport
-	waitFor(t, 2*time.Minute, "3 closed windows with every producer count", func() (bool, string) {
+	testenv.WaitFor(t, 2*time.Minute, "3 closed windows with every producer count", func() (bool, string) {
 		var err error
 		reps, err = s.Windows("clicks", time.Time{}, time.Time{})
 		if err != nil {
@@ -167,7 +172,7 @@ func TestReportPinpointsMissingRecords(t *testing.T) {
 		records = 1_000_000
 	}
 	p := runPipeline(t, records)
-	svc := newService(t, t.TempDir(), 2, Cluster{"dc1", []string{p.dc1}}, Cluster{"dc2", []string{p.dc2}})
+	svc := newService(t, t.TempDir(), 2, Cluster{Name: "dc1", Brokers: []string{p.dc1}}, Cluster{Name: "dc2", Brokers: []string{p.dc2}})
 	p.produce(t)
 	p.consume(t)
 	reps := waitClosed(t, svc.Service, p)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/internal/coord"
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // TestThreeMembers: one controller; a 12-partition topic gets 4 leaders
@@ -146,7 +147,7 @@ func TestControllerFailover(t *testing.T) {
 			})
 			newController = snap.Controller
 		}
-		waitUntil(t, "new controller in office", func() bool { return ms[newController-1].IsController() })
+		testenv.WaitFor(t, waitTimeout, "new controller in office", func() (bool, string) { return ms[newController-1].IsController(), "" })
 		if ms[1].IsController() == ms[2].IsController() {
 			t.Fatalf("controllers: 2=%v 3=%v", ms[1].IsController(), ms[2].IsController())
 		}
@@ -267,10 +268,10 @@ func TestSessionExpiry(t *testing.T) {
 		for _, m := range ms {
 			await(t, m, "broker 2 back", leadersAre("events", []int32{1, 2, 1, 2}))
 		}
-		waitUntil(t, "member 2 on a new session", func() bool {
+		testenv.WaitFor(t, waitTimeout, "member 2 on a new session", func() (bool, string) {
 			ms[1].mu.Lock()
 			defer ms[1].mu.Unlock()
-			return ms[1].session.ID() != old.ID()
+			return ms[1].session.ID() != old.ID(), ""
 		})
 		if _, st := e.get(t, brokerPath(2)); st.EphemeralOwner == old.ID() || st.EphemeralOwner != ms[1].session.ID() {
 			t.Errorf("registration owner 0x%x; old session 0x%x, new 0x%x", st.EphemeralOwner, old.ID(), ms[1].session.ID())
@@ -284,7 +285,7 @@ func TestSessionExpiry(t *testing.T) {
 					leadersAre("events", []int32{1, 2, 1, 2})(s)
 			})
 		}
-		waitUntil(t, "one controller in office", func() bool { return ms[0].IsController() != ms[1].IsController() })
+		testenv.WaitFor(t, waitTimeout, "one controller in office", func() (bool, string) { return ms[0].IsController() != ms[1].IsController(), "" })
 		must(t, ms[0].CreateTopic(ctxFor(t), "later", 2, 1, nil))
 		await(t, ms[1], "leaders of later", leadersAre("later", []int32{1, 2}))
 	})

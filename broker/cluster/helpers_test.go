@@ -172,7 +172,7 @@ func (e *env) config(id int32) Config {
 		BrokerID:     id,
 		Port:         9000 + id,
 		Rack:         fmt.Sprintf("rack-%d", id%2),
-		Logger:       testLogger(e.t).With("member", id),
+		Logger:       testenv.Logger(e.t, slog.LevelInfo).With("member", id),
 		Now:          fixedNow,
 		RetryBackoff: 50 * time.Millisecond,
 	}
@@ -200,7 +200,7 @@ func (e *env) join(t *testing.T, id int32) *Member {
 func (e *env) joinAll(t *testing.T, ids ...int32) []*Member {
 	t.Helper()
 	ms := []*Member{e.join(t, ids[0])}
-	waitUntil(t, "first member becomes controller", ms[0].IsController)
+	awaitController(t, ms[0])
 	for _, id := range ids[1:] {
 		ms = append(ms, e.join(t, id))
 	}
@@ -264,18 +264,6 @@ func await(t *testing.T, m *Member, what string, cond func(Snapshot) bool) Snaps
 	return snap
 }
 
-// waitUntil polls cond (bounded) for state that has no change channel.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", waitTimeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // leaders returns topic's leader per partition; nil if the topic is
 // missing.
 func leaders(s Snapshot, topic string) []int32 {
@@ -312,18 +300,6 @@ func dump(s Snapshot) string {
 	return b.String()
 }
 
-// testLogger logs to t; members are halted by t's cleanups before t ends.
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
-}
-
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
@@ -342,4 +318,12 @@ func ctxFor(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// awaitController waits (bounded) until m is the controller.
+func awaitController(t *testing.T, m *Member) {
+	t.Helper()
+	testenv.WaitFor(t, waitTimeout, fmt.Sprintf("member %d to become controller", m.ID()), func() (bool, string) {
+		return m.IsController(), fmt.Sprintf("controller is %d", m.Metadata().Controller)
+	})
 }

@@ -201,7 +201,7 @@ func TestControllerWriteConflict(t *testing.T) {
 		hooked = &multiHookSession{Session: s}
 		return hooked
 	})
-	waitUntil(t, "member 1 controls", c.IsController)
+	awaitController(t, c)
 	m2, m3 := e.join(t, 2), e.join(t, 3)
 	await(t, c, "3 brokers", func(s Snapshot) bool { return len(s.Brokers) == 3 })
 	must(t, c.CreateTopicWithAssignment(ctxFor(t), "t", "", map[int32][]int32{0: {1, 2, 3}}, nil))
@@ -312,7 +312,7 @@ func TestControlledShutdownTimesOut(t *testing.T) {
 		hooked = &multiHookSession{Session: s}
 		return hooked
 	})
-	waitUntil(t, "member 1 controls", c.IsController)
+	awaitController(t, c)
 	m2 := e.join(t, 2)
 	await(t, c, "2 brokers", func(s Snapshot) bool { return len(s.Brokers) == 2 })
 	must(t, c.CreateTopicWithAssignment(ctxFor(t), "t", "", map[int32][]int32{0: {2, 1}}, nil))
@@ -343,7 +343,7 @@ func TestPreferredLeaderReturn(t *testing.T) {
 			cfg.AutoLeaderRebalance = true
 			cfg.LeaderImbalanceCheckInterval = interval
 		}, nil)
-		waitUntil(t, "1 controls", c.IsController)
+		awaitController(t, c)
 		m2, m3 := e.join(t, 2), e.join(t, 3)
 		must(t, c.CreateTopicWithAssignment(ctxFor(t), "t", "", map[int32][]int32{0: {2, 1}, 1: {3, 1}}, nil))
 		await(t, c, "preferred leaders", leadersAre("t", []int32{2, 3}))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/internal/coord"
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // rawTopic is a topic node as Kafka's readers see it.
@@ -56,9 +57,9 @@ func awaitNodes(t *testing.T, e *env, topic, what string, cond func(rawTopic, st
 	t.Helper()
 	var r rawTopic
 	var cfg string
-	waitUntil(t, what, func() bool {
+	testenv.WaitFor(t, waitTimeout, what, func() (bool, string) {
 		r, cfg = readTopicNode(t, e, topic), readConfigNode(t, e, topic)
-		return cond(r, cfg)
+		return cond(r, cfg), ""
 	})
 	return r, cfg
 }
@@ -219,8 +220,8 @@ func TestConfigChangeNotificationsPurged(t *testing.T) {
 		}
 		skew.Store(int64(16 * time.Minute))
 		must(t, m.CreateTopic(ctx, "b", 1, 1, nil)) // a change makes the controller reconcile
-		waitUntil(t, "expired notification purged", func() bool {
-			return !e.exists(t, coord.Join(configChangesPath, "config_change_0000000000"))
+		testenv.WaitFor(t, waitTimeout, "expired notification purged", func() (bool, string) {
+			return !e.exists(t, coord.Join(configChangesPath, "config_change_0000000000")), ""
 		})
 		if !e.exists(t, coord.Join(configChangesPath, "other")) {
 			t.Error("a node that is no notification was purged")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tributary/tributary/audit"
 	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/zktest"
 )
 
@@ -30,8 +31,8 @@ var auditBackends = []backend{
 func awaitBrokers(t *testing.T, ctx context.Context, addrs []string, n int) {
 	t.Helper()
 	for _, a := range addrs {
-		await(t, waitTimeout, fmt.Sprintf("broker %s to see %d brokers", a, n), func() bool {
-			return len(metadata(t, ctx, a).Brokers) == n
+		testenv.WaitFor(t, waitTimeout, fmt.Sprintf("broker %s to see %d brokers", a, n), func() (bool, string) {
+			return len(metadata(t, ctx, a).Brokers) == n, ""
 		})
 	}
 }
@@ -89,30 +90,30 @@ func TestAuditTopicReplicated(t *testing.T) {
 			awaitBrokers(t, ctx, addrs, 3)
 			publishAudit(t, ctx, addrs, 0, 30)
 			var td kadm.TopicDetail
-			await(t, waitTimeout, "3 in-sync replicas of every audit partition", func() bool {
+			testenv.WaitFor(t, waitTimeout, "3 in-sync replicas of every audit partition", func() (bool, string) {
 				td = metadata(t, ctx, addrs[0], broker.AuditTopic).Topics[broker.AuditTopic]
 				if td.Err != nil || len(td.Partitions) != 3 { // num.partitions=3
-					return false
+					return false, ""
 				}
 				for _, p := range td.Partitions {
 					if p.Leader < 0 || len(p.Replicas) != 3 || len(p.ISR) != 3 {
-						return false
+						return false, ""
 					}
 				}
-				return true
+				return true, ""
 			})
 
 			victim := td.Partitions[0].Leader
 			c.crash(t, victim)
 			live := bootstrap(c, 3)
-			await(t, waitTimeout+c.expiry(), fmt.Sprintf("leaders off dead broker %d", victim), func() bool {
+			testenv.WaitFor(t, waitTimeout+c.expiry(), fmt.Sprintf("leaders off dead broker %d", victim), func() (bool, string) {
 				td = metadata(t, ctx, live[0], broker.AuditTopic).Topics[broker.AuditTopic]
 				for _, p := range td.Partitions {
 					if p.Leader < 0 || p.Leader == victim {
-						return false
+						return false, ""
 					}
 				}
-				return len(td.Partitions) == 3
+				return len(td.Partitions) == 3, ""
 			})
 			publishAudit(t, ctx, live, 30, 30)
 			if got := auditRecords(t, ctx, live); got != 60 {
@@ -162,17 +163,17 @@ func TestAuditTopicKeys(t *testing.T) {
 	awaitBrokers(t, ctx, addrs, 3)
 	layout := func(what string) {
 		t.Helper()
-		await(t, waitTimeout, what+": 5 partitions of 2 in-sync replicas", func() bool {
+		testenv.WaitFor(t, waitTimeout, what+": 5 partitions of 2 in-sync replicas", func() (bool, string) {
 			td := metadata(t, ctx, addrs[0], broker.AuditTopic).Topics[broker.AuditTopic]
 			if td.Err != nil || len(td.Partitions) != 5 {
-				return false
+				return false, ""
 			}
 			for _, p := range td.Partitions {
 				if p.Leader < 0 || len(p.Replicas) != 2 || len(p.ISR) != 2 {
-					return false
+					return false, ""
 				}
 			}
-			return true
+			return true, ""
 		})
 	}
 	publishAudit(t, ctx, addrs, 0, 10)
@@ -182,9 +183,9 @@ func TestAuditTopicKeys(t *testing.T) {
 	if _, err := adm.DeleteTopic(ctx, broker.AuditTopic); err != nil {
 		t.Fatal(err)
 	}
-	await(t, waitTimeout, "audit topic deleted", func() bool {
+	testenv.WaitFor(t, waitTimeout, "audit topic deleted", func() (bool, string) {
 		_, ok := metadata(t, ctx, addrs[0]).Topics[broker.AuditTopic]
-		return !ok
+		return !ok, ""
 	})
 	resp, err := adm.CreateTopic(ctx, -1, -1, nil, broker.AuditTopic)
 	if err != nil || resp.Err != nil {

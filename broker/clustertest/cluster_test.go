@@ -18,8 +18,8 @@ import (
 
 	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/broker/cluster"
-	"github.com/tributary/tributary/internal/coord"
-	"github.com/tributary/tributary/internal/coord/memcoord"
+	"github.com/tributary/tributary/internal/kafkatest"
+	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/internal/zktest"
 )
@@ -69,7 +69,7 @@ func TestRoundTrip(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend, c testCluster) {
 		ctx := testContext(t, 10*time.Minute)
 		addrs := bootstrap(c, 3)
-		td := createTopic(t, ctx, addrs, "events", 12)
+		td := kafkatest.CreateTopic(t, addrs, "events", 12, nil)
 		perBroker := map[int32]int{}
 		for _, l := range leadersOf(td) {
 			perBroker[l]++
@@ -81,18 +81,18 @@ func TestRoundTrip(t *testing.T) {
 			// Each broker learns the partition states from ZooKeeper in its
 			// own time: createTopic waited for the first one only.
 			var md kadm.Metadata
-			await(t, waitTimeout, "broker "+a+" to see a leader of every partition", func() bool {
+			testenv.WaitFor(t, waitTimeout, "broker "+a+" to see a leader of every partition", func() (bool, string) {
 				md = metadata(t, ctx, a, "events")
 				td := md.Topics["events"]
 				if len(td.Partitions) != 12 {
-					return false
+					return false, ""
 				}
 				for _, p := range td.Partitions {
 					if p.Leader < 0 {
-						return false
+						return false, ""
 					}
 				}
-				return true
+				return true, ""
 			})
 			if ids := md.Brokers.NodeIDs(); len(ids) != 3 {
 				t.Fatalf("broker %s lists brokers %v, want 3", a, ids)
@@ -126,7 +126,7 @@ func TestBrokerCrash(t *testing.T) {
 		ctx := testContext(t, 5*time.Minute)
 		addrs := bootstrap(c, 3)
 		const topic, parts = "crash", 12
-		leaders := leadersOf(createTopic(t, ctx, addrs, topic, parts))
+		leaders := leadersOf(kafkatest.CreateTopic(t, addrs, topic, parts, nil))
 		cl := newClient(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 		produce(t, ctx, cl, topic, 0, 12_000, parts, nil)
 		want := map[int32][]int{}
@@ -143,22 +143,22 @@ func TestBrokerCrash(t *testing.T) {
 		}
 		c.crash(t, victim)
 		live := bootstrap(c, 3)
-		took := await(t, c.expiry()+15*time.Second, "the crashed broker's partitions going unavailable", func() bool {
+		took := testenv.WaitFor(t, c.expiry()+15*time.Second, "the crashed broker's partitions going unavailable", func() (bool, string) {
 			md := metadata(t, ctx, live[0], topic)
 			for _, id := range md.Brokers.NodeIDs() {
 				if id == victim {
-					return false
+					return false, ""
 				}
 			}
 			for p, d := range md.Topics[topic].Partitions {
 				if victimParts[p] != (d.Leader == -1 && errors.Is(d.Err, kerr.LeaderNotAvailable)) {
-					return false
+					return false, ""
 				}
 				if !victimParts[p] && d.Leader != leaders[p] {
 					t.Fatalf("partition %d moved from %d to %d though its leader is alive", p, leaders[p], d.Leader)
 				}
 			}
-			return true
+			return true, ""
 		})
 		t.Logf("broker %d's %d partitions unavailable %v after the crash (session timeout %v)",
 			victim, len(victimParts), took.Round(time.Millisecond), c.expiry())
@@ -175,14 +175,14 @@ func TestBrokerCrash(t *testing.T) {
 
 		c.restart(t, victim)
 		all := bootstrap(c, 3)
-		await(t, waitTimeout, "leadership back on the restarted broker", func() bool {
+		testenv.WaitFor(t, waitTimeout, "leadership back on the restarted broker", func() (bool, string) {
 			md := metadata(t, ctx, all[0], topic)
 			for p, d := range md.Topics[topic].Partitions {
 				if d.Leader != leaders[p] {
-					return false
+					return false, ""
 				}
 			}
-			return true
+			return true, ""
 		})
 		consumeCheck(t, ctx, all, topic, want)
 	})
@@ -198,24 +198,24 @@ func TestControllerFailover(t *testing.T) {
 		// The brokers are up; the election and the watch that tells
 		// broker 1 its outcome may still be under way.
 		var old int32
-		await(t, waitTimeout, "a controller among brokers 1, 2, 3", func() bool {
+		testenv.WaitFor(t, waitTimeout, "a controller among brokers 1, 2, 3", func() (bool, string) {
 			old = metadata(t, ctx, addrs[0]).Controller
-			return old >= 1 && old <= 3
+			return old >= 1 && old <= 3, ""
 		})
 		c.crash(t, old)
 		killed := time.Now()
 		live := bootstrap(c, 3)
 		var now int32
-		await(t, c.expiry()+30*time.Second, "a new controller", func() bool {
+		testenv.WaitFor(t, c.expiry()+30*time.Second, "a new controller", func() (bool, string) {
 			now = metadata(t, ctx, live[0]).Controller
-			return now >= 0 && now != old
+			return now >= 0 && now != old, ""
 		})
 		took := time.Since(killed)
 		t.Logf("controller %d killed; broker %d controller after %v (session timeout %v)", old, now, took.Round(time.Millisecond), c.expiry())
 		if limit := c.expiry() + controllerSlack; took > limit {
 			t.Errorf("new controller after %v, want within %v", took, limit)
 		}
-		td := createTopic(t, ctx, live, "after-failover", 6)
+		td := kafkatest.CreateTopic(t, live, "after-failover", 6, nil)
 		for p, l := range leadersOf(td) {
 			if l == old {
 				t.Fatalf("partition %d of a new topic led by the dead broker %d", p, old)
@@ -254,7 +254,7 @@ func TestDuplicateBrokerID(t *testing.T) {
 	t.Run("memcoord", func(t *testing.T) {
 		c := newMemCluster(t, 1)
 		b, err := broker.New(broker.Config{BrokerID: 1, Listeners: "PLAINTEXT://127.0.0.1:0", LogDirs: []string{t.TempDir()}},
-			nil, nil, broker.WithCoordinator(func(context.Context) (coord.Session, error) { return c.srv.Connect(memcoord.Config{}), nil }))
+			nil, nil, broker.WithCoordinator(c.Connector()))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary/tributary/internal/kafkatest"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/zktest"
 )
@@ -28,7 +29,7 @@ func TestEnsembleMemberDown(t *testing.T) {
 	c := newProcCluster(t, connect, 3)
 	ctx := testContext(t, 5*time.Minute)
 	addrs := bootstrap(c, 3)
-	createTopic(t, ctx, addrs, "before", 6)
+	kafkatest.CreateTopic(t, addrs, "before", 6, nil)
 	cl := newClient(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produce(t, ctx, cl, "before", 0, 3_000, 6, nil)
 	want := map[int32][]int{}
@@ -55,7 +56,7 @@ func TestEnsembleMemberDown(t *testing.T) {
 	produce(t, ctx, cl, "before", 3_000, 3_000, 6, nil)
 	expected(want, 3_000, 3_000, 6, nil)
 	consumeCheck(t, ctx, addrs, "before", want)
-	createTopic(t, ctx, addrs, "during", 6)
+	kafkatest.CreateTopic(t, addrs, "during", 6, nil)
 	produce(t, ctx, cl, "during", 0, 600, 6, nil)
 	during := map[int32][]int{}
 	expected(during, 0, 600, 6, nil)
@@ -66,7 +67,7 @@ func TestEnsembleMemberDown(t *testing.T) {
 
 	testenv.ControlEnsemble(t, "start", leader)
 	restarted = true
-	createTopic(t, ctx, addrs, "after", 3)
+	kafkatest.CreateTopic(t, addrs, "after", 3, nil)
 }
 
 // srvrMode asks a ZooKeeper server for its Mode line; "" when it does not

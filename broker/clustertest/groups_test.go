@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/internal/coord/zkcoord"
+	"github.com/tributary/tributary/internal/kafkatest"
+	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/internal/zktest"
 )
@@ -83,7 +85,7 @@ func (c *groupCluster) coordinatorOf(t *testing.T, ctx context.Context, group st
 func liveCoordinator(t *testing.T, ctx context.Context, addrs func() []string, live func(int32) bool, group string) int32 {
 	t.Helper()
 	var id int32 = -1
-	await(t, waitTimeout, "a live coordinator for "+group, func() bool {
+	testenv.WaitFor(t, waitTimeout, "a live coordinator for "+group, func() (bool, string) {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(addrs()...))
 		if err != nil {
 			t.Fatal(err)
@@ -93,10 +95,10 @@ func liveCoordinator(t *testing.T, ctx context.Context, addrs func() []string, l
 		req.CoordinatorKey = group
 		resp, err := req.RequestWith(ctx, cl)
 		if err != nil || resp.ErrorCode != 0 || !live(resp.NodeID) {
-			return false
+			return false, ""
 		}
 		id = resp.NodeID
-		return true
+		return true, ""
 	})
 	return id
 }
@@ -106,10 +108,10 @@ func committedOffsets(t *testing.T, ctx context.Context, addrs []string, group, 
 	t.Helper()
 	adm := kadm.NewClient(newClient(t, addrs))
 	var out map[int32]int64
-	await(t, waitTimeout, "the offsets of "+group, func() bool {
+	testenv.WaitFor(t, waitTimeout, "the offsets of "+group, func() (bool, string) {
 		offs, err := adm.FetchOffsets(ctx, group)
 		if err != nil {
-			return false
+			return false, err.Error()
 		}
 		out = map[int32]int64{}
 		for p := range int32(partitions) {
@@ -117,7 +119,7 @@ func committedOffsets(t *testing.T, ctx context.Context, addrs []string, group, 
 				out[p] = o.At
 			}
 		}
-		return true
+		return true, ""
 	})
 	return out
 }
@@ -160,7 +162,7 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	ctx := testContext(t, 5*time.Minute)
 	const parts, first = 6, 600
 	const group, topic = "failover", "orders"
-	td := createTopic(t, ctx, c.addrs(), topic, parts)
+	td := kafkatest.CreateTopic(t, c.addrs(), topic, parts, nil)
 	prod := newClient(t, c.addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produce(t, ctx, prod, topic, 0, first, parts, nil)
 
@@ -216,9 +218,9 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	// The consumer rebalances onto the new coordinator (membership is not
 	// carried over: it gets UNKNOWN_MEMBER_ID there and joins again) ...
 	adm := kadm.NewClient(newClient(t, c.addrs()))
-	await(t, waitTimeout, "the consumer to join the new coordinator", func() bool {
+	testenv.WaitFor(t, waitTimeout, "the consumer to join the new coordinator", func() (bool, string) {
 		dg, err := adm.DescribeGroups(ctx, group)
-		return err == nil && dg[group].State == "Stable" && len(dg[group].Members) == 1
+		return err == nil && dg[group].State == "Stable" && len(dg[group].Members) == 1, ""
 	})
 	t.Logf("group stable on broker %d %v after the kill", moved, time.Since(start))
 	// ... then reads the new records on the partitions still led and
@@ -238,13 +240,13 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	for p := range live {
 		want[p] += more / int64(len(live))
 	}
-	await(t, waitTimeout, "the new offsets", func() bool {
+	testenv.WaitFor(t, waitTimeout, "the new offsets", func() (bool, string) {
 		o := committedOffsets(t, ctx, c.addrs(), group, topic, parts)
 		if fmt.Sprint(o) != fmt.Sprint(want) {
 			t.Logf("committed %v, want %v", o, want)
-			return false
+			return false, ""
 		}
-		return true
+		return true, ""
 	})
 	cons.Close()
 
@@ -266,8 +268,8 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	// from a log that missed the commits made meanwhile: the registry
 	// carries them.
 	c.start(t, coordinator)
-	await(t, waitTimeout, "the old coordinator to lead again", func() bool {
-		return c.coordinatorOf(t, ctx, group) == coordinator
+	testenv.WaitFor(t, waitTimeout, "the old coordinator to lead again", func() (bool, string) {
+		return c.coordinatorOf(t, ctx, group) == coordinator, ""
 	})
 	if o := committedOffsets(t, ctx, c.addrs(), group, topic, parts); fmt.Sprint(o) != fmt.Sprint(want) {
 		t.Fatalf("restarted coordinator serves %v, want %v", o, want)
@@ -283,7 +285,7 @@ func TestGroupCoordinatorFailoverInProcess(t *testing.T) {
 	ctx := testContext(t, 3*time.Minute)
 	const group, topic, parts = "inproc", "inproc-t", 3
 	addrs := func() []string { return bootstrap(c, 3) }
-	createTopic(t, ctx, addrs(), topic, parts)
+	kafkatest.CreateTopic(t, addrs(), topic, parts, nil)
 	adm := kadm.NewClient(newClient(t, addrs()))
 	commit := func(at int64) {
 		t.Helper()
@@ -291,9 +293,9 @@ func TestGroupCoordinatorFailoverInProcess(t *testing.T) {
 		for p := range int32(parts) {
 			offs.Add(kadm.Offset{Topic: topic, Partition: p, At: at + int64(p), LeaderEpoch: -1})
 		}
-		await(t, waitTimeout, "a commit", func() bool {
+		testenv.WaitFor(t, waitTimeout, "a commit", func() (bool, string) {
 			resp, err := adm.CommitOffsets(ctx, group, offs)
-			return err == nil && resp.Error() == nil
+			return err == nil && resp.Error() == nil, ""
 		})
 	}
 	wantAt := func(at int64) map[int32]int64 {
@@ -303,7 +305,7 @@ func TestGroupCoordinatorFailoverInProcess(t *testing.T) {
 		}
 		return out
 	}
-	live := func(id int32) bool { return c.brokers[id] != nil }
+	live := func(id int32) bool { return c.Broker(id) != nil }
 	commit(10)
 	coordinator := liveCoordinator(t, ctx, addrs, live, group)
 	c.crash(t, coordinator)
@@ -311,15 +313,15 @@ func TestGroupCoordinatorFailoverInProcess(t *testing.T) {
 	if moved == coordinator {
 		t.Fatalf("coordinator still %d", moved)
 	}
-	await(t, waitTimeout, "the offsets on the new coordinator", func() bool {
-		return fmt.Sprint(committedOffsets(t, ctx, addrs(), group, topic, parts)) == fmt.Sprint(wantAt(10))
+	testenv.WaitFor(t, waitTimeout, "the offsets on the new coordinator", func() (bool, string) {
+		return fmt.Sprint(committedOffsets(t, ctx, addrs(), group, topic, parts)) == fmt.Sprint(wantAt(10)), ""
 	})
 	commit(20)
 	c.restart(t, coordinator)
-	await(t, waitTimeout, "the first coordinator back", func() bool {
-		return liveCoordinator(t, ctx, addrs, live, group) == coordinator
+	testenv.WaitFor(t, waitTimeout, "the first coordinator back", func() (bool, string) {
+		return liveCoordinator(t, ctx, addrs, live, group) == coordinator, ""
 	})
-	await(t, waitTimeout, "the newest offsets on the returned coordinator", func() bool {
-		return fmt.Sprint(committedOffsets(t, ctx, addrs(), group, topic, parts)) == fmt.Sprint(wantAt(20))
+	testenv.WaitFor(t, waitTimeout, "the newest offsets on the returned coordinator", func() (bool, string) {
+		return fmt.Sprint(committedOffsets(t, ctx, addrs(), group, topic, parts)) == fmt.Sprint(wantAt(20)), ""
 	})
 }

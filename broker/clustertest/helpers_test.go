@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker"
-	"github.com/tributary/tributary/internal/coord"
-	"github.com/tributary/tributary/internal/coord/memcoord"
+	"github.com/tributary/tributary/internal/brokertest"
+	"github.com/tributary/tributary/internal/kafkatest"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 )
@@ -127,15 +126,7 @@ func (c *procCluster) restart(t *testing.T, id int32) { t.Helper(); c.start(t, i
 func (c *procCluster) expiry() time.Duration { return sessionTimeout }
 
 // memCluster runs brokers in this process on one memcoord server.
-type memCluster struct {
-	srv     *memcoord.Server
-	dir     string
-	brokers map[int32]*broker.Broker
-	ports   map[int32]string
-	t       *testing.T
-	// tweak, when set, adjusts each broker's configuration.
-	tweak func(*broker.Config)
-}
+type memCluster struct{ *brokertest.Cluster }
 
 func newMemCluster(t *testing.T, n int) *memCluster { t.Helper(); return newMemClusterWith(t, n, nil) }
 
@@ -143,79 +134,26 @@ func newMemCluster(t *testing.T, n int) *memCluster { t.Helper(); return newMemC
 // configuration.
 func newMemClusterWith(t *testing.T, n int, tweak func(*broker.Config)) *memCluster {
 	t.Helper()
-	c := &memCluster{srv: memcoord.NewServer(), dir: t.TempDir(), brokers: map[int32]*broker.Broker{}, ports: map[int32]string{}, t: t, tweak: tweak}
-	for id := int32(1); id <= int32(n); id++ {
-		c.start(t, id)
-	}
-	t.Cleanup(func() {
-		for _, b := range c.brokers {
-			if err := b.Close(); err != nil {
-				t.Errorf("close: %v", err)
-			}
-		}
-	})
-	return c
-}
-
-func (c *memCluster) start(t *testing.T, id int32) {
-	t.Helper()
-	port := c.ports[id]
-	if port == "" {
-		port = "0"
-	}
-	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	connect := func(context.Context) (coord.Session, error) { return c.srv.Connect(memcoord.Config{}), nil }
-	cfg := broker.Config{
-		BrokerID:      id,
-		Listeners:     "PLAINTEXT://127.0.0.1:" + port,
-		LogDirs:       []string{filepath.Join(c.dir, fmt.Sprintf("broker-%d", id))},
-		NumPartitions: 3,
+	opts := []brokertest.Option{brokertest.Partitions(3), brokertest.Config(func(cfg *broker.Config) {
 		// Leadership goes back to a returned broker within a second
 		// (Kafka checks every 300 s).
-		Replication: broker.ReplicationConfig{LeaderImbalanceCheckInterval: time.Second},
+		cfg.Replication.LeaderImbalanceCheckInterval = time.Second
+	})}
+	if tweak != nil {
+		opts = append(opts, brokertest.Config(tweak))
 	}
-	if c.tweak != nil {
-		c.tweak(&cfg)
-	}
-	b, err := broker.New(cfg, logger, nil, broker.WithCoordinator(connect))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	c.brokers[id] = b
-	_, c.ports[id], _ = strings.Cut(b.Addr(), "127.0.0.1:")
+	return &memCluster{brokertest.NewCluster(t, n, opts...)}
 }
 
-func (c *memCluster) addr(id int32) string {
-	if b := c.brokers[id]; b != nil {
-		return b.Addr()
-	}
-	return ""
-}
+func (c *memCluster) addr(id int32) string { return c.AddrOf(id) }
 
-// crash closes the broker: in one process there is no kill, and a closed
+// crash stops the broker: in one process there is no kill, and a closed
 // member deregisters at once, which is the crash after its expiry.
-func (c *memCluster) crash(t *testing.T, id int32) {
-	t.Helper()
-	if err := c.brokers[id].Close(); err != nil {
-		t.Fatalf("close broker %d: %v", id, err)
-	}
-	delete(c.brokers, id)
-}
+func (c *memCluster) crash(t *testing.T, id int32) { t.Helper(); c.Stop(t, id) }
 
-func (c *memCluster) restart(t *testing.T, id int32) { t.Helper(); c.start(t, id) }
+func (c *memCluster) restart(t *testing.T, id int32) { t.Helper(); c.Restart(t, id) }
 
 func (c *memCluster) expiry() time.Duration { return 0 }
-
-// testWriter sends broker logs to the test log.
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
-}
 
 // newClient returns a franz-go client seeded with addrs.
 func newClient(t *testing.T, addrs []string, opts ...kgo.Opt) *kgo.Client {
@@ -236,55 +174,11 @@ func newClient(t *testing.T, addrs []string, opts ...kgo.Opt) *kgo.Client {
 // metadata asks one broker for the cluster metadata.
 func metadata(t *testing.T, ctx context.Context, addr string, topics ...string) kadm.Metadata {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	md, err := kadm.NewClient(cl).Metadata(ctx, topics...)
+	md, err := kafkatest.MetadataFrom(ctx, addr, topics...)
 	if err != nil {
 		t.Fatalf("metadata from %s: %v", addr, err)
 	}
 	return md
-}
-
-// await polls cond every 50 ms until it holds; it fails t after d.
-func await(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return time.Since(start)
-}
-
-// createTopic creates a topic through addr and waits until every
-// partition has a leader.
-func createTopic(t *testing.T, ctx context.Context, addrs []string, name string, partitions int32) kadm.TopicDetail {
-	t.Helper()
-	adm := kadm.NewClient(newClient(t, addrs))
-	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, name)
-	if err != nil || resp.Err != nil {
-		t.Fatalf("create topic %s: %v %v", name, err, resp.Err)
-	}
-	var td kadm.TopicDetail
-	await(t, waitTimeout, "leaders of "+name, func() bool {
-		md := metadata(t, ctx, addrs[0], name)
-		td = md.Topics[name]
-		if td.Err != nil || len(td.Partitions) != int(partitions) {
-			return false
-		}
-		for _, p := range td.Partitions {
-			if p.Leader < 0 {
-				return false
-			}
-		}
-		return true
-	})
-	return td
 }
 
 // leadersOf returns partition -> leader.

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/log/logtest"
+	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/internal/zktest"
 )
@@ -381,7 +382,7 @@ func (g *loadGen) ackedCount() int { g.mu.Lock(); defer g.mu.Unlock(); return le
 func (g *loadGen) awaitAcks(t *testing.T, n int, d time.Duration) {
 	t.Helper()
 	base := g.ackedCount()
-	await(t, d, fmt.Sprintf("%d more acknowledged records", n), func() bool { return g.ackedCount() >= base+n })
+	testenv.WaitFor(t, d, fmt.Sprintf("%d more acknowledged records", n), func() (bool, string) { return g.ackedCount() >= base+n, "" })
 }
 
 // awaitAckAfter waits until a record for partition p handed to the client
@@ -391,12 +392,12 @@ func (g *loadGen) awaitAcks(t *testing.T, n int, d time.Duration) {
 func (g *loadGen) awaitAckAfter(t *testing.T, t0 time.Time, p int32, d time.Duration) time.Duration {
 	t.Helper()
 	var took time.Duration
-	await(t, d, fmt.Sprintf("an acknowledged record for partition %d produced after %s", p, t0.Format("15:04:05.000")), func() bool {
+	testenv.WaitFor(t, d, fmt.Sprintf("an acknowledged record for partition %d produced after %s", p, t0.Format("15:04:05.000")), func() (bool, string) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		first := slices.IndexFunc(g.produced, func(at time.Time) bool { return at.After(t0) })
 		if first < 0 {
-			return false
+			return false, ""
 		}
 		found := false
 		for i := first; i < len(g.produced); i++ {
@@ -404,7 +405,7 @@ func (g *loadGen) awaitAckAfter(t *testing.T, t0 time.Time, p int32, d time.Dura
 				took, found = a.at.Sub(t0), true
 			}
 		}
-		return found
+		return found, ""
 	})
 	return took
 }
@@ -475,17 +476,17 @@ func (w *watcher) halt() { w.cancel(); <-w.done }
 // exclusive end) of every partition in ends.
 func (w *watcher) awaitCaughtUp(t *testing.T, ends map[int32]int64, d time.Duration) {
 	t.Helper()
-	await(t, d, "the running consumer reading everything acknowledged", func() bool {
+	testenv.WaitFor(t, d, "the running consumer reading everything acknowledged", func() (bool, string) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		for p, end := range ends {
 			if end > 0 {
 				if _, ok := w.seen[p][end-1]; !ok {
-					return false
+					return false, ""
 				}
 			}
 		}
-		return true
+		return true, ""
 	})
 }
 

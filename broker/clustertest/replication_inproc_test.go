@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // newReplicatedMemCluster starts n in-process brokers with a short
@@ -33,17 +34,17 @@ func createReplicated(t *testing.T, ctx context.Context, addrs []string, name st
 		t.Fatalf("create topic %s: %v %v", name, err, resp.Err)
 	}
 	var td kadm.TopicDetail
-	await(t, waitTimeout, "leaders and full ISRs of "+name, func() bool {
+	testenv.WaitFor(t, waitTimeout, "leaders and full ISRs of "+name, func() (bool, string) {
 		td = metadata(t, ctx, addrs[0], name).Topics[name]
 		if td.Err != nil || len(td.Partitions) != int(partitions) {
-			return false
+			return false, ""
 		}
 		for _, p := range td.Partitions {
 			if p.Leader < 0 || len(p.Replicas) != int(rf) || len(p.ISR) != int(rf) {
-				return false
+				return false, ""
 			}
 		}
-		return true
+		return true, ""
 	})
 	return td
 }
@@ -61,8 +62,8 @@ func TestReplicationInProcess(t *testing.T) {
 	// A replication factor of 3 needs every broker in the metadata of the
 	// one that creates the topic; registrations reach it in their own time.
 	for _, a := range addrs {
-		await(t, waitTimeout, "broker "+a+" to see 3 brokers", func() bool {
-			return len(metadata(t, ctx, a).Brokers) == 3
+		testenv.WaitFor(t, waitTimeout, "broker "+a+" to see 3 brokers", func() (bool, string) {
+			return len(metadata(t, ctx, a).Brokers) == 3, ""
 		})
 	}
 	const topic, parts = "replicated", 3
@@ -80,13 +81,13 @@ func TestReplicationInProcess(t *testing.T) {
 	// Broker 1 goes; produce continues on 2 and 3 (ISR of 2 = min.insync).
 	c.crash(t, 1)
 	live := bootstrap(c, 3)
-	await(t, waitTimeout, "leadership off broker 1", func() bool {
+	testenv.WaitFor(t, waitTimeout, "leadership off broker 1", func() (bool, string) {
 		for _, d := range metadata(t, ctx, live[0], topic).Topics[topic].Partitions {
 			if d.Leader == 1 || d.Leader < 0 {
-				return false
+				return false, ""
 			}
 		}
-		return true
+		return true, ""
 	})
 	cl2 := newClient(t, live, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
 	produce(t, ctx, cl2, topic, 3000, 3000, parts, nil)
@@ -97,13 +98,13 @@ func TestReplicationInProcess(t *testing.T) {
 	// NOT_ENOUGH_REPLICAS, acks=1 is accepted.
 	c.crash(t, 2)
 	last := bootstrap(c, 3)
-	await(t, waitTimeout, "broker 3 leading everything", func() bool {
+	testenv.WaitFor(t, waitTimeout, "broker 3 leading everything", func() (bool, string) {
 		for _, d := range metadata(t, ctx, last[0], topic).Topics[topic].Partitions {
 			if d.Leader != 3 {
-				return false
+				return false, ""
 			}
 		}
-		return true
+		return true, ""
 	})
 	consumeCheck(t, ctx, last, topic, want)
 	strict := newClient(t, last, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
@@ -121,13 +122,13 @@ func TestReplicationInProcess(t *testing.T) {
 	c.restart(t, 1)
 	c.restart(t, 2)
 	all := bootstrap(c, 3)
-	took := await(t, waitTimeout, "full ISRs again", func() bool {
+	took := testenv.WaitFor(t, waitTimeout, "full ISRs again", func() (bool, string) {
 		for _, d := range metadata(t, ctx, all[0], topic).Topics[topic].Partitions {
 			if len(d.ISR) != 3 {
-				return false
+				return false, ""
 			}
 		}
-		return true
+		return true, ""
 	})
 	t.Logf("ISRs full again %v after the restarts", took.Round(time.Millisecond))
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/internal/kafkatest"
+	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/internal/zktest"
 )
@@ -28,7 +30,7 @@ func TestRestartRightAfterSIGKILL(t *testing.T) {
 	ctx := testContext(t, 3*time.Minute)
 	addrs := bootstrap(c, 2)
 	const topic, parts = "restart", 4
-	leaders := leadersOf(createTopic(t, ctx, addrs, topic, parts))
+	leaders := leadersOf(kafkatest.CreateTopic(t, addrs, topic, parts, nil))
 	cl := newClient(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produce(t, ctx, cl, topic, 0, 2_000, parts, nil)
 	want := map[int32][]int{}
@@ -71,14 +73,14 @@ func TestRestartRightAfterSIGKILL(t *testing.T) {
 		dupTook.Round(time.Millisecond), victim, restarted.Round(time.Millisecond), sessionTimeout)
 
 	all := bootstrap(c, 2)
-	await(t, waitTimeout, "leadership back on the restarted broker", func() bool {
+	testenv.WaitFor(t, waitTimeout, "leadership back on the restarted broker", func() (bool, string) {
 		md := metadata(t, ctx, all[0], topic)
 		for p, d := range md.Topics[topic].Partitions {
 			if d.Leader != leaders[p] {
-				return false
+				return false, ""
 			}
 		}
-		return true
+		return true, ""
 	})
 	cl2 := newClient(t, all, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produce(t, ctx, cl2, topic, 2_000, 1_000, parts, nil)

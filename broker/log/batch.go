@@ -85,7 +85,8 @@ func checkHeader(b []byte, avail int64) (batchHeader, error) {
 		return h, fmt.Errorf("batch length %d overruns the %d bytes available", h.size-batchLogOverhead, avail-batchLogOverhead)
 	case h.recordCount <= 0:
 		return h, fmt.Errorf("record count %d", h.recordCount)
-	case h.lastOffsetDelta != h.recordCount-1:
+	case h.lastOffsetDelta < h.recordCount-1:
+		// More is normal: the cleaner drops records, not offsets.
 		return h, fmt.Errorf("last offset delta %d inconsistent with record count %d", h.lastOffsetDelta, h.recordCount)
 	}
 	return h, nil
@@ -115,6 +116,11 @@ func validateBatches(b []byte, hs []batchHeader) ([]batchHeader, error) {
 		h, err := checkBatch(b[pos:])
 		if err != nil {
 			return hs, fmt.Errorf("%w: batch %d at byte %d: %v", ErrCorruptBatch, len(hs), pos, err)
+		}
+		if h.lastOffsetDelta != h.recordCount-1 {
+			// Only a cleaned batch in a segment has fewer records than offsets.
+			return hs, fmt.Errorf("%w: batch %d at byte %d: last offset delta %d inconsistent with record count %d",
+				ErrCorruptBatch, len(hs), pos, h.lastOffsetDelta, h.recordCount)
 		}
 		hs = append(hs, h)
 		pos += int(h.size)

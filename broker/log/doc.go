@@ -8,7 +8,8 @@
 // A partition directory "<topic>-<partition>" holds, per segment, files
 // named by the segment's base offset as 20 decimal digits:
 //
-//   - NNN.log: concatenated record batches, offsets increasing without gaps.
+//   - NNN.log: concatenated record batches, offsets increasing; without
+//     gaps unless the cleaner compacted the segment (see Compaction).
 //   - NNN.index: sparse offset index, 8-byte entries (relative offset uint32,
 //     position uint32) in Kafka's convention: the batch starting at that
 //     position ends with that offset (its last offset). A batch gets an
@@ -177,6 +178,49 @@
 // appends first close an idle cached file; rolls, flushes, recovery and
 // Close also use the cache's reserve of spare descriptors, so that what is
 // open stays durable.
+//
+// # Compaction
+//
+// A log with Config.Compact is cleaned by Clean (cleaner.go), called by the
+// broker's cleaner threads for the log with the highest dirty ratio
+// (Cleanable). The checkpoint file "cleaner-checkpoint" (offset | CRC-32C,
+// like recovery-point) holds the first dirty offset. A pass maps each key
+// of the dirty records, from the checkpoint up to the first segment that is
+// active or holds records younger than MinCompactionLag, to its last
+// offset, in an offset map of 128-bit key hashes bounded by
+// CleanOptions.DedupeBufferSize (a larger dirty section takes several
+// passes, the checkpoint advancing to where the map stopped). It then
+// rewrites every sealed segment below that point, in groups whose sizes add
+// up to SegmentBytes, named by the group's first base offset: a record is
+// dropped when a later offset of its key is mapped, when it has no key, or
+// when it is a tombstone (null value) whose timestamp is more than
+// DeleteRetention old. A batch that keeps every record is copied as is; one
+// that keeps some is rebuilt with the same base offset, last offset delta,
+// base timestamp, attributes (the same codec, via franz-go), leader epoch,
+// producer id, epoch and base sequence, the kept records' bytes unchanged;
+// an emptied batch goes. So offsets keep their values and gaps appear
+// (Append still requires batches without inner gaps); producer state,
+// which lives in memory and in the snapshots, is not affected. Cleaned
+// files get the group's newest modification time.
+//
+// The swap is Kafka's: the group is written as NNN.log.cleaned (with
+// .index.cleaned and .timeindex.cleaned) and fsynced; under the appender
+// lock a manifest "cleaner-swap" (base | end | CRC-32C: the segment NNN
+// replaces the segments with bases in [base, end)) is written, the files
+// are renamed to .swap (the .log last, which commits), the replaced
+// segments' files deleted and the .swap files renamed to their final
+// names, each step followed by a directory fsync; then the manifest goes.
+// Open finishes or undoes an interrupted swap before anything else: with
+// the manifest and NNN.log.cleaned it undoes (removes the new files), with
+// the manifest otherwise it deletes what remains of the replaced segments
+// and renames the .swap files; stray .cleaned and .swap files go. A kill at
+// any step thus leaves either the old segments or the new one. In memory,
+// the replaced segments stop opening their files before any rename (Views
+// taken before keep their descriptors and bytes) and the truncation
+// generation is odd during the swap, so a Read that fails on a replaced
+// segment waits and retries on the new list. TruncateTo moves the
+// checkpoint back; retention or a truncation during a cleaning makes its
+// swap a no-op.
 //
 // # Concurrency
 //

@@ -37,7 +37,8 @@ type Log struct {
 	rpMu          sync.Mutex // the recovery-point file
 	recoveryPoint int64
 
-	epochs *epochCache // leader epochs of the batches; see epoch.go
+	epochs  *epochCache  // leader epochs of the batches; see epoch.go
+	cleaner cleanerState // the log cleaner's checkpoint and lock; see cleaner.go
 	// truncations is a generation, odd while a TruncateTo cuts files and
 	// bumped under rpMu: a Flush that started before a cut must not raise
 	// the recovery point over bytes written after it, and a Read that
@@ -434,8 +435,9 @@ func (l *Log) Read(offset int64, maxBytes int) (*View, error) {
 	for attempt := 0; ; attempt++ {
 		gen := l.truncations.Load()
 		v, err := l.readOnce(offset, maxBytes)
-		// A TruncateTo meanwhile may have cut the bytes under the read.
-		if err != nil && (errors.Is(err, errSegmentGone) || l.truncationRaced(gen)) && attempt < 100 {
+		// A TruncateTo or a cleaner's swap meanwhile may have cut or
+		// replaced the bytes under the read; truncationRaced waits for it.
+		if err != nil && attempt < 100 && (l.truncationRaced(gen) || errors.Is(err, errSegmentGone)) {
 			continue
 		}
 		return v, err

@@ -84,6 +84,9 @@ func (l *Log) load() error {
 		}
 		names = append(names, e.Name())
 	}
+	if names, err = finishCleaning(l.dir, names); err != nil {
+		return err
+	}
 	names, upgraded, err := migrateLegacySnapshots(l.dir, names)
 	if err != nil {
 		return fmt.Errorf("log: rename producer snapshots: %w", err)
@@ -210,7 +213,7 @@ func (l *Log) openActiveClean(s *segment) error {
 	}
 	for pos < size {
 		h, err := headerAt(f, pos, size)
-		if err == nil && next >= 0 && h.baseOffset != next {
+		if err == nil && next >= 0 && h.baseOffset < next {
 			err = fmt.Errorf("batch at byte %d has base offset %d, want %d", pos, h.baseOffset, next)
 		}
 		if err == nil && expectLast >= 0 && h.lastOffset() != expectLast {

@@ -353,7 +353,7 @@ func scanSegment(f *os.File, base, limit, interval int64, verify bool, each func
 			return res, err
 		}
 		h, herr := checkHeader(hb, limit-pos)
-		if herr == nil && h.baseOffset != res.next {
+		if herr == nil && h.baseOffset < res.next { // gaps are normal after cleaning
 			herr = fmt.Errorf("base offset %d below expected %d", h.baseOffset, res.next)
 		}
 		if herr == nil && h.baseOffset-base > math.MaxUint32-int64(h.lastOffsetDelta) {
@@ -430,16 +430,16 @@ func (s *segment) findIn(f *os.File, idx []offsetEntry, offset, limit int64) (po
 		rel = 0
 	}
 	e, ok := floorByOffset(idx, uint32(rel))
-	// Offsets within a segment have no gaps, so each batch's base (or, at
-	// an entry, last) offset is known before its header is read.
+	// Each batch's base offset is at least the one after its predecessor
+	// (more after cleaning), and at an entry its last offset is known.
 	expectBase, expectLast := s.base, int64(-1)
 	if ok {
 		pos, expectBase, expectLast = int64(e.pos), -1, s.base+int64(e.rel)
 	}
 	for pos < limit {
 		h, err = headerAt(f, pos, limit)
-		if err == nil && expectBase >= 0 && h.baseOffset != expectBase {
-			err = fmt.Errorf("batch at byte %d has base offset %d, want %d", pos, h.baseOffset, expectBase)
+		if err == nil && expectBase >= 0 && h.baseOffset < expectBase {
+			err = fmt.Errorf("batch at byte %d has base offset %d, want at least %d", pos, h.baseOffset, expectBase)
 		}
 		if err == nil && expectLast >= 0 && h.lastOffset() != expectLast {
 			err = fmt.Errorf("batch at byte %d has last offset %d, want %d (index entry)", pos, h.lastOffset(), expectLast)
@@ -565,7 +565,7 @@ func (s *segment) verify(f *os.File, start, end, firstBase int64) (int64, error)
 			continue
 		}
 		h, err := headerAt(f, pos, end)
-		if err == nil && (next != math.MinInt64 && h.baseOffset != next) {
+		if err == nil && (next != math.MinInt64 && h.baseOffset < next) {
 			err = fmt.Errorf("base offset %d, expected %d", h.baseOffset, next)
 		}
 		if err == nil {

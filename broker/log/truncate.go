@@ -82,6 +82,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.logger.Error("truncation failed; the log needs recovery", "offset", offset, "err", err)
 		return l.broken
 	}
+	l.cleanerTruncated(offset)
 	l.logger.Info("truncated log", "offset", offset, "dropped_records", end-offset, "dropped_segments", len(segs)-1-i)
 	return nil
 }
@@ -255,7 +256,7 @@ func (l *Log) batchPosition(s *segment, offset int64) (int64, error) {
 		if !found {
 			return 0, fmt.Errorf("%w: offset %d not found in segment %d", ErrCorruption, offset, s.base)
 		}
-		if h.baseOffset != offset {
+		if h.baseOffset < offset { // past it: offset is in a gap the cleaner left
 			return 0, fmt.Errorf("%w: offset %d is inside the batch %d..%d", ErrNotBatchBoundary, offset, h.baseOffset, h.lastOffset())
 		}
 		return pos, nil
@@ -354,6 +355,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 		l.logger.Error("restart failed; the log needs recovery", "offset", offset, "err", err)
 		return l.broken
 	}
+	l.cleanerTruncated(offset)
 	l.logger.Info("emptied log and restarted it", "offset", offset)
 	return nil
 }

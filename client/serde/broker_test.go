@@ -3,43 +3,17 @@ package serde_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http/httptest"
 	"reflect"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/client/serde"
+	"github.com/tributary/tributary/internal/brokertest"
 	"github.com/tributary/tributary/schema/registry"
 )
-
-// newTestBroker starts an in-process broker on a free port.
-func newTestBroker(t *testing.T) string {
-	t.Helper()
-	b, err := broker.New(broker.Config{
-		BrokerID:  1,
-		Listeners: "PLAINTEXT://127.0.0.1:0",
-		LogDirs:   []string{t.TempDir()},
-	}, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
-	if err != nil {
-		t.Fatalf("broker.New: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := b.Start(ctx); err != nil {
-		cancel()
-		t.Fatalf("broker start: %v", err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		b.Close()
-	})
-	return b.Addr()
-}
 
 // TestRoundTripThroughBroker produces schema-framed records with kgo to a
 // real broker, consumes them back and decodes them with the schema
@@ -59,13 +33,9 @@ func TestRoundTripThroughBroker(t *testing.T) {
 	}
 	const schemaText = `{"type":"record","name":"Event","fields":[{"name":"n","type":"long"},{"name":"msg","type":"string"}]}`
 	const records = 200
-	addr := newTestBroker(t)
+	b := brokertest.New(t)
 
-	producer, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.AllowAutoTopicCreation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer producer.Close()
+	producer := b.Client(t, kgo.AllowAutoTopicCreation())
 	ser := serde.NewSerializer(client, serde.SerializerConfig{})
 	for i := range records {
 		value, err := ser.EncodeTopic(ctx, "events", schemaText, map[string]any{"n": int64(i), "msg": fmt.Sprint("event ", i)})
@@ -77,12 +47,7 @@ func TestRoundTripThroughBroker(t *testing.T) {
 		}
 	}
 
-	consumer, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("events"),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer consumer.Close()
+	consumer := b.Client(t, kgo.ConsumeTopics("events"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	des := serde.NewDeserializer(client)
 	seen := map[int64]bool{}
 	for len(seen) < records {

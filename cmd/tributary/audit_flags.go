@@ -51,9 +51,12 @@ type auditCounter struct {
 }
 
 // start returns a counter for tier publishing to the audit topic of the
-// cluster at brokers, through a client of its own.
-func (a *auditFlags) start(tier string, brokers []string, clientID string, logger *slog.Logger) (*auditCounter, error) {
-	cl, err := network.NewClient(network.ClientConfig{Brokers: brokers, ClientID: clientID + "-audit"})
+// cluster conn reaches, through a client of its own (conn's security,
+// client.id with "-audit").
+func (a *auditFlags) start(tier string, conn network.ClientConfig, logger *slog.Logger) (*auditCounter, error) {
+	brokers := conn.Brokers
+	conn.ClientID += "-audit"
+	cl, err := network.NewClient(conn)
 	if err != nil {
 		return nil, err
 	}

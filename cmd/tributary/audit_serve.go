@@ -10,17 +10,20 @@ import (
 
 	"github.com/tributary/tributary/audit"
 	"github.com/tributary/tributary/audit/service"
+	"github.com/tributary/tributary/internal/network"
 )
 
 type auditServeOptions struct {
-	clusters  []string
-	listen    string
-	dir       string
-	grace     int
-	maxFuture time.Duration
-	retention time.Duration
-	topic     string
-	logLevel  string
+	clusters       []string
+	commandConfig  string
+	clusterConfigs []string
+	listen         string
+	dir            string
+	grace          int
+	maxFuture      time.Duration
+	retention      time.Duration
+	topic          string
+	logLevel       string
 }
 
 func newAuditServeCommand() *cobra.Command {
@@ -52,6 +55,10 @@ func newAuditServeCommand() *cobra.Command {
 	}
 	fs := cmd.Flags()
 	fs.StringArrayVar(&o.clusters, "cluster", nil, "NAME=HOST:PORT[,HOST:PORT...]: a cluster whose audit topic to consume (repeatable, at least one)")
+	fs.StringVar(&o.commandConfig, "command-config", "",
+		"Kafka client properties FILE with the security settings (security.protocol, ssl.*, sasl.*) for every --cluster")
+	fs.StringArrayVar(&o.clusterConfigs, "cluster-config", nil,
+		"NAME=FILE: the security settings of cluster NAME, instead of --command-config's (repeatable)")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8090", "HTTP address for the API, /metrics and the dashboard")
 	fs.StringVar(&o.dir, "dir", "", "directory of the audit store (required)")
 	fs.IntVar(&o.grace, "grace", service.DefaultGrace, "a window closes once no tier reported on it for this many windows after its end")
@@ -80,6 +87,9 @@ func (o *auditServeOptions) config() (service.Config, error) {
 		}
 		cfg.Clusters = append(cfg.Clusters, cl)
 	}
+	if err := o.security(cfg.Clusters); err != nil {
+		return cfg, err
+	}
 	if o.dir == "" {
 		return cfg, fmt.Errorf("%w: --dir is required", errBadFlag)
 	}
@@ -96,4 +106,41 @@ func (o *auditServeOptions) config() (service.Config, error) {
 		return cfg, fmt.Errorf("%w: %w", errBadFlag, err)
 	}
 	return cfg, nil
+}
+
+// security sets each cluster's security from --cluster-config NAME=FILE,
+// or --command-config FILE for the others.
+func (o *auditServeOptions) security(clusters []service.Cluster) error {
+	var common network.Security
+	if o.commandConfig != "" {
+		c, err := readCommandConfig(o.commandConfig)
+		if err != nil {
+			return err
+		}
+		common = c.Security()
+	}
+	own := map[string]network.Security{}
+	for _, cc := range o.clusterConfigs {
+		name, file, ok := strings.Cut(cc, "=")
+		if !ok || name == "" || file == "" {
+			return badFlag("cluster-config", cc, "want NAME=FILE")
+		}
+		c, err := readCommandConfig(file)
+		if err != nil {
+			return fmt.Errorf("--cluster-config %s: %w", name, err)
+		}
+		own[name] = c.Security()
+	}
+	for i := range clusters {
+		s, ok := own[clusters[i].Name]
+		if !ok {
+			s = common
+		}
+		delete(own, clusters[i].Name)
+		clusters[i].Security = s
+	}
+	for name := range own {
+		return badFlag("cluster-config", name, "no --cluster of that name")
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/audit"
+	"github.com/tributary/tributary/internal/brokertest"
 	"github.com/tributary/tributary/internal/kafkatest"
 )
 
@@ -30,7 +31,7 @@ func auditTotals(t *testing.T, bs string) map[string]int64 {
 // publishes its counts before it exits, --no-audit turns that off, and
 // `tributary consume --audit-tier` counts what it received.
 func TestProduceAndConsumeAudit(t *testing.T) {
-	bs := newBroker(t)
+	bs := brokertest.New(t).Addr()
 	createTopic(t, bs, "audited", 2)
 	createTopic(t, bs, "quiet", 1)
 	var lines strings.Builder
@@ -52,7 +53,7 @@ func TestProduceAndConsumeAudit(t *testing.T) {
 }
 
 func TestAuditFlagsRejected(t *testing.T) {
-	bs := newBroker(t)
+	bs := brokertest.New(t).Addr()
 	cases := [][]string{
 		{"produce", "--bootstrap", bs, "--topic", "x", "--audit-window", "0s"},
 		{"produce", "--bootstrap", bs, "--topic", "x", "--audit-interval", "-1s"},

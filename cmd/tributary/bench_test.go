@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/internal/brokertest"
 )
 
 const (
@@ -42,7 +44,7 @@ func endOffsets(t *testing.T, bs, topic string) (total int64, partitions int) {
 }
 
 func TestBenchProduceConsumeE2E(t *testing.T) {
-	bs := newBroker(t)
+	bs := brokertest.New(t).Addr()
 	n := strconv.Itoa(benchTestRecords)
 	size := strconv.Itoa(benchTestSize)
 
@@ -91,7 +93,7 @@ func TestBenchProduceConsumeE2E(t *testing.T) {
 }
 
 func TestBenchExistingTopicKeepsPartitions(t *testing.T) {
-	bs := newBroker(t)
+	bs := brokertest.New(t).Addr()
 	createTopic(t, bs, "wide", 4)
 	res := mustRun(t, "", "bench", "produce", "--bootstrap", bs, "--topic", "wide", "--records", "500",
 		"--partitions", "2", "--compression", "zstd", "--linger-ms", "0", "--acks", "-1")
@@ -107,7 +109,7 @@ func TestBenchExistingTopicKeepsPartitions(t *testing.T) {
 }
 
 func TestBenchConsumeTooFewRecordsFails(t *testing.T) {
-	bs := newBroker(t)
+	bs := brokertest.New(t).Addr()
 	mustRun(t, "", "bench", "produce", "--bootstrap", bs, "--topic", "short", "--records", "100")
 	res := runCLI(t, 30*time.Second, "", "bench", "consume", "--bootstrap", bs, "--topic", "short",
 		"--records", "200", "--timeout-ms", "500")
@@ -136,7 +138,7 @@ func TestThrottlerPaces(t *testing.T) {
 // 50,000 records of 100 bytes per iteration over 6 partitions, acks=1.
 func BenchmarkBenchProduce(b *testing.B) {
 	const records = 50000
-	bs := newBroker(b)
+	bs := brokertest.New(b).Addr()
 	b.SetBytes(records * benchTestSize)
 	for i := 0; b.Loop(); i++ {
 		res := runCLI(b, time.Minute, "", "bench", "produce", "--bootstrap", bs, "--topic", "bench-"+strconv.Itoa(i),

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/internal/network"
+	"github.com/tributary/tributary/internal/properties"
 )
 
 // Errors the client-side tools return; main prints them on one line and
@@ -38,22 +39,38 @@ func badFlag(name, value, why string) error {
 }
 
 // clientOptions are the connection flags every client-side command shares.
+// --command-config FILE is a Kafka client properties file, as Kafka's tools
+// take it: bootstrap.servers, client.id and the security keys
+// (security.protocol, ssl.*, sasl.*); --bootstrap and --client-id override
+// the file's values. Other keys of the file are ignored.
 type clientOptions struct {
 	bootstrap      string
 	clientID       string
+	commandConfig  string
 	requestTimeout time.Duration
+
+	fs   *pflag.FlagSet
+	file network.ClientConfig // read from --command-config by validate
 }
 
 const defaultRequestTimeout = 30 * time.Second
 
 func (o *clientOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.bootstrap, "bootstrap", "", "comma-separated broker addresses HOST:PORT (required)")
+	o.fs = fs
+	fs.StringVar(&o.bootstrap, "bootstrap", "", "comma-separated broker addresses HOST:PORT (required unless --command-config gives bootstrap.servers)")
 	fs.StringVar(&o.clientID, "client-id", "tributary-cli", "client.id sent to the broker")
+	fs.StringVar(&o.commandConfig, "command-config", "",
+		"Kafka client properties FILE: security.protocol, ssl.*, sasl.* (secrets as ${env:NAME} or ${file:PATH}), bootstrap.servers, client.id")
 	fs.DurationVar(&o.requestTimeout, "request-timeout", defaultRequestTimeout,
 		"how long admin requests (create, list, describe, delete, metadata) may take")
 }
 
+// brokers are --bootstrap's, or the --command-config file's when the flag
+// is not given.
 func (o *clientOptions) brokers() []string {
+	if o.bootstrap == "" && len(o.file.Brokers) > 0 {
+		return o.file.Brokers
+	}
 	var out []string
 	for _, b := range strings.Split(o.bootstrap, ",") {
 		if b = strings.TrimSpace(b); b != "" {
@@ -63,10 +80,26 @@ func (o *clientOptions) brokers() []string {
 	return out
 }
 
+// id is --client-id, or the --command-config file's client.id when the
+// flag is not given.
+func (o *clientOptions) id() string {
+	if o.file.ClientID != "" && (o.fs == nil || !o.fs.Changed("client-id")) {
+		return o.file.ClientID
+	}
+	return o.clientID
+}
+
 func (o *clientOptions) validate() error {
+	if o.commandConfig != "" {
+		c, err := readCommandConfig(o.commandConfig)
+		if err != nil {
+			return err
+		}
+		o.file = c
+	}
 	brokers := o.brokers()
 	if len(brokers) == 0 {
-		return fmt.Errorf("%w: --bootstrap is required (HOST:PORT)", errBadFlag)
+		return fmt.Errorf("%w: --bootstrap is required (HOST:PORT), or bootstrap.servers in --command-config", errBadFlag)
 	}
 	for _, b := range brokers {
 		host, port, ok := strings.Cut(b, ":")
@@ -86,7 +119,27 @@ func (o *clientOptions) validate() error {
 // connection is how every command connects; --request-timeout bounds admin
 // requests (newAdmin), not the connection.
 func (o *clientOptions) connection() network.ClientConfig {
-	return network.ClientConfig{Brokers: o.brokers(), ClientID: o.clientID}
+	return network.ClientConfig{Brokers: o.brokers(), ClientID: o.id()}.Secured(o.file.Security())
+}
+
+// readCommandConfig reads a Kafka client properties file (--command-config)
+// through the one properties reader; errors name the flag and the key.
+func readCommandConfig(path string) (network.ClientConfig, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return network.ClientConfig{}, fmt.Errorf("%w: --command-config: %w", errBadFlag, err)
+	}
+	defer f.Close()
+	props, err := properties.Read(f)
+	if err != nil {
+		return network.ClientConfig{}, fmt.Errorf("%w: --command-config %s: %w", errBadFlag, path, err)
+	}
+	p := properties.New(props)
+	c, err := network.ClientFromProperties(p, "")
+	if err = errors.Join(p.Err(), err); err != nil {
+		return network.ClientConfig{}, fmt.Errorf("%w: --command-config %s: %w", errBadFlag, path, err)
+	}
+	return c, nil
 }
 
 // newClient returns a client with the command's producer or consumer

@@ -164,7 +164,7 @@ func (o *consumeOptions) run(ctx context.Context, out, errOut io.Writer) (err er
 	defer cl.Close()
 	var counter *auditCounter
 	if o.auditTier != "" {
-		if counter, err = o.audit.start(o.auditTier, o.client.brokers(), o.client.clientID, nil); err != nil {
+		if counter, err = o.audit.start(o.auditTier, o.client.connection(), nil); err != nil {
 			return err
 		}
 		// Publish the last counts however consuming ends.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/internal/brokertest"
 )
 
 func TestParseOffset(t *testing.T) {
@@ -72,7 +74,7 @@ func createTopic(t *testing.T, bs, topic string, n int) {
 }
 
 func TestProduceConsumeKeysAndValues(t *testing.T) {
-	bs := newBroker(t)
+	bs := brokertest.New(t).Addr()
 	createTopic(t, bs, "kv", 1)
 
 	input := "user1:clicked home\r\nuser2:searched a:b\nuser1:\n:no key text\n"
@@ -96,7 +98,7 @@ func TestProduceConsumeKeysAndValues(t *testing.T) {
 }
 
 func TestConsumeOffsets(t *testing.T) {
-	bs := newBroker(t)
+	bs := brokertest.New(t).Addr()
 	createTopic(t, bs, "offsets", 1)
 	var lines []string
 	for i := range 10 {
@@ -131,7 +133,7 @@ func TestConsumeOffsets(t *testing.T) {
 // until it prints a record: the consumer must skip what was there before it
 // started and print what came after.
 func TestConsumeLatestSeesNewRecords(t *testing.T) {
-	bs := newBroker(t)
+	bs := brokertest.New(t).Addr()
 	createTopic(t, bs, "live", 1)
 	mustRun(t, "old\n", "produce", "--bootstrap", bs, "--topic", "live")
 
@@ -160,7 +162,7 @@ func TestConsumeLatestSeesNewRecords(t *testing.T) {
 }
 
 func TestProducePartitionAndCompression(t *testing.T) {
-	bs := newBroker(t)
+	bs := brokertest.New(t).Addr()
 	for _, codec := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
 		topic := "codec-" + codec
 		createTopic(t, bs, topic, 3)
@@ -189,7 +191,7 @@ func TestProducePartitionAndCompression(t *testing.T) {
 }
 
 func TestProduceAcksModes(t *testing.T) {
-	bs := newBroker(t)
+	bs := brokertest.New(t).Addr()
 	createTopic(t, bs, "acks", 1)
 	for _, acks := range []string{"0", "1", "-1"} {
 		mustRun(t, "acks="+acks+"\n", "produce", "--bootstrap", bs, "--topic", "acks", "--acks", acks)
@@ -202,7 +204,7 @@ func TestProduceAcksModes(t *testing.T) {
 }
 
 func TestProduceMissingSeparatorFails(t *testing.T) {
-	bs := newBroker(t)
+	bs := brokertest.New(t).Addr()
 	createTopic(t, bs, "sep", 1)
 	res := runCLI(t, 30*time.Second, "a=1\nno separator\nb=2\n", "produce", "--bootstrap", bs, "--topic", "sep", "--key-separator", "=")
 	if !errors.Is(res.err, errRecordsFailed) || !strings.Contains(res.err.Error(), "1 of 3") {
@@ -220,7 +222,7 @@ func TestProduceMissingSeparatorFails(t *testing.T) {
 }
 
 func TestProduceToMissingPartitionFails(t *testing.T) {
-	bs := newBroker(t)
+	bs := brokertest.New(t).Addr()
 	createTopic(t, bs, "narrow", 1)
 	res := runCLI(t, 60*time.Second, "x\n", "produce", "--bootstrap", bs, "--topic", "narrow",
 		"--partition", "5", "--delivery-timeout", "2s")
@@ -230,7 +232,7 @@ func TestProduceToMissingPartitionFails(t *testing.T) {
 }
 
 func TestConsumeTimeoutOnEmptyTopic(t *testing.T) {
-	bs := newBroker(t)
+	bs := brokertest.New(t).Addr()
 	createTopic(t, bs, "empty", 2)
 	start := time.Now()
 	res := mustRun(t, "", "consume", "--bootstrap", bs, "--topic", "empty", "--offset", "earliest", "--timeout-ms", "300")
@@ -243,7 +245,7 @@ func TestConsumeTimeoutOnEmptyTopic(t *testing.T) {
 }
 
 func TestProduceAutoCreatesTopic(t *testing.T) {
-	bs := newBroker(t)
+	bs := brokertest.New(t).Addr()
 	// --no-audit: the audit topic would be listed too.
 	mustRun(t, "first\nsecond\n", "produce", "--bootstrap", bs, "--topic", "auto", "--acks", "1", "--no-audit")
 	res := mustRun(t, "", "consume", "--bootstrap", bs, "--topic", "auto", "--offset", "earliest",

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -91,19 +92,14 @@ jobs:
 		}
 	})
 
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		r := runCLI(t, 30*time.Second, "", "jobs", "list", "--zookeeper", zk)
-		if r.err == nil && strings.Contains(r.stdout, "hello") && strings.Contains(r.stdout, "fail") {
-			if !strings.Contains(r.stdout, "NEXT RUN") || !strings.Contains(r.stdout, "0 0 0 1 1 *") {
-				t.Errorf("list output:\n%s", r.stdout)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("jobs never listed: %+v", r)
-		}
-		time.Sleep(200 * time.Millisecond)
+	var listed cliResult
+	testenv.WaitFor(t, 60*time.Second, "jobs list to show hello and fail", func() (bool, string) {
+		listed = runCLI(t, 30*time.Second, "", "jobs", "list", "--zookeeper", zk)
+		return listed.err == nil && strings.Contains(listed.stdout, "hello") && strings.Contains(listed.stdout, "fail"),
+			fmt.Sprintf("%+v", listed)
+	})
+	if !strings.Contains(listed.stdout, "NEXT RUN") || !strings.Contains(listed.stdout, "0 0 0 1 1 *") {
+		t.Errorf("list output:\n%s", listed.stdout)
 	}
 
 	r := runCLI(t, 90*time.Second, "", "jobs", "run", "hello", "--zookeeper", zk, "--wait", "60s")

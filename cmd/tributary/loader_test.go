@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -13,12 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/client/serde"
+	"github.com/tributary/tributary/internal/brokertest"
 	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/schema/registry"
 )
@@ -29,15 +26,7 @@ import (
 func TestLoaderRunCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b, err := broker.New(broker.Config{BrokerID: 1, Listeners: "PLAINTEXT://127.0.0.1:0", LogDirs: []string{t.TempDir()}},
-		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := brokertest.New(t)
 	reg, err := registry.New(registry.NewMemStore(), registry.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -46,14 +35,8 @@ func TestLoaderRunCommand(t *testing.T) {
 	defer srv.Close()
 	rc, _ := serde.NewRegistryClient(serde.ClientConfig{URL: srv.URL})
 	ser := serde.NewSerializer(rc, serde.SerializerConfig{})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if _, err := kadm.NewClient(cl).CreateTopics(ctx, 2, 1, nil, "clicks"); err != nil {
-		t.Fatal(err)
-	}
+	b.CreateTopic(t, "clicks", 2)
+	cl := b.Client(t)
 	const sch = `{"type":"record","name":"Click","fields":[{"name":"n","type":"long"}]}`
 	for i := range 100 {
 		v, err := ser.Encode(ctx, "clicks-value", sch, map[string]any{"n": int64(i)})

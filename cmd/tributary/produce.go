@@ -113,7 +113,7 @@ func (o *produceOptions) run(ctx context.Context, in io.Reader, errOut io.Writer
 	defer cl.Close()
 	var counter *auditCounter
 	if !o.noAudit {
-		if counter, err = o.audit.start(audit.TierProducer, o.client.brokers(), o.client.clientID, nil); err != nil {
+		if counter, err = o.audit.start(audit.TierProducer, o.client.connection(), nil); err != nil {
 			return err
 		}
 	}

@@ -2,72 +2,16 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/internal/brokertest"
 )
-
-// testBrokerID is not Kafka's default 0 so that describe output proves the
-// broker's id reaches the Leader, Replicas and Isr columns.
-const testBrokerID = 1
-
-// testLogWriter forwards broker warnings to the test log until the test's
-// cleanup closes it.
-type testLogWriter struct {
-	mu     sync.Mutex
-	t      testing.TB
-	closed bool
-}
-
-func (w *testLogWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.closed {
-		w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-// newBroker starts an in-process broker on a free loopback port with its
-// log in t.TempDir() and returns its address; cleanup closes it.
-func newBroker(t testing.TB) string {
-	t.Helper()
-	w := &testLogWriter{t: t}
-	logger := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	b, err := broker.New(broker.Config{
-		BrokerID:  testBrokerID,
-		Listeners: "PLAINTEXT://127.0.0.1:0",
-		LogDirs:   []string{t.TempDir()},
-	}, logger, prometheus.NewRegistry())
-	if err != nil {
-		t.Fatalf("broker.New: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := b.Start(ctx); err != nil {
-		cancel()
-		t.Fatalf("broker start: %v", err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		if err := b.Close(); err != nil {
-			t.Errorf("broker close: %v", err)
-		}
-		w.mu.Lock()
-		w.closed = true
-		w.mu.Unlock()
-	})
-	return b.Addr()
-}
 
 // mustRun runs the CLI and fails the test on error.
 func mustRun(t testing.TB, stdin string, args ...string) cliResult {
@@ -80,7 +24,9 @@ func mustRun(t testing.TB, stdin string, args ...string) cliResult {
 }
 
 func TestTopicsLifecycle(t *testing.T) {
-	bs := newBroker(t)
+	// The fixture's broker id is 1, not Kafka's default 0, so the describe
+	// output below proves the id reaches the Leader, Replicas and Isr columns.
+	bs := brokertest.New(t).Addr()
 
 	res := mustRun(t, "", "topics", "create", "--bootstrap", bs, "--topic", "events", "--partitions", "3")
 	if res.stdout != "Created topic events.\n" {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tributary/tributary/client"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
+	"github.com/tributary/tributary/internal/kafkatest"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 )
@@ -114,8 +115,8 @@ func joinGroup(t *testing.T, ctx context.Context, c *cluster, group, topic strin
 		}
 		<-done
 	})
-	await(t, waitTimeout, "group member owning every partition of "+topic, func() bool {
-		return len(g.Owned()[topic]) == partitions
+	testenv.WaitFor(t, waitTimeout, "group member owning every partition of "+topic, func() (bool, string) {
+		return len(g.Owned()[topic]) == partitions, ""
 	})
 	return m
 }
@@ -124,15 +125,15 @@ func joinGroup(t *testing.T, ctx context.Context, c *cluster, group, topic strin
 // marks them handled and commits.
 func (m *groupMember) commitAt(t *testing.T, ctx context.Context, targets map[int32]int64) {
 	t.Helper()
-	await(t, waitTimeout, fmt.Sprintf("delivery of %s up to %v", m.topic, targets), func() bool {
+	testenv.WaitFor(t, waitTimeout, fmt.Sprintf("delivery of %s up to %v", m.topic, targets), func() (bool, string) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		for p, off := range targets {
 			if d, ok := m.delivered[p]; !ok || d < off-1 {
-				return false
+				return false, ""
 			}
 		}
-		return true
+		return true, ""
 	})
 	for p, off := range targets {
 		m.g.MarkHandled(m.topic, p, off)
@@ -404,7 +405,7 @@ func (b *burrow) checkLag(t *testing.T, ctx context.Context, group, topic string
 // offsets, checked against the counts.
 func produceCounts(t *testing.T, ctx context.Context, c *cluster, topic string, counts []int64) (*kgo.Client, map[int32]int64) {
 	t.Helper()
-	c.createTopic(t, ctx, topic, int32(len(counts)), nil)
+	kafkatest.CreateTopic(t, c.bootstrap(), topic, int32(len(counts)), nil)
 	cl := c.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	var recs []*kgo.Record
 	for p, n := range counts {

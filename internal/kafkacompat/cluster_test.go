@@ -136,59 +136,6 @@ func (c *cluster) client(t *testing.T, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
-// createTopic creates topic with configs (replication factor 1) and waits
-// until every broker's metadata shows a leader for every partition.
-func (c *cluster) createTopic(t *testing.T, ctx context.Context, topic string, partitions int32, configs map[string]*string) kadm.TopicDetail {
-	t.Helper()
-	adm := kadm.NewClient(c.client(t))
-	resp, err := adm.CreateTopic(ctx, partitions, 1, configs, topic)
-	if err != nil || resp.Err != nil {
-		t.Fatalf("create topic %s: %v %v", topic, err, resp.Err)
-	}
-	var td kadm.TopicDetail
-	await(t, waitTimeout, "leaders of "+topic+" on every broker", func() bool {
-		for _, addr := range c.addrs {
-			md, err := metadataFrom(ctx, addr, topic)
-			if err != nil {
-				return false
-			}
-			td = md.Topics[topic]
-			if td.Err != nil || len(td.Partitions) != int(partitions) {
-				return false
-			}
-			for _, p := range td.Partitions {
-				if p.Leader < 0 {
-					return false
-				}
-			}
-		}
-		return true
-	})
-	return td
-}
-
-// metadataFrom asks the broker at addr alone for metadata.
-func metadataFrom(ctx context.Context, addr string, topics ...string) (kadm.Metadata, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		return kadm.Metadata{}, err
-	}
-	defer cl.Close()
-	return kadm.NewClient(cl).Metadata(ctx, topics...)
-}
-
-// await polls cond every 100 ms until it holds; it fails t after d.
-func await(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // endOffsets returns each partition's end offset (ListOffsets latest, as
 // kadm sends it).
 func endOffsets(t *testing.T, ctx context.Context, cl *kgo.Client, topic string) map[int32]int64 {

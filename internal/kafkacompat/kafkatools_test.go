@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/internal/coord/zkcoord"
+	"github.com/tributary/tributary/internal/kafkatest"
 	"github.com/tributary/tributary/internal/testenv"
 )
 
@@ -50,7 +51,7 @@ func TestKafka28Tools(t *testing.T) {
 	for k, v := range toolsTopicConfigs {
 		configs[k] = kadm.StringPtr(v)
 	}
-	td := c.createTopic(t, ctx, topic, partitions, configs)
+	td := kafkatest.CreateTopic(t, c.bootstrap(), topic, partitions, configs)
 	produced := produceRounds(t, ctx, c.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression())), topic, partitions, 20, 3)
 
@@ -130,7 +131,7 @@ func mustRun(t *testing.T, ctx context.Context, tools testenv.KafkaTools, class 
 
 func checkTopicCommand(t *testing.T, ctx context.Context, tools testenv.KafkaTools, c *cluster, topic string) {
 	const class = "kafka.admin.TopicCommand"
-	md, err := metadataFrom(ctx, c.addrs[1])
+	md, err := kafkatest.MetadataFrom(ctx, c.addrs[1])
 	if err != nil {
 		t.Fatalf("metadata: %v", err)
 	}
@@ -362,17 +363,17 @@ var dataLine = regexp.MustCompile(`(?m)^\| offset: (\d+) .* key: (\S*) payload: 
 // background when it rolls.
 func awaitIndexFiles(t *testing.T, dir string) {
 	t.Helper()
-	await(t, waitTimeout, "index files of every sealed segment ("+dir+")", func() bool {
+	testenv.WaitFor(t, waitTimeout, "index files of every sealed segment ("+dir+")", func() (bool, string) {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
-			return false
+			return false, err.Error()
 		}
 		have := map[string]bool{}
 		var logs []string
 		for _, e := range entries {
 			name := e.Name()
 			if strings.HasSuffix(name, ".tmp") {
-				return false
+				return false, ""
 			}
 			have[name] = true
 			if base, ok := strings.CutSuffix(name, ".log"); ok {
@@ -382,10 +383,10 @@ func awaitIndexFiles(t *testing.T, dir string) {
 		slices.Sort(logs)
 		for i, base := range logs {
 			if i < len(logs)-1 && (!have[base+".index"] || !have[base+".timeindex"]) {
-				return false
+				return false, ""
 			}
 		}
-		return true
+		return true, ""
 	})
 }
 

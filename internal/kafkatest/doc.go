@@ -1,4 +1,6 @@
-// Package kafkatest holds Kafka-client helpers for tests: reading a topic
-// to its end, as it stood when asked, without guessing the end from a
-// quiet spell (which a loaded machine makes unreliable).
+// Package kafkatest holds Kafka-client helpers for tests, for any cluster
+// reached by address (brokers of other processes too): reading a topic to
+// its end, as it stood when asked, without guessing the end from a quiet
+// spell (which a loaded machine makes unreliable), and creating a topic
+// and waiting until every broker knows its leaders.
 package kafkatest

@@ -20,6 +20,13 @@
 //	ssl.endpoint.identification.algorithm   https (default: check the host name) or empty (do not)
 //	librdkafka: ssl.ca.location, ssl.certificate.location, ssl.key.location, ssl.key.password
 //
+// SASL clients: SASL holds a mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)
+// and credentials; ParseJAAS reads sasl.jaas.config as Kafka's JaasConfig
+// does and SASLFromJAAS takes a client's credentials from its
+// PlainLoginModule or ScramLoginModule entry. ExpandSecrets resolves the
+// ${env:NAME}, ${file:PATH} and ${file:PATH:KEY} references that keep
+// secrets out of configuration files and command lines.
+//
 // Files are read when the Load methods are called; TLS caches nothing.
 // Every error names the key whose value is at fault. Values are plain
 // structs, safe to copy and share.

@@ -9,4 +9,12 @@ var (
 	// not parse, a missing key, a wrong password, an unknown protocol
 	// version or cipher suite.
 	ErrBadTLS = errors.New("bad TLS settings")
+	// ErrUnknownMechanism is a SASL mechanism Tributary does not speak.
+	ErrUnknownMechanism = errors.New("unknown SASL mechanism")
+	// ErrBadJAAS marks a sasl.jaas.config that does not parse or names a
+	// login module or options a client cannot use.
+	ErrBadJAAS = errors.New("bad JAAS configuration")
+	// ErrSecret marks a ${file:...} or ${env:...} reference that cannot be
+	// resolved.
+	ErrSecret = errors.New("unresolvable secret")
 )

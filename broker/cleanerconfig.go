@@ -1,0 +1,279 @@
+package broker
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	plog "github.com/tributary/tributary/broker/log"
+)
+
+// Values of cleanup.policy, normalized (frozen by Kafka).
+const (
+	policyDelete        = "delete"
+	policyCompact       = "compact"
+	policyCompactDelete = "compact,delete"
+)
+
+// Defaults of the log cleaner, as in Kafka.
+const (
+	DefaultCleanerThreads          = 1
+	DefaultCleanerDedupeBufferSize = 128 << 20
+	DefaultCleanerBackoff          = 15 * time.Second
+)
+
+// CleanerConfig is the log cleaner's broker configuration: log.cleaner.*
+// and log.cleanup.policy, whose topic-level keys override the last five.
+// Zero values mean Kafka's defaults.
+type CleanerConfig struct {
+	// Disable is log.cleaner.enable=false: no log is compacted.
+	Disable bool
+	// Threads is log.cleaner.threads.
+	Threads int
+	// DedupeBufferSize is log.cleaner.dedupe.buffer.size: bytes of offset
+	// map shared by the threads; a log with more keys in its dirty section
+	// is cleaned in several passes.
+	DedupeBufferSize int64
+	// IOMaxBytesPerSecond is log.cleaner.io.max.bytes.per.second; zero or
+	// negative means unthrottled.
+	IOMaxBytesPerSecond float64
+	// Backoff is log.cleaner.backoff.ms: the pause when no log needs cleaning.
+	Backoff time.Duration
+
+	// CleanupPolicy is log.cleanup.policy; empty means "delete".
+	CleanupPolicy string
+	// MinCleanableRatio is log.cleaner.min.cleanable.ratio; zero means
+	// 0.5, negative means 0.
+	MinCleanableRatio float64
+	// MinCompactionLag is log.cleaner.min.compaction.lag.ms.
+	MinCompactionLag time.Duration
+	// MaxCompactionLag is log.cleaner.max.compaction.lag.ms; zero means unlimited.
+	MaxCompactionLag time.Duration
+	// DeleteRetention is log.cleaner.delete.retention.ms; zero means 24h,
+	// negative means 0.
+	DeleteRetention time.Duration
+}
+
+func (c CleanerConfig) withDefaults() CleanerConfig {
+	if c.Threads <= 0 {
+		c.Threads = DefaultCleanerThreads
+	}
+	if c.DedupeBufferSize <= 0 {
+		c.DedupeBufferSize = DefaultCleanerDedupeBufferSize
+	}
+	if c.Backoff <= 0 {
+		c.Backoff = DefaultCleanerBackoff
+	}
+	return c
+}
+
+// withCleanerDefaults fills the cleaner's topic settings from the broker's.
+func (s plogSettings) withCleanerDefaults(c CleanerConfig) plogSettings {
+	s.CleanupPolicy = policyDelete
+	if p, err := parseCleanupPolicy(c.CleanupPolicy); c.CleanupPolicy != "" && err == nil {
+		s.CleanupPolicy = p
+	}
+	switch {
+	case c.MinCleanableRatio == 0:
+		s.MinCleanableDirtyRatio = plog.DefaultMinCleanableDirtyRatio
+	case c.MinCleanableRatio < 0:
+		s.MinCleanableDirtyRatio = 0
+	default:
+		s.MinCleanableDirtyRatio = c.MinCleanableRatio
+	}
+	s.MinCompactionLag = max(c.MinCompactionLag, 0)
+	s.MaxCompactionLag = time.Duration(math.MaxInt64)
+	if c.MaxCompactionLag > 0 {
+		s.MaxCompactionLag = c.MaxCompactionLag
+	}
+	switch {
+	case c.DeleteRetention == 0:
+		s.DeleteRetention = plog.DefaultDeleteRetention
+	case c.DeleteRetention < 0:
+		s.DeleteRetention = 0
+	default:
+		s.DeleteRetention = c.DeleteRetention
+	}
+	return s
+}
+
+// withCleanup applies the cleanup policy and the cleaner's settings to the
+// storage engine's configuration, whose zero values mean defaults.
+func withCleanup(c plog.Config, s plogSettings) plog.Config {
+	if s.CleanupPolicy == policyCompact {
+		c.RetentionMs, c.RetentionBytes = -1, -1
+	}
+	c.Compact = s.CleanupPolicy != policyDelete && s.CleanupPolicy != ""
+	c.MinCleanableDirtyRatio = s.MinCleanableDirtyRatio
+	if c.MinCleanableDirtyRatio == 0 {
+		c.MinCleanableDirtyRatio = math.SmallestNonzeroFloat64 // zero is "default" to the engine
+	}
+	c.MinCompactionLag = s.MinCompactionLag
+	c.MaxCompactionLag = s.MaxCompactionLag
+	c.DeleteRetention = s.DeleteRetention
+	if c.DeleteRetention == 0 {
+		c.DeleteRetention = -1 // zero is "default" to the engine
+	}
+	return c
+}
+
+// parseCleanupPolicy normalizes a cleanup.policy list.
+func parseCleanupPolicy(v string) (string, error) {
+	var del, compact bool
+	for _, p := range strings.Split(v, ",") {
+		switch strings.TrimSpace(p) {
+		case policyDelete:
+			del = true
+		case policyCompact:
+			compact = true
+		default:
+			return policyDelete, fmt.Errorf("must be a list of \"delete\" and \"compact\"")
+		}
+	}
+	switch {
+	case del && compact:
+		return policyCompactDelete, nil
+	case compact:
+		return policyCompact, nil
+	}
+	return policyDelete, nil
+}
+
+// cleanerTopicKeys are the cleaner's topic-level keys.
+var cleanerTopicKeys = []topicConfigKey{
+	{
+		name: "min.cleanable.dirty.ratio", brokerKey: "log.cleaner.min.cleanable.ratio", typ: kmsg.ConfigTypeDouble,
+		doc: "The log is cleaned when its dirty (not yet cleaned) part is at least this fraction of it.",
+		apply: func(tc *topicConfig, v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f < 0 || f > 1 {
+				return fmt.Errorf("must be a number in [0, 1]")
+			}
+			tc.log.MinCleanableDirtyRatio = f
+			return nil
+		},
+		value:        func(tc topicConfig) string { return strconv.FormatFloat(tc.log.MinCleanableDirtyRatio, 'g', -1, 64) },
+		kafkaDefault: "0.5",
+	},
+	{
+		name: "min.compaction.lag.ms", brokerKey: "log.cleaner.min.compaction.lag.ms", typ: kmsg.ConfigTypeLong,
+		doc: "Milliseconds a record stays uncompacted after it was written.",
+		apply: func(tc *topicConfig, v string) error {
+			n, err := parseLong(v, 0)
+			tc.log.MinCompactionLag = durationMs(n)
+			return err
+		},
+		value:        func(tc topicConfig) string { return strconv.FormatInt(tc.log.MinCompactionLag.Milliseconds(), 10) },
+		kafkaDefault: "0",
+	},
+	{
+		name: "max.compaction.lag.ms", brokerKey: "log.cleaner.max.compaction.lag.ms", typ: kmsg.ConfigTypeLong,
+		doc: "Milliseconds after which a record is eligible for compaction whatever the dirty ratio.",
+		apply: func(tc *topicConfig, v string) error {
+			n, err := parseLong(v, 1)
+			tc.log.MaxCompactionLag = durationMs(n)
+			return err
+		},
+		value:        func(tc topicConfig) string { return strconv.FormatInt(msOrMax(tc.log.MaxCompactionLag), 10) },
+		kafkaDefault: strconv.FormatInt(math.MaxInt64, 10),
+	},
+	{
+		name: "delete.retention.ms", brokerKey: "log.cleaner.delete.retention.ms", typ: kmsg.ConfigTypeLong,
+		doc: "Milliseconds a tombstone (a record with a null value) stays in a compacted log once cleaned.",
+		apply: func(tc *topicConfig, v string) error {
+			n, err := parseLong(v, 0)
+			tc.log.DeleteRetention = durationMs(n)
+			return err
+		},
+		value:        func(tc topicConfig) string { return strconv.FormatInt(tc.log.DeleteRetention.Milliseconds(), 10) },
+		kafkaDefault: strconv.FormatInt(plog.DefaultDeleteRetention.Milliseconds(), 10),
+	},
+}
+
+// msOrMax renders a duration in ms, the clamped maximum as Long.MAX_VALUE.
+func msOrMax(d time.Duration) int64 {
+	if d == math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return d.Milliseconds()
+}
+
+// cleanerPropertySetters are the broker keys of the cleaner.
+var cleanerPropertySetters = map[string]func(c *Config, v string) error{
+	"log.cleaner.enable": func(c *Config, v string) error { return setBool(&c.Cleaner.Disable, v, true) },
+	"log.cleaner.threads": func(c *Config, v string) error {
+		var n int32
+		err := setPositiveInt32(&n, v)
+		c.Cleaner.Threads = int(n)
+		return err
+	},
+	"log.cleaner.dedupe.buffer.size": func(c *Config, v string) error {
+		if err := setInt64(&c.Cleaner.DedupeBufferSize, v); err != nil {
+			return err
+		}
+		if c.Cleaner.DedupeBufferSize < 1<<20 {
+			return fmt.Errorf("must be at least 1 MiB")
+		}
+		return nil
+	},
+	"log.cleaner.io.max.bytes.per.second": func(c *Config, v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("not a number")
+		}
+		c.Cleaner.IOMaxBytesPerSecond = f
+		return nil
+	},
+	"log.cleaner.backoff.ms": func(c *Config, v string) error {
+		if err := setDuration(&c.Cleaner.Backoff, v, time.Millisecond); err != nil {
+			return err
+		}
+		if c.Cleaner.Backoff <= 0 {
+			return fmt.Errorf("must be positive")
+		}
+		return nil
+	},
+	"log.cleanup.policy": func(c *Config, v string) error {
+		p, err := parseCleanupPolicy(v)
+		c.Cleaner.CleanupPolicy = p
+		return err
+	},
+	"log.cleaner.min.cleanable.ratio": func(c *Config, v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 || f > 1 {
+			return fmt.Errorf("must be a number in [0, 1]")
+		}
+		c.Cleaner.MinCleanableRatio = f
+		if f == 0 {
+			c.Cleaner.MinCleanableRatio = -1
+		}
+		return nil
+	},
+	"log.cleaner.min.compaction.lag.ms": func(c *Config, v string) error {
+		return setDuration(&c.Cleaner.MinCompactionLag, v, time.Millisecond)
+	},
+	"log.cleaner.max.compaction.lag.ms": func(c *Config, v string) error {
+		n, err := parseLong(v, 1)
+		c.Cleaner.MaxCompactionLag = durationMs(n)
+		return err
+	},
+	"log.cleaner.delete.retention.ms": func(c *Config, v string) error {
+		n, err := parseLong(v, 0)
+		c.Cleaner.DeleteRetention = durationMs(n)
+		if n == 0 {
+			c.Cleaner.DeleteRetention = -1
+		}
+		return err
+	},
+}
+
+func init() {
+	topicConfigKeys = append(topicConfigKeys, cleanerTopicKeys...)
+	for k, f := range cleanerPropertySetters {
+		propertySetters[k] = f
+	}
+}

@@ -1,0 +1,74 @@
+package broker
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func TestCleanerTopicConfig(t *testing.T) {
+	defaults := Config{LogDirs: []string{"x"}}.withDefaults().topicDefaults()
+	for _, tt := range []struct {
+		policy, want string
+		retained     bool // retention by time still applies
+	}{
+		{"compact", policyCompact, false},
+		{"compact,delete", policyCompactDelete, true},
+		{"delete, compact", policyCompactDelete, true},
+		{"delete", policyDelete, true},
+	} {
+		tc, err := resolveTopicConfig(defaults, map[string]string{
+			"cleanup.policy": tt.policy, "min.cleanable.dirty.ratio": "0", "min.compaction.lag.ms": "1000",
+			"max.compaction.lag.ms": "60000", "delete.retention.ms": "0", "retention.ms": "3600000",
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.policy, err)
+		}
+		if tc.log.CleanupPolicy != tt.want {
+			t.Errorf("%s: policy %q, want %q", tt.policy, tc.log.CleanupPolicy, tt.want)
+		}
+		lc := tc.log.plogConfig()
+		if lc.Compact != (tt.want != policyDelete) {
+			t.Errorf("%s: Compact = %v", tt.policy, lc.Compact)
+		}
+		if got := lc.RetentionMs > 0; got != tt.retained {
+			t.Errorf("%s: RetentionMs %v, want retention %v", tt.policy, lc.RetentionMs, tt.retained)
+		}
+		if lc.MinCleanableDirtyRatio <= 0 || lc.MinCleanableDirtyRatio > 1e-300 {
+			t.Errorf("ratio 0 gave %v to the engine, want a tiny positive value", lc.MinCleanableDirtyRatio)
+		}
+		if lc.DeleteRetention >= 0 || lc.MinCompactionLag != time.Second || lc.MaxCompactionLag != time.Minute {
+			t.Errorf("engine config %+v", lc)
+		}
+	}
+	lc := defaults.log.plogConfig()
+	if lc.Compact || lc.MinCleanableDirtyRatio != 0.5 || lc.DeleteRetention != 24*time.Hour || lc.MaxCompactionLag != math.MaxInt64 {
+		t.Errorf("defaults: %+v", lc)
+	}
+}
+
+func TestCleanerBrokerProperties(t *testing.T) {
+	c, _, err := ConfigFromProperties(map[string]string{
+		"log.dirs": "x", "log.cleaner.enable": "false", "log.cleaner.threads": "2",
+		"log.cleaner.dedupe.buffer.size": "4194304", "log.cleaner.io.max.bytes.per.second": "1e6",
+		"log.cleaner.backoff.ms": "250", "log.cleanup.policy": "compact",
+		"log.cleaner.delete.retention.ms": "0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := CleanerConfig{Disable: true, Threads: 2, DedupeBufferSize: 4 << 20, IOMaxBytesPerSecond: 1e6,
+		Backoff: 250 * time.Millisecond, CleanupPolicy: policyCompact, DeleteRetention: -1}
+	if c.Cleaner != want {
+		t.Errorf("Cleaner = %+v\nwant      %+v", c.Cleaner, want)
+	}
+	if s := c.withDefaults().topicDefaults().log; s.CleanupPolicy != policyCompact || s.DeleteRetention != 0 {
+		t.Errorf("topic defaults %+v", s)
+	}
+	for _, kv := range [][2]string{{"log.cleaner.threads", "0"}, {"log.cleaner.dedupe.buffer.size", "10"},
+		{"log.cleanup.policy", "keep"}, {"log.cleaner.backoff.ms", "0"}} {
+		if _, _, err := ConfigFromProperties(map[string]string{"log.dirs": "x", kv[0]: kv[1]}); err == nil {
+			t.Errorf("%s=%s accepted", kv[0], kv[1])
+		}
+	}
+}
