@@ -20,6 +20,7 @@ import (
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/broker/group"
 	"github.com/tributary/tributary/internal/network"
+	"github.com/tributary/tributary/internal/security"
 )
 
 // Broker is one Kafka-protocol server over a set of log directories.
@@ -70,12 +71,16 @@ type Broker struct {
 	// scram is the SCRAM credential store, made on first use (scram.go).
 	scram scramStore
 
-	startMu    sync.Mutex
-	started    bool
-	ln         net.Listener
-	metricsSrv *network.HTTPServer
-	advHost    string
-	advPort    int32
+	startMu sync.Mutex
+	started bool
+	// listeners are bound by Start and fixed after (listeners.go);
+	// interBroker names the one other brokers are reached on.
+	listeners   []*listener
+	interBroker string
+	metricsSrv  *network.HTTPServer
+	// onPrincipal, a test hook, sees every connection's principal once
+	// known.
+	onPrincipal func(listener, principal string)
 
 	// shutdownCtx is cancelled when Close begins, so long-polls return.
 	shutdownCtx    context.Context
@@ -357,22 +362,13 @@ func (b *Broker) Start(ctx context.Context) error {
 	if closed {
 		return ErrClosed
 	}
-	hostPort, err := listenerHostPort(b.cfg.Listeners)
-	if err != nil {
-		return err
-	}
-	ln, err := network.ListenKafka(ctx, hostPort)
-	if err != nil {
-		return fmt.Errorf("broker: listen on %s: %w", hostPort, err)
-	}
-	if err := b.setAdvertised(ln.Addr().(*net.TCPAddr)); err != nil {
-		ln.Close()
+	if err := b.listen(ctx); err != nil {
 		return err
 	}
 	// Clients are accepted only once the broker serves what it leads;
 	// until then they wait in the listen backlog.
 	if err := b.join(ctx); err != nil {
-		ln.Close()
+		b.closeListeners()
 		return err
 	}
 	if b.cfg.MetricsListen != "" {
@@ -380,7 +376,7 @@ func (b *Broker) Start(ctx context.Context) error {
 		// address unless metrics.pprof.enable says): profile before tuning.
 		msrv, err := network.ServeMetricsWith(ctx, b.cfg.MetricsListen, b.gather, b.cfg.Metrics)
 		if err != nil {
-			ln.Close()
+			b.closeListeners()
 			return fmt.Errorf("broker: metrics.listen %s: %w", b.cfg.MetricsListen, err)
 		}
 		b.metricsSrv = msrv
@@ -391,10 +387,20 @@ func (b *Broker) Start(ctx context.Context) error {
 			}
 		}()
 	}
-	b.ln = ln
 	b.started = true
-	b.wg.Add(6)
-	go b.acceptLoop()
+	b.startResources()
+	for _, l := range b.listeners {
+		b.wg.Add(1)
+		go b.acceptLoop(l)
+		if l.tls != nil {
+			b.wg.Add(1)
+			go func() {
+				defer b.wg.Done()
+				l.tls.Run(b.shutdownCtx, l.name, b.cfg.TLSReloadInterval)
+			}()
+		}
+	}
+	b.wg.Add(5)
 	go b.housekeeping()
 	go b.runReconciler()
 	go b.runGroupLoader()
@@ -408,33 +414,53 @@ func (b *Broker) Start(ctx context.Context) error {
 		case <-b.done:
 		}
 	}()
-	b.logger.Info("broker listening", "addr", ln.Addr().String(), "advertised",
-		net.JoinHostPort(b.advHost, strconv.Itoa(int(b.advPort))), "broker.id", b.cfg.BrokerID)
+	for _, l := range b.listeners {
+		b.logger.Info("broker listening", "addr", l.ln.Addr().String(), "listener", l.name, "protocol", l.protocol,
+			"advertised", l.advertised.hostPort(), "broker.id", b.cfg.BrokerID)
+	}
 	return nil
 }
 
-func (b *Broker) setAdvertised(bound *net.TCPAddr) error {
-	if b.cfg.AdvertisedListeners != "" {
-		hp, err := listenerHostPort(b.cfg.AdvertisedListeners)
-		if err != nil {
-			return err
-		}
-		host, port, _ := net.SplitHostPort(hp)
-		p, _ := strconv.Atoi(port)
-		b.advHost, b.advPort = host, int32(p)
-		return nil
+// listen binds every listener, TLS ones with their certificates loaded.
+func (b *Broker) listen(ctx context.Context) error {
+	plan, err := b.cfg.listenerPlan()
+	if err != nil {
+		return err
 	}
-	host := bound.IP.String()
-	if bound.IP.IsUnspecified() {
-		// Kafka advertises the canonical host name for a wildcard
-		// listener; the loopback address is what works on one machine.
-		if h, err := os.Hostname(); err == nil && h != "" {
-			host = h
+	b.listeners = nil // a Start that failed after binding closed them
+	for _, spec := range plan.bound {
+		l := &listener{name: spec.name, protocol: spec.protocol}
+		if spec.protocol.TLS() {
+			if l.tls, err = security.NewServer(b.cfg.tlsFor(spec.name), b.logger); err == nil {
+				l.ln, err = network.ListenKafkaTLS(ctx, spec.hostPort(), l.tls.Config())
+			}
 		} else {
-			host = "127.0.0.1"
+			l.ln, err = network.ListenKafka(ctx, spec.hostPort())
+		}
+		if err != nil {
+			b.closeListeners()
+			return fmt.Errorf("broker: listener %s on %s: %w", spec.name, spec.hostPort(), err)
+		}
+		l.advertised = advertise(spec, plan, l.ln.Addr().(*net.TCPAddr))
+		b.listeners = append(b.listeners, l)
+	}
+	b.interBroker = plan.interBroker
+	return nil
+}
+
+func (b *Broker) closeListeners() {
+	for _, l := range b.listeners {
+		_ = l.ln.Close()
+	}
+}
+
+// listenerNamed returns this broker's listener of that name, or nil.
+func (b *Broker) listenerNamed(name string) *listener {
+	for _, l := range b.listeners {
+		if l.name == name {
+			return l
 		}
 	}
-	b.advHost, b.advPort = host, int32(bound.Port)
 	return nil
 }
 
@@ -448,14 +474,26 @@ func (b *Broker) Serve(ctx context.Context) error {
 	return b.closeErr
 }
 
-// Addr returns the address the broker listens on, "" before Start.
+// Addr returns the address of the broker's first listener, "" before
+// Start.
 func (b *Broker) Addr() string {
 	b.startMu.Lock()
 	defer b.startMu.Unlock()
-	if b.ln == nil {
+	if !b.started || len(b.listeners) == 0 {
 		return ""
 	}
-	return b.ln.Addr().String()
+	return b.listeners[0].ln.Addr().String()
+}
+
+// ListenerAddr returns the address the named listener (upper case, as in
+// listeners) is bound to, "" before Start or if there is none.
+func (b *Broker) ListenerAddr(name string) string {
+	b.startMu.Lock()
+	defer b.startMu.Unlock()
+	if l := b.listenerNamed(name); l != nil && b.started {
+		return l.ln.Addr().String()
+	}
+	return ""
 }
 
 // MetricsAddr returns the address /metrics is served on, "" if none.
@@ -478,12 +516,12 @@ func (b *Broker) Close() error {
 		b.mu.Lock()
 		b.closed = true
 		b.mu.Unlock()
-		ln, msrv := b.ln, b.metricsSrv
+		started, msrv := b.started, b.metricsSrv
 		b.startMu.Unlock()
 		b.shutdownCancel()
 		b.fetchers.close()
-		if ln != nil {
-			_ = ln.Close()
+		if started {
+			b.closeListeners()
 		}
 		b.connMu.Lock()
 		for c := range b.conns {

@@ -8,7 +8,6 @@ import (
 	"math"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/tributary/tributary/internal/coord/zkcoord"
 	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/properties"
+	"github.com/tributary/tributary/internal/security"
 )
 
 // Defaults, matching Apache Kafka's where Kafka has one.
@@ -39,12 +39,39 @@ const (
 type Config struct {
 	// BrokerID is broker.id.
 	BrokerID int32
-	// Listeners is listeners: one PLAINTEXT://host:port (or bare host:port)
-	// to accept clients on. Port 0 picks a free port.
+	// Listeners is listeners: NAME://host:port,... to accept clients on
+	// (a bare host:port is PLAINTEXT); one accept loop each. Port 0 picks
+	// a free port. See listeners.go.
 	Listeners string
-	// AdvertisedListeners is advertised.listeners: the address clients are
-	// told to connect to. Empty means the bound listener address.
+	// AdvertisedListeners is advertised.listeners: per listener name, the
+	// address clients are told to connect to. A listener not named here
+	// advertises its bound address.
 	AdvertisedListeners string
+	// ListenerSecurityProtocolMap is listener.security.protocol.map,
+	// NAME:PROTOCOL,...; empty is Kafka's default (each protocol's name
+	// maps to itself).
+	ListenerSecurityProtocolMap string
+	// InterBrokerListenerName is inter.broker.listener.name and
+	// SecurityInterBrokerProtocol security.inter.broker.protocol (at most
+	// one may be set; neither means the PLAINTEXT listener): the listener
+	// replica fetchers connect to on other brokers.
+	InterBrokerListenerName     string
+	SecurityInterBrokerProtocol string
+	// TLS is the plain ssl.* keys; ListenerTLS, by upper-case listener
+	// name, a listener's own settings (listener.name.<listener>.ssl.* over
+	// ssl.*, merged key by key). A listener missing from ListenerTLS uses
+	// TLS. The inter-broker listener's settings are also the replica
+	// fetchers' client settings (truststore, and keystore for mutual TLS).
+	TLS         security.ServerTLS
+	ListenerTLS map[string]security.ServerTLS
+	// TLSReloadInterval is ssl.reload.check.interval.ms (Tributary's): how
+	// often the key and trust store files are checked for new
+	// certificates. Default security.DefaultReloadInterval.
+	TLSReloadInterval time.Duration
+	// TLSHandshakeTimeout is ssl.handshake.timeout.ms (Tributary's): a
+	// connection that has not completed its TLS handshake this long after
+	// being accepted is closed. Default DefaultTLSHandshakeTimeout.
+	TLSHandshakeTimeout time.Duration
 	// LogDirs is log.dirs (or log.dir): directories holding partitions.
 	LogDirs []string
 	// NumPartitions is num.partitions: partitions of auto-created topics
@@ -177,17 +204,14 @@ func (c Config) Validate() error {
 	if c.BrokerID < 0 {
 		return fmt.Errorf("%w: broker.id: must be >= 0, got %d", ErrInvalidConfig, c.BrokerID)
 	}
-	if _, err := listenerHostPort(c.Listeners); err != nil {
-		return fmt.Errorf("%w: listeners: %v", ErrInvalidConfig, err)
+	if _, err := c.listenerPlan(); err != nil {
+		return err
 	}
-	if c.AdvertisedListeners != "" {
-		hp, err := listenerHostPort(c.AdvertisedListeners)
-		if err != nil {
-			return fmt.Errorf("%w: advertised.listeners: %v", ErrInvalidConfig, err)
-		}
-		if _, port, _ := net.SplitHostPort(hp); port == "0" {
-			return fmt.Errorf("%w: advertised.listeners: port 0 cannot be advertised", ErrInvalidConfig)
-		}
+	if c.TLSReloadInterval < 0 {
+		return fmt.Errorf("%w: ssl.reload.check.interval.ms: must be positive", ErrInvalidConfig)
+	}
+	if c.TLSHandshakeTimeout < 0 {
+		return fmt.Errorf("%w: ssl.handshake.timeout.ms: must be positive", ErrInvalidConfig)
 	}
 	switch {
 	case c.NumPartitions < 1:
@@ -239,29 +263,6 @@ func (c Config) Validate() error {
 	return c.Limits.Validate()
 }
 
-// listenerHostPort turns "PLAINTEXT://host:port" or "host:port" into
-// "host:port". Only one PLAINTEXT listener is supported.
-func listenerHostPort(l string) (string, error) {
-	l = strings.TrimSpace(l)
-	if strings.Contains(l, ",") {
-		return "", fmt.Errorf("only one listener is supported, got %q", l)
-	}
-	if i := strings.Index(l, "://"); i >= 0 {
-		if proto := strings.ToUpper(l[:i]); proto != "PLAINTEXT" {
-			return "", fmt.Errorf("only PLAINTEXT listeners are supported, got %q", l)
-		}
-		l = l[i+3:]
-	}
-	host, port, err := net.SplitHostPort(l)
-	if err != nil {
-		return "", err
-	}
-	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		return "", fmt.Errorf("bad port %q", port)
-	}
-	return net.JoinHostPort(host, port), nil
-}
-
 // ParseProperties reads a server.properties file (see internal/properties
 // for the syntax) and returns the configuration, warnings for keys it does
 // not know, and an error naming every key whose value is invalid.
@@ -284,6 +285,15 @@ var propertySetters = map[string]func(c *Config, v string) error{
 	"advertised.listeners": func(c *Config, v string) error {
 		c.AdvertisedListeners = v
 		return nil
+	},
+	"listener.security.protocol.map": func(c *Config, v string) error { c.ListenerSecurityProtocolMap = v; return nil },
+	"inter.broker.listener.name":     func(c *Config, v string) error { c.InterBrokerListenerName = v; return nil },
+	"security.inter.broker.protocol": func(c *Config, v string) error { c.SecurityInterBrokerProtocol = v; return nil },
+	"ssl.reload.check.interval.ms": func(c *Config, v string) error {
+		return setPositiveDuration(&c.TLSReloadInterval, v)
+	},
+	"ssl.handshake.timeout.ms": func(c *Config, v string) error {
+		return setPositiveDuration(&c.TLSHandshakeTimeout, v)
 	},
 	"log.dirs":                  setLogDirs,
 	"log.dir":                   setLogDirs,
@@ -359,7 +369,6 @@ var ignoredKeys = []string{
 	"num.network.threads", "num.io.threads", "socket.send.buffer.bytes",
 	"socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
 	"transaction.state.log.replication.factor", "transaction.state.log.min.isr",
-	"listener.security.protocol.map", "inter.broker.listener.name",
 }
 
 // ConfigFromProperties builds a Config from Kafka-named properties. It
@@ -401,6 +410,7 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 		}
 	}
 	c.Metrics = network.MetricsConfigFromProperties(p, "")
+	readListenerTLS(&c, p)
 	var warnings []string
 	for _, k := range p.Unknown() {
 		warnings = append(warnings, fmt.Sprintf("unknown configuration key %q ignored", k))

@@ -196,8 +196,8 @@ func readFrame(r io.Reader, size int) ([]byte, error) {
 }
 
 // startResources logs the descriptor budget and starts the loop that takes
-// back used reserve descriptors; it returns the accept loop's spare.
-func (b *Broker) startResources() *acceptReserve {
+// back used reserve descriptors.
+func (b *Broker) startResources() {
 	bd := b.res.budget
 	b.logger.Info("descriptor budget", "RLIMIT_NOFILE", bd.limit, "log.max.open.files", bd.files,
 		"max.connections", bd.conns, "log.descriptor.reserve", bd.logReserve, "unplanned_reserve", bd.reserve)
@@ -215,5 +215,4 @@ func (b *Broker) startResources() *acceptReserve {
 			}
 		}
 	}()
-	return newAcceptReserve()
 }

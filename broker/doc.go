@@ -1,5 +1,6 @@
 // Package broker is Tributary's Kafka-protocol server: it accepts Kafka
-// clients (franz-go, librdkafka/kcat, the Java client) on a TCP listener and
+// clients (franz-go, librdkafka/kcat, the Java client) on its listeners
+// (PLAINTEXT or TLS) and
 // serves ApiVersions, Metadata, CreateTopics, DeleteTopics, Produce, Fetch,
 // ListOffsets (v0 too), InitProducerId, DescribeConfigs,
 // IncrementalAlterConfigs and OffsetForLeaderEpoch on top of the storage
@@ -9,6 +10,33 @@
 // broker/group.
 // DescribeUserScramCredentials and AlterUserScramCredentials read and write
 // the SCRAM credentials of /config/users through broker/sasl (scram.go).
+//
+// # Listeners and TLS
+//
+// Start binds every listener of listeners (listeners.go), NAME://host:port
+// with its protocol from listener.security.protocol.map, and runs one
+// accept loop per listener; all of them feed serveConn. A connection
+// carries its listener (Name, Protocol) and principal (server.go's
+// connection): SSL and SASL_SSL listeners wrap accepted connections in
+// crypto/tls (network.ListenKafkaTLS) with a security.Server whose
+// certificates are reloaded when their files change; the handshake runs in
+// the connection's goroutine under ssl.handshake.timeout.ms, after the
+// connection counted against max.connections, and a failure closes that
+// connection only (rate-limited warning, bad_requests_total{reason=
+// "tls_handshake"}). The principal is User:<certificate subject mapped by
+// ssl.principal.mapping.rules> or User:ANONYMOUS; SASL_* listeners are
+// marked by their Protocol so that the SASL server can require its
+// exchange before other requests, and set the principal after it.
+//
+// The registration lists every listener's advertised endpoint and the
+// listener protocol map; Metadata and FindCoordinator answer with each
+// broker's endpoint on the listener the request arrived on and leave out
+// brokers without it. Replica fetchers connect to the leader's endpoint on
+// the inter-broker listener (inter.broker.listener.name or
+// security.inter.broker.protocol), over TLS with that listener's settings
+// when its protocol is SSL; SASL inter-broker credentials are a marked
+// seam in interBrokerClient. Under TLS, Fetch record bytes are copied
+// through the TLS writer, not sent with sendfile.
 //
 // # Group coordinator
 //
@@ -82,8 +110,8 @@
 // zookeeper.connect it joins through ZooKeeper (internal/coord/zkcoord),
 // with WithCoordinator through the given sessions (brokers of one process
 // sharing a memcoord server), and otherwise alone on a memcoord server of
-// its own. Start binds the listener, joins with the bound (or advertised)
-// address, and accepts clients only once it serves what it leads; joining
+// its own. Start binds the listeners, joins with their bound (or
+// advertised) addresses, and accepts clients only once it serves what it leads; joining
 // fails with an error wrapping cluster.ErrBrokerIDRegistered when the id is
 // taken by a broker with other endpoints, or coord.ErrUnavailable when
 // ZooKeeper does not answer within zookeeper.connection.timeout.ms. A

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/broker/group"
 )
 
@@ -30,7 +31,7 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, r *request) (reply, 
 		keys = []string{req.CoordinatorKey}
 	}
 	for _, key := range keys {
-		resp.Coordinators = append(resp.Coordinators, b.findCoordinator(ctx, req.CoordinatorType, key))
+		resp.Coordinators = append(resp.Coordinators, b.findCoordinator(ctx, req.CoordinatorType, key, b.requestListener(r)))
 	}
 	if req.Version < 4 {
 		c := resp.Coordinators[0]
@@ -43,7 +44,9 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, r *request) (reply, 
 	return kmsgReply{resp}, nil
 }
 
-func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+// findCoordinator names the coordinator of key at its endpoint on listener
+// (the one the request arrived on).
+func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key, listener string) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Port = key, -1, -1
 	fail := func(code *kerr.Error, msg string) kmsg.FindCoordinatorResponseCoordinator {
@@ -79,13 +82,18 @@ func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key string) 
 		if err := b.groups.AwaitLoaded(wctx, index); err != nil {
 			return fail(kerr.CoordinatorNotAvailable, "the group's offsets partition is still loading")
 		}
-		c.NodeID, c.Host, c.Port = b.cfg.BrokerID, b.advHost, b.advPort
+		host, port, _ := b.endpointOf(cluster.Broker{ID: b.cfg.BrokerID}, listener)
+		c.NodeID, c.Host, c.Port = b.cfg.BrokerID, host, port
 		return c
 	}
 	br, live := snap.Broker(p.Leader)
 	if !live {
 		return fail(kerr.CoordinatorNotAvailable, "the group's coordinator is not live")
 	}
-	c.NodeID, c.Host, c.Port = br.ID, br.Host, br.Port
+	host, port, ok := b.endpointOf(br, listener)
+	if !ok {
+		return fail(kerr.CoordinatorNotAvailable, "the group's coordinator has no listener "+listener)
+	}
+	c.NodeID, c.Host, c.Port = br.ID, host, port
 	return c
 }

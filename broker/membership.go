@@ -62,10 +62,11 @@ func (b *Broker) join(ctx context.Context) error {
 	wait := b.cfg.ZooKeeperConnectionTimeout + b.cfg.ZooKeeperSessionTimeout + cluster.StaleRegistrationSlack + joinSlack
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	endpoints, protocols := b.registration()
 	m, err := cluster.Join(ctx, b.connect, b.cfg.clusterConfig(cluster.Config{
 		BrokerID:       b.cfg.BrokerID,
-		Host:           b.advHost,
-		Port:           b.advPort,
+		Endpoints:      endpoints,
+		Protocols:      protocols,
 		Logger:         b.logger,
 		SessionTimeout: b.cfg.ZooKeeperSessionTimeout,
 	}))

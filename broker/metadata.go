@@ -60,7 +60,7 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) (reply, error) 
 			snap = b.metadata()
 		}
 	}
-	b.describeBrokers(resp, snap)
+	b.describeBrokers(resp, snap, b.requestListener(r))
 
 	if all {
 		for _, n := range snap.TopicNames() {
@@ -103,14 +103,19 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) (reply, error) 
 	return kmsgReply{resp}, nil
 }
 
-// describeBrokers lists the live brokers at their advertised addresses,
-// this one included even while its registration is being renewed, and the
-// controller.
-func (b *Broker) describeBrokers(resp *kmsg.MetadataResponse, snap cluster.Snapshot) {
+// describeBrokers lists the live brokers at their advertised addresses on
+// the listener the request came in on (brokers without that listener are
+// left out, as Kafka does), this one included even while its registration
+// is being renewed, and the controller.
+func (b *Broker) describeBrokers(resp *kmsg.MetadataResponse, snap cluster.Snapshot, listener string) {
 	self := false
 	for _, sb := range snap.Brokers {
+		host, port, ok := b.endpointOf(sb, listener)
+		if !ok {
+			continue
+		}
 		br := kmsg.NewMetadataResponseBroker()
-		br.NodeID, br.Host, br.Port = sb.ID, sb.Host, sb.Port
+		br.NodeID, br.Host, br.Port = sb.ID, host, port
 		if sb.Rack != "" {
 			br.Rack = kmsg.StringPtr(sb.Rack)
 		}
@@ -119,9 +124,9 @@ func (b *Broker) describeBrokers(resp *kmsg.MetadataResponse, snap cluster.Snaps
 		}
 		resp.Brokers = append(resp.Brokers, br)
 	}
-	if !self {
+	if host, port, ok := b.endpointOf(cluster.Broker{ID: b.cfg.BrokerID}, listener); !self && ok {
 		br := kmsg.NewMetadataResponseBroker()
-		br.NodeID, br.Host, br.Port = b.cfg.BrokerID, b.advHost, b.advPort
+		br.NodeID, br.Host, br.Port = b.cfg.BrokerID, host, port
 		resp.Brokers = append(resp.Brokers, br)
 	}
 	resp.ControllerID = snap.Controller

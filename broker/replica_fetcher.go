@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"log/slog"
+	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -12,8 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/tributary/tributary/internal/network"
 )
 
 // replica_fetcher.go is the follower's side of replication: one fetcher per
@@ -198,29 +197,35 @@ func (f *fetcher) run(ctx context.Context) {
 				return
 			}
 		}
-		// The leader's address comes from the metadata; a broker that
-		// came back on another port gets a new client.
+		// The leader's address on the inter-broker listener comes from
+		// the metadata; a broker that came back on another port gets a
+		// new client.
 		br, ok := b.metadata().Broker(f.leader)
 		if !ok {
 			backoff = nextBackoff(backoff)
 			continue
 		}
-		if a := br.Host + ":" + strconv.Itoa(int(br.Port)); a != addr || cl == nil {
+		host, port, ok := b.endpointOf(br, b.interBroker)
+		if !ok {
+			b.res.logs.log(slog.LevelWarn, "replica-no-listener", "the leader has no inter-broker listener",
+				"leader", f.leader, "inter.broker.listener.name", b.interBroker)
+			backoff = nextBackoff(backoff)
+			continue
+		}
+		if a := net.JoinHostPort(host, strconv.Itoa(int(port))); a != addr || cl == nil {
 			if cl != nil {
 				cl.Close()
 			}
 			var err error
-			cl, err = network.NewClient(network.ClientConfig{
-				Brokers:                []string{a},
-				ClientID:               "tributary-replica-" + strconv.Itoa(int(b.cfg.BrokerID)),
-				RequestTimeoutOverhead: 10 * time.Second,
-			})
+			cl, err = b.interBrokerClient(a, "tributary-replica-"+strconv.Itoa(int(b.cfg.BrokerID)))
 			if err != nil {
 				b.res.logs.log(slog.LevelWarn, "replica-client", "replica fetcher client", "leader", f.leader, "err", err)
 				backoff = nextBackoff(backoff)
 				continue
 			}
 			addr = a
+			b.logger.Info("replica fetcher connecting to the leader", "leader", f.leader, "addr", a,
+				"listener", b.interBroker)
 		}
 		leaderBroker := cl.SeedBrokers()[0]
 		if err := f.truncateAll(ctx, leaderBroker, parts); err != nil {

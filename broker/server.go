@@ -3,16 +3,20 @@ package broker
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/internal/security"
 )
 
 // apiSpec is the version range advertised for one implemented API.
@@ -120,8 +124,31 @@ type request struct {
 	// not speak: it is answered in v0 format, as Kafka does.
 	unsupportedVersion bool
 	frameSize          int
-	conn               net.Conn
+	conn               *connection
 }
+
+// connection is an accepted client connection and what the handlers know
+// of it: the listener it arrived on (whose protocol says whether SASL must
+// come first) and the principal it authenticated as.
+type connection struct {
+	net.Conn
+	listener  *listener
+	principal atomic.Pointer[string]
+}
+
+// Principal is the connection's Kafka principal: User:<name> once
+// authenticated (a TLS client certificate, or SASL), security.Anonymous
+// before or without.
+func (c *connection) Principal() string {
+	if p := c.principal.Load(); p != nil {
+		return *p
+	}
+	return security.Anonymous
+}
+
+// setPrincipal records who the connection authenticated as; SASL calls it
+// again after its exchange.
+func (c *connection) setPrincipal(p string) { c.principal.Store(&p) }
 
 // reply is a response ready to be written as one frame.
 type reply interface {
@@ -159,13 +186,15 @@ type connWriter struct {
 	scratch []byte
 }
 
-func (b *Broker) acceptLoop() {
+// acceptLoop accepts on one listener; every listener has its own, all
+// feeding serveConn.
+func (b *Broker) acceptLoop(l *listener) {
 	defer b.wg.Done()
-	spare := b.startResources()
+	spare := newAcceptReserve()
 	defer spare.close()
 	var backoff time.Duration
 	for {
-		c, err := b.ln.Accept()
+		c, err := l.ln.Accept()
 		if err != nil {
 			if b.shutdownCtx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
@@ -204,8 +233,47 @@ func (b *Broker) acceptLoop() {
 		b.wg.Add(1)
 		b.connMu.Unlock()
 		b.metrics.connections.Inc()
-		go b.serveConn(c)
+		go b.serveConn(&connection{Conn: c, listener: l})
 	}
+}
+
+// DefaultTLSHandshakeTimeout is ssl.handshake.timeout.ms's default.
+const DefaultTLSHandshakeTimeout = 10 * time.Second
+
+// handshake runs the TLS handshake of a connection on a TLS listener under
+// ssl.handshake.timeout.ms and records its principal. A failure (a
+// plaintext client, garbage, an untrusted or expired certificate) is
+// counted and logged, rate-limited, with the peer's address; the caller
+// closes the connection. The connection already counts against
+// max.connections, so a flood of stalled handshakes is bounded.
+func (b *Broker) handshake(c *connection) error {
+	l := c.listener
+	tc, ok := c.Conn.(*tls.Conn)
+	if !ok {
+		c.setPrincipal(security.Anonymous)
+		return nil
+	}
+	timeout := b.cfg.TLSHandshakeTimeout
+	if timeout <= 0 {
+		timeout = DefaultTLSHandshakeTimeout
+	}
+	ctx, cancel := context.WithTimeout(b.shutdownCtx, timeout)
+	defer cancel()
+	err := tc.HandshakeContext(ctx)
+	var principal string
+	if err == nil {
+		principal, err = l.tls.Principal(tc.ConnectionState())
+	}
+	if err != nil {
+		b.metrics.requestErrors.WithLabelValues("tls_handshake").Inc()
+		if b.shutdownCtx.Err() == nil {
+			b.res.logs.log(slog.LevelWarn, "tls-handshake-"+l.name, "TLS handshake failed; connection closed",
+				"listener", l.name, "remote", c.RemoteAddr().String(), "err", err)
+		}
+		return err
+	}
+	c.setPrincipal(principal)
+	return nil
 }
 
 // resetOnClose makes closing c send a reset instead of an orderly end. The
@@ -216,6 +284,9 @@ func (b *Broker) acceptLoop() {
 // broker once metadata shows the leaders moved). Such a connection has no
 // response in flight for the reset to discard.
 func resetOnClose(c net.Conn) {
+	if t, ok := c.(*tls.Conn); ok {
+		c = t.NetConn()
+	}
 	if tc, ok := c.(interface{ SetLinger(int) error }); ok {
 		_ = tc.SetLinger(0)
 	}
@@ -225,9 +296,18 @@ func resetOnClose(c net.Conn) {
 // handled on a connection.
 const readAhead = 16
 
-func (b *Broker) serveConn(c net.Conn) {
+func (b *Broker) serveConn(c *connection) {
 	defer b.wg.Done()
 	log := b.logger.With("remote", c.RemoteAddr().String())
+	if err := b.handshake(c); err != nil {
+		_ = c.Close()
+		b.res.conns.release(remoteIP(c))
+		b.forgetConn(c)
+		return
+	}
+	if b.onPrincipal != nil {
+		b.onPrincipal(c.listener.name, c.Principal())
+	}
 	reqs := make(chan *request, readAhead)
 	// connCtx ends when the peer goes away, so that a long-polling Fetch
 	// does not wait out max_wait for a client that left.
@@ -236,7 +316,7 @@ func (b *Broker) serveConn(c net.Conn) {
 	defer b.res.conns.release(remoteIP(c))
 	act := newConnActivity(b.cfg.Limits.withDefaults().ConnectionsMaxIdle)
 	go b.readRequests(c, reqs, log, peerGone, act)
-	w := &connWriter{conn: c}
+	w := &connWriter{conn: c.Conn} // the raw conn: sendfile needs its *net.TCPConn
 	broken := false
 	answered := 0 // responses to requests other than ApiVersions
 	for r := range reqs {
@@ -255,11 +335,16 @@ func (b *Broker) serveConn(c net.Conn) {
 		act.inFlight.Add(-1)
 	}
 	if answered == 0 && b.shutdownCtx.Err() != nil {
-		resetOnClose(c)
+		resetOnClose(c.Conn)
 	}
 	_ = c.Close()
+	b.forgetConn(c)
+}
+
+// forgetConn drops a closed connection from the broker's set.
+func (b *Broker) forgetConn(c *connection) {
 	b.connMu.Lock()
-	delete(b.conns, c)
+	delete(b.conns, c.Conn)
 	b.connMu.Unlock()
 	b.metrics.connections.Dec()
 }
@@ -267,7 +352,7 @@ func (b *Broker) serveConn(c net.Conn) {
 // readRequests decodes frames until EOF, an error or shutdown, then closes
 // reqs. A bad frame is logged and ends the connection.
 // A connection idle for connections.max.idle.ms is closed here too.
-func (b *Broker) readRequests(c net.Conn, reqs chan<- *request, log *slog.Logger, peerGone context.CancelFunc, act *connActivity) {
+func (b *Broker) readRequests(c *connection, reqs chan<- *request, log *slog.Logger, peerGone context.CancelFunc, act *connActivity) {
 	defer close(reqs)
 	// Small: a flood of short-lived connections must not cost 64 KiB
 	// each; large frames bypass the buffer (readFrame).

@@ -52,7 +52,8 @@ func TestThreeMembers(t *testing.T) {
 			for i, b := range snap.Brokers {
 				id := int32(i + 1)
 				wantB := Broker{ID: id, Host: "127.0.0.1", Port: 9000 + id, Rack: fmt.Sprintf("rack-%d", id%2),
-					Endpoints: []string{fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", 9000+id)}}
+					Endpoints: []string{fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", 9000+id)},
+					Protocols: map[string]string{"PLAINTEXT": "PLAINTEXT"}}
 				if fmt.Sprint(b) != fmt.Sprint(wantB) {
 					t.Errorf("member %d: broker %+v, want %+v", m.ID(), b, wantB)
 				}
@@ -63,8 +64,8 @@ func TestThreeMembers(t *testing.T) {
 		}
 		// The raw nodes, byte for byte as Kafka writes them.
 		for path, want := range map[string]string{
-			"/brokers/ids/2": `{"version":4,"host":"127.0.0.1","port":9002,"endpoints":["PLAINTEXT://127.0.0.1:9002"],` +
-				`"jmx_port":-1,"timestamp":"1700000000123","rack":"rack-0"}`,
+			"/brokers/ids/2": `{"version":5,"host":"127.0.0.1","port":9002,"endpoints":["PLAINTEXT://127.0.0.1:9002"],` +
+				`"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"jmx_port":-1,"timestamp":"1700000000123","rack":"rack-0","features":{}}`,
 			"/controller":       `{"version":1,"brokerid":1,"timestamp":"1700000000123"}`,
 			"/controller_epoch": `1`,
 			"/brokers/topics/events/partitions/4/state": `{"controller_epoch":1,"leader":2,"version":1,"leader_epoch":0,"isr":[2]}`,

@@ -44,8 +44,15 @@ type Config struct {
 	Host string
 	Port int32
 	// Endpoints are the advertised listeners as "NAME://host:port". Default:
-	// one PLAINTEXT listener at Host:Port.
+	// one PLAINTEXT listener at Host:Port. Given, they replace Host and
+	// Port: the registration's host and port are then those of the first
+	// PLAINTEXT-protocol endpoint (null and -1 without one), as Kafka's.
 	Endpoints []string
+	// Protocols is listener.security.protocol.map, listener name to
+	// security protocol, written as the registration's
+	// listener_security_protocol_map. Default: each endpoint's name is
+	// its protocol.
+	Protocols map[string]string
 	// Rack is broker.rack; empty means none (the field is then omitted).
 	Rack string
 	// Logger receives membership, election and controller messages; nil
@@ -133,6 +140,16 @@ func (c Config) endpoints() []string {
 		return c.Endpoints
 	}
 	return []string{"PLAINTEXT://" + net.JoinHostPort(c.host(), strconv.Itoa(int(c.port())))}
+}
+
+func (c Config) protocolMap() map[string]string {
+	m := map[string]string{}
+	for _, ep := range c.endpoints() {
+		if name, _, _, err := parseEndpoint(ep); err == nil {
+			m[name] = protocolOf(c.Protocols, name)
+		}
+	}
+	return m
 }
 
 func (c Config) logger() *slog.Logger {

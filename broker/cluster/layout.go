@@ -24,7 +24,7 @@ const (
 
 // JSON format versions written into the nodes; frozen.
 const (
-	brokerFormatVersion     = 4
+	brokerFormatVersion     = 5 // Kafka 2.8's: listener_security_protocol_map and features
 	controllerFormatVersion = 1
 	topicFormatVersion      = 3 // Kafka 2.8's: with adding/removing replicas and topic_id
 	stateFormatVersion      = 1
@@ -58,27 +58,55 @@ func deleteTopicPath(t string) string { return coord.Join(deleteTopicsPath, t) }
 // a JSON string.
 func millis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
-// brokerRecord is /brokers/ids/<id>.
+// brokerRecord is /brokers/ids/<id>. host and port are the endpoint of the
+// first PLAINTEXT-protocol listener, null and -1 without one, as Kafka
+// writes them; endpoints name listeners, and the map gives each its
+// protocol (a name missing from it is a protocol name).
 type brokerRecord struct {
-	Version   int      `json:"version"`
-	Host      string   `json:"host"`
-	Port      int32    `json:"port"`
-	Endpoints []string `json:"endpoints"`
-	JMXPort   int      `json:"jmx_port"`
-	Timestamp string   `json:"timestamp"`
-	Rack      string   `json:"rack,omitempty"`
+	Version     int               `json:"version"`
+	Host        *string           `json:"host"`
+	Port        int32             `json:"port"`
+	Endpoints   []string          `json:"endpoints"`
+	ProtocolMap map[string]string `json:"listener_security_protocol_map,omitempty"`
+	JMXPort     int               `json:"jmx_port"`
+	Timestamp   string            `json:"timestamp"`
+	Rack        string            `json:"rack,omitempty"`
+	Features    map[string]any    `json:"features"`
 }
 
 func encodeBroker(cfg Config) []byte {
-	return mustJSON(brokerRecord{
-		Version:   brokerFormatVersion,
-		Host:      cfg.host(),
-		Port:      cfg.port(),
-		Endpoints: cfg.endpoints(),
-		JMXPort:   -1,
-		Timestamp: millis(cfg.now()),
-		Rack:      cfg.Rack,
-	})
+	r := registrationOf(cfg)
+	r.Timestamp = millis(cfg.now())
+	return mustJSON(r)
+}
+
+// registrationOf is what cfg registers, but for the timestamp.
+func registrationOf(cfg Config) brokerRecord {
+	r := brokerRecord{
+		Version:     brokerFormatVersion,
+		Port:        -1,
+		Endpoints:   cfg.endpoints(),
+		ProtocolMap: cfg.protocolMap(),
+		JMXPort:     -1,
+		Rack:        cfg.Rack,
+		Features:    map[string]any{},
+	}
+	for _, ep := range r.Endpoints {
+		name, h, p, err := parseEndpoint(ep)
+		if err == nil && protocolOf(r.ProtocolMap, name) == "PLAINTEXT" {
+			r.Host, r.Port = &h, p
+			break
+		}
+	}
+	return r
+}
+
+// protocolOf is a listener's security protocol by the registration's map.
+func protocolOf(m map[string]string, listener string) string {
+	if p, ok := m[listener]; ok {
+		return p
+	}
+	return listener
 }
 
 // decodeBroker parses a registration. Kafka writes host null and port -1
@@ -88,7 +116,10 @@ func decodeBroker(id int32, data []byte) (Broker, error) {
 	if err := strictJSON(data, &r); err != nil {
 		return Broker{}, fmt.Errorf("%w: broker %d: %w", ErrMalformed, id, err)
 	}
-	b := Broker{ID: id, Host: r.Host, Port: r.Port, Rack: r.Rack, Endpoints: r.Endpoints}
+	b := Broker{ID: id, Port: r.Port, Rack: r.Rack, Endpoints: r.Endpoints, Protocols: r.ProtocolMap}
+	if r.Host != nil {
+		b.Host = *r.Host
+	}
 	if (b.Host == "" || b.Port < 0) && len(r.Endpoints) > 0 {
 		if _, h, p, err := parseEndpoint(r.Endpoints[0]); err == nil {
 			b.Host, b.Port = h, p

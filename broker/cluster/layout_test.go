@@ -16,9 +16,21 @@ func TestNodeFormats(t *testing.T) {
 		want string
 	}{
 		{"broker", encodeBroker(Config{BrokerID: 1, Port: 9092, Now: fixedNow}),
-			`{"version":4,"host":"127.0.0.1","port":9092,"endpoints":["PLAINTEXT://127.0.0.1:9092"],"jmx_port":-1,"timestamp":"1700000000123"}`},
+			`{"version":5,"host":"127.0.0.1","port":9092,"endpoints":["PLAINTEXT://127.0.0.1:9092"],` +
+				`"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"jmx_port":-1,"timestamp":"1700000000123","features":{}}`},
 		{"broker with rack", encodeBroker(Config{BrokerID: 2, Host: "b2", Port: 19092, Rack: "r1", Now: fixedNow}),
-			`{"version":4,"host":"b2","port":19092,"endpoints":["PLAINTEXT://b2:19092"],"jmx_port":-1,"timestamp":"1700000000123","rack":"r1"}`},
+			`{"version":5,"host":"b2","port":19092,"endpoints":["PLAINTEXT://b2:19092"],` +
+				`"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"jmx_port":-1,"timestamp":"1700000000123","rack":"r1","features":{}}`},
+		// Named listeners: host and port are the PLAINTEXT-protocol one's.
+		{"named listeners", encodeBroker(Config{BrokerID: 3, Now: fixedNow,
+			Endpoints: []string{"EXTERNAL://b3:9094", "INTERNAL://b3i:9093"},
+			Protocols: map[string]string{"EXTERNAL": "SSL", "INTERNAL": "PLAINTEXT"}}),
+			`{"version":5,"host":"b3i","port":9093,"endpoints":["EXTERNAL://b3:9094","INTERNAL://b3i:9093"],` +
+				`"listener_security_protocol_map":{"EXTERNAL":"SSL","INTERNAL":"PLAINTEXT"},"jmx_port":-1,"timestamp":"1700000000123","features":{}}`},
+		// No PLAINTEXT listener: host null and port -1, as Kafka writes.
+		{"TLS only", encodeBroker(Config{BrokerID: 4, Now: fixedNow, Endpoints: []string{"SSL://b4:9093"}}),
+			`{"version":5,"host":null,"port":-1,"endpoints":["SSL://b4:9093"],` +
+				`"listener_security_protocol_map":{"SSL":"SSL"},"jmx_port":-1,"timestamp":"1700000000123","features":{}}`},
 		{"controller", encodeController(3, fixedNow()), `{"version":1,"brokerid":3,"timestamp":"1700000000123"}`},
 		{"assignment", encodeAssignment([][]int32{{1}, {2, 3}}, "RDoKZ8zTRqWx3s8oU6c4aA"),
 			`{"version":3,"partitions":{"0":[1],"1":[2,3]},"adding_replicas":{},"removing_replicas":{},"topic_id":"RDoKZ8zTRqWx3s8oU6c4aA"}`},
@@ -41,13 +53,24 @@ func TestDecodeKafkaWritten(t *testing.T) {
 	// Shapes as Kafka 2.x writes them, with fields this package ignores.
 	b, err := decodeBroker(5, []byte(`{"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},`+
 		`"endpoints":["PLAINTEXT://k5:9092"],"jmx_port":-1,"features":{},"host":"k5","timestamp":"1","port":9092,"version":5}`))
-	if err != nil || !reflect.DeepEqual(b, Broker{ID: 5, Host: "k5", Port: 9092, Endpoints: []string{"PLAINTEXT://k5:9092"}}) {
+	if err != nil || !reflect.DeepEqual(b, Broker{ID: 5, Host: "k5", Port: 9092, Endpoints: []string{"PLAINTEXT://k5:9092"},
+		Protocols: map[string]string{"PLAINTEXT": "PLAINTEXT"}}) {
 		t.Errorf("broker: %+v, %v", b, err)
 	}
 	// No PLAINTEXT listener: host null, port -1; the endpoint stands in.
 	b, err = decodeBroker(6, []byte(`{"endpoints":["SSL://k6:9093"],"host":null,"port":-1,"version":4,"jmx_port":-1,"timestamp":"1"}`))
 	if err != nil || b.Host != "k6" || b.Port != 9093 {
 		t.Errorf("ssl-only broker: %+v, %v", b, err)
+	}
+	// Kafka 2.8 with named listeners: every endpoint is kept and found by
+	// listener name.
+	b, err = decodeBroker(7, []byte(`{"features":{},"listener_security_protocol_map":{"INTERNAL":"SSL","EXTERNAL":"SASL_SSL"},`+
+		`"endpoints":["INTERNAL://k7:9093","EXTERNAL://k7.example:9094"],"jmx_port":-1,"port":-1,"host":null,"version":5,"timestamp":"1"}`))
+	if h, p, ok := b.Endpoint("EXTERNAL"); err != nil || !ok || h != "k7.example" || p != 9094 || b.Protocols["INTERNAL"] != "SSL" {
+		t.Errorf("named listeners: %+v, %v (EXTERNAL %s:%d %v)", b, err, h, p, ok)
+	}
+	if _, _, ok := b.Endpoint("PLAINTEXT"); ok {
+		t.Errorf("named listeners: a PLAINTEXT endpoint found in %v", b.Endpoints)
 	}
 	r, id, err := decodeAssignment("t", []byte(`{"version":2,"partitions":{"1":[3,1],"0":[1,2]},"adding_replicas":{},"removing_replicas":{}}`))
 	if err != nil || !reflect.DeepEqual(r, [][]int32{{1, 2}, {3, 1}}) || id != "" {

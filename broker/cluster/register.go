@@ -85,14 +85,16 @@ func (m *Member) register(ctx context.Context, s coord.Session) error {
 // this broker's host, port and endpoints (Kafka 0.8 compared host and
 // port). Unparseable data is another broker's.
 func (m *Member) ownRegistration(data []byte) bool {
-	b, err := decodeBroker(m.cfg.BrokerID, data)
-	if err != nil {
+	var theirs brokerRecord
+	if err := strictJSON(data, &theirs); err != nil {
 		return false
 	}
-	mine, theirs := slices.Clone(m.cfg.endpoints()), slices.Clone(b.Endpoints)
-	slices.Sort(mine)
-	slices.Sort(theirs)
-	return b.Host == m.cfg.host() && b.Port == m.cfg.port() && slices.Equal(mine, theirs)
+	mine := registrationOf(m.cfg)
+	a, b := slices.Clone(mine.Endpoints), slices.Clone(theirs.Endpoints)
+	slices.Sort(a)
+	slices.Sort(b)
+	sameHost := (mine.Host == nil) == (theirs.Host == nil) && (mine.Host == nil || *mine.Host == *theirs.Host)
+	return sameHost && mine.Port == theirs.Port && slices.Equal(a, b)
 }
 
 // reannounceShutdown carries a controlled shutdown in progress over to a

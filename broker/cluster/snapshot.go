@@ -1,6 +1,9 @@
 package cluster
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // Snapshot is the cluster metadata as one Member last saw it. It is
 // immutable: its maps and slices are shared between callers, who must not
@@ -36,6 +39,22 @@ type Broker struct {
 	Rack string
 	// Endpoints are the advertised listeners, "NAME://host:port".
 	Endpoints []string
+	// Protocols maps listener names to security protocols
+	// (listener_security_protocol_map); nil in registrations older than
+	// Kafka 2.0's, whose listener names are protocol names.
+	Protocols map[string]string
+}
+
+// Endpoint returns the broker's advertised address on the named listener
+// (upper case); false if it has none.
+func (b Broker) Endpoint(listener string) (host string, port int32, ok bool) {
+	for _, ep := range b.Endpoints {
+		name, h, p, err := parseEndpoint(ep)
+		if err == nil && strings.EqualFold(name, listener) {
+			return h, p, true
+		}
+	}
+	return "", 0, false
 }
 
 // Topic is a topic's assignment, leadership and configuration.

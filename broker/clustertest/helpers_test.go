@@ -61,6 +61,10 @@ type procCluster struct {
 	dir     string
 	procs   map[int32]*testproc.Broker
 	ports   map[int32]string
+	// moreListeners is appended to listeners (",INTERNAL://127.0.0.1:0"),
+	// moreProps to the properties file; the first listener stays the
+	// PLAINTEXT one the tests' clients use.
+	moreListeners, moreProps string
 }
 
 // newProcCluster starts n broker processes on connect (a ZooKeeper connect
@@ -81,14 +85,14 @@ func (c *procCluster) properties(t *testing.T, id int32) string {
 		port = p
 	}
 	props := fmt.Sprintf(`broker.id=%d
-listeners=PLAINTEXT://127.0.0.1:%s
+listeners=PLAINTEXT://127.0.0.1:%s`+c.moreListeners+`
 log.dirs=%s
 zookeeper.connect=%s
 zookeeper.session.timeout.ms=%d
 zookeeper.connection.timeout.ms=20000
 num.partitions=3
 leader.imbalance.check.interval.seconds=1
-`, id, port, filepath.Join(c.dir, fmt.Sprintf("broker-%d", id)), c.connect, sessionTimeout.Milliseconds())
+`, id, port, filepath.Join(c.dir, fmt.Sprintf("broker-%d", id)), c.connect, sessionTimeout.Milliseconds()) + c.moreProps
 	path := filepath.Join(c.dir, fmt.Sprintf("broker-%d.properties", id))
 	if err := os.WriteFile(path, []byte(props), 0o644); err != nil {
 		t.Fatal(err)

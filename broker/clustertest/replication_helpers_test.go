@@ -40,6 +40,13 @@ type replCluster struct {
 // with props on top of procCluster's base properties.
 func newReplCluster(t *testing.T, n int, props map[string]string) *replCluster {
 	t.Helper()
+	return newReplClusterWith(t, n, props, nil)
+}
+
+// newReplClusterWith is newReplCluster with setup adjusting the cluster's
+// properties before the first start.
+func newReplClusterWith(t *testing.T, n int, props map[string]string, setup func(*procCluster)) *replCluster {
+	t.Helper()
 	connect := zktest.Chroot(t, zk(t), "replication")
 	c := &replCluster{
 		procCluster: &procCluster{connect: connect, dir: t.TempDir(), procs: map[int32]*testproc.Broker{}, ports: map[int32]string{}},
@@ -56,6 +63,9 @@ func newReplCluster(t *testing.T, n int, props map[string]string) *replCluster {
 			}
 			c.session = time.Duration(ms) * time.Millisecond
 		}
+	}
+	if setup != nil {
+		setup(c.procCluster)
 	}
 	for id := int32(1); id <= int32(n); id++ {
 		c.start(t, id)

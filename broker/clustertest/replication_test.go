@@ -47,7 +47,11 @@ var leaderKills = func() int {
 // every record a consumer running throughout read is still where it read
 // it.
 func TestReplicationLeaderKills(t *testing.T) {
-	c := newReplCluster(t, 3, replicationProps(nil))
+	leaderKillsOn(t, newReplCluster(t, 3, replicationProps(nil)))
+}
+
+func leaderKillsOn(t *testing.T, c *replCluster) {
+	t.Helper()
 	ctx := testContext(t, 15*time.Minute)
 	const topic = "kills"
 	c.createReplicated(t, ctx, topic, 1, 3, 3)

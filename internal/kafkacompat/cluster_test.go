@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary/tributary/internal/pki"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/internal/zktest"
@@ -58,10 +59,26 @@ func startCluster(t *testing.T, n int) *cluster {
 	connect := zktest.Chroot(t, servers, "kafkacompat")
 	c := &cluster{zkServers: servers, chroot: strings.TrimPrefix(connect, servers), dir: t.TempDir(),
 		addrs: map[int32]string{}, procs: map[int32]*testproc.Broker{}}
+	// A second, named TLS listener: the registrations Kafka 2.8's tools
+	// read carry a named endpoint and listener_security_protocol_map.
+	keystore := filepath.Join(c.dir, "broker.pem")
+	ca, err := pki.NewCA("kafkacompat-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := ca.Issue(pki.Options{CommonName: "broker", Hosts: []string{"127.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := leaf.WritePEM(keystore); err != nil {
+		t.Fatal(err)
+	}
 	for id := int32(1); id <= int32(n); id++ {
 		props := testproc.WriteProperties(t, c.dir, fmt.Sprintf("broker-%d.properties", id), map[string]string{
 			"broker.id":                       fmt.Sprint(id),
-			"listeners":                       "PLAINTEXT://127.0.0.1:0",
+			"listeners":                       "PLAINTEXT://127.0.0.1:0,EXTERNAL://127.0.0.1:0",
+			"listener.security.protocol.map":  "PLAINTEXT:PLAINTEXT,EXTERNAL:SSL",
+			"ssl.keystore.location":           keystore,
 			"log.dirs":                        c.logDir(id),
 			"zookeeper.connect":               connect,
 			"zookeeper.session.timeout.ms":    "6000",

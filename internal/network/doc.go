@@ -11,7 +11,9 @@
 //     KgoLogger.
 //
 //   - Kafka listeners: ListenKafka binds the address a broker serves the
-//     Kafka protocol on.
+//     Kafka protocol on; ListenKafkaTLS wraps each accepted connection in a
+//     TLS server connection whose handshake the caller runs (under its own
+//     deadline, after counting the connection).
 //
 //   - HTTP: NewHTTPServer returns an *http.Server with read-header, read
 //     and idle timeouts (a client that trickles its headers is cut off);

@@ -27,8 +27,31 @@
 // ${env:NAME}, ${file:PATH} and ${file:PATH:KEY} references that keep
 // secrets out of configuration files and command lines.
 //
-// Files are read when the Load methods are called; nothing is cached here
-// (a server that reloads certificates calls them again). Every error names
-// the key whose value is at fault. Values are plain structs, safe to copy
-// and share.
+// Files are read when the Load methods are called; TLS caches nothing.
+// Every error names the key whose value is at fault. Values are plain
+// structs, safe to copy and share.
+//
+// # Server side
+//
+// ServerTLS adds a listener's ssl.client.auth (none, requested, required)
+// and ssl.principal.mapping.rules; ServerTLSFromProperties reads them with
+// Kafka's per-listener precedence, listener.name.<lower-case
+// listener>.ssl.* over ssl.* key by key, filing errors under the key
+// given. A Server serves one listener: its Config hands every handshake the
+// key pair and trust current at that moment, Reload (Run polls it,
+// DefaultReloadInterval) rereads the files when their content hash changed
+// and keeps the old set, returning the error, when the new one does not
+// load. Principal gives a handshake's Kafka principal: User:<subject> for a
+// client certificate, the subject in RFC 2253 form (SubjectDN, Java's
+// X500Principal.getName()) mapped by the rules, or Anonymous. A Server is
+// safe for concurrent use.
+//
+// # Principal mapping rules
+//
+// Kafka's grammar, parsed by ParsePrincipalRules: a comma-separated list of
+// DEFAULT and RULE:pattern/replacement/[LU], where '/' and '\' are escaped
+// with a backslash inside pattern and replacement, the pattern must match
+// the whole subject, $n in the replacement refers to a group, and L or U
+// lower- or upper-cases the result. The first matching rule names the user;
+// a subject no rule matches fails the handshake (ErrNoPrincipalRule).
 package security
