@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
 	"github.com/jcmturner/gokrb5/v8/iana/nametype"
 	"github.com/jcmturner/gokrb5/v8/keytab"
 	"github.com/jcmturner/gokrb5/v8/types"
@@ -39,32 +38,12 @@ func TestKerberizedHDFS(t *testing.T) {
 	}
 }
 
-// wrongKeytab writes a keytab for principal@realm made from another
-// password than the KDC's.
-func wrongKeytab(t *testing.T, principal, realm string) string {
-	t.Helper()
-	kt := keytab.New()
-	if err := kt.AddEntry(principal, realm, "not-the-password", time.Now(), 1, etypeID.AES128_CTS_HMAC_SHA1_96); err != nil {
-		t.Fatal(err)
-	}
-	b, err := kt.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "wrong.keytab")
-	if err := os.WriteFile(file, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return file
-}
-
 // TestKerberosWrongKeytab: a keytab with other keys than the KDC's fails
 // the open with ErrKerberos naming connect.hdfs.keytab.
 func TestKerberosWrongKeytab(t *testing.T) {
 	c := testenv.SecureHDFS(t, "authentication")
 	opts := filesystest.KerberosOptions(c)
-	user, _, _ := strings.Cut(c.ClientPrincipal, "@")
-	opts.Kerberos.Keytab = wrongKeytab(t, user, c.Realm)
+	opts.Kerberos.Keytab = filesystest.WrongKeytab(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	fsys, _, err := filesys.OpenWith(ctx, "hdfs://"+c.Addr+"/x", opts)

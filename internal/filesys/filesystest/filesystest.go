@@ -11,11 +11,16 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
+	"github.com/jcmturner/gokrb5/v8/keytab"
 
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/testenv"
@@ -75,6 +80,26 @@ func KerberosProperties(c testenv.KerberizedHDFS) map[string]string {
 		p["dfs.encrypt.data.transfer.cipher.suites"] = c.CipherSuites
 	}
 	return p
+}
+
+// WrongKeytab writes a keytab for c's client principal made from another
+// password than the KDC's: a login with it fails.
+func WrongKeytab(t testing.TB, c testenv.KerberizedHDFS) string {
+	t.Helper()
+	user, _, _ := strings.Cut(c.ClientPrincipal, "@")
+	kt := keytab.New()
+	if err := kt.AddEntry(user, c.Realm, "not-the-password", time.Now(), 1, etypeID.AES128_CTS_HMAC_SHA1_96); err != nil {
+		t.Fatal(err)
+	}
+	b, err := kt.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "wrong.keytab")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }
 
 // hdfsBase connects to addr and makes a fresh base directory
