@@ -115,6 +115,30 @@ func HDFSOptionsFromProperties(p *properties.Props) HDFSOptions {
 	return o
 }
 
+// Properties returns o as the keys HDFSOptionsFromProperties reads back,
+// for the properties file of a child process.
+func (o HDFSOptions) Properties() map[string]string {
+	m := map[string]string{}
+	set := func(k, v string) {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	set("dfs.data.transfer.protection", o.DataTransferProtection)
+	set("dfs.encrypt.data.transfer.cipher.suites", o.CipherSuites)
+	if k := o.Kerberos; k != nil {
+		m["hdfs.authentication.kerberos"] = "true"
+		set("connect.hdfs.principal", k.Principal)
+		set("connect.hdfs.keytab", k.Keytab)
+		set("krb5.conf", k.Krb5Conf)
+		set("hdfs.namenode.principal", k.NameNodePrincipal)
+		if k.RenewPeriod > 0 {
+			m["kerberos.ticket.renew.period.ms"] = fmt.Sprint(k.RenewPeriod.Milliseconds())
+		}
+	}
+	return m
+}
+
 // Validate checks the options; errors wrap ErrHDFSConfig and name the key.
 //
 // colinmarc/hdfs v2.4.0 drops bytes on every DataNode read wrapped by its

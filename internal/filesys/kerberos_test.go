@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -224,6 +225,9 @@ func TestHDFSOptionsFromProperties(t *testing.T) {
 	o, err := parse(good)
 	if err != nil || o.Kerberos == nil || o.Kerberos.RenewPeriod != time.Minute || o.Kerberos.Principal != "etl@EXAMPLE.COM" {
 		t.Fatalf("good: %+v %v", o, err)
+	}
+	if back, err := parse(o.Properties()); err != nil || !reflect.DeepEqual(back, o) {
+		t.Errorf("Properties round trip: %+v %v, want %+v", back, err, o)
 	}
 	o, err = parse(with("hdfs.authentication.kerberos", "", "hadoop.security.authentication", "kerberos"))
 	if err != nil || o.Kerberos == nil {
