@@ -269,8 +269,8 @@ func (s Spec) EffectiveBackoff() time.Duration {
 var argKinds = map[Kind]map[string]bool{
 	KindLoader:    {"config": true},
 	KindExec:      {"command": true, "env": false, "dir": false},
-	KindCompact:   {"base": true, "loader_job": true, "topics": false, "delay": false, "codec": false, "target_file_size": false},
-	KindRetention: {"base": true, "max_age": false, "topics": false},
+	KindCompact:   {"base": true, "loader_job": true, "topics": false, "delay": false, "codec": false, "target_file_size": false, "hdfs_config": false},
+	KindRetention: {"base": true, "max_age": false, "topics": false, "hdfs_config": false},
 }
 
 func argErr(key string, format string, a ...any) error {
@@ -293,6 +293,13 @@ func validateArgs(kind Kind, args map[string]any) error {
 	for _, k := range names {
 		if _, ok := keys[k]; !ok {
 			return argErr(k, "unknown argument for kind %s", kind)
+		}
+	}
+	// hdfs_config: the properties file with base's HDFS client keys
+	// (Kerberos), passed on as --hdfs-config.
+	if v, ok := args["hdfs_config"]; ok {
+		if s, _ := v.(string); s == "" {
+			return argErr("hdfs_config", "%v: must be the path of a properties file", v)
 		}
 	}
 	for k, req := range keys {

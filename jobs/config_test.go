@@ -52,6 +52,7 @@ func TestParseConfigBad(t *testing.T) {
 		{"exec without command", head + "    schedule: \"@every 1m\"\n    kind: exec\n", "j1", "args.command"},
 		{"compact without base", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {loader_job: l}\n", "j1", "args.base"},
 		{"compact bad codec", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {base: /x, loader_job: l, codec: lzo}\n", "j1", "args.codec"},
+		{"compact empty hdfs_config", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {base: /x, loader_job: l, hdfs_config: \"\"}\n", "j1", "args.hdfs_config"},
 		{"retention without age", head + "    schedule: \"@hourly\"\n    kind: retention\n    args: {base: /x}\n", "j1", "args.max_age"},
 		{"retention bad topic age", head + "    schedule: \"@hourly\"\n    kind: retention\n    args: {base: /x, topics: {pv: soon}}\n", "j1", "args.topics.pv"},
 		{"unknown argument", head + "    schedule: \"@every 1m\"\n    kind: exec\n    args: {command: [\"true\"], shell: bash}\n", "j1", "args.shell"},
@@ -75,6 +76,33 @@ func TestParseConfigBad(t *testing.T) {
 	}
 	if _, err := ParseConfig([]byte("jobs: []\n")); !errors.Is(err, ErrBadConfig) {
 		t.Errorf("empty jobs list: %v", err)
+	}
+}
+
+// TestHDFSConfigPassedOn: compact and retention jobs hand args.hdfs_config
+// to their command as --hdfs-config.
+func TestHDFSConfigPassedOn(t *testing.T) {
+	jobs, err := ParseConfig([]byte(`jobs:
+  - name: c
+    schedule: "@hourly"
+    kind: compact
+    args: {base: "hdfs://nn:8020/data", loader_job: l, hdfs_config: /etc/tributary/loader.properties}
+  - name: r
+    schedule: "@hourly"
+    kind: retention
+    args: {base: "hdfs://nn:8020/data", max_age: 168h, hdfs_config: /etc/tributary/loader.properties}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		tk, err := taskFor(j, "tributary", "sum.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(strings.Join(tk.argv, " "), "--hdfs-config /etc/tributary/loader.properties") {
+			t.Errorf("%s: argv %q lacks --hdfs-config", j.Name, tk.argv)
+		}
 	}
 }
 

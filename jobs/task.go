@@ -79,9 +79,15 @@ func taskFor(j Job, exe, summary string) (task, error) {
 		if v, ok := a["target_file_size"]; ok {
 			argv = append(argv, "--target-file-size", fmt.Sprint(v))
 		}
+		if v, ok := a["hdfs_config"]; ok {
+			argv = append(argv, "--hdfs-config", v.(string))
+		}
 		return task{argv: argv}, nil
 	case KindRetention:
 		argv := []string{exe, "jobs", "retention", "--base", a["base"].(string), "--summary-json", summary}
+		if v, ok := a["hdfs_config"]; ok {
+			argv = append(argv, "--hdfs-config", v.(string))
+		}
 		if v, ok := a["max_age"]; ok {
 			argv = append(argv, "--max-age", v.(string))
 		}

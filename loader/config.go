@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tributary/tributary/client/serde"
+	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/properties"
 )
@@ -50,6 +51,10 @@ type Config struct {
 	// OutputURI is where files go (`output.uri`): hdfs://host:port/base,
 	// file:///abs/base or a path. Required.
 	OutputURI string
+	// HDFS holds the client settings of an hdfs:// OutputURI beyond the
+	// URI: Kerberos and data transfer protection (the keys of
+	// filesys.HDFSKeys, see filesys.HDFSOptionsFromProperties).
+	HDFS filesys.HDFSOptions
 	// Codec is the container files' block codec (`codec`): deflate
 	// (default), snappy or null.
 	Codec string
@@ -140,6 +145,9 @@ func (c Config) Validate() error {
 	if _, err := parseCodec(c.Codec); err != nil {
 		return err
 	}
+	if err := c.HDFS.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	return nil
 }
 
@@ -183,9 +191,9 @@ func (c *Config) fill() {
 	}
 }
 
-// Keys lists every property ConfigFromProperties reads: its own, and
-// network.SecurityKeys bare and under audit.
-var Keys = slices.Concat(network.SecurityKeys, auditSecurityKeys, []string{
+// Keys lists every property ConfigFromProperties reads: its own,
+// network.SecurityKeys bare and under audit, and filesys.HDFSKeys.
+var Keys = slices.Concat(network.SecurityKeys, auditSecurityKeys, filesys.HDFSKeys, []string{
 	"name", "bootstrap.servers", "schema.registry.url", "topics", "output.uri", "codec",
 	"commit.records", "commit.interval.ms", "max.open.files",
 	"zookeeper.connect", "zookeeper.session.timeout.ms", "scale.members", "scale.wait.ms",
@@ -218,6 +226,7 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	c.Topics = p.String("topics")
 	c.OutputURI = p.String("output.uri")
 	c.Codec = p.String("codec")
+	c.HDFS = filesys.HDFSOptionsFromProperties(p)
 	c.CommitRecords = p.Int64("commit.records", 1)
 	c.CommitInterval = ms("commit.interval.ms")
 	c.MaxOpenFiles = p.Int("max.open.files", 1)

@@ -2,6 +2,7 @@ package loader_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,13 +18,13 @@ func TestCrashAtEveryStep(t *testing.T) {
 	d := dataset{topic: "crash", n: 3000, partitions: 2, start: hourStart(), span: 2 * time.Hour}
 	c.CreateTopic(t, d.topic, d.partitions)
 	c.produceDataset(t, d)
-	for _, fc := range fileSystems {
+	for _, fc := range slices.Concat(fileSystems, kerberizedFileSystems) {
 		t.Run(fc.name, func(t *testing.T) {
 			for step := 1; step <= loader.NumSteps; step++ {
 				t.Run(fmt.Sprintf("step%d", step), func(t *testing.T) {
 					fsys, base, uri := fc.open(t)
 					job := fmt.Sprintf("crash-%s-%d", fc.name, step)
-					cfg := baseConfig(c, job, d.topic, uri)
+					cfg := fc.config(t, c, job, d.topic, uri)
 					cfg.CommitRecords = 700 // several commits per partition, each with files of 2 schemas
 					cfg.Codec = map[string]string{"local": "snappy", "hdfs": "deflate"}[fc.name]
 					ch := startChild(t, cfg, fmt.Sprintf("%s=%d:2", loader.CrashEnv, step))

@@ -25,6 +25,7 @@ import (
 	"github.com/tributary/tributary/internal/brokertest"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/filesys/filesystest"
+	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/loader"
 	"github.com/tributary/tributary/schema/registry"
@@ -252,14 +253,44 @@ func (c *cluster) produceDataset(t testing.TB, d dataset) {
 type fsCase struct {
 	name string
 	open func(t *testing.T) (fsys filesys.FS, base, uri string)
+	// options are the HDFS client options the loader needs for it (nil:
+	// none).
+	options func(t *testing.T) filesys.HDFSOptions
 }
+
+// config is baseConfig writing to uri on fc.
+func (fc fsCase) config(t *testing.T, c *cluster, job, topics, uri string) loader.Config {
+	cfg := baseConfig(c, job, topics, uri)
+	if fc.options != nil {
+		cfg.HDFS = fc.options(t)
+	}
+	return cfg
+}
+
+// kerberizedFileSystems are the Kerberized test HDFS clusters, one per
+// data transfer protection; the tests of the commit protocol run on them
+// as well as on fileSystems.
+var kerberizedFileSystems = func() []fsCase {
+	var out []fsCase
+	for _, protection := range testenv.KerberizedHDFSProtections {
+		out = append(out, fsCase{"hdfs-kerberos-" + protection,
+			func(t *testing.T) (filesys.FS, string, string) {
+				fsys, base, uri, _ := filesystest.KerberizedHDFS(t, protection)
+				return fsys, base, uri
+			},
+			func(t *testing.T) filesys.HDFSOptions {
+				return filesystest.KerberosOptions(testenv.SecureHDFS(t, protection))
+			}})
+	}
+	return out
+}()
 
 var fileSystems = []fsCase{
 	{"local", func(t *testing.T) (filesys.FS, string, string) {
 		fsys, base := filesystest.Local(t)
 		return fsys, base, "file://" + base
-	}},
-	{"hdfs", func(t *testing.T) (filesys.FS, string, string) { return filesystest.HDFSURI(t) }},
+	}, nil},
+	{"hdfs", func(t *testing.T) (filesys.FS, string, string) { return filesystest.HDFSURI(t) }, nil},
 }
 
 // dataFiles lists the data files under base (skipping "_" and "."

@@ -61,7 +61,7 @@ func New(ctx context.Context, cfg Config) (*Loader, error) {
 	codec, _ := parseCodec(cfg.Codec)
 	l.format = avroFormat{codec: codec}
 	l.topics = regexp.MustCompile("^(?:" + cfg.Topics + ")$")
-	fsys, base, err := filesys.Open(ctx, cfg.OutputURI)
+	fsys, base, err := filesys.OpenWith(ctx, cfg.OutputURI, cfg.HDFS.WithLogger(cfg.Logger))
 	if err != nil {
 		return nil, fmt.Errorf("output.uri: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,10 +42,10 @@ func TestLoadExactlyOnce(t *testing.T) {
 	d := dataset{topic: "page-views", n: n, partitions: 6, start: hourStart(), span: 3 * time.Hour}
 	c.CreateTopic(t, d.topic, d.partitions)
 	c.produceDataset(t, d)
-	for _, fc := range fileSystems {
+	for _, fc := range slices.Concat(fileSystems, kerberizedFileSystems) {
 		t.Run(fc.name, func(t *testing.T) {
 			fsys, base, uri := fc.open(t)
-			cfg := baseConfig(c, "hourly-"+fc.name, "page-.*", uri)
+			cfg := fc.config(t, c, "hourly-"+fc.name, "page-.*", uri)
 			cfg.Codec = "deflate" // fastavro reads snappy only with python-cramjam
 			cfg.CommitRecords = int64(n / 12)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/internal/coord/zkcoord"
+	"github.com/tributary/tributary/internal/filesys"
 )
 
 // Defaults.
@@ -73,6 +74,8 @@ type Config struct {
 	HDFS string
 	// HDFSPath is the output directory on HDFS; default DefaultHDFSPath.
 	HDFSPath string
+	// HDFSOptions reach a Kerberized HDFS (the loader's HDFS keys).
+	HDFSOptions filesys.HDFSOptions
 	// Topic is the page-view topic; default DefaultTopic.
 	Topic string
 	// Rate is each datacenter's page views per second; default
@@ -188,6 +191,9 @@ func (c Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.HDFS); err != nil {
 			return bad("hdfs %q: want host:port: %v", c.HDFS, err)
 		}
+	}
+	if err := c.HDFSOptions.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return nil
 }

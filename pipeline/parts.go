@@ -22,6 +22,7 @@ func (p *Pipeline) startLoader(ctx context.Context) (*part, error) {
 		RegistryURL:    p.RegistryURL(),
 		Topics:         regexp.QuoteMeta(p.cfg.Topic),
 		OutputURI:      p.cfg.OutputURI(),
+		HDFS:           p.cfg.HDFSOptions,
 		CommitInterval: p.cfg.LoadInterval,
 		AuditCluster:   AnalyticsCluster,
 		AuditWindow:    p.cfg.AuditWindow,

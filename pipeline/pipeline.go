@@ -102,7 +102,7 @@ func Start(ctx context.Context, cfg Config) (_ *Pipeline, err error) {
 	if err := p.createTopics(ctx); err != nil {
 		return nil, err
 	}
-	p.fsys, p.base, err = filesys.Open(ctx, cfg.OutputURI())
+	p.fsys, p.base, err = filesys.OpenWith(ctx, cfg.OutputURI(), cfg.HDFSOptions.WithLogger(cfg.Logger))
 	if err != nil {
 		return nil, fmt.Errorf("output %s: %w", cfg.OutputURI(), err)
 	}

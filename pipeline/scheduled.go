@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -29,6 +30,7 @@ func (p *Pipeline) startScheduledLoader(ctx context.Context) (*part, error) {
 		"audit.cluster":       AnalyticsCluster,
 		"audit.window.ms":     fmt.Sprint(p.cfg.AuditWindow.Milliseconds()),
 	}
+	maps.Copy(props, p.cfg.HDFSOptions.Properties())
 	conf := filepath.Join(p.dir, "loader.properties")
 	if err := writeProperties(conf, props); err != nil {
 		return nil, err

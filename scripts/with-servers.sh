@@ -12,6 +12,10 @@
 #                                   (NameNode RPC port 19000 + TRIBUTARY_TEST_PORT_OFFSET;
 #                                   TRIBUTARY_HDFS_SCRIPTS names another folder with the same
 #                                   start.sh PORT DATADIR / stop.sh DATADIR)
+#   - two Kerberized HDFS, each with its KDC (testing/hdfs/start.sh --kerberos), one per data
+#     transfer protection; their cluster.env files (addresses, principals, keytabs, krb5.conf):
+#       privacy with AES/CTR/NoPadding  TRIBUTARY_TEST_HDFS_SECURE_PRIVACY_ENV (port 19001 + offset)
+#       authentication                  TRIBUTARY_TEST_HDFS_SECURE_AUTHENTICATION_ENV (19002 + offset)
 # and the reader/browser the tests check output with:
 #   TRIBUTARY_TEST_PYTHON (.cache/venv, fastavro + pyarrow, made by install-deps.sh)
 #
@@ -22,6 +26,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 hdfs_scripts=${TRIBUTARY_HDFS_SCRIPTS:-$repo/testing/hdfs}
 hdfs_port=$((19000 + ${TRIBUTARY_TEST_PORT_OFFSET:-0}))
+privacy_port=$((19001 + ${TRIBUTARY_TEST_PORT_OFFSET:-0}))
+authentication_port=$((19002 + ${TRIBUTARY_TEST_PORT_OFFSET:-0}))
+# The HDFS clusters' data directories under the state dir.
+hdfs_dirs=(hdfs hdfs-privacy hdfs-authentication)
 if [ $# -eq 0 ]; then
 	echo "usage: with-servers.sh CMD [ARGS...]" >&2
 	exit 2
@@ -38,7 +46,9 @@ for old in "${TMPDIR:-/tmp}"/tributary-servers.*; do
 	echo "with-servers: stopping servers left by a dead run in $old" >&2
 	TRIBUTARY_ZK_DIR=$old/zk-standalone bash "$here/zk.sh" stop || true
 	TRIBUTARY_ZK_ENSEMBLE_DIR=$old/zk-ensemble bash "$here/zk.sh" ensemble-stop || true
-	[ -f "$old/hdfs/minihdfs.pid" ] && { bash "$hdfs_scripts/stop.sh" "$old/hdfs" || true; }
+	for dir in "${hdfs_dirs[@]}"; do
+		[ -f "$old/$dir/minihdfs.pid" ] && { bash "$hdfs_scripts/stop.sh" "$old/$dir" || true; }
+	done
 	rm -rf "$old"
 done
 
@@ -50,13 +60,15 @@ child=
 
 # shellcheck disable=SC2317 # run from the traps below
 stop_servers() {
-	local pidfile pid
+	local pidfile pid dir
 	# Stop in parallel; each stop waits for its process to be gone.
 	bash "$here/zk.sh" stop >/dev/null 2>&1 &
 	bash "$here/zk.sh" ensemble-stop >/dev/null 2>&1 &
-	if [ -f "$state/hdfs/minihdfs.pid" ]; then
-		bash "$hdfs_scripts/stop.sh" "$state/hdfs" >/dev/null 2>&1 &
-	fi
+	for dir in "${hdfs_dirs[@]}"; do
+		if [ -f "$state/$dir/minihdfs.pid" ]; then
+			bash "$hdfs_scripts/stop.sh" "$state/$dir" >/dev/null 2>&1 &
+		fi
+	done
 	wait
 	# Belt and braces: no process started from our state dir may outlive us,
 	# whatever a test did to the pid files.
@@ -105,11 +117,13 @@ if [ ! -f "$hdfs_scripts/start.sh" ]; then
 	echo "with-servers: $hdfs_scripts/start.sh not found (TRIBUTARY_HDFS_SCRIPTS; the default is testing/hdfs in the repository)" >&2
 	exit 1
 fi
-if python3 -c "import socket,sys; s=socket.socket(); sys.exit(s.connect_ex(('127.0.0.1', $hdfs_port)) != 0)"; then
-	echo "with-servers: port $hdfs_port (HDFS) is already in use on 127.0.0.1 (set TRIBUTARY_TEST_PORT_OFFSET)" >&2
-	exit 1
-fi
-# Both at once: the JVMs start faster side by side than one after another.
+for port in "$hdfs_port" "$privacy_port" "$authentication_port"; do
+	if python3 -c "import socket,sys; s=socket.socket(); sys.exit(s.connect_ex(('127.0.0.1', $port)) != 0)"; then
+		echo "with-servers: port $port (HDFS) is already in use on 127.0.0.1 (set TRIBUTARY_TEST_PORT_OFFSET)" >&2
+		exit 1
+	fi
+done
+# All at once: the JVMs start faster side by side than one after another.
 bash "$here/zk.sh" start >"$state/standalone.env" 2>"$state/standalone.err" &
 standalone_pid=$!
 bash "$here/zk.sh" ensemble-start >"$state/ensemble.env" 2>"$state/ensemble.err" &
@@ -117,12 +131,20 @@ ensemble_pid=$!
 mkdir -p "$state/hdfs"
 bash "$hdfs_scripts/start.sh" "$hdfs_port" "$state/hdfs" >"$state/hdfs.pid" 2>"$state/hdfs.err" &
 hdfs_pid=$!
+mkdir -p "$state/hdfs-privacy" "$state/hdfs-authentication"
+bash "$hdfs_scripts/start.sh" "$privacy_port" "$state/hdfs-privacy" --kerberos --protection privacy \
+	--cipher-suites AES/CTR/NoPadding >"$state/hdfs-privacy.pid" 2>"$state/hdfs-privacy.err" &
+privacy_pid=$!
+bash "$hdfs_scripts/start.sh" "$authentication_port" "$state/hdfs-authentication" --kerberos \
+	--protection authentication >"$state/hdfs-authentication.pid" 2>"$state/hdfs-authentication.err" &
+authentication_pid=$!
 failed=
-wait "$standalone_pid" || failed=1
-wait "$ensemble_pid" || failed=1
-wait "$hdfs_pid" || failed=1
+for pid in "$standalone_pid" "$ensemble_pid" "$hdfs_pid" "$privacy_pid" "$authentication_pid"; do
+	wait "$pid" || failed=1
+done
 if [ -n "$failed" ]; then
-	cat "$state/standalone.err" "$state/ensemble.err" "$state/hdfs.err" >&2
+	cat "$state/standalone.err" "$state/ensemble.err" "$state/hdfs.err" \
+		"$state/hdfs-privacy.err" "$state/hdfs-authentication.err" >&2
 	echo "with-servers: could not start the test servers (see above)" >&2
 	exit 1
 fi
@@ -131,10 +153,12 @@ source "$state/standalone.env"
 # shellcheck disable=SC1091
 source "$state/ensemble.env"
 export TRIBUTARY_TEST_HDFS=127.0.0.1:$hdfs_port
+export TRIBUTARY_TEST_HDFS_SECURE_PRIVACY_ENV=$state/hdfs-privacy/cluster.env
+export TRIBUTARY_TEST_HDFS_SECURE_AUTHENTICATION_ENV=$state/hdfs-authentication/cluster.env
 if [ -x "$repo/.cache/venv/bin/python3" ]; then
 	export TRIBUTARY_TEST_PYTHON=$repo/.cache/venv/bin/python3
 fi
-echo "with-servers: ZooKeeper standalone $TRIBUTARY_TEST_ZK and ensemble $TRIBUTARY_TEST_ZK_ENSEMBLE, HDFS $TRIBUTARY_TEST_HDFS up in $((SECONDS - start))s" >&2
+echo "with-servers: ZooKeeper standalone $TRIBUTARY_TEST_ZK and ensemble $TRIBUTARY_TEST_ZK_ENSEMBLE, HDFS $TRIBUTARY_TEST_HDFS, Kerberized HDFS 127.0.0.1:$privacy_port (privacy) and 127.0.0.1:$authentication_port (authentication) up in $((SECONDS - start))s" >&2
 
 # In the background and waited for, so that a TERM or INT reaches our trap
 # at once instead of after CMD ends. `<&0` keeps CMD's stdin (a background

@@ -32,6 +32,7 @@ type jobsCompactOptions struct {
 	targetSize    string
 	summary       string
 	logLevel      string
+	hdfsConfig    string
 }
 
 func newJobsCompactCommand() *cobra.Command {
@@ -55,6 +56,7 @@ func newJobsCompactCommand() *cobra.Command {
 	f.StringVar(&o.targetSize, "target-file-size", "128MiB", "approximate size of each Parquet file")
 	f.StringVar(&o.summary, "summary-json", "", "also write the JSON summary to this file")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&o.hdfsConfig, "hdfs-config", "", "properties file with the HDFS client keys of --base (Kerberos: hdfs.authentication.kerberos, connect.hdfs.principal, ...; the loader's file serves)")
 	return cmd
 }
 
@@ -75,7 +77,11 @@ func runJobsCompact(cmd *cobra.Command, o jobsCompactOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	fsys, base, err := filesys.Open(ctx, o.base)
+	hdfsOpts, err := readHDFSConfig(o.hdfsConfig)
+	if err != nil {
+		return err
+	}
+	fsys, base, err := filesys.OpenWith(ctx, o.base, hdfsOpts.WithLogger(logger))
 	if err != nil {
 		return fmt.Errorf("--base: %w", err)
 	}
@@ -130,11 +136,12 @@ func writeSummary(cmd *cobra.Command, file string, v any) error {
 
 // jobsRetentionOptions are the flags of `tributary jobs retention`.
 type jobsRetentionOptions struct {
-	base     string
-	maxAge   time.Duration
-	topicAge []string
-	summary  string
-	logLevel string
+	base       string
+	maxAge     time.Duration
+	topicAge   []string
+	summary    string
+	logLevel   string
+	hdfsConfig string
 }
 
 func newJobsRetentionCommand() *cobra.Command {
@@ -151,6 +158,7 @@ func newJobsRetentionCommand() *cobra.Command {
 	f.StringArrayVar(&o.topicAge, "topic-age", nil, "TOPIC=AGE: that topic's own age, e.g. page-views=72h (repeatable)")
 	f.StringVar(&o.summary, "summary-json", "", "also write the JSON summary to this file")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&o.hdfsConfig, "hdfs-config", "", "properties file with the HDFS client keys of --base (Kerberos: hdfs.authentication.kerberos, connect.hdfs.principal, ...; the loader's file serves)")
 	return cmd
 }
 
@@ -173,7 +181,11 @@ func runJobsRetention(cmd *cobra.Command, o jobsRetentionOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	fsys, base, err := filesys.Open(ctx, o.base)
+	hdfsOpts, err := readHDFSConfig(o.hdfsConfig)
+	if err != nil {
+		return err
+	}
+	fsys, base, err := filesys.OpenWith(ctx, o.base, hdfsOpts.WithLogger(logger))
 	if err != nil {
 		return fmt.Errorf("--base: %w", err)
 	}

@@ -26,6 +26,7 @@ type pipelineOptions struct {
 	zookeeper     string
 	hdfs          string
 	hdfsPath      string
+	hdfsConfig    string
 	topic         string
 	rate          float64
 	auditWindow   time.Duration
@@ -63,6 +64,7 @@ func addPipelineFlags(cmd *cobra.Command, o *pipelineOptions, window time.Durati
 	f.StringVar(&o.zookeeper, "zookeeper", "", "use ZooKeeper at HOST:PORT[/chroot] instead of in-process coordination; each cluster gets <chroot>/<cluster> (chroot default "+pipeline.DefaultZooKeeperRoot+")")
 	f.StringVar(&o.hdfs, "hdfs", "", "load into HDFS at the NameNode HOST:PORT instead of DIR/data")
 	f.StringVar(&o.hdfsPath, "hdfs-path", pipeline.DefaultHDFSPath, "output directory on HDFS")
+	f.StringVar(&o.hdfsConfig, "hdfs-config", "", "properties file with the HDFS client keys of --hdfs (Kerberos: hdfs.authentication.kerberos, connect.hdfs.principal, ...)")
 	f.StringVar(&o.topic, "topic", pipeline.DefaultTopic, "page-view topic")
 	f.Float64Var(&o.rate, "rate", pipeline.DefaultRate, "page views per second produced in each datacenter (negative: no producers)")
 	f.DurationVar(&o.auditWindow, "audit-window", window, "audit window")
@@ -159,7 +161,13 @@ func (o pipelineOptions) config(cmd *cobra.Command) (pipeline.Config, func(), er
 		}
 		logOut, closeLog = f, func() { _ = f.Close() }
 	}
+	hdfsOpts, err := readHDFSConfig(o.hdfsConfig)
+	if err != nil {
+		closeLog()
+		return pipeline.Config{}, nil, err
+	}
 	cfg := pipeline.Config{
+		HDFSOptions:     hdfsOpts,
 		Dir:             o.dir,
 		Datacenters:     dcs,
 		Brokers:         o.brokers,

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/properties"
 )
 
@@ -34,4 +35,33 @@ func readPropertiesFile(path string, overrides []string) (map[string]string, err
 		props[strings.TrimSpace(k)] = v
 	}
 	return props, nil
+}
+
+// readHDFSConfig reads the HDFS client keys (filesys.HDFSKeys: Kerberos,
+// data transfer protection) of the properties file of --hdfs-config, as
+// `jobs compact`, `jobs retention` and `pipeline up` take them. Other keys
+// are ignored, so the loader's own properties file serves. "" is a plain
+// HDFS.
+func readHDFSConfig(path string) (filesys.HDFSOptions, error) {
+	if path == "" {
+		return filesys.HDFSOptions{}, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return filesys.HDFSOptions{}, fmt.Errorf("--hdfs-config: %w", err)
+	}
+	props, err := properties.Read(f)
+	f.Close()
+	if err != nil {
+		return filesys.HDFSOptions{}, fmt.Errorf("--hdfs-config %s: %w", path, err)
+	}
+	p := properties.New(props)
+	o := filesys.HDFSOptionsFromProperties(p)
+	if err := p.Err(); err != nil {
+		return o, fmt.Errorf("--hdfs-config %s: %w", path, err)
+	}
+	if err := o.Validate(); err != nil {
+		return o, fmt.Errorf("--hdfs-config %s: %w", path, err)
+	}
+	return o, nil
 }

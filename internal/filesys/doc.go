@@ -7,6 +7,16 @@
 // inside it. Names given to an FS are absolute, slash-separated paths in
 // that FS (on the local FS, OS paths).
 //
+// OpenWith and OpenHDFSWith take HDFSOptions for a Kerberized cluster: a
+// login from a keytab (gokrb5) before connecting, so a wrong keytab fails
+// the open with ErrKerberos before anything is written; a periodic re-login
+// (kerberos.ticket.renew.period.ms) besides gokrb5's own refresh, so a
+// NameNode connection redialled after a ticket expired authenticates with
+// a new one; and the DataNodes' SASL protection. integrity, and privacy
+// without AES/CTR/NoPadding, are refused (ErrHDFSConfig): colinmarc/hdfs
+// v2.4.0 loses bytes reading under them. HDFSOptionsFromProperties reads
+// the properties (Confluent's HDFS connector's keys) for every command.
+//
 // Semantics, identical on both implementations (the conformance suite in
 // filesystest checks them):
 //

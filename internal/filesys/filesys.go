@@ -39,9 +39,15 @@ type FS interface {
 // Open opens the file system a URI names and returns it with the base
 // path the URI points at inside it.
 func Open(ctx context.Context, uri string) (FS, string, error) {
+	return OpenWith(ctx, uri, HDFSOptions{})
+}
+
+// OpenWith is Open with the options of an hdfs:// URI (Kerberos, data
+// transfer protection; see HDFSOptions); other URIs ignore them.
+func OpenWith(ctx context.Context, uri string, opts HDFSOptions) (FS, string, error) {
 	switch {
 	case strings.HasPrefix(uri, "hdfs://"):
-		return openHDFS(ctx, uri)
+		return openHDFS(ctx, uri, opts)
 	case strings.HasPrefix(uri, "file://"):
 		u, err := url.Parse(uri)
 		if err != nil {

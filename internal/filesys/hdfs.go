@@ -45,7 +45,7 @@ func ParseHDFSURI(uri string) (addrs []string, usr, base string, err error) {
 	return addrs, usr, path.Clean("/" + p), nil
 }
 
-func openHDFS(ctx context.Context, uri string) (FS, string, error) {
+func openHDFS(ctx context.Context, uri string, opts HDFSOptions) (FS, string, error) {
 	addrs, usr, base, err := ParseHDFSURI(uri)
 	if err != nil {
 		return nil, "", err
@@ -60,7 +60,7 @@ func openHDFS(ctx context.Context, uri string) (FS, string, error) {
 			usr = DefaultHDFSUser
 		}
 	}
-	fsys, err := OpenHDFS(ctx, addrs, usr)
+	fsys, err := OpenHDFSWith(ctx, addrs, usr, opts)
 	if err != nil {
 		return nil, "", err
 	}
@@ -69,14 +69,40 @@ func openHDFS(ctx context.Context, uri string) (FS, string, error) {
 
 // OpenHDFS connects to the NameNode(s) as user and checks that it answers.
 func OpenHDFS(ctx context.Context, addrs []string, usr string) (FS, error) {
+	return OpenHDFSWith(ctx, addrs, usr, HDFSOptions{})
+}
+
+type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// OpenHDFSWith is OpenHDFS with client options (Kerberos, data transfer
+// protection), validated first. With Kerberos it logs in from the keytab
+// before connecting, so a wrong keytab fails here with ErrKerberos.
+func OpenHDFSWith(ctx context.Context, addrs []string, usr string, opts HDFSOptions) (FS, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
 	dial := (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	copts := hdfs.ClientOptions{Addresses: addrs, User: usr, NamenodeDialFunc: dial, DatanodeDialFunc: dial,
+		DataTransferProtection: opts.DataTransferProtection}
+	if opts.namenodeDial != nil {
+		copts.NamenodeDialFunc = opts.namenodeDial
+	}
+	var login *kerberosLogin
+	if opts.Kerberos != nil {
+		var err error
+		if login, err = newKerberosLogin(ctx, opts.Kerberos); err != nil {
+			return nil, fmt.Errorf("hdfs %s: %w", strings.Join(addrs, ","), err)
+		}
+		copts.KerberosClient = login.client
+		copts.KerberosServicePrincipleName, _, _ = strings.Cut(opts.Kerberos.NameNodePrincipal, "@")
+	}
 	type result struct {
 		c   *hdfs.Client
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		c, err := hdfs.NewClient(hdfs.ClientOptions{Addresses: addrs, User: usr, NamenodeDialFunc: dial, DatanodeDialFunc: dial})
+		c, err := hdfs.NewClient(copts)
 		if err == nil {
 			if _, err = c.Stat("/"); err != nil {
 				c.Close()
@@ -87,20 +113,25 @@ func OpenHDFS(ctx context.Context, addrs []string, usr string) (FS, error) {
 	select {
 	case r := <-done:
 		if r.err != nil {
+			login.close()
 			return nil, fmt.Errorf("hdfs %s: %w", strings.Join(addrs, ","), r.err)
 		}
-		return hdfsFS{r.c}, nil
+		return hdfsFS{r.c, login}, nil
 	case <-ctx.Done():
 		go func() {
 			if r := <-done; r.c != nil {
 				r.c.Close()
 			}
+			login.close()
 		}()
 		return nil, fmt.Errorf("hdfs %s: %w", strings.Join(addrs, ","), ctx.Err())
 	}
 }
 
-type hdfsFS struct{ c *hdfs.Client }
+type hdfsFS struct {
+	c     *hdfs.Client
+	login *kerberosLogin // nil without Kerberos
+}
 
 func (h hdfsFS) Create(name string) (io.WriteCloser, error) {
 	// Parents usually exist: try first, make them only when missing (a
@@ -185,6 +216,11 @@ func (h hdfsFS) ReadDir(name string) ([]fs.FileInfo, error) {
 }
 
 func (h hdfsFS) Stat(name string) (fs.FileInfo, error) { return h.c.Stat(name) }
-func (h hdfsFS) Close() error                          { return h.c.Close() }
+
+func (h hdfsFS) Close() error {
+	err := h.c.Close()
+	h.login.close()
+	return err
+}
 
 func errorsIsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

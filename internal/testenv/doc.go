@@ -1,6 +1,6 @@
 // Package testenv finds the real servers and programs that integration tests
-// drive: ZooKeeper (a standalone server and a 3-node ensemble), kcat, and
-// Apache Kafka. `make test` starts the servers (scripts/with-servers.sh) and
+// drive: ZooKeeper (a standalone server and a 3-node ensemble), HDFS (plain,
+// and Kerberized with its KDC: SecureHDFS), kcat, and Apache Kafka. `make test` starts the servers (scripts/with-servers.sh) and
 // exports their addresses through the environment; this package reads them.
 //
 // A test that needs a server calls the matching helper, which fails the test

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/jobs/hours"
 )
@@ -27,7 +28,7 @@ func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }
 // recovers first), and compare every Parquet view with the Avro rows
 // through pyarrow and fastavro.
 func TestCrashAtEveryStepLocal(t *testing.T) {
-	crashAtEveryStep(t, filesys.Local(), t.TempDir(), func(base string) string { return base }, 3, "6KiB")
+	crashAtEveryStep(t, filesys.Local(), t.TempDir(), func(base string) []string { return []string{"--base", base} }, 3, "6KiB")
 }
 
 func TestCrashAtEveryStepHDFS(t *testing.T) {
@@ -35,10 +36,26 @@ func TestCrashAtEveryStepHDFS(t *testing.T) {
 	addr := strings.TrimPrefix(os.Getenv("TRIBUTARY_TEST_HDFS"), "hdfs://")
 	// One Avro file and one Parquet file per hour keeps the number of
 	// steps (each a child process talking to the NameNode) small.
-	crashAtEveryStep(t, fsys, base, func(b string) string { return "hdfs://" + addr + b }, 1, "1MiB")
+	crashAtEveryStep(t, fsys, base, func(b string) []string { return []string{"--base", "hdfs://" + addr + b} }, 1, "1MiB")
 }
 
-func crashAtEveryStep(t *testing.T, fsys filesys.FS, root string, uri func(string) string, files int, target string) {
+// TestCrashAtEveryStepKerberos is TestCrashAtEveryStepHDFS on the
+// Kerberized clusters, the command logging in through --hdfs-config.
+func TestCrashAtEveryStepKerberos(t *testing.T) {
+	for _, protection := range testenv.KerberizedHDFSProtections {
+		t.Run(protection, func(t *testing.T) {
+			fsys, base, addr, config := openKerberizedHDFS(t, protection)
+			crashAtEveryStep(t, fsys, base, func(b string) []string {
+				return []string{"--base", "hdfs://" + addr + b, "--hdfs-config", config}
+			}, 1, "1MiB")
+		})
+	}
+}
+
+// crashAtEveryStep runs the compaction of root's hours in fsys with the
+// arguments baseArgs gives for a base directory (--base and what else
+// reaches it).
+func crashAtEveryStep(t *testing.T, fsys filesys.FS, root string, baseArgs func(string) []string, files int, target string) {
 	bin := testproc.Binary(t)
 	local := t.TempDir()
 	// The originals, written once and copied out for the comparison.
@@ -53,8 +70,9 @@ func crashAtEveryStep(t *testing.T, fsys filesys.FS, root string, uri func(strin
 	}
 	closed := hour0.Add(3*time.Hour + time.Minute).Format(time.RFC3339)
 	run := func(base string, crashAt int) (killed bool, out string) {
-		cmd := exec.Command(bin, "jobs", "compact", "--base", uri(base), "--closed-through", closed,
-			"--delay", "1m", "--target-file-size", target, "--log-level", "warn")
+		args := append([]string{"jobs", "compact"}, baseArgs(base)...)
+		cmd := exec.Command(bin, append(args, "--closed-through", closed,
+			"--delay", "1m", "--target-file-size", target, "--log-level", "warn")...)
 		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", EnvCrashAt, crashAt))
 		b, err := cmd.CombinedOutput()
 		var ee *exec.ExitError

@@ -4,10 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/internal/filesys/filesystest"
+	"github.com/tributary/tributary/internal/properties"
 	"github.com/tributary/tributary/internal/testenv"
 )
 
@@ -28,4 +32,25 @@ func openHDFS(t testing.TB) (filesys.FS, string) {
 		fsys.Close()
 	})
 	return fsys, base
+}
+
+// openKerberizedHDFS returns the Kerberized test HDFS of protection with a
+// fresh base directory (removed when t ends), its NameNode address and a
+// --hdfs-config properties file that reaches it.
+func openKerberizedHDFS(t *testing.T, protection string) (fsys filesys.FS, base, addr, config string) {
+	t.Helper()
+	c := testenv.SecureHDFS(t, protection)
+	fsys, base, _, _ = filesystest.KerberizedHDFS(t, protection)
+	config = filepath.Join(t.TempDir(), "hdfs.properties")
+	f, err := os.Create(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := properties.Write(f, filesystest.KerberosProperties(c)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return fsys, base, c.Addr, config
 }

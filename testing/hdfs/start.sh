@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# start.sh PORT DATADIR [--datanodes N]: starts the test HDFS (Hadoop's
+# start.sh PORT DATADIR [--datanodes N] [--kerberos [--protection P]
+#          [--cipher-suites S]]: starts the test HDFS (Hadoop's
 # MiniDFSCluster, see TestHdfs.java) in the background with its NameNode RPC
 # on 127.0.0.1:PORT, waits until it serves and prints only the JVM's PID on
 # stdout. Progress and errors go to stderr; exit 1 if it did not come up
@@ -9,6 +10,17 @@
 # (the URI, present while it serves), tmp/ (the JVM's java.io.tmpdir: Jetty
 # unpacks the web apps there) and dfs/ (the file system: formatted on start,
 # deleted on stop). A DATADIR whose cluster still runs is refused.
+#
+# --kerberos makes the cluster Kerberized, with a KDC (MiniKdc) in the same
+# JVM (see Kerberos.java): dfs.data.transfer.protection P (authentication,
+# the default, integrity or privacy) and dfs.encrypt.data.transfer.cipher.suites
+# S (e.g. AES/CTR/NoPadding; default none). DATADIR then also holds
+# cluster.env (sourceable KEY=VALUE: HDFS_ADDR, HDFS_NAMENODE_PRINCIPAL,
+# HDFS_DATA_TRANSFER_PROTECTION, HDFS_ENCRYPT_CIPHER_SUITES, KRB5_CONFIG,
+# KRB5_REALM, KRB5_KDC, KRB5_CLIENT_PRINCIPAL, KRB5_CLIENT_KEYTAB,
+# KRB5_HDFS_KEYTAB; present while it serves), krb5.conf, keytabs/, kdc/,
+# ssl/ and conf/, all made anew on each start (a new KDC: old keytabs no
+# longer work).
 #
 # The first start fetches the jars with Maven (dependency:copy-dependencies of
 # pom.xml, about 90 MB) and compiles TestHdfs.java; both land in a cache keyed
@@ -38,7 +50,7 @@ die() {
 }
 
 usage() {
-	echo "usage: start.sh PORT DATADIR [--datanodes N]" >&2
+	echo "usage: start.sh PORT DATADIR [--datanodes N] [--kerberos [--protection P] [--cipher-suites S]]" >&2
 	exit 2
 }
 
@@ -47,6 +59,9 @@ port=$1
 datadir=$(realpath -m "$2")
 shift 2
 datanodes=1
+kerberos=
+protection=authentication
+cipher_suites=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--datanodes)
@@ -54,11 +69,29 @@ while [ $# -gt 0 ]; do
 		datanodes=$2
 		shift 2
 		;;
+	--kerberos)
+		kerberos=1
+		shift
+		;;
+	--protection)
+		[ $# -ge 2 ] || usage
+		protection=$2
+		shift 2
+		;;
+	--cipher-suites)
+		[ $# -ge 2 ] || usage
+		cipher_suites=$2
+		shift 2
+		;;
 	*) usage ;;
 	esac
 done
 [[ $port =~ ^[0-9]+$ ]] && [ "$port" -ge 1 ] && [ "$port" -le 65535 ] || die "PORT $port: want 1..65535"
 [[ $datanodes =~ ^[0-9]+$ ]] && [ "$datanodes" -ge 1 ] || die "--datanodes $datanodes: want a number >= 1"
+case $protection in
+authentication | integrity | privacy) ;;
+*) die "--protection $protection: want authentication, integrity or privacy" ;;
+esac
 
 hadoop_version=${TRIBUTARY_HDFS_HADOOP_VERSION:-3.3.6}
 heap=${TRIBUTARY_HDFS_HEAP:-512m}
@@ -164,8 +197,18 @@ fi
 if timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null; then
 	die "port 127.0.0.1:$port is already in use"
 fi
-rm -rf "$datadir/dfs" "$datadir/tmp" "$ready" "$ready.tmp" "$pidfile"
+rm -rf "$datadir/dfs" "$datadir/tmp" "$ready" "$ready.tmp" "$pidfile" \
+	"$datadir/cluster.env" "$datadir/krb5.conf" "$datadir/keytabs" "$datadir/kdc" "$datadir/ssl" "$datadir/conf"
 mkdir -p "$datadir/tmp"
+classpath=$classes:$lib/*
+secure_args=()
+if [ -n "$kerberos" ]; then
+	# Hadoop loads ssl-server.xml and ssl-client.xml from the classpath; the
+	# JVM writes them into DATADIR/conf, which must exist when it starts.
+	mkdir -p "$datadir/conf"
+	classpath=$classes:$datadir/conf:$lib/*
+	secure_args=(--kerberos "$datadir" "$protection" "$cipher_suites")
+fi
 
 # The JVM's own stdout too goes to the log: were it our stdout, a caller
 # reading the PID with $(start.sh ...) would wait for the JVM to exit.
@@ -173,7 +216,7 @@ mkdir -p "$datadir/tmp"
 	"-Djava.io.tmpdir=$datadir/tmp" \
 	"-Dlog4j.configuration=file:$classes/log4j.properties" \
 	"-Dtributary.hdfs.log.level=$log_level" \
-	-cp "$classes:$lib/*" "$main_class" "$port" "$datanodes" "$datadir/dfs" "$ready" \
+	-cp "$classpath" "$main_class" "$port" "$datanodes" "$datadir/dfs" "$ready" "${secure_args[@]}" \
 	</dev/null >"$log" 2>&1 &
 pid=$!
 echo "$pid" >"$pidfile"

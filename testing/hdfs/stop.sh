@@ -3,7 +3,8 @@
 # start.sh started there. SIGTERM first (the cluster shuts down cleanly in
 # well under a second), SIGKILL if it is still running after 30 s; returns
 # once the process is gone. Removes the pid and ready files and the file
-# system (dfs/, tmp/); keeps minihdfs.log. A pid file whose process is not
+# system (dfs/, tmp/) and a Kerberized cluster's cluster.env; keeps
+# minihdfs.log. A pid file whose process is not
 # that DATADIR's cluster (gone, or a reused pid) is only removed.
 set -euo pipefail
 
@@ -57,4 +58,5 @@ if [ -f "$pidfile" ]; then
 		fi
 	fi
 fi
-rm -rf "$pidfile" "$datadir/minihdfs.ready" "$datadir/minihdfs.ready.tmp" "$datadir/dfs" "$datadir/tmp"
+rm -rf "$pidfile" "$datadir/minihdfs.ready" "$datadir/minihdfs.ready.tmp" "$datadir/dfs" "$datadir/tmp" \
+	"$datadir/cluster.env" "$datadir/cluster.env.tmp"

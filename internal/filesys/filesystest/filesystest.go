@@ -1,6 +1,7 @@
 // Package filesystest holds the conformance suite every filesys.FS passes
 // and helpers giving a test a fresh base directory on the local file
-// system or on the test HDFS (testenv.HDFS), removed when the test ends.
+// system, on the test HDFS (testenv.HDFS) or on a Kerberized test HDFS
+// (testenv.SecureHDFS), removed when the test ends.
 package filesystest
 
 import (
@@ -10,11 +11,16 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
+	"github.com/jcmturner/gokrb5/v8/keytab"
 
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/testenv"
@@ -39,10 +45,71 @@ func HDFS(t testing.TB) (filesys.FS, string) {
 // that start processes configured with a URI.
 func HDFSURI(t testing.TB) (filesys.FS, string, string) {
 	t.Helper()
-	addr := testenv.HDFS(t)
+	return hdfsBase(t, testenv.HDFS(t), filesys.HDFSOptions{})
+}
+
+// KerberizedHDFS is HDFSURI on the Kerberized test HDFS with data transfer
+// protection protection (testenv.SecureHDFS), plus the client options that
+// reach it, logged in as the cluster's client principal from its keytab.
+func KerberizedHDFS(t testing.TB, protection string) (filesys.FS, string, string, filesys.HDFSOptions) {
+	t.Helper()
+	c := testenv.SecureHDFS(t, protection)
+	opts := KerberosOptions(c)
+	fsys, base, uri := hdfsBase(t, c.Addr, opts)
+	return fsys, base, uri, opts
+}
+
+// KerberosOptions are the client options for the Kerberized cluster c.
+func KerberosOptions(c testenv.KerberizedHDFS) filesys.HDFSOptions {
+	return filesys.HDFSOptions{
+		Kerberos: &filesys.Kerberos{Principal: c.ClientPrincipal, Keytab: c.ClientKeytab, Krb5Conf: c.Krb5Conf,
+			NameNodePrincipal: c.NameNodePrincipal},
+		DataTransferProtection: c.Protection, CipherSuites: c.CipherSuites,
+	}
+}
+
+// KerberosProperties are KerberosOptions as the properties
+// filesys.HDFSOptionsFromProperties reads (for a --hdfs-config file).
+func KerberosProperties(c testenv.KerberizedHDFS) map[string]string {
+	p := map[string]string{
+		"hdfs.authentication.kerberos": "true", "connect.hdfs.principal": c.ClientPrincipal,
+		"connect.hdfs.keytab": c.ClientKeytab, "krb5.conf": c.Krb5Conf,
+		"hdfs.namenode.principal": c.NameNodePrincipal, "dfs.data.transfer.protection": c.Protection,
+	}
+	if c.CipherSuites != "" {
+		p["dfs.encrypt.data.transfer.cipher.suites"] = c.CipherSuites
+	}
+	return p
+}
+
+// WrongKeytab writes a keytab for c's client principal made from another
+// password than the KDC's: a login with it fails.
+func WrongKeytab(t testing.TB, c testenv.KerberizedHDFS) string {
+	t.Helper()
+	user, _, _ := strings.Cut(c.ClientPrincipal, "@")
+	kt := keytab.New()
+	if err := kt.AddEntry(user, c.Realm, "not-the-password", time.Now(), 1, etypeID.AES128_CTS_HMAC_SHA1_96); err != nil {
+		t.Fatal(err)
+	}
+	b, err := kt.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "wrong.keytab")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// hdfsBase connects to addr and makes a fresh base directory
+// /tributary-test/<test>-<random>, removed (with the connection closed)
+// when t ends.
+func hdfsBase(t testing.TB, addr string, opts filesys.HDFSOptions) (filesys.FS, string, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	fsys, err := filesys.OpenHDFS(ctx, []string{addr}, "tributary")
+	fsys, err := filesys.OpenHDFSWith(ctx, []string{addr}, "tributary", opts)
 	if err != nil {
 		t.Fatalf("connecting to the test HDFS at %s: %v", addr, err)
 	}

@@ -1,5 +1,6 @@
 package tributary.testing.hdfs;
 
+import java.io.File;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -22,8 +23,12 @@ import sun.misc.Signal;
  * port ephemeral on 127.0.0.1.
  *
  * <pre>
- *   TestHdfs PORT DATANODES BASEDIR READYFILE
+ *   TestHdfs PORT DATANODES BASEDIR READYFILE [--kerberos DIR PROTECTION CIPHERSUITES]
  * </pre>
+ *
+ * With --kerberos the cluster is Kerberized (see Kerberos: a MiniKdc in this
+ * JVM, its files in DIR, dfs.data.transfer.protection PROTECTION and
+ * dfs.encrypt.data.transfer.cipher.suites CIPHERSUITES, "" for none).
  *
  * The file system lives under BASEDIR, which is formatted on start.
  * MiniDFSCluster deletes it when the JVM exits, so nothing worth keeping (the
@@ -39,8 +44,8 @@ public final class TestHdfs {
     private TestHdfs() {}
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 4) {
-            System.err.println("usage: TestHdfs PORT DATANODES BASEDIR READYFILE");
+        if (args.length != 4 && !(args.length == 8 && args[4].equals("--kerberos"))) {
+            System.err.println("usage: TestHdfs PORT DATANODES BASEDIR READYFILE [--kerberos DIR PROTECTION CIPHERSUITES]");
             System.exit(2);
         }
         int port = Integer.parseInt(args[0]);
@@ -54,8 +59,18 @@ public final class TestHdfs {
 
         long began = System.nanoTime();
         MiniDFSCluster cluster;
+        Kerberos kerberos = null;
         try {
-            cluster = start(config(baseDir, datanodes), port, datanodes);
+            Configuration conf;
+            if (args.length == 8) {
+                // Before config(): it sets up UserGroupInformation (see Kerberos).
+                Kerberos k = Kerberos.start(new File(args[5]));
+                kerberos = k;
+                conf = config(baseDir, datanodes, c -> k.secure(c, args[6], args[7]));
+            } else {
+                conf = config(baseDir, datanodes, c -> {});
+            }
+            cluster = start(conf, port, datanodes, kerberos != null);
         } catch (Throwable e) {
             System.err.println("TestHdfs: the cluster did not start on 127.0.0.1:" + port + ":");
             e.printStackTrace();
@@ -66,19 +81,31 @@ public final class TestHdfs {
         // ::1 first, while the NameNode listens on 127.0.0.1 only.
         InetSocketAddress rpc = cluster.getNameNode().getNameNodeAddress();
         String uri = "hdfs://" + rpc.getAddress().getHostAddress() + ":" + rpc.getPort();
+        if (kerberos != null) {
+            kerberos.writeEnv(rpc.getAddress().getHostAddress() + ":" + rpc.getPort(), args[6], args[7]);
+        }
         writeAtomically(ready, uri + "\n");
-        System.err.printf("TestHdfs: %s serves with %d DataNode(s), up in %.1f s%n",
-                uri, datanodes, (System.nanoTime() - began) / 1e9);
+        System.err.printf("TestHdfs: %s serves with %d DataNode(s)%s, up in %.1f s%n",
+                uri, datanodes, kerberos == null ? "" : ", Kerberized (data transfer " + args[6] + ")",
+                (System.nanoTime() - began) / 1e9);
 
         stop.await();
         System.err.println("TestHdfs: stopping");
         Files.deleteIfExists(ready);
         cluster.shutdown(true);
+        if (kerberos != null) {
+            kerberos.stop();
+        }
         System.err.println("TestHdfs: stopped");
         System.exit(0);
     }
 
-    static Configuration config(String baseDir, int datanodes) {
+    /** Settings are more settings applied to the configuration before UserGroupInformation reads it. */
+    interface Settings {
+        void apply(Configuration conf) throws Exception;
+    }
+
+    static Configuration config(String baseDir, int datanodes, Settings more) throws Exception {
         Configuration conf = new HdfsConfiguration();
         conf.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, baseDir);
         // Tests write as users that do not exist here ("tributary").
@@ -87,19 +114,22 @@ public final class TestHdfs {
         // stack trace when it fails. The key takes effect only through
         // UserGroupInformation, which reads its own copy of the settings.
         conf.set("hadoop.security.group.mapping", "org.apache.hadoop.security.NullGroupsMapping");
-        UserGroupInformation.setConfiguration(conf);
         conf.setInt("dfs.replication", Math.min(datanodes, 3));
         // Lets a test ask for small blocks to cross block boundaries cheaply.
         conf.setLong("dfs.namenode.fs-limits.min-block-size", 64 * 1024);
         conf.set("dfs.namenode.http-address", "127.0.0.1:0");
+        more.apply(conf);
+        UserGroupInformation.setConfiguration(conf);
         return conf;
     }
 
-    static MiniDFSCluster start(Configuration conf, int port, int datanodes) throws IOException {
+    static MiniDFSCluster start(Configuration conf, int port, int datanodes, boolean secure) throws IOException {
         MiniDFSCluster cluster = new MiniDFSCluster.Builder(conf)
                 .nameNodePort(port)
                 .numDataNodes(datanodes)
                 .format(true)
+                // The secure settings name the DataNodes' addresses themselves.
+                .checkDataNodeAddrConfig(secure)
                 .build();
         cluster.waitActive();
         return cluster;
