@@ -215,6 +215,9 @@ func (l *Log) Clean(ctx context.Context, opts CleanOptions) (CleanStats, error) 
 	if len(rewrite) < len(segs) {
 		next = segs[len(rewrite)].base
 	}
+	if err := l.allowGapsFromNowOn(); err != nil {
+		return st, err
+	}
 	horizon := l.cfg.Now().UnixMilli() - max(l.cfg.DeleteRetention, 0).Milliseconds()
 	for _, g := range l.groupSegments(rewrite, next) {
 		if err := ctx.Err(); err != nil {
