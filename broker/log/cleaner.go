@@ -45,6 +45,9 @@ type CleanStats struct {
 	RecordsWritten     int64
 	TombstonesDropped  int64
 	Elapsed            time.Duration
+	// MapUtilization is the fraction of the offset map (DedupeBufferSize)
+	// the pass filled.
+	MapUtilization float64
 }
 
 // Cleanability is what the cleaner's choice of a log needs.
@@ -54,6 +57,8 @@ type Cleanability struct {
 	// Due: Clean would do something now (dirty ratio at least
 	// MinCleanableDirtyRatio, or dirty records older than MaxCompactionLag).
 	Due bool
+	// Compacted: the log is Config.Compact (else Ratio means nothing).
+	Compacted bool
 }
 
 // cleanerState is a Log's cleaner bookkeeping (see cleaner.go).
@@ -124,6 +129,7 @@ func (l *Log) sections() (segs []*segment, firstDirty, cleanableEnd int64, c Cle
 		c.Ratio = float64(c.DirtyBytes) / float64(total)
 	}
 	overdue := l.cfg.MaxCompactionLag > 0 && oldestDirty != math.MaxInt64 && nowMs-oldestDirty > l.cfg.MaxCompactionLag.Milliseconds()
+	c.Compacted = l.cfg.Compact
 	c.Due = l.cfg.Compact && c.DirtyBytes > 0 && (c.Ratio >= l.cfg.MinCleanableDirtyRatio || overdue)
 	return segs, firstDirty, cleanableEnd, c, nil
 }
@@ -205,6 +211,7 @@ func (l *Log) Clean(ctx context.Context, opts CleanOptions) (CleanStats, error) 
 		return st, err
 	}
 	st.MapEnd = mapEnd
+	st.MapUtilization = float64(len(om.m)) / float64(om.capacity)
 	var rewrite []*segment
 	for _, s := range work {
 		if s.base < mapEnd {
