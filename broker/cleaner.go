@@ -50,7 +50,8 @@ func (b *Broker) startCleaner() {
 
 func (c *logCleaner) run(ctx context.Context, thread int) {
 	defer c.b.wg.Done()
-	opts := plog.CleanOptions{DedupeBufferSize: c.cfg.DedupeBufferSize / int64(c.cfg.Threads), Throttle: c.throttle.wait}
+	opts := plog.CleanOptions{DedupeBufferSize: c.cfg.DedupeBufferSize / int64(c.cfg.Threads), Throttle: c.throttle.wait,
+		StepHook: c.cfg.StepHook}
 	for {
 		p, l := c.pick()
 		if p == nil {

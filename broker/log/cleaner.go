@@ -31,7 +31,17 @@ type CleanOptions struct {
 	// and may sleep (log.cleaner.io.max.bytes.per.second); an error stops
 	// the cleaning, leaving the log as it was.
 	Throttle func(ctx context.Context, bytes int64) error
+	// StepHook, if set, is called at each step of a cleaning's swap (one
+	// of CleanSteps), for crash tests that kill the process there.
+	StepHook func(step string)
 }
+
+// CleanSteps are the steps of a cleaning StepHook is called at, in order
+// (frozen: tests name them): the group's .cleaned files written and
+// synced; the swap manifest written and the files renamed to .swap; the
+// replaced segments deleted; the .swap files renamed to their final
+// names; every group swapped, the checkpoint not yet written.
+var CleanSteps = []string{stepCleaned, stepSwap, stepDeleted, stepRenamed, stepCheckpoint}
 
 // CleanStats describes one cleaning pass, as Kafka's cleaner logs it.
 type CleanStats struct {
@@ -69,6 +79,8 @@ type cleanerState struct {
 	// hook, in tests, is called at each step of a cleaning; an error stops
 	// it there as a crash would (nothing is undone).
 	hook func(step string) error
+	// stepHook is the running Clean's CleanOptions.StepHook (under mu).
+	stepHook func(step string)
 }
 
 // Cleaning steps, for test hooks.
@@ -83,6 +95,9 @@ const (
 var errCleanAborted = errors.New("log: cleaning stopped by a test hook")
 
 func (l *Log) cleanStep(step string) error {
+	if h := l.cleaner.stepHook; h != nil {
+		h(step)
+	}
 	if h := l.cleaner.hook; h != nil {
 		if err := h(step); err != nil {
 			return fmt.Errorf("%w at %s: %w", errCleanAborted, step, err)
@@ -178,6 +193,8 @@ func (l *Log) Clean(ctx context.Context, opts CleanOptions) (CleanStats, error) 
 	if !l.cfg.Compact {
 		return CleanStats{}, nil
 	}
+	l.cleaner.stepHook = opts.StepHook
+	defer func() { l.cleaner.stepHook = nil }()
 	began := time.Now()
 	gen := l.truncations.Load()
 	segs, firstDirty, cleanableEnd, c, err := l.sections()

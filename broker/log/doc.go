@@ -225,7 +225,9 @@
 // the manifest and NNN.log.cleaned it undoes (removes the new files), with
 // the manifest otherwise it deletes what remains of the replaced segments
 // and renames the .swap files; stray .cleaned and .swap files go. A kill at
-// any step thus leaves either the old segments or the new one. In memory,
+// any step thus leaves either the old segments or the new one
+// (CleanOptions.StepHook is called at each of CleanSteps, for tests that
+// SIGKILL the process there). In memory,
 // the replaced segments stop opening their files before any rename (Views
 // taken before keep their descriptors and bytes) and the truncation
 // generation is odd during the swap, so a Read that fails on a replaced
