@@ -2,6 +2,8 @@ package broker
 
 import (
 	"fmt"
+	"strconv"
+	"time"
 )
 
 // AuditTopic is the audit topic, audit.DefaultTopic: the counts every
@@ -18,6 +20,12 @@ const AuditTopic = "__audit"
 // offsets.topic.replication.factor's.
 const DefaultAuditTopicReplication = 3
 
+// DefaultAuditTopicRetention is audit.topic.retention.ms's default. The
+// audit topic holds events (counts per window), not state: it keeps the
+// delete policy and ages out like any topic, long enough for the audit
+// checker to compare every tier's windows after an outage of days.
+const DefaultAuditTopicRetention = 7 * 24 * time.Hour
+
 // AuditTopicConfig is how the broker creates AuditTopic. Zero values mean
 // the defaults.
 type AuditTopicConfig struct {
@@ -26,6 +34,34 @@ type AuditTopicConfig struct {
 	// Replication is audit.topic.replication.factor (default 3), capped at
 	// the live brokers when the topic is created.
 	Replication int16
+	// Retention is audit.topic.retention.ms, the topic's retention.ms when
+	// the broker creates it (cleanup.policy=delete); zero means 7 days,
+	// negative keeps it for ever.
+	Retention time.Duration
+}
+
+// overrides adds the audit topic's own defaults (delete policy,
+// audit.topic.retention.ms) to the overrides it is created with, unless
+// its creator set them.
+func (a AuditTopicConfig) overrides(topic string, given map[string]string) map[string]string {
+	if topic != AuditTopic {
+		return given
+	}
+	out := map[string]string{"cleanup.policy": policyDelete, "retention.ms": strconv.FormatInt(a.retentionMs(), 10)}
+	for k, v := range given {
+		out[k] = v
+	}
+	return out
+}
+
+func (a AuditTopicConfig) retentionMs() int64 {
+	switch {
+	case a.Retention == 0:
+		return DefaultAuditTopicRetention.Milliseconds()
+	case a.Retention < 0:
+		return -1
+	}
+	return a.Retention.Milliseconds()
 }
 
 // Validate names the invalid key.
@@ -48,6 +84,20 @@ var auditPropertySetters = map[string]func(c *Config, v string) error{
 	},
 	"audit.topic.replication.factor": func(c *Config, v string) error {
 		return setReplicationFactor(&c.Audit.Replication, v)
+	},
+	"audit.topic.retention.ms": func(c *Config, v string) error {
+		n, err := parseLong(v, -1)
+		if err != nil {
+			return err
+		}
+		c.Audit.Retention = time.Duration(n) * time.Millisecond
+		if n == -1 {
+			c.Audit.Retention = -1
+		}
+		if n == 0 {
+			return fmt.Errorf("must be positive or -1")
+		}
+		return nil
 	},
 }
 

@@ -4,6 +4,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestAuditTopicCreationDefaults(t *testing.T) {
@@ -60,5 +64,66 @@ func TestAuditTopicProperties(t *testing.T) {
 		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "audit.topic.") {
 			t.Errorf("Validate(%+v): err %v, want ErrInvalidConfig naming the key", bad, err)
 		}
+	}
+}
+
+// TestAuditTopicRetention: the broker creates __audit with the delete
+// policy and audit.topic.retention.ms (7 days by default); a creator's own
+// overrides win; other topics get neither.
+func TestAuditTopicRetention(t *testing.T) {
+	c, _, err := ConfigFromProperties(map[string]string{"log.dirs": "x", "audit.topic.retention.ms": "3600000"})
+	if err != nil || c.Audit.Retention != time.Hour {
+		t.Fatalf("audit.topic.retention.ms=3600000: %+v, %v", c.Audit, err)
+	}
+	for _, bad := range []string{"0", "-2", "soon"} {
+		if _, _, err := ConfigFromProperties(map[string]string{"log.dirs": "x", "audit.topic.retention.ms": bad}); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("audit.topic.retention.ms=%s: err %v", bad, err)
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		retention time.Duration
+		given     map[string]*string
+		want      string
+	}{
+		{"default", 0, nil, "604800000"},
+		{"configured", time.Hour, nil, "3600000"},
+		{"creator's override", time.Hour, map[string]*string{"retention.ms": kadm.StringPtr("60000")}, "60000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newTestBroker(t, func(c *Config) { c.Audit.Retention = tc.retention })
+			ctx := testContext(t, 30*time.Second)
+			adm := kadm.NewClient(newClient(t, b.Addr()))
+			if resp, err := adm.CreateTopic(ctx, -1, -1, tc.given, AuditTopic); err != nil || resp.Err != nil {
+				t.Fatalf("create: %v %v", err, resp.Err)
+			}
+			if resp, err := adm.CreateTopic(ctx, 1, 1, nil, "events"); err != nil || resp.Err != nil {
+				t.Fatalf("create: %v %v", err, resp.Err)
+			}
+			rcs, err := adm.DescribeTopicConfigs(ctx, AuditTopic, "events")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rc := range rcs {
+				got := map[string]string{}
+				for _, c := range rc.Configs {
+					if c.Value != nil {
+						got[c.Key] = *c.Value
+					}
+				}
+				want, src := tc.want, kmsg.ConfigSourceDynamicTopicConfig
+				if rc.Name != AuditTopic {
+					want, src = "604800000", kmsg.ConfigSourceDefaultConfig // log.retention.hours=168
+				}
+				if got["cleanup.policy"] != "delete" || got["retention.ms"] != want {
+					t.Errorf("%s: cleanup.policy=%s retention.ms=%s, want delete and %s", rc.Name, got["cleanup.policy"], got["retention.ms"], want)
+				}
+				for _, c := range rc.Configs {
+					if c.Key == "retention.ms" && c.Source != src {
+						t.Errorf("%s: retention.ms source %v, want %v", rc.Name, c.Source, src)
+					}
+				}
+			}
+		})
 	}
 }

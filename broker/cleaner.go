@@ -29,6 +29,8 @@ type logCleaner struct {
 	throttle *ioThrottle
 	mu       sync.Mutex
 	busy     map[*partition]bool
+	// last is each thread's last cleaning, for the max-* gauges.
+	last []plog.CleanStats
 }
 
 // startCleaner starts the cleaner threads (stopped by shutdownCtx, waited
@@ -38,16 +40,18 @@ func (b *Broker) startCleaner() {
 	if cfg.Disable {
 		return
 	}
-	c := &logCleaner{b: b, cfg: cfg, busy: map[*partition]bool{}, throttle: newIOThrottle(cfg.IOMaxBytesPerSecond)}
+	c := &logCleaner{b: b, cfg: cfg, busy: map[*partition]bool{}, throttle: newIOThrottle(cfg.IOMaxBytesPerSecond),
+		last: make([]plog.CleanStats, cfg.Threads)}
 	b.wg.Add(cfg.Threads)
-	for range cfg.Threads {
-		go c.run(b.shutdownCtx)
+	for i := range cfg.Threads {
+		go c.run(b.shutdownCtx, i)
 	}
 }
 
-func (c *logCleaner) run(ctx context.Context) {
+func (c *logCleaner) run(ctx context.Context, thread int) {
 	defer c.b.wg.Done()
-	opts := plog.CleanOptions{DedupeBufferSize: c.cfg.DedupeBufferSize / int64(c.cfg.Threads), Throttle: c.throttle.wait}
+	opts := plog.CleanOptions{DedupeBufferSize: c.cfg.DedupeBufferSize / int64(c.cfg.Threads), Throttle: c.throttle.wait,
+		StepHook: c.cfg.StepHook}
 	for {
 		p, l := c.pick()
 		if p == nil {
@@ -67,6 +71,7 @@ func (c *logCleaner) run(ctx context.Context) {
 			return
 		case errors.Is(err, plog.ErrClosed):
 		case err != nil:
+			c.b.metrics.cleaner.failures.Inc()
 			c.b.logger.Error("log cleaner failed", "topic", p.topic, "partition", p.index, "err", err)
 			// The log stays dirty: back off instead of retrying at once.
 			select {
@@ -75,6 +80,7 @@ func (c *logCleaner) run(ctx context.Context) {
 			case <-time.After(c.cfg.Backoff):
 			}
 		case st.SegmentsIn > 0:
+			c.observe(thread, st)
 			c.logStats(p, st)
 		}
 	}
@@ -86,22 +92,44 @@ func (c *logCleaner) pick() (*partition, cleanableLog) {
 	defer c.mu.Unlock()
 	var best *partition
 	var bestLog cleanableLog
-	bestRatio := -1.0
+	bestRatio, dirtiest := -1.0, 0.0
 	for _, p := range c.b.allPartitions() {
 		l, ok := p.log.(cleanableLog)
 		if !ok || c.busy[p] {
 			continue
 		}
 		cl, err := l.Cleanable()
+		if err == nil && cl.Compacted {
+			dirtiest = max(dirtiest, cl.Ratio)
+		}
 		if err != nil || !cl.Due || cl.Ratio <= bestRatio {
 			continue
 		}
 		best, bestLog, bestRatio = p, l, cl.Ratio
 	}
+	c.b.metrics.cleaner.maxDirtyPercent.Set(100 * dirtiest)
 	if best != nil {
 		c.busy[best] = true
 	}
 	return best, bestLog
+}
+
+// observe feeds one cleaning of thread into the cleaner's metrics.
+func (c *logCleaner) observe(thread int, st plog.CleanStats) {
+	m := c.b.metrics.cleaner
+	m.bytesRead.Add(float64(st.BytesRead))
+	m.bytesWritten.Add(float64(st.BytesWritten))
+	m.cleanings.Inc()
+	m.recopyPercent.Set(100 * float64(st.BytesWritten) / float64(max(st.BytesRead, 1)))
+	c.mu.Lock()
+	c.last[thread] = st
+	var maxTime, maxBuf float64
+	for _, s := range c.last {
+		maxTime, maxBuf = max(maxTime, s.Elapsed.Seconds()), max(maxBuf, s.MapUtilization)
+	}
+	c.mu.Unlock()
+	m.maxCleanTime.Set(maxTime)
+	m.maxBufferPercent.Set(100 * maxBuf)
 }
 
 // logStats writes Kafka's cleaner summary for one cleaning.

@@ -83,6 +83,20 @@ func TestCompactedTopicRoundTrip(t *testing.T) {
 				seen[k] = true
 			}
 			if len(seen) > 0 {
+				checkCleanerMetrics(t, b)
+				rcs, err := adm.DescribeTopicConfigs(ctx, "state")
+				if err != nil {
+					t.Fatal(err)
+				}
+				policy := ""
+				for _, c := range rcs[0].Configs {
+					if c.Key == "cleanup.policy" && c.Value != nil {
+						policy = *c.Value
+					}
+				}
+				if policy != "compact" {
+					t.Fatalf("DescribeConfigs: cleanup.policy %q, want compact", policy)
+				}
 				return
 			}
 			// Swapped but the pass not finished: wait for its checkpoint.
@@ -124,5 +138,41 @@ func consumeKeyed(t *testing.T, addr string, end int64) (map[string]string, []st
 		if done {
 			return got, order, offsets
 		}
+	}
+}
+
+// checkCleanerMetrics: after cleanings, the cleaner's metrics say so.
+func checkCleanerMetrics(t *testing.T, b *testBroker) {
+	t.Helper()
+	mfs, err := b.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			switch {
+			case m.GetCounter() != nil:
+				got[mf.GetName()] = m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				got[mf.GetName()] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	for _, name := range []string{"tributary_log_cleaner_read_bytes_total", "tributary_log_cleaner_written_bytes_total",
+		"tributary_log_cleaner_cleanings_total", "tributary_log_cleaner_recopy_percent",
+		"tributary_log_cleaner_max_buffer_utilization_percent", "tributary_log_cleaner_max_clean_time_seconds"} {
+		if got[name] <= 0 {
+			t.Errorf("%s = %v after cleanings", name, got[name])
+		}
+	}
+	if r := got["tributary_log_cleaner_recopy_percent"]; r >= 100 {
+		t.Errorf("recopy percent %v: the cleanings dropped nothing", r)
+	}
+	if got["tributary_log_cleaner_read_bytes_total"] <= got["tributary_log_cleaner_written_bytes_total"] {
+		t.Errorf("cleaner read %v bytes, wrote %v", got["tributary_log_cleaner_read_bytes_total"], got["tributary_log_cleaner_written_bytes_total"])
+	}
+	if _, ok := got["tributary_log_cleaner_max_dirty_percent"]; !ok {
+		t.Error("no max_dirty_percent gauge")
 	}
 }

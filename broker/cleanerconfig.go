@@ -3,8 +3,12 @@ package broker
 import (
 	"fmt"
 	"math"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -56,6 +60,42 @@ type CleanerConfig struct {
 	// DeleteRetention is log.cleaner.delete.retention.ms; zero means 24h,
 	// negative means 0.
 	DeleteRetention time.Duration
+
+	// StepHook, if set, is called at each step of every cleaning's swap
+	// (plog.CleanSteps): the crash tests' hook (CleanerCrashEnv).
+	StepHook func(step string)
+}
+
+// CleanerCrashEnv names the environment variable by which the broker
+// command sets CleanerConfig.StepHook (ParseCleanerCrashPoint's format);
+// the broker itself never reads the environment.
+const CleanerCrashEnv = "TRIBUTARY_CLEANER_CRASH_AT"
+
+// ParseCleanerCrashPoint parses "STEP" or "STEP:N" (STEP one of
+// plog.CleanSteps, N the how-many-th time, 1 by default) into a hook that
+// SIGKILLs the process there; "" is no hook.
+func ParseCleanerCrashPoint(s string) (func(step string), error) {
+	if s == "" {
+		return nil, nil
+	}
+	step, nth, hasN := strings.Cut(s, ":")
+	if !slices.Contains(plog.CleanSteps, step) {
+		return nil, fmt.Errorf("%w: cleaner crash point %q: step must be one of %v", ErrInvalidConfig, s, plog.CleanSteps)
+	}
+	n := 1
+	if hasN {
+		var err error
+		if n, err = strconv.Atoi(nth); err != nil || n < 1 {
+			return nil, fmt.Errorf("%w: cleaner crash point %q: count must be positive", ErrInvalidConfig, s)
+		}
+	}
+	var seen atomic.Int64
+	return func(at string) {
+		if at == step && seen.Add(1) == int64(n) {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {} // SIGKILL is not handled; never go on
+		}
+	}, nil
 }
 
 func (c CleanerConfig) withDefaults() CleanerConfig {

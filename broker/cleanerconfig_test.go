@@ -1,7 +1,9 @@
 package broker
 
 import (
+	"errors"
 	"math"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -59,7 +61,7 @@ func TestCleanerBrokerProperties(t *testing.T) {
 	}
 	want := CleanerConfig{Disable: true, Threads: 2, DedupeBufferSize: 4 << 20, IOMaxBytesPerSecond: 1e6,
 		Backoff: 250 * time.Millisecond, CleanupPolicy: policyCompact, DeleteRetention: -1}
-	if c.Cleaner != want {
+	if !reflect.DeepEqual(c.Cleaner, want) {
 		t.Errorf("Cleaner = %+v\nwant      %+v", c.Cleaner, want)
 	}
 	if s := c.withDefaults().topicDefaults().log; s.CleanupPolicy != policyCompact || s.DeleteRetention != 0 {
@@ -69,6 +71,22 @@ func TestCleanerBrokerProperties(t *testing.T) {
 		{"log.cleanup.policy", "keep"}, {"log.cleaner.backoff.ms", "0"}} {
 		if _, _, err := ConfigFromProperties(map[string]string{"log.dirs": "x", kv[0]: kv[1]}); err == nil {
 			t.Errorf("%s=%s accepted", kv[0], kv[1])
+		}
+	}
+}
+
+func TestParseCleanerCrashPoint(t *testing.T) {
+	if h, err := ParseCleanerCrashPoint(""); h != nil || err != nil {
+		t.Fatalf("empty: %v %v", h != nil, err)
+	}
+	for _, ok := range []string{"cleaned", "swap:3", "checkpoint:1"} {
+		if h, err := ParseCleanerCrashPoint(ok); h == nil || err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"nope", "swap:0", "swap:x", ":2"} {
+		if _, err := ParseCleanerCrashPoint(bad); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s: err %v, want ErrInvalidConfig", bad, err)
 		}
 	}
 }

@@ -29,9 +29,6 @@ import (
 // broker has only its private in-process coordinator, so its log is the
 // only store.
 
-// offsetsTopicSegmentBytes is Kafka's offsets.topic.segment.bytes default.
-const offsetsTopicSegmentBytes = 100 << 20
-
 // offsetsTopicWait bounds how long FindCoordinator waits for the offsets
 // topic it creates; past it the client gets COORDINATOR_NOT_AVAILABLE and
 // asks again.
@@ -62,6 +59,15 @@ var groupPropertySetters = map[string]func(c *Config, v string) error{
 	},
 	"group.max.size":            func(c *Config, v string) error { return setPositiveInt32(&c.Groups.MaxGroupSize, v) },
 	"offset.metadata.max.bytes": func(c *Config, v string) error { return setPositiveInt32(&c.Groups.OffsetMetadataMaxBytes, v) },
+	"offsets.retention.minutes": func(c *Config, v string) error {
+		return setDurationMin(&c.Groups.OffsetsRetention, v, time.Minute, 1)
+	},
+	"offsets.retention.check.interval.ms": func(c *Config, v string) error {
+		return setPositiveDuration(&c.Groups.OffsetsRetentionCheck, v)
+	},
+	"offsets.topic.segment.bytes": func(c *Config, v string) error {
+		return setInt32Min(&c.Groups.OffsetsTopicSegmentBytes, v, 14)
+	},
 }
 
 func init() {
@@ -123,6 +129,8 @@ func (b *Broker) runGroupLoader() {
 			_ = b.groupRegistry.Close()
 		}
 	}()
+	b.wg.Add(1)
+	go b.runOffsetExpiry()
 	for {
 		b.mu.RLock()
 		ch := b.served
@@ -139,6 +147,7 @@ func (b *Broker) runGroupLoader() {
 func (b *Broker) syncGroupPartitions() {
 	t := b.lookup(group.OffsetsTopic)
 	serving := b.groups.Serving()
+	loading := false
 	for p := range b.groups.Partitions() {
 		var part *partition
 		if t != nil && int(p) < len(t.partitions) {
@@ -150,15 +159,89 @@ func (b *Broker) syncGroupPartitions() {
 			}
 			continue
 		}
+		if _, ok := serving[p]; !ok {
+			loading = true
+		}
 		b.groups.Load(p, offsetsLog{b: b, p: part})
 	}
+	if t, ok := b.metadata().Topics[group.OffsetsTopic]; loading && ok && offsetsTopicNeedsCompaction(t.Configs) {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			ctx, cancel := context.WithTimeout(b.shutdownCtx, 30*time.Second)
+			defer cancel()
+			if err := b.migrateOffsetsTopic(ctx); err != nil && b.shutdownCtx.Err() == nil {
+				b.logger.Warn("offsets topic not migrated to compact; retried at the next load", "err", err)
+			}
+		}()
+	}
+}
+
+// runOffsetExpiry deletes expired group offsets every
+// offsets.retention.check.interval.ms (Kafka's offsets.retention.minutes).
+func (b *Broker) runOffsetExpiry() {
+	defer b.wg.Done()
+	t := time.NewTicker(b.groups.Config().OffsetsRetentionCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.shutdownCtx.Done():
+			return
+		case <-t.C:
+			b.groups.ExpireOffsets()
+		}
+	}
+}
+
+// offsetsTopicConfigs are the overrides __consumer_offsets is created with:
+// compacted, as in Kafka, so that it keeps each group's last offsets only.
+func (b *Broker) offsetsTopicConfigs() map[string]string {
+	return map[string]string{
+		"cleanup.policy": policyCompact,
+		"segment.bytes":  strconv.Itoa(int(b.groups.Config().OffsetsTopicSegmentBytes)),
+	}
+}
+
+// migrateOffsetsTopic makes an offsets topic created before compaction
+// existed (retention.ms=-1, delete policy, growing for ever) compacted.
+// Idempotent; called on broker start and when a partition of it is loaded.
+func (b *Broker) migrateOffsetsTopic(ctx context.Context) error {
+	m, err := b.clusterMember()
+	if err != nil {
+		return err
+	}
+	t, ok := m.Metadata().Topics[group.OffsetsTopic]
+	if !ok || !offsetsTopicNeedsCompaction(t.Configs) {
+		return nil
+	}
+	_, err = m.UpdateTopicConfigs(ctx, group.OffsetsTopic, func(configs map[string]string) error {
+		if !offsetsTopicNeedsCompaction(configs) {
+			return nil
+		}
+		configs["cleanup.policy"] = policyCompact
+		if configs["retention.ms"] == "-1" {
+			delete(configs, "retention.ms") // compact ignores it; Kafka's topic has none
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("make %s compacted: %w", group.OffsetsTopic, err)
+	}
+	b.logger.Info("offsets topic migrated to cleanup.policy=compact", "topic", group.OffsetsTopic)
+	return nil
+}
+
+// offsetsTopicNeedsCompaction: the offsets topic's overrides lack compaction.
+func offsetsTopicNeedsCompaction(configs map[string]string) bool {
+	p, err := parseCleanupPolicy(configs["cleanup.policy"])
+	return configs["cleanup.policy"] == "" || err != nil || p == policyDelete
 }
 
 // ensureOffsetsTopic creates __consumer_offsets on first use, as Kafka
 // does, with offsets.topic.num.partitions partitions and
 // offsets.topic.replication.factor replicas capped at the live brokers,
-// retention off (offsets must not age out: there is no compaction), and
-// waits until its partitions have leaders.
+// compacted, and waits until its partitions have leaders. An existing one
+// still on the delete policy is migrated to compact.
 func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 	m, err := b.clusterMember()
 	if err != nil {
@@ -170,14 +253,10 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 			return fmt.Errorf("%w: %s has %d partitions, offsets.topic.num.partitions is %d", ErrInvalidConfig,
 				group.OffsetsTopic, len(t.Partitions), b.groups.Partitions())
 		}
-		return nil
+		return b.migrateOffsetsTopic(ctx)
 	}
 	rf := cappedReplication(b.groups.Config().OffsetsReplication, len(snap.Brokers))
-	configs := map[string]string{
-		"retention.ms":  "-1",
-		"segment.bytes": strconv.Itoa(offsetsTopicSegmentBytes),
-	}
-	err = m.CreateTopic(ctx, group.OffsetsTopic, b.groups.Partitions(), rf, configs)
+	err = m.CreateTopic(ctx, group.OffsetsTopic, b.groups.Partitions(), rf, b.offsetsTopicConfigs())
 	if err != nil && !errors.Is(err, cluster.ErrTopicExists) {
 		return err
 	}
@@ -277,6 +356,10 @@ func (l offsetsLog) Replay(fn func(group.Record) error) error {
 		if err != nil {
 			v.Release()
 			return err
+		}
+		if len(data) == 0 {
+			v.Release()
+			return nil // the end lies in a gap the cleaner left
 		}
 		next, err := replayBatches(data, off, l.b.decompressor, fn)
 		v.Release()

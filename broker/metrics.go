@@ -33,6 +33,44 @@ type metrics struct {
 	isrChanges      *prometheus.CounterVec
 	offline         prometheus.Gauge
 	truncations     prometheus.Counter
+	cleaner         cleanerMetrics
+}
+
+// cleanerMetrics are the log cleaner's, under Kafka's names (kafka.log:
+// LogCleaner and LogCleanerManager) where Kafka has one.
+type cleanerMetrics struct {
+	maxCleanTime     prometheus.Gauge // max-clean-time-secs
+	recopyPercent    prometheus.Gauge // cleaner-recopy-percent
+	maxBufferPercent prometheus.Gauge // max-buffer-utilization-percent
+	maxDirtyPercent  prometheus.Gauge // max-dirty-percent
+	bytesRead        prometheus.Counter
+	bytesWritten     prometheus.Counter
+	cleanings        prometheus.Counter
+	failures         prometheus.Counter
+}
+
+func newCleanerMetrics() cleanerMetrics {
+	gauge := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tributary", Subsystem: "log_cleaner", Name: name, Help: help})
+	}
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tributary", Subsystem: "log_cleaner", Name: name, Help: help})
+	}
+	return cleanerMetrics{
+		maxCleanTime:     gauge("max_clean_time_seconds", "Longest last cleaning among the cleaner threads (Kafka's max-clean-time-secs)."),
+		recopyPercent:    gauge("recopy_percent", "Bytes written as a percentage of bytes read by the last cleaning (Kafka's cleaner-recopy-percent)."),
+		maxBufferPercent: gauge("max_buffer_utilization_percent", "Highest use of the offset map (log.cleaner.dedupe.buffer.size) among the threads' last cleanings (Kafka's max-buffer-utilization-percent)."),
+		maxDirtyPercent:  gauge("max_dirty_percent", "Dirty ratio of the dirtiest compacted log, in percent, at the cleaner's last look (Kafka's max-dirty-percent)."),
+		bytesRead:        counter("read_bytes_total", "Bytes of segments the cleaner read."),
+		bytesWritten:     counter("written_bytes_total", "Bytes of cleaned segments the cleaner wrote."),
+		cleanings:        counter("cleanings_total", "Cleaning passes that rewrote segments."),
+		failures:         counter("failures_total", "Cleanings that failed (the log is retried after log.cleaner.backoff.ms)."),
+	}
+}
+
+func (c cleanerMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{c.maxCleanTime, c.recopyPercent, c.maxBufferPercent, c.maxDirtyPercent,
+		c.bytesRead, c.bytesWritten, c.cleanings, c.failures}
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -98,10 +136,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "tributary", Subsystem: "broker", Name: "replica_truncations_total",
 			Help: "Divergent log tails this broker dropped as a follower of a new leader.",
 		}),
+		cleaner: newCleanerMetrics(),
 	}
-	for _, c := range []prometheus.Collector{m.bytesIn, m.bytesOut, m.recordsIn, m.requests,
+	for _, c := range append([]prometheus.Collector{m.bytesIn, m.bytesOut, m.recordsIn, m.requests,
 		m.requestErrors, m.duplicates, m.connections, m.logEnd, m.logStart, m.sendfileBytes, m.copiedBytes,
-		m.underReplicated, m.isrChanges, m.offline, m.truncations} {
+		m.underReplicated, m.isrChanges, m.offline, m.truncations}, m.cleaner.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

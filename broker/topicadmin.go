@@ -41,6 +41,7 @@ func (b *Broker) createTopic(ctx context.Context, name string, n int32, rf int16
 	if err != nil {
 		return err
 	}
+	overrides = b.cfg.Audit.overrides(name, overrides)
 	err = b.createRetrying(ctx, m, name, id, n, rf, overrides)
 	switch {
 	case errors.Is(err, cluster.ErrTopicExists) && existingOK:

@@ -8,18 +8,21 @@ import (
 
 // Defaults, Kafka's own where Kafka has one.
 const (
-	DefaultOffsetsTopicPartitions  = 50
-	DefaultOffsetsReplication      = 3
-	DefaultMinSessionTimeout       = 6 * time.Second
-	DefaultMaxSessionTimeout       = 30 * time.Minute
-	DefaultInitialRebalanceDelay   = 3 * time.Second
-	DefaultMaxGroupSize            = 1<<31 - 1
-	DefaultOffsetMetadataMaxBytes  = 4096
-	DefaultMaxAssignmentBytes      = 1048588
-	DefaultRegistryWriteTimeout    = 5 * time.Second
-	newMemberJoinTimeout           = 5 * time.Minute
-	defaultLoadBatchBytes          = 1 << 20
-	groupOperationsAuthorizedOnAll = 1<<3 | 1<<6 | 1<<8 // READ, DELETE, DESCRIBE (Kafka's AclOperation codes)
+	DefaultOffsetsTopicPartitions   = 50
+	DefaultOffsetsReplication       = 3
+	DefaultMinSessionTimeout        = 6 * time.Second
+	DefaultMaxSessionTimeout        = 30 * time.Minute
+	DefaultInitialRebalanceDelay    = 3 * time.Second
+	DefaultMaxGroupSize             = 1<<31 - 1
+	DefaultOffsetMetadataMaxBytes   = 4096
+	DefaultMaxAssignmentBytes       = 1048588
+	DefaultRegistryWriteTimeout     = 5 * time.Second
+	DefaultOffsetsRetention         = 7 * 24 * time.Hour // offsets.retention.minutes=10080, Kafka >= 2.0
+	DefaultOffsetsRetentionCheck    = 10 * time.Minute   // offsets.retention.check.interval.ms=600000
+	DefaultOffsetsTopicSegmentBytes = 100 << 20          // offsets.topic.segment.bytes
+	newMemberJoinTimeout            = 5 * time.Minute
+	defaultLoadBatchBytes           = 1 << 20
+	groupOperationsAuthorizedOnAll  = 1<<3 | 1<<6 | 1<<8 // READ, DELETE, DESCRIBE (Kafka's AclOperation codes)
 )
 
 // Config is the coordinator's configuration. Zero values mean the
@@ -45,6 +48,18 @@ type Config struct {
 	MaxGroupSize int32
 	// OffsetMetadataMaxBytes is offset.metadata.max.bytes.
 	OffsetMetadataMaxBytes int32
+	// OffsetsRetention is offsets.retention.minutes: an empty group's
+	// offsets are deleted this long after it became empty, a standalone
+	// consumer's (a group that never had members) this long after each
+	// commit (see "Offset expiry" in doc.go).
+	OffsetsRetention time.Duration
+	// OffsetsRetentionCheck is offsets.retention.check.interval.ms: how
+	// often the broker calls ExpireOffsets.
+	OffsetsRetentionCheck time.Duration
+	// OffsetsTopicSegmentBytes is offsets.topic.segment.bytes, the
+	// segment.bytes the offsets topic is created with (the cleaner never
+	// touches the active segment).
+	OffsetsTopicSegmentBytes int32
 	// MaxAssignmentBytes bounds the sum of the assignments a leader sends
 	// in SyncGroup (Kafka bounds the group record holding them by
 	// message.max.bytes); a larger one fails the rebalance.
@@ -83,6 +98,15 @@ func (c Config) withDefaults() Config {
 	if c.MaxAssignmentBytes == 0 {
 		c.MaxAssignmentBytes = DefaultMaxAssignmentBytes
 	}
+	if c.OffsetsRetention == 0 {
+		c.OffsetsRetention = DefaultOffsetsRetention
+	}
+	if c.OffsetsRetentionCheck == 0 {
+		c.OffsetsRetentionCheck = DefaultOffsetsRetentionCheck
+	}
+	if c.OffsetsTopicSegmentBytes == 0 {
+		c.OffsetsTopicSegmentBytes = DefaultOffsetsTopicSegmentBytes
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -108,6 +132,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: group.max.size: must be >= 1, got %d", ErrInvalidConfig, c.MaxGroupSize)
 	case d.OffsetMetadataMaxBytes < 0:
 		return fmt.Errorf("%w: offset.metadata.max.bytes: must be >= 0", ErrInvalidConfig)
+	case d.OffsetsRetention < 0:
+		return fmt.Errorf("%w: offsets.retention.minutes: must be >= 1", ErrInvalidConfig)
+	case d.OffsetsRetentionCheck < time.Millisecond:
+		return fmt.Errorf("%w: offsets.retention.check.interval.ms: must be >= 1", ErrInvalidConfig)
+	case d.OffsetsTopicSegmentBytes < 14:
+		return fmt.Errorf("%w: offsets.topic.segment.bytes: must be >= 14, got %d", ErrInvalidConfig, c.OffsetsTopicSegmentBytes)
 	case d.MaxAssignmentBytes < 0:
 		return fmt.Errorf("%w: group assignment bound must be >= 0", ErrInvalidConfig)
 	}

@@ -78,6 +78,9 @@ type offsetsPartition struct {
 	groups map[string]*group
 	// gone is set (under Coordinator.mu) when unloaded.
 	gone bool
+	// loadedAt is when loading finished (ms): offsets read back count as
+	// committed no earlier (see ExpireOffsets).
+	loadedAt int64
 }
 
 // Option adjusts a Coordinator.
@@ -295,6 +298,7 @@ func (c *Coordinator) load(ps *offsetsPartition) {
 		}
 		ps.groups[id] = g
 	}
+	ps.loadedAt = c.cfg.Now().UnixMilli()
 	close(ps.loaded)
 	c.notifyLocked()
 	c.cfg.Logger.Info("loaded offsets partition", "partition", ps.index, "groups", len(ps.groups),

@@ -55,9 +55,29 @@
 // Kafka's own format (frozen): key OffsetCommitKey v1 (group, topic,
 // partition), value OffsetCommitValue v3 (offset, leader epoch, metadata,
 // commit timestamp), a null value deleting the offset. A commit is
-// acknowledged only after its records are appended to the log; the offsets
-// topic keeps its records forever (retention.ms=-1, since there is no
-// compaction yet), and loading replays it.
+// acknowledged only after its records are appended to the log, and
+// loading replays it. The broker creates the offsets topic compacted
+// (cleanup.policy=compact, as Kafka; one created with retention.ms=-1 by an
+// older version is switched to compact when the broker loads a partition
+// of it), so the log cleaner keeps only each key's last record: a group
+// committing every few seconds for a year leaves one record per partition,
+// and a load reads that, not every commit.
+//
+// # Offset expiry
+//
+// ExpireOffsets (the broker calls it every offsets.retention.check.interval.ms,
+// 10 minutes by default) deletes offsets as Kafka >= 2.1 does (KIP-211),
+// OffsetsRetention (offsets.retention.minutes, 7 days) after: for a group
+// that had members and is Empty, the moment it became empty, for all its
+// offsets at once; for a group that never had members here (a standalone
+// consumer's manual commits), each offset's commit. Offsets of a group with
+// members never expire. Each expired offset gets a tombstone in the log
+// (the cleaner drops it after delete.retention.ms) and is removed from the
+// registry; a group left without offsets is removed. Membership is not
+// persisted (Kafka keeps the empty-since time in its group metadata
+// records), so offsets read back at a load count as committed no earlier
+// than the load: a coordinator move restarts the clock rather than expire
+// a group whose members have not rejoined yet.
 //
 // The offsets topic is replicated like any other topic: the broker creates
 // it with offsets.topic.replication.factor replicas (3 by default, capped at

@@ -109,6 +109,10 @@ type group struct {
 	pending      map[string]*time.Timer
 	nextOrder    uint64
 	offsets      map[string]map[int32]committed
+	// emptySince is when the group last became Empty (or was created), in
+	// ms by the coordinator's clock: an empty group's offsets expire from
+	// then (Kafka's currentStateTimestamp).
+	emptySince int64
 
 	rebalanceTimer *time.Timer
 	rebalanceSeq   uint64
@@ -129,6 +133,7 @@ func (c *Coordinator) newGroup(ps *offsetsPartition, id string) *group {
 		id: id, c: c, part: ps,
 		members: map[string]*member{}, static: map[string]string{},
 		pending: map[string]*time.Timer{}, offsets: map[string]map[int32]committed{},
+		emptySince: c.cfg.Now().UnixMilli(),
 	}
 }
 
@@ -510,6 +515,7 @@ func (g *group) completeJoin() {
 	g.generation++
 	if len(g.members) == 0 {
 		g.state = stateEmpty
+		g.emptySince = g.c.cfg.Now().UnixMilli()
 		g.protocol, g.leader = "", ""
 		return
 	}

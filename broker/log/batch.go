@@ -107,8 +107,9 @@ func checkBatch(b []byte) (batchHeader, error) {
 }
 
 // validateBatches checks every batch in b, which must be exactly a sequence
-// of whole batches, and returns their headers.
-func validateBatches(b []byte, hs []batchHeader) ([]batchHeader, error) {
+// of whole batches, and returns their headers. cleaned allows batches with
+// fewer records than offsets (a compacted leader's, for AppendReplica).
+func validateBatches(b []byte, hs []batchHeader, cleaned bool) ([]batchHeader, error) {
 	if len(b) == 0 {
 		return hs, fmt.Errorf("%w: empty", ErrCorruptBatch)
 	}
@@ -117,7 +118,7 @@ func validateBatches(b []byte, hs []batchHeader) ([]batchHeader, error) {
 		if err != nil {
 			return hs, fmt.Errorf("%w: batch %d at byte %d: %v", ErrCorruptBatch, len(hs), pos, err)
 		}
-		if h.lastOffsetDelta != h.recordCount-1 {
+		if h.lastOffsetDelta != h.recordCount-1 && (!cleaned || h.recordCount < 0 || h.recordCount > h.lastOffsetDelta+1) {
 			// Only a cleaned batch in a segment has fewer records than offsets.
 			return hs, fmt.Errorf("%w: batch %d at byte %d: last offset delta %d inconsistent with record count %d",
 				ErrCorruptBatch, len(hs), pos, h.lastOffsetDelta, h.recordCount)
@@ -133,7 +134,7 @@ func validateBatches(b []byte, hs []batchHeader) ([]batchHeader, error) {
 // Append does before writing. It returns the number of batches and records.
 // Errors wrap ErrCorruptBatch.
 func ValidateBatch(b []byte) (batches, records int, err error) {
-	hs, err := validateBatches(b, nil)
+	hs, err := validateBatches(b, nil, false)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -31,7 +31,17 @@ type CleanOptions struct {
 	// and may sleep (log.cleaner.io.max.bytes.per.second); an error stops
 	// the cleaning, leaving the log as it was.
 	Throttle func(ctx context.Context, bytes int64) error
+	// StepHook, if set, is called at each step of a cleaning's swap (one
+	// of CleanSteps), for crash tests that kill the process there.
+	StepHook func(step string)
 }
+
+// CleanSteps are the steps of a cleaning StepHook is called at, in order
+// (frozen: tests name them): the group's .cleaned files written and
+// synced; the swap manifest written and the files renamed to .swap; the
+// replaced segments deleted; the .swap files renamed to their final
+// names; every group swapped, the checkpoint not yet written.
+var CleanSteps = []string{stepCleaned, stepSwap, stepDeleted, stepRenamed, stepCheckpoint}
 
 // CleanStats describes one cleaning pass, as Kafka's cleaner logs it.
 type CleanStats struct {
@@ -45,6 +55,9 @@ type CleanStats struct {
 	RecordsWritten     int64
 	TombstonesDropped  int64
 	Elapsed            time.Duration
+	// MapUtilization is the fraction of the offset map (DedupeBufferSize)
+	// the pass filled.
+	MapUtilization float64
 }
 
 // Cleanability is what the cleaner's choice of a log needs.
@@ -54,6 +67,8 @@ type Cleanability struct {
 	// Due: Clean would do something now (dirty ratio at least
 	// MinCleanableDirtyRatio, or dirty records older than MaxCompactionLag).
 	Due bool
+	// Compacted: the log is Config.Compact (else Ratio means nothing).
+	Compacted bool
 }
 
 // cleanerState is a Log's cleaner bookkeeping (see cleaner.go).
@@ -64,6 +79,8 @@ type cleanerState struct {
 	// hook, in tests, is called at each step of a cleaning; an error stops
 	// it there as a crash would (nothing is undone).
 	hook func(step string) error
+	// stepHook is the running Clean's CleanOptions.StepHook (under mu).
+	stepHook func(step string)
 }
 
 // Cleaning steps, for test hooks.
@@ -78,6 +95,9 @@ const (
 var errCleanAborted = errors.New("log: cleaning stopped by a test hook")
 
 func (l *Log) cleanStep(step string) error {
+	if h := l.cleaner.stepHook; h != nil {
+		h(step)
+	}
 	if h := l.cleaner.hook; h != nil {
 		if err := h(step); err != nil {
 			return fmt.Errorf("%w at %s: %w", errCleanAborted, step, err)
@@ -124,6 +144,7 @@ func (l *Log) sections() (segs []*segment, firstDirty, cleanableEnd int64, c Cle
 		c.Ratio = float64(c.DirtyBytes) / float64(total)
 	}
 	overdue := l.cfg.MaxCompactionLag > 0 && oldestDirty != math.MaxInt64 && nowMs-oldestDirty > l.cfg.MaxCompactionLag.Milliseconds()
+	c.Compacted = l.cfg.Compact
 	c.Due = l.cfg.Compact && c.DirtyBytes > 0 && (c.Ratio >= l.cfg.MinCleanableDirtyRatio || overdue)
 	return segs, firstDirty, cleanableEnd, c, nil
 }
@@ -172,6 +193,8 @@ func (l *Log) Clean(ctx context.Context, opts CleanOptions) (CleanStats, error) 
 	if !l.cfg.Compact {
 		return CleanStats{}, nil
 	}
+	l.cleaner.stepHook = opts.StepHook
+	defer func() { l.cleaner.stepHook = nil }()
 	began := time.Now()
 	gen := l.truncations.Load()
 	segs, firstDirty, cleanableEnd, c, err := l.sections()
@@ -205,6 +228,7 @@ func (l *Log) Clean(ctx context.Context, opts CleanOptions) (CleanStats, error) 
 		return st, err
 	}
 	st.MapEnd = mapEnd
+	st.MapUtilization = float64(len(om.m)) / float64(om.capacity)
 	var rewrite []*segment
 	for _, s := range work {
 		if s.base < mapEnd {
@@ -214,6 +238,9 @@ func (l *Log) Clean(ctx context.Context, opts CleanOptions) (CleanStats, error) 
 	next := cleanableEnd // the base after the last segment of rewrite
 	if len(rewrite) < len(segs) {
 		next = segs[len(rewrite)].base
+	}
+	if err := l.allowGapsFromNowOn(); err != nil {
+		return st, err
 	}
 	horizon := l.cfg.Now().UnixMilli() - max(l.cfg.DeleteRetention, 0).Milliseconds()
 	for _, g := range l.groupSegments(rewrite, next) {

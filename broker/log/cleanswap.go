@@ -50,6 +50,20 @@ func (l *Log) setCleanerCheckpoint(off int64) error {
 	return nil
 }
 
+// allowGapsFromNowOn makes the log accept offset gaps in its segments
+// (see segment.allowGaps) before the first one is written: the marker is
+// the cleaner checkpoint file, written with its current value.
+func (l *Log) allowGapsFromNowOn() error {
+	if l.gaps.Load() {
+		return nil
+	}
+	if err := l.setCleanerCheckpoint(l.CleanerCheckpoint()); err != nil {
+		return err
+	}
+	l.gaps.Store(true)
+	return nil
+}
+
 // cleanerTruncated moves the cleaner checkpoint back to offset after a
 // truncation (records appended after it are dirty). The caller holds l.mu.
 func (l *Log) cleanerTruncated(offset int64) {
@@ -189,7 +203,7 @@ func (l *Log) swapIn(g segmentGroup, out *cleanedSegment, gen *int64) error {
 		out.keep = true
 		return l.broken
 	}
-	s := newSegmentStruct(l.dir, out.base, out.interval, l.files.newHandle(segmentPath(l.dir, out.base, logSuffix), nil))
+	s := newSegmentStruct(l.dir, out.base, out.interval, l.files.newHandle(segmentPath(l.dir, out.base, logSuffix), nil), &l.gaps)
 	s.size.Store(out.pos)
 	s.maxTs.Store(out.ix.maxTs)
 	s.maxTsOffset = out.ix.maxTsOffset

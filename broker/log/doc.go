@@ -9,7 +9,11 @@
 // named by the segment's base offset as 20 decimal digits:
 //
 //   - NNN.log: concatenated record batches, offsets increasing; without
-//     gaps unless the cleaner compacted the segment (see Compaction).
+//     gaps unless the partition has a cleaner-checkpoint file (see
+//     Compaction), which the cleaner and AppendReplica write before the
+//     first gap they leave. A batch's base offset is outside its CRC, so
+//     without that file a batch not starting where the previous one ended
+//     is corruption (reads fail, recovery truncates there).
 //   - NNN.index: sparse offset index, 8-byte entries (relative offset uint32,
 //     position uint32) in Kafka's convention: the batch starting at that
 //     position ends with that offset (its last offset). A batch gets an
@@ -99,14 +103,21 @@
 //
 // A follower appends what it fetched with AppendReplica: whole batches
 // (a fetch response's partial last batch must be cut off first) that keep
-// their offsets, epochs and timestamps, starting exactly at the log end
-// offset (else ErrOffsetMismatch). The segment, index and time index bytes
-// come out identical to the leader's when the batches arrive one per call
-// under the same configuration. Producer state is updated from them without
+// their offsets, epochs and timestamps, starting at or after the log end
+// offset, each after the previous one (else ErrOffsetMismatch). A batch
+// starting past the expected offset follows a gap the leader's cleaner
+// left, and the log end jumps over it, as in Kafka; a batch may hold fewer
+// records than offsets (rebuilt by the leader's cleaner). Append, which
+// assigns offsets itself, still refuses both. When the active segment
+// rolls before such a batch, the new one is named by the batch's base
+// offset. The segment, index and time index bytes come out identical to
+// the leader's when the batches arrive one per call under the same
+// configuration and no gap. Producer state is updated from them without
 // judging sequences, so a follower that becomes leader detects retries of
 // batches it only replicated.
 //
-// TruncateTo(offset) cuts a divergent tail at a batch boundary: later
+// TruncateTo(offset) cuts a divergent tail at a batch boundary (or in a
+// gap, the log end then lying in it until the next batch): later
 // segments are deleted, the segment holding offset is truncated at that
 // batch, its indexes rebuilt from a walk of what stays, and sealed, and a
 // new active segment starts at offset. The producer state is rebuilt from
@@ -214,7 +225,9 @@
 // the manifest and NNN.log.cleaned it undoes (removes the new files), with
 // the manifest otherwise it deletes what remains of the replaced segments
 // and renames the .swap files; stray .cleaned and .swap files go. A kill at
-// any step thus leaves either the old segments or the new one. In memory,
+// any step thus leaves either the old segments or the new one
+// (CleanOptions.StepHook is called at each of CleanSteps, for tests that
+// SIGKILL the process there). In memory,
 // the replaced segments stop opening their files before any rename (Views
 // taken before keep their descriptors and bytes) and the truncation
 // generation is odd during the swap, so a Read that fails on a replaced

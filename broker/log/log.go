@@ -39,6 +39,9 @@ type Log struct {
 
 	epochs  *epochCache  // leader epochs of the batches; see epoch.go
 	cleaner cleanerState // the log cleaner's checkpoint and lock; see cleaner.go
+	// gaps: segments may have offset gaps (the cleaner ran, or a follower
+	// took a compacted leader's batches); see allowGaps.
+	gaps atomic.Bool
 	// truncations is a generation, odd while a TruncateTo cuts files and
 	// bumped under rpMu: a Flush that started before a cut must not raise
 	// the recovery point over bytes written after it, and a Read that
@@ -78,6 +81,9 @@ func Open(dir string, cfg Config) (*Log, error) {
 		l.files = NewFileCache(DefaultMaxOpenFiles, 0)
 	}
 	close(l.lastRollDone)
+	if _, err := os.Stat(cleanerCheckpointPath(dir)); err == nil {
+		l.gaps.Store(true)
+	}
 	if err := l.load(); err != nil {
 		l.releaseAll()
 		if isNoDescriptors(err) && !errors.Is(err, ErrNoDescriptors) {
@@ -123,7 +129,7 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 	if l.closed {
 		return AppendResult{}, ErrClosed
 	}
-	hs, err := validateBatches(batch, l.scratch[:0])
+	hs, err := validateBatches(batch, l.scratch[:0], false)
 	l.scratch = hs[:0]
 	if err != nil {
 		return AppendResult{}, err
@@ -173,7 +179,7 @@ func (l *Log) commit(batch []byte, hs []batchHeader, overlay map[int64]*producer
 		return l.broken
 	}
 	if l.shouldRoll(int64(len(batch)), next-1, now) {
-		if err := l.roll(now); err != nil {
+		if err := l.roll(now, hs[0].baseOffset); err != nil {
 			return err
 		}
 	}
@@ -268,13 +274,15 @@ func (l *Log) syncSegment(s *segment) error {
 	return f.Sync()
 }
 
-// roll seals the active segment and starts a new one at the end offset. The
+// roll seals the active segment and starts a new one at base: the end
+// offset, or past it when a follower's next batch follows a gap the
+// leader's cleaner left (the sealed segment then ends in that gap). The
 // old segment is fsynced in the background, as Kafka does, so an append
 // never waits for a whole segment to reach the disk; the recovery point
 // moves past it only once that sync is done, in roll order.
-func (l *Log) roll(now time.Time) error {
+func (l *Log) roll(now time.Time, base int64) error {
 	old := l.active
-	s, err := createSegment(l.dir, old.next, old.interval, now, l.files, useEssential)
+	s, err := createSegment(l.dir, base, old.interval, now, l.files, useEssential, &l.gaps)
 	if err != nil {
 		return fmt.Errorf("log: roll: %w", err)
 	}

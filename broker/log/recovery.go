@@ -112,7 +112,7 @@ func (l *Log) load() error {
 		if err != nil {
 			return err
 		}
-		s := newSegmentStruct(l.dir, base, interval, l.files.newHandle(segmentPath(l.dir, base, logSuffix), nil))
+		s := newSegmentStruct(l.dir, base, interval, l.files.newHandle(segmentPath(l.dir, base, logSuffix), nil), &l.gaps)
 		s.size.Store(st.Size())
 		segs = append(segs, s)
 	}
@@ -131,7 +131,7 @@ func (l *Log) load() error {
 	l.segs.Store(&segs)
 
 	if len(segs) == 0 {
-		s, err := createSegment(l.dir, 0, interval, l.cfg.Now(), l.files, useOrdinary)
+		s, err := createSegment(l.dir, 0, interval, l.cfg.Now(), l.files, useOrdinary, &l.gaps)
 		if err != nil {
 			return err
 		}
@@ -213,7 +213,7 @@ func (l *Log) openActiveClean(s *segment) error {
 	}
 	for pos < size {
 		h, err := headerAt(f, pos, size)
-		if err == nil && next >= 0 && h.baseOffset < next {
+		if err == nil && next >= 0 && (h.baseOffset < next || h.baseOffset != next && !s.allowGaps()) {
 			err = fmt.Errorf("batch at byte %d has base offset %d, want %d", pos, h.baseOffset, next)
 		}
 		if err == nil && expectLast >= 0 && h.lastOffset() != expectLast {
@@ -255,7 +255,7 @@ func (l *Log) recover(segs []*segment) error {
 		if err != nil {
 			return err
 		}
-		res, err := scanSegment(f, s.base, s.size.Load(), s.interval, true, func(h batchHeader) { l.epochs.observe(h) })
+		res, err := scanSegment(f, s.base, s.size.Load(), s.interval, true, s.allowGaps(), func(h batchHeader) { l.epochs.observe(h) })
 		if err != nil {
 			s.file.release()
 			return fmt.Errorf("log: recover segment %d: %w", s.base, err)
@@ -374,7 +374,7 @@ func (l *Log) loadProducers(names []string) error {
 			appendMs = min(appendMs, st.ModTime().UnixMilli())
 		}
 		tmp := map[int64]*producerEntry{}
-		_, err = scanSegment(f, s.base, s.size.Load(), s.interval, false, func(h batchHeader) {
+		_, err = scanSegment(f, s.base, s.size.Load(), s.interval, false, s.allowGaps(), func(h batchHeader) {
 			if h.baseOffset >= from && h.producerID >= 0 {
 				update(tmp, ps, h, appendMs)
 				ps.apply(tmp)

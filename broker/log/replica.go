@@ -1,11 +1,18 @@
 package log
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // AppendReplica appends batches a follower fetched from its leader: one or
 // more concatenated magic-2 batches that already carry their offsets. The
-// first base offset must equal EndOffset() and the batches must follow one
-// another without gaps, else ErrOffsetMismatch and nothing is written.
+// first base offset must not be below EndOffset() and each batch must start
+// after the previous one ends, else ErrOffsetMismatch and nothing is
+// written. A base offset above the expected one is a gap the leader's
+// cleaner left (as in Kafka, the follower's log end jumps to the batch), and
+// a batch may hold fewer records than offsets (the cleaner's rebuilt
+// batches); Append, which assigns offsets itself, accepts neither.
 // Offsets, leader epochs and timestamps are kept as given, so the bytes are
 // the leader's; the time index, the leader epoch cache and the producer
 // (idempotence) state are updated as Append would, except that no batch is
@@ -17,7 +24,7 @@ func (l *Log) AppendReplica(batches []byte) (AppendResult, error) {
 	if l.closed {
 		return AppendResult{}, ErrClosed
 	}
-	hs, err := validateBatches(batches, l.scratch[:0])
+	hs, err := validateBatches(batches, l.scratch[:0], true)
 	l.scratch = hs[:0]
 	if err != nil {
 		return AppendResult{}, err
@@ -29,12 +36,14 @@ func (l *Log) AppendReplica(batches []byte) (AppendResult, error) {
 	next := l.end.Load()
 	var maxTs int64 = -1
 	var records int64
+	gaps := false
 	for i := range hs {
 		h := &hs[i]
-		if h.baseOffset != next {
-			return AppendResult{}, fmt.Errorf("%w: batch %d has base offset %d, log end offset is %d",
+		if h.baseOffset < next {
+			return AppendResult{}, fmt.Errorf("%w: batch %d has base offset %d, below the expected %d",
 				ErrOffsetMismatch, i, h.baseOffset, next)
 		}
+		gaps = gaps || h.baseOffset > next || h.recordCount != h.lastOffsetDelta+1
 		if h.producerID >= 0 {
 			if overlay == nil {
 				overlay = map[int64]*producerEntry{}
@@ -44,6 +53,17 @@ func (l *Log) AppendReplica(batches []byte) (AppendResult, error) {
 		next = h.lastOffset() + 1
 		maxTs = max(maxTs, h.maxTimestamp)
 		records += int64(h.recordCount)
+	}
+	// An empty active segment takes the batches whatever the gap (it rolls
+	// only once it holds some): its index must still reach them.
+	if l.active.size.Load() == 0 && next-1-l.active.base > math.MaxUint32 {
+		return AppendResult{}, fmt.Errorf("%w: batches up to offset %d are too far past the empty active segment %d",
+			ErrOffsetMismatch, next-1, l.active.base)
+	}
+	if gaps {
+		if err := l.allowGapsFromNowOn(); err != nil {
+			return AppendResult{}, err
+		}
 	}
 	if err := l.commit(batches, hs, overlay, next, maxTs, records, now); err != nil {
 		return AppendResult{}, err

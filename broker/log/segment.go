@@ -47,6 +47,9 @@ type segment struct {
 	// file is the .log file, opened through the FileCache on use.
 	file    *fileHandle
 	deleted atomic.Bool
+	// gaps is the Log's: whether batches may start past the previous
+	// one's end (see allowGaps).
+	gaps *atomic.Bool
 
 	idxMu      sync.RWMutex
 	idxLoaded  bool
@@ -68,8 +71,14 @@ type segment struct {
 
 type span struct{ start, end int64 }
 
-func newSegmentStruct(dir string, base, interval int64, file *fileHandle) *segment {
-	s := &segment{dir: dir, base: base, interval: interval, next: base, file: file}
+// allowGaps says whether a batch may start past the end of the one before
+// it. Only after the cleaner ran or a follower took a compacted leader's
+// batches (both leave a cleaner-checkpoint file first); otherwise such a
+// base offset (which no CRC covers) is corruption.
+func (s *segment) allowGaps() bool { return s.gaps != nil && s.gaps.Load() }
+
+func newSegmentStruct(dir string, base, interval int64, file *fileHandle, gaps *atomic.Bool) *segment {
+	s := &segment{dir: dir, base: base, interval: interval, next: base, file: file, gaps: gaps}
 	s.refs.Store(1)
 	s.maxTs.Store(math.MinInt64)
 	return s
@@ -79,7 +88,7 @@ func newSegmentStruct(dir string, base, interval int64, file *fileHandle) *segme
 // index files are written when it is sealed). Only a roll (essential) may
 // use the cache's reserve when descriptors run out; a new partition fails
 // with ErrNoDescriptors.
-func createSegment(dir string, base, interval int64, now time.Time, files *FileCache, use fileUse) (*segment, error) {
+func createSegment(dir string, base, interval int64, now time.Time, files *FileCache, use fileUse, gaps *atomic.Bool) (*segment, error) {
 	path := segmentPath(dir, base, logSuffix)
 	var f *os.File
 	create := func() (err error) {
@@ -96,7 +105,7 @@ func createSegment(dir string, base, interval int64, now time.Time, files *FileC
 	if err != nil {
 		return nil, err
 	}
-	s := newSegmentStruct(dir, base, interval, files.newHandle(path, f))
+	s := newSegmentStruct(dir, base, interval, files.newHandle(path, f), gaps)
 	s.created = now
 	s.maxTs.Store(-1)
 	s.idxLoaded, s.idxTrusted = true, true
@@ -208,7 +217,7 @@ func (s *segment) rebuildLocked(why string) error {
 		return err
 	}
 	defer s.file.release()
-	res, err := scanSegment(f, s.base, s.size.Load(), s.interval, false, nil)
+	res, err := scanSegment(f, s.base, s.size.Load(), s.interval, false, s.allowGaps(), nil)
 	if err != nil {
 		return err
 	}
@@ -341,7 +350,7 @@ type scanResult struct {
 // checking every header (and every CRC if verify), that offsets increase from
 // base, and builds the index entries the appender would have written. It
 // stops at the first bad batch; only I/O errors are returned as errors.
-func scanSegment(f *os.File, base, limit, interval int64, verify bool, each func(batchHeader)) (scanResult, error) {
+func scanSegment(f *os.File, base, limit, interval int64, verify, gaps bool, each func(batchHeader)) (scanResult, error) {
 	res := scanResult{next: base, maxTs: -1}
 	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, limit), 1<<20)
 	var buf []byte
@@ -353,8 +362,8 @@ func scanSegment(f *os.File, base, limit, interval int64, verify bool, each func
 			return res, err
 		}
 		h, herr := checkHeader(hb, limit-pos)
-		if herr == nil && h.baseOffset < res.next { // gaps are normal after cleaning
-			herr = fmt.Errorf("base offset %d below expected %d", h.baseOffset, res.next)
+		if herr == nil && (h.baseOffset < res.next || !gaps && h.baseOffset != res.next) {
+			herr = fmt.Errorf("base offset %d where %d expected", h.baseOffset, res.next)
 		}
 		if herr == nil && h.baseOffset-base > math.MaxUint32-int64(h.lastOffsetDelta) {
 			herr = fmt.Errorf("offset %d too far from segment base %d", h.baseOffset, base)
@@ -438,8 +447,8 @@ func (s *segment) findIn(f *os.File, idx []offsetEntry, offset, limit int64) (po
 	}
 	for pos < limit {
 		h, err = headerAt(f, pos, limit)
-		if err == nil && expectBase >= 0 && h.baseOffset < expectBase {
-			err = fmt.Errorf("batch at byte %d has base offset %d, want at least %d", pos, h.baseOffset, expectBase)
+		if err == nil && expectBase >= 0 && (h.baseOffset < expectBase || h.baseOffset != expectBase && !s.allowGaps()) {
+			err = fmt.Errorf("batch at byte %d has base offset %d, want %d or, after cleaning, more", pos, h.baseOffset, expectBase)
 		}
 		if err == nil && expectLast >= 0 && h.lastOffset() != expectLast {
 			err = fmt.Errorf("batch at byte %d has last offset %d, want %d (index entry)", pos, h.lastOffset(), expectLast)
@@ -565,7 +574,7 @@ func (s *segment) verify(f *os.File, start, end, firstBase int64) (int64, error)
 			continue
 		}
 		h, err := headerAt(f, pos, end)
-		if err == nil && (next != math.MinInt64 && h.baseOffset < next) {
+		if err == nil && next != math.MinInt64 && (h.baseOffset < next || h.baseOffset != next && !s.allowGaps()) {
 			err = fmt.Errorf("base offset %d, expected %d", h.baseOffset, next)
 		}
 		if err == nil {

@@ -169,7 +169,7 @@ func (l *Log) replaceSegments(kept, dropped []*segment, offset int64, now time.T
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	ns, err := createSegment(l.dir, offset, int64(l.cfg.IndexIntervalBytes), now, l.files, useEssential)
+	ns, err := createSegment(l.dir, offset, int64(l.cfg.IndexIntervalBytes), now, l.files, useEssential, &l.gaps)
 	if err != nil {
 		return err
 	}
@@ -193,11 +193,12 @@ func (l *Log) cutSegment(s *segment, pos, offset, nowMs int64, replay func(int64
 		return err
 	}
 	defer s.file.release()
-	res, err := scanSegment(f, s.base, pos, s.interval, false, replay(appendTime(f, nowMs)))
+	res, err := scanSegment(f, s.base, pos, s.interval, false, s.allowGaps(), replay(appendTime(f, nowMs)))
 	if err != nil {
 		return err
 	}
-	if res.badErr != nil || res.validEnd != pos || res.next != offset {
+	// Below offset when it lies in a gap the cleaner left.
+	if res.badErr != nil || res.validEnd != pos || res.next > offset {
 		return fmt.Errorf("%w: segment %d: walk to byte %d ends at byte %d, offset %d (%v)",
 			ErrCorruption, s.base, pos, res.validEnd, res.next, res.badErr)
 	}
@@ -229,7 +230,7 @@ func (l *Log) scanKept(s *segment, limit, nowMs int64, replay func(int64) func(b
 		return err
 	}
 	defer s.file.release()
-	_, err = scanSegment(f, s.base, limit, s.interval, false, replay(appendTime(f, nowMs)))
+	_, err = scanSegment(f, s.base, limit, s.interval, false, s.allowGaps(), replay(appendTime(f, nowMs)))
 	return err
 }
 
@@ -254,9 +255,11 @@ func (l *Log) batchPosition(s *segment, offset int64) (int64, error) {
 			return 0, err
 		}
 		if !found {
-			return 0, fmt.Errorf("%w: offset %d not found in segment %d", ErrCorruption, offset, s.base)
+			// Every batch of s ends below offset: it lies in a gap the
+			// cleaner left at the segment's end; s stays whole.
+			return s.size.Load(), nil
 		}
-		if h.baseOffset < offset { // past it: offset is in a gap the cleaner left
+		if h.baseOffset < offset || h.baseOffset > offset && !s.allowGaps() { // past it: offset is in a gap the cleaner left
 			return 0, fmt.Errorf("%w: offset %d is inside the batch %d..%d", ErrNotBatchBoundary, offset, h.baseOffset, h.lastOffset())
 		}
 		return pos, nil

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/signal"
 	"syscall"
 
@@ -51,6 +53,9 @@ func runBroker(cmd *cobra.Command, o brokerOptions) error {
 	}
 	if err != nil {
 		return err
+	}
+	if cfg.Cleaner.StepHook, err = broker.ParseCleanerCrashPoint(os.Getenv(broker.CleanerCrashEnv)); err != nil {
+		return fmt.Errorf("%s: %w", broker.CleanerCrashEnv, err)
 	}
 
 	reg := prometheus.NewRegistry()

@@ -226,7 +226,9 @@ func (o *topicsOptions) runDescribe(ctx context.Context, out io.Writer) error {
 }
 
 // describeConfigs returns, per topic, the configs set on the topic itself
-// (not broker defaults), which is what kafka-topics.sh prints. A broker that
+// (not broker defaults), which is what kafka-topics.sh prints, and the
+// cleanup policy whatever its source (delete or compact says what the
+// topic is, a stream of events or a latest value per key). A broker that
 // does not implement DescribeConfigs gets empty configs rather than a failed
 // describe, since partitions and leaders are the main content.
 func describeConfigs(ctx context.Context, adm *kadm.Client, topics []string) (map[string][]kadm.Config, error) {
@@ -256,7 +258,7 @@ func describeConfigs(ctx context.Context, adm *kadm.Client, topics []string) (ma
 			return nil, fmt.Errorf("describe configs of %s: %w%s", rc.Name, rc.Err, errDetail(rc.ErrMessage))
 		}
 		for _, c := range rc.Configs {
-			if c.Source == kmsg.ConfigSourceDynamicTopicConfig {
+			if c.Source == kmsg.ConfigSourceDynamicTopicConfig || c.Key == "cleanup.policy" {
 				out[rc.Name] = append(out[rc.Name], c)
 			}
 		}

@@ -40,12 +40,19 @@ func TestTopicsLifecycle(t *testing.T) {
 	}
 
 	res = mustRun(t, "", "topics", "describe", "--bootstrap", bs, "--topic", "events")
-	want := "Topic: events\tPartitionCount: 3\tReplicationFactor: 1\tConfigs: \n" +
+	want := "Topic: events\tPartitionCount: 3\tReplicationFactor: 1\tConfigs: cleanup.policy=delete\n" +
 		"\tTopic: events\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\n" +
 		"\tTopic: events\tPartition: 1\tLeader: 1\tReplicas: 1\tIsr: 1\n" +
 		"\tTopic: events\tPartition: 2\tLeader: 1\tReplicas: 1\tIsr: 1\n"
 	if res.stdout != want {
 		t.Fatalf("describe printed\n%q\nwant\n%q", res.stdout, want)
+	}
+
+	// The cleanup policy is shown whatever its source.
+	mustRun(t, "", "topics", "create", "--bootstrap", bs, "--topic", "state", "--config", "cleanup.policy=compact")
+	res = mustRun(t, "", "topics", "describe", "--bootstrap", bs, "--topic", "state")
+	if !strings.HasPrefix(res.stdout, "Topic: state\tPartitionCount: 1\tReplicationFactor: 1\tConfigs: cleanup.policy=compact\n") {
+		t.Fatalf("describe of a compacted topic printed\n%q", res.stdout)
 	}
 
 	// Without --topic, describe covers every topic in name order.
@@ -68,7 +75,7 @@ func TestTopicsLifecycle(t *testing.T) {
 		t.Fatalf("delete printed %q", res.stdout)
 	}
 	res = mustRun(t, "", "topics", "list", "--bootstrap", bs)
-	if res.stdout != "clicks\n" {
+	if res.stdout != "clicks\nstate\n" {
 		t.Fatalf("list after delete printed %q", res.stdout)
 	}
 	res = runCLI(t, 30*time.Second, "", "topics", "describe", "--bootstrap", bs, "--topic", "events")
