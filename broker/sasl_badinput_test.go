@@ -176,19 +176,44 @@ func TestSASLBadInput(t *testing.T) {
 		}
 		stillServing(t)
 	})
-	t.Run("SaslHandshake v0 is not offered", func(t *testing.T) {
-		c := dialRaw(t, addr)
-		av := c.roundTrip(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse)
-		for _, k := range av.ApiKeys {
-			if k.ApiKey == int16(kmsg.SASLHandshake) && (k.MinVersion != 1 || k.MaxVersion != 1) {
-				t.Errorf("SaslHandshake advertised v%d-v%d, want v1 only", k.MinVersion, k.MaxVersion)
+	t.Run("SaslHandshake v0 and bare tokens", func(t *testing.T) {
+		v0 := func(mech kgosasl.Mechanism) *rawConn {
+			c := dialRaw(t, addr)
+			req := kmsg.NewPtrSASLHandshakeRequest()
+			req.SetVersion(0)
+			req.Mechanism = mech.Name()
+			if hs := c.roundTrip(req).(*kmsg.SASLHandshakeResponse); hs.ErrorCode != 0 {
+				t.Fatalf("handshake v0: code %d", hs.ErrorCode)
+			}
+			sess, msg, err := mech.Authenticate(ctx, addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for {
+				c.writeRaw(binary.BigEndian.AppendUint32(nil, uint32(len(msg))))
+				c.writeRaw(msg)
+				token, err := c.readFrame(10 * time.Second)
+				if err != nil {
+					return c // refused: closed without an answer
+				}
+				done, next, err := sess.Challenge(token)
+				if err != nil {
+					t.Fatalf("client refused the server's token: %v", err)
+				}
+				if done {
+					return c
+				}
+				msg = next
 			}
 		}
-		req := kmsg.NewPtrSASLHandshakeRequest()
-		req.SetVersion(0)
-		req.Mechanism = sasl.Plain
-		c.send(req)
-		c.expectClosed()
+		for _, m := range []kgosasl.Mechanism{mechanism(sasl.Plain, "pat", patSecret), mechanism(sasl.ScramSHA512, "alice", aliceSecret)} {
+			c := v0(m)
+			if md := c.roundTrip(metadataRequest()).(*kmsg.MetadataResponse); len(md.Brokers) != 1 {
+				t.Errorf("%s over v0: metadata %+v", m.Name(), md.Brokers)
+			}
+		}
+		v0(mechanism(sasl.ScramSHA256, "alice", "wrong")).expectClosed()
+		stillServing(t)
 	})
 	t.Run("SaslHandshake on a listener without SASL", func(t *testing.T) {
 		c := dialRaw(t, b.ListenerAddr("PLAINTEXT"))
