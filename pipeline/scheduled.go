@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -28,6 +29,11 @@ func (p *Pipeline) startScheduledLoader(ctx context.Context) (*part, error) {
 		"output.uri":          p.cfg.OutputURI(),
 		"audit.cluster":       AnalyticsCluster,
 		"audit.window.ms":     fmt.Sprint(p.cfg.AuditWindow.Milliseconds()),
+	}
+	if p.secure != nil {
+		// The loader's own user, its password read from its file.
+		maps.Copy(props, p.secure.clientProps("loader", clientsProtocol))
+		maps.Copy(props, p.secure.registryProps("loader"))
 	}
 	conf := filepath.Join(p.dir, "loader.properties")
 	if err := writeProperties(conf, props); err != nil {
@@ -66,5 +72,5 @@ func writeProperties(path string, props map[string]string) error {
 	if err := properties.Write(&b, props); err != nil {
 		return err
 	}
-	return os.WriteFile(path, b.Bytes(), 0o644)
+	return os.WriteFile(path, b.Bytes(), 0o600)
 }
