@@ -52,7 +52,7 @@ const (
 )
 
 // clientsProtocol is the protocol of the listener for clients.
-var clientsProtocol = security.SSL
+var clientsProtocol = security.SASLSSL
 
 // clientsMechanism names how clients authenticate on the clients listener.
 func clientsMechanism() string {

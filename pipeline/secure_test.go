@@ -113,6 +113,13 @@ func checkRefused(t *testing.T, ctx context.Context, p *Pipeline, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cc.SASL.Username == UserAdmin {
+		wrong := cc
+		wrong.SASL.Password += "x"
+		refused("admin with a wrong password", wrong.Opts()...)
+	} else {
+		t.Errorf("the admin connects without SASL (%s): the clients' listener is not SASL_SSL", cc.EffectiveProtocol())
+	}
 	cl, err := network.NewClient(cc)
 	if err != nil {
 		t.Fatal(err)
