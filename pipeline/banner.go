@@ -21,7 +21,11 @@ func (p *Pipeline) PrintBanner(w io.Writer) {
 		if c.ZooKeeper() != "" {
 			zk = "  zookeeper " + c.ZooKeeper()
 		}
-		fmt.Fprintf(w, "  cluster %-10s bootstrap %s%s\n", name, strings.Join(c.Bootstrap(), ","), zk)
+		proto := ""
+		if p.secure != nil {
+			proto = " (" + string(c.Listeners()[0].Protocol) + ")"
+		}
+		fmt.Fprintf(w, "  cluster %-10s bootstrap %s%s%s\n", name, strings.Join(c.Bootstrap(), ","), proto, zk)
 	}
 	fmt.Fprintf(w, "  schema registry    %s\n", p.RegistryURL())
 	if u := p.DashboardURL(); u != "" {
