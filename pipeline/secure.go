@@ -162,7 +162,7 @@ func newSecureSetup(cfg Config) (*secureSetup, error) {
 			return nil, fmt.Errorf("secure: %w", err)
 		}
 		fmt.Fprintf(&users, "%s: %s,%s\n", u, hash, httpRole(u))
-		if err := writeProperties(s.path(u+".properties"), s.clientProps(u, clientsProtocol)); err != nil {
+		if err := writeProperties(s.path(u+".properties"), "user "+u+"'s Kafka client security (--command-config)", s.clientProps(u, clientsProtocol)); err != nil {
 			return nil, fmt.Errorf("secure: %w", err)
 		}
 	}
