@@ -24,9 +24,23 @@
 // connection counted against max.connections, and a failure closes that
 // connection only (rate-limited warning, bad_requests_total{reason=
 // "tls_handshake"}). The principal is User:<certificate subject mapped by
-// ssl.principal.mapping.rules> or User:ANONYMOUS; SASL_* listeners are
-// marked by their Protocol so that the SASL server can require its
-// exchange before other requests, and set the principal after it.
+// ssl.principal.mapping.rules> or User:ANONYMOUS until a SASL login
+// replaces it with User:<name>.
+//
+// SASL (saslhandshake.go, saslauthenticate.go, saslconfig.go; the
+// mechanisms are broker/sasl's): on a SASL_* listener only ApiVersions and
+// SaslHandshake (v0–1; after v0 the tokens are bare frames) are served
+// before the login, then SaslAuthenticate (v0–2); anything else closes the
+// connection, as does a refused login (after SASL_AUTHENTICATION_FAILED),
+// an unsupported mechanism (after UNSUPPORTED_SASL_MECHANISM) or no login
+// within sasl.handshake.timeout.ms. The SASL state belongs to the
+// connection's serving goroutine; requests are handled in order, so the
+// gate sees them as the client sent them. With connections.max.reauth.ms a
+// session expires: re-authentication (same mechanism, same principal) is
+// served after expiry too, any other request closes the connection.
+// Failures are logged rate-limited per listener. zookeeper.set.acl with
+// zookeeper.digest.auth protects the broker's ZooKeeper nodes
+// (internal/coord/zkcoord), /config/users readable by the brokers only.
 //
 // The registration lists every listener's advertised endpoint and the
 // listener protocol map; Metadata and FindCoordinator answer with each
@@ -34,8 +48,9 @@
 // brokers without it. Replica fetchers connect to the leader's endpoint on
 // the inter-broker listener (inter.broker.listener.name or
 // security.inter.broker.protocol), over TLS with that listener's settings
-// when its protocol is SSL; SASL inter-broker credentials are a marked
-// seam in interBrokerClient. Under TLS, Fetch record bytes are copied
+// when its protocol is SSL, logged in with
+// sasl.mechanism.inter.broker.protocol and the broker's own credentials
+// (listener.name.<inter>.<mechanism>.sasl.jaas.config) when it is SASL. Under TLS, Fetch record bytes are copied
 // through the TLS writer, not sent with sendfile.
 //
 // # Group coordinator

@@ -52,21 +52,29 @@ func writeUsersFile(t testing.TB, path string, users ...string) {
 
 func newSASLBroker(t *testing.T, mutate func(*Config), opts ...Option) *saslBroker {
 	t.Helper()
-	f := newTLSFiles(t)
-	users := f.path("plain-users")
-	writeUsersFile(t, users, "pat", patSecret)
-	sc := sasl.Config{Mechanisms: []string{sasl.Plain, sasl.ScramSHA256, sasl.ScramSHA512}, PlainUsersFile: users}
-	b := newTestBroker(t, func(c *Config) {
-		c.Listeners = "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0"
-		c.TLS = f.serverTLS(security.ClientAuthNone)
-		c.SASL.Listeners = map[string]sasl.Config{"SASL_PLAINTEXT": sc, "SASL_SSL": sc}
-		if mutate != nil {
-			mutate(c)
-		}
-	}, opts...)
-	sb := &saslBroker{testBroker: b, files: f, usersFile: users}
+	sb := &saslBroker{files: newTLSFiles(t)}
+	cfg := sb.config(t)
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	sb.testBroker = startTestBroker(t, cfg, opts...)
 	sb.addScramUser(t, "alice", aliceSecret)
 	return sb
+}
+
+// config is the configuration of a saslBroker, writing its users file.
+func (b *saslBroker) config(t *testing.T) Config {
+	t.Helper()
+	b.usersFile = b.files.path("plain-users")
+	writeUsersFile(t, b.usersFile, "pat", patSecret)
+	sc := sasl.Config{Mechanisms: []string{sasl.Plain, sasl.ScramSHA256, sasl.ScramSHA512}, PlainUsersFile: b.usersFile}
+	return Config{
+		Listeners:              "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+		LogDirs:                []string{t.TempDir()},
+		RetentionCheckInterval: time.Hour,
+		TLS:                    b.files.serverTLS(security.ClientAuthNone),
+		SASL:                   SASLConfig{Listeners: map[string]sasl.Config{"SASL_PLAINTEXT": sc, "SASL_SSL": sc}},
+	}
 }
 
 // addScramUser gives user both SCRAM credentials through the broker's

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -40,6 +41,10 @@ func (b *Broker) handleSASLAuthenticate(_ context.Context, r *request) (reply, e
 	if err != nil {
 		st.session = nil
 		b.saslFailed(c, r, sess.Mechanism(), err)
+		if r.rawSASL {
+			c.closeAfterReply = true
+			return nil, nil
+		}
 		resp.ErrorCode = scramErrorCode(err).Code
 		msg := err.Error()
 		resp.ErrorMessage = &msg
@@ -47,9 +52,14 @@ func (b *Broker) handleSASLAuthenticate(_ context.Context, r *request) (reply, e
 		return kmsgReply{resp}, nil
 	}
 	resp.SASLAuthBytes = out
-	if !done {
-		return kmsgReply{resp}, nil
+	var rep reply = kmsgReply{resp}
+	if r.rawSASL {
+		rep = rawTokenReply(out)
 	}
+	if !done {
+		return rep, nil
+	}
+	c.rawSASL.Store(false)
 	st.session = nil
 	st.mechanism, st.principal = sess.Mechanism(), sess.Principal()
 	st.expires = time.Time{}
@@ -61,7 +71,19 @@ func (b *Broker) handleSASLAuthenticate(_ context.Context, r *request) (reply, e
 	if !st.done.Swap(true) && b.onPrincipal != nil {
 		b.onPrincipal(c.listener.name, st.principal)
 	}
-	return kmsgReply{resp}, nil
+	return rep, nil
+}
+
+// rawTokenReply is a SASL token after SaslHandshake v0: a size and the
+// token, without a response header.
+type rawTokenReply []byte
+
+func (t rawTokenReply) writeFrame(w *connWriter, _ *request) (int64, error) {
+	buf := binary.BigEndian.AppendUint32(w.scratch[:0], uint32(len(t)))
+	buf = append(buf, t...)
+	w.scratch = buf
+	n, err := w.conn.Write(buf)
+	return int64(n), err
 }
 
 // attemptedUser is the user a client's first SASL message names, for the

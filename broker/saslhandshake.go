@@ -144,6 +144,9 @@ func (b *Broker) handleSASLHandshake(_ context.Context, r *request) (reply, erro
 		return kmsgReply{resp}, nil
 	}
 	c.sasl.session, c.sasl.attempt = sess, ""
+	if r.version == 0 {
+		c.rawSASL.Store(true)
+	}
 	return kmsgReply{resp}, nil
 }
 

@@ -53,9 +53,10 @@ var apiTable = map[int16]apiSpec{
 	int16(kmsg.DescribeGroups):  {0, 5},
 	int16(kmsg.DeleteGroups):    {0, 2},
 	int16(kmsg.OffsetDelete):    {0, 0},
-	// SASL on SASL_* listeners (saslhandshake.go); SaslHandshake v0, raw
-	// tokens after it, is not offered.
-	int16(kmsg.SASLHandshake):    {1, 1},
+	// SASL on SASL_* listeners (saslhandshake.go). After SaslHandshake
+	// v0 the SASL tokens come as bare frames (librdkafka only uses v1,
+	// but will not speak SASL to a broker that does not advertise v0).
+	int16(kmsg.SASLHandshake):    {0, 1},
 	int16(kmsg.SASLAuthenticate): {0, 2},
 	// SCRAM credentials in /config/users (broker/sasl).
 	int16(kmsg.DescribeUserSCRAMCredentials): {0, 0},
@@ -133,6 +134,9 @@ type request struct {
 	unsupportedVersion bool
 	frameSize          int
 	conn               *connection
+	// rawSASL marks a SASL token sent without Kafka framing after
+	// SaslHandshake v0; msg is then a SASLAuthenticateRequest v0.
+	rawSASL bool
 }
 
 // connection is an accepted client connection and what the handlers know
@@ -146,6 +150,11 @@ type connection struct {
 	// closeAfterReply, set by a handler, closes the connection once its
 	// response is written (a refused login).
 	closeAfterReply bool
+	// rawSASL, set between SaslHandshake v0 and the end of its login,
+	// makes the reader take each frame as a bare SASL token. The handler
+	// sets it before writing the handshake's response, and the client
+	// sends its token only after reading that.
+	rawSASL atomic.Bool
 }
 
 // Principal is the connection's Kafka principal: User:<name> once
@@ -422,6 +431,13 @@ func (b *Broker) readRequests(c *connection, reqs chan<- *request, log *slog.Log
 			return
 		}
 		act.touch()
+		if c.rawSASL.Load() {
+			auth := kmsg.NewPtrSASLAuthenticateRequest()
+			auth.SASLAuthBytes = frame
+			act.inFlight.Add(1)
+			reqs <- &request{key: int16(kmsg.SASLAuthenticate), msg: auth, frameSize: len(frame) + 4, conn: c, rawSASL: true}
+			continue
+		}
 		r, err := b.decodeRequest(frame)
 		if err != nil {
 			if errors.Is(err, ErrUnsupportedRequest) {

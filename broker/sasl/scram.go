@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -165,22 +166,29 @@ func (s StaticScramCredentials) Lookup(user, mechanism string) (ScramCredential,
 }
 
 // scramSession is one SCRAM exchange: client-first, server-first,
-// client-final, server-final. The crypto and the client-final checks are
-// github.com/xdg-go/scram's server conversation; the client-first message
-// is parsed here first for Kafka's extensions.
+// client-final, server-final. The server-first message is
+// github.com/xdg-go/scram's server conversation's, after the client-first
+// message is parsed here for Kafka's extensions; the client-final message
+// is checked here, as Kafka checks it (see final).
 type scramSession struct {
 	mech     ScramMechanism
 	creds    ScramCredentials
 	secret   []byte // for the decoy salts of unknown users
 	lifetime time.Duration
 
-	conv      *scram.ServerConversation
-	user      string
-	decoy     bool
-	reason    string
-	step      int
-	principal string
-	finished  bool
+	conv *scram.ServerConversation
+	// cred, clientFirstBare, serverFirst and serverNonce are what the
+	// client-final message is checked against.
+	cred            ScramCredential
+	clientFirstBare string
+	serverFirst     string
+	serverNonce     string
+	user            string
+	decoy           bool
+	reason          string
+	step            int
+	principal       string
+	finished        bool
 }
 
 func (s *scramSession) Mechanism() string { return s.mech.Name }
@@ -253,32 +261,57 @@ func (s *scramSession) first(msg []byte) ([]byte, bool, error) {
 	if err != nil {
 		return s.fail("client-first message: " + err.Error())
 	}
+	s.cred, s.serverFirst = cred, out
+	// The bare message follows the GS2 header "n,[a=authzid],".
+	if i := strings.Index(string(msg), ","); i >= 0 {
+		if j := strings.Index(string(msg[i+1:]), ","); j >= 0 {
+			s.clientFirstBare = string(msg[i+1+j+1:])
+		}
+	}
+	nonce, _, _ := strings.Cut(strings.TrimPrefix(out, "r="), ",")
+	s.serverNonce = nonce
 	return []byte(out), false, nil
 }
 
+// final checks the client-final message as Kafka's ScramSaslServer does,
+// which is laxer than RFC 5802 in one way clients depend on: the nonce
+// must end with the server's nonce, not equal it (librdkafka sends its own
+// nonce followed by the server's whole one). The proof is checked over the
+// messages as sent.
 func (s *scramSession) final(msg []byte) ([]byte, bool, error) {
 	s.finished = true
-	if _, err := ParseClientFinal(msg); err != nil {
+	cf, err := ParseClientFinal(msg)
+	if err != nil {
 		return s.fail("malformed client-final message: " + err.Error())
 	}
-	out, err := s.conv.Step(string(msg))
-	if err != nil || !s.conv.Valid() {
+	if s.serverNonce == "" || !strings.HasSuffix(cf.Nonce, s.serverNonce) {
+		return s.fail("client-final message: nonce received did not match nonce sent")
+	}
+	// No channel binding is offered: the GS2 header must say "n".
+	if cb, err := base64.StdEncoding.DecodeString(cf.ChannelBinding); err != nil || !strings.HasPrefix(string(cb), "n,") {
+		return s.fail("client-final message: channel binding is not the GS2 header of a client without one")
+	}
+	withoutProof := string(msg[:strings.LastIndex(string(msg), ",p=")])
+	authMessage := []byte(s.clientFirstBare + "," + s.serverFirst + "," + withoutProof)
+	proof, err := base64.StdEncoding.DecodeString(cf.Proof)
+	if err != nil || len(proof) != s.mech.hash().Size() || len(s.cred.StoredKey) != len(proof) {
+		return s.fail("malformed client-final message: proof")
+	}
+	signature := s.mech.hmac(s.cred.StoredKey, authMessage)
+	clientKey := make([]byte, len(proof))
+	for i := range proof {
+		clientKey[i] = proof[i] ^ signature[i]
+	}
+	h := s.mech.hash()
+	h.Write(clientKey)
+	if !hmac.Equal(h.Sum(nil), s.cred.StoredKey) || s.decoy {
 		if s.decoy {
 			return s.fail(s.reason)
 		}
-		if err != nil && strings.Contains(err.Error(), "proof invalid") {
-			return s.fail(invalidCredentials)
-		}
-		if err == nil {
-			err = errors.New("conversation not valid")
-		}
-		return s.fail("client-final message: " + err.Error())
-	}
-	if s.decoy { // cannot happen: no proof matches random keys
-		return s.fail(s.reason)
+		return s.fail(invalidCredentials)
 	}
 	s.principal = UserPrincipal(s.user)
-	return []byte(out), true, nil
+	return []byte("v=" + base64.StdEncoding.EncodeToString(s.mech.hmac(s.cred.ServerKey, authMessage))), true, nil
 }
 
 // decoyCredential is the credential an unknown user appears to have: a salt
