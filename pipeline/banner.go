@@ -50,7 +50,7 @@ func (p *Pipeline) printSecure(w io.Writer) {
 	s := p.secure
 	fmt.Fprintf(w, "  secured            files in %s (CA ca.pem; <user>.password mode 0600; <user>.properties)\n", s.dir)
 	fmt.Fprintf(w, "    kafka clients    %s %s to every cluster, users %s\n",
-		clientsProtocol, clientsMechanism(), strings.Join(p.cfg.secureUsers(), ", "))
+		clientsProtocol, SecureMechanism, strings.Join(p.cfg.secureUsers(), ", "))
 	fmt.Fprintf(w, "    mirror target    %s %s: SSL with the mirror's client certificate (mirror.pem)\n",
 		AnalyticsCluster, strings.Join(p.clusters[AnalyticsCluster].BootstrapOn(listenerMirror), ","))
 	fmt.Fprintf(w, "    between brokers  listener %s: SSL, the brokers' certificates both ways\n", listenerInternal)

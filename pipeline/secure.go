@@ -52,15 +52,7 @@ const (
 )
 
 // clientsProtocol is the protocol of the listener for clients.
-var clientsProtocol = security.SASLSSL
-
-// clientsMechanism names how clients authenticate on the clients listener.
-func clientsMechanism() string {
-	if clientsProtocol.SASL() {
-		return SecureMechanism
-	}
-	return "client certificates (<user>.pem)"
-}
+const clientsProtocol = security.SASLSSL
 
 // The HTTP roles of the users file, and what each may do.
 var httpGrants = map[string]network.Permission{
@@ -271,11 +263,7 @@ func (s *secureSetup) clusterConfig(dc *devcluster.Config, name string) {
 		KeystoreType: security.StorePEM, KeystoreLocation: s.brokerPEM[name],
 		TruststoreType: security.StorePEM, TruststoreLocation: s.ca,
 	}
-	clients := devcluster.Listener{Name: listenerClients, Protocol: clientsProtocol}
-	if !clientsProtocol.SASL() {
-		clients.ClientAuth = security.ClientAuthRequired
-	}
-	dc.Listeners = []devcluster.Listener{clients}
+	dc.Listeners = []devcluster.Listener{{Name: listenerClients, Protocol: clientsProtocol}}
 	if name == AnalyticsCluster {
 		dc.Listeners = append(dc.Listeners, devcluster.Listener{Name: listenerMirror, Protocol: security.SSL, ClientAuth: security.ClientAuthRequired})
 	}
