@@ -20,7 +20,7 @@ TEST_FLAGS ?=
 BENCH_RECORDS ?= 2000000
 BENCH_RUNS    ?= 3
 
-.PHONY: all build test test-unit deps fmt vet bench bench-vs-kafka bench-vs-mm2 demo soak clean fuzz-broker
+.PHONY: all build test test-unit deps fmt vet bench bench-vs-kafka bench-vs-mm2 demo demo-secure soak clean fuzz-broker
 
 all: build
 
@@ -90,6 +90,13 @@ fuzz-broker:
 DEMO_DURATION ?= 90s
 demo: build
 	DEMO_DURATION=$(DEMO_DURATION) bash scripts/demo.sh
+
+# demo-secure is demo with every part secured (pipeline demo --secure):
+# SASL_SSL with generated SCRAM users to every cluster, the mirror's target
+# over SSL with a client certificate, SSL between brokers, the registry and
+# dashboard over HTTPS with basic authentication; the same proof.
+demo-secure: build
+	DEMO_DURATION=$(DEMO_DURATION) DEMO_SECURE=1 bash scripts/demo.sh
 
 # soak runs the pipeline on real ZooKeeper and HDFS (started here, as for
 # make test) for SOAK_DURATION at SOAK_RATE records/s per datacenter,

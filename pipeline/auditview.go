@@ -8,6 +8,7 @@ import (
 
 	"github.com/tributary/tributary/audit"
 	"github.com/tributary/tributary/audit/service"
+	"github.com/tributary/tributary/internal/network"
 )
 
 // WindowReport is one audit window of the page-view topic as the audit
@@ -41,7 +42,15 @@ func (w WindowReport) Complete() bool {
 func (p *Pipeline) startAudit(ctx context.Context) (*part, error) {
 	var clusters []service.Cluster
 	for _, name := range p.cfg.clusters() {
-		clusters = append(clusters, service.Cluster{Name: name, Brokers: p.clusters[name].Bootstrap()})
+		cc, err := p.clientConfig(name, "audit")
+		if err != nil {
+			return nil, err
+		}
+		clusters = append(clusters, service.Cluster{Name: name, Brokers: cc.Brokers, Security: cc.Security()})
+	}
+	var httpSec *network.HTTPSecurity
+	if p.secure != nil {
+		httpSec = p.secure.dashboard
 	}
 	listen := p.cfg.DashboardAddr
 	p.mu.Lock()
@@ -53,6 +62,7 @@ func (p *Pipeline) startAudit(ctx context.Context) (*part, error) {
 		Clusters:         clusters,
 		Dir:              filepath.Join(p.dir, "audit"),
 		Listen:           listen,
+		Security:         httpSec,
 		PartitionRefresh: 2 * time.Second,
 		Logger:           p.logger.With("part", "audit"),
 	})
@@ -72,7 +82,7 @@ func (p *Pipeline) startAudit(ctx context.Context) (*part, error) {
 		p.mu.Unlock()
 		return err
 	})
-	pt.info = "http://" + svc.Addr() + "/"
+	pt.info = httpSec.Scheme() + "://" + svc.Addr() + "/"
 	return pt, nil
 }
 

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 )
 
@@ -20,7 +21,11 @@ func (p *Pipeline) PrintBanner(w io.Writer) {
 		if c.ZooKeeper() != "" {
 			zk = "  zookeeper " + c.ZooKeeper()
 		}
-		fmt.Fprintf(w, "  cluster %-10s bootstrap %s%s\n", name, strings.Join(c.Bootstrap(), ","), zk)
+		proto := ""
+		if p.secure != nil {
+			proto = " (" + string(c.Listeners()[0].Protocol) + ")"
+		}
+		fmt.Fprintf(w, "  cluster %-10s bootstrap %s%s%s\n", name, strings.Join(c.Bootstrap(), ","), proto, zk)
 	}
 	fmt.Fprintf(w, "  schema registry    %s\n", p.RegistryURL())
 	if u := p.DashboardURL(); u != "" {
@@ -35,4 +40,21 @@ func (p *Pipeline) PrintBanner(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  loader             %s -> %s (%s)\n", AnalyticsCluster, p.cfg.OutputURI(), mode)
 	fmt.Fprintf(w, "  audit              window %v, topic __audit on %s\n", p.cfg.AuditWindow, AnalyticsCluster)
+	if p.secure != nil {
+		p.printSecure(w)
+	}
+}
+
+// printSecure says what is secured and where the generated files are.
+func (p *Pipeline) printSecure(w io.Writer) {
+	s := p.secure
+	fmt.Fprintf(w, "  secured            files in %s (CA ca.pem; <user>.password mode 0600; <user>.properties)\n", s.dir)
+	fmt.Fprintf(w, "    kafka clients    %s %s to every cluster, users %s\n",
+		clientsProtocol, SecureMechanism, strings.Join(p.cfg.secureUsers(), ", "))
+	fmt.Fprintf(w, "    mirror target    %s %s: SSL with the mirror's client certificate (mirror.pem)\n",
+		AnalyticsCluster, strings.Join(p.clusters[AnalyticsCluster].BootstrapOn(listenerMirror), ","))
+	fmt.Fprintf(w, "    between brokers  listener %s: SSL, the brokers' certificates both ways\n", listenerInternal)
+	fmt.Fprintf(w, "    http             registry and dashboard over HTTPS, basic authentication (%s, bcrypt)\n", filepath.Base(s.usersFile))
+	fmt.Fprintf(w, "    try              tributary consume --bootstrap %s --command-config %s --topic %s\n",
+		p.clusters[AnalyticsCluster].Bootstrap()[0], s.path(UserAdmin+".properties"), p.cfg.Topic)
 }

@@ -96,6 +96,11 @@ type Config struct {
 	// scheduler (a `tributary loader run` child process every
 	// LoadInterval) instead of in-process and continuously.
 	LoaderScheduled bool
+	// Secure runs every part over TLS with generated certificates, and
+	// authenticated: SASL_SSL (SCRAM) to every cluster, the mirror's target
+	// over mutual TLS, the registry and the audit dashboard over HTTPS with
+	// basic authentication. The files are under <Dir>/secure (secure.go).
+	Secure bool
 	// Logger receives every part's logs; nil discards.
 	Logger *slog.Logger
 }
@@ -164,7 +169,7 @@ func (c Config) Validate() error {
 		return bad("brokers %d: want 1 to 16", c.Brokers)
 	case c.Partitions < 1:
 		return bad("partitions %d: must be >= 1", c.Partitions)
-	case c.Port < 0 || c.Port+100*len(c.Datacenters)+c.Brokers > 65535:
+	case c.Port < 0 || c.Port+100*len(c.Datacenters)+3*c.Brokers > 65535:
 		return bad("port %d: the ports of every cluster must be valid", c.Port)
 	case c.AuditWindow < time.Second || c.AuditWindow%time.Millisecond != 0:
 		return bad("audit window %v: want at least 1s, whole milliseconds", c.AuditWindow)

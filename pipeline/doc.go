@@ -27,9 +27,25 @@
 //	<Dir>/<cluster>/broker-<id>/   broker data of dc1, dc2, analytics
 //	<Dir>/audit/audit.db           the audit service's store
 //	<Dir>/loader.properties        the scheduled loader job's configuration
+//	<Dir>/secure/                  with Config.Secure: the generated CA, certificates,
+//	                               passwords (mode 0600) and client properties (secure.go)
 //	<Dir>/data/                    loaded files (without HDFS), the loader's layout
 //	                               (package jobs/hours), compacted hours in Parquet:
 //	    <topic>/<yyyy>/<MM>/<dd>/<HH>/<topic>+<partition>+<first>+<last>+s<schemaID>.avro
+//
+// # Secured
+//
+// With Config.Secure every connection is TLS and every client
+// authenticates with its own user: SASL_SSL (SCRAM-SHA-512) from the
+// producers, the mirror's sources, the loader, the audit service and the
+// topic set-up (user admin); SSL with the mirror's client certificate on
+// analytics' SSL listener (ssl.client.auth=required); SSL with the brokers'
+// certificates on every cluster's INTERNAL inter-broker listener; HTTPS with
+// basic authentication for the registry and the dashboard. Start generates
+// the files (package internal/pki) and writes the SCRAM credentials into each
+// cluster's coordination service before its brokers start; Kafka clients read
+// their passwords through ${file:...} references, never from a file that
+// holds anything else.
 //
 // # The proof
 //

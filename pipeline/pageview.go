@@ -22,6 +22,9 @@ const DefaultTopic = pageview.Topic
 type ProducerConfig struct {
 	// Brokers are the datacenter cluster's bootstrap addresses. Required.
 	Brokers []string
+	// Security secures the connections to Brokers; the zero value is
+	// PLAINTEXT.
+	Security client.Security
 	// RegistryURL is the schema registry. Required.
 	RegistryURL string
 	// Registry holds the registry client's credentials and TLS (see
@@ -119,7 +122,7 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	if cfg.Audit.Instance == "" {
 		cfg.Audit.Instance = cfg.Producer
 	}
-	p, err := client.NewProducer(client.ProducerConfig{Brokers: cfg.Brokers, ClientID: cfg.Producer, Logger: logger, Audit: cfg.Audit})
+	p, err := client.NewProducer(client.ProducerConfig{Brokers: cfg.Brokers, Security: cfg.Security, ClientID: cfg.Producer, Logger: logger, Audit: cfg.Audit})
 	if err != nil {
 		return nil, err
 	}

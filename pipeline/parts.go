@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/tributary/tributary/internal/network"
+	"github.com/tributary/tributary/internal/security"
 	"github.com/tributary/tributary/mirror"
 
 	"github.com/tributary/tributary/loader"
@@ -16,10 +18,16 @@ func (p *Pipeline) startLoader(ctx context.Context) (*part, error) {
 	if p.cfg.LoaderScheduled {
 		return p.startScheduledLoader(ctx)
 	}
+	cc, err := p.clientConfig(AnalyticsCluster, "loader")
+	if err != nil {
+		return nil, err
+	}
 	l, err := loader.New(ctx, loader.Config{
 		Name:           LoaderJob,
-		Brokers:        p.clusters[AnalyticsCluster].Bootstrap(),
+		Brokers:        cc.Brokers,
+		Security:       cc.Security(),
 		RegistryURL:    p.RegistryURL(),
+		Registry:       p.registryClient("loader"),
 		Topics:         regexp.QuoteMeta(p.cfg.Topic),
 		OutputURI:      p.cfg.OutputURI(),
 		HDFS:           p.cfg.HDFSOptions,
@@ -51,13 +59,21 @@ func (p *Pipeline) startLoader(ctx context.Context) (*part, error) {
 func (p *Pipeline) startMirror(ctx context.Context) (*part, error) {
 	var sources []mirror.SourceConfig
 	for _, dc := range p.cfg.Datacenters {
-		c := p.clusters[dc]
-		sources = append(sources, mirror.SourceConfig{Name: dc, Brokers: c.Bootstrap(), Coordinator: c.Connector()})
+		cc, err := p.clientConfig(dc, "mirror")
+		if err != nil {
+			return nil, err
+		}
+		sources = append(sources, mirror.SourceConfig{Name: dc, Brokers: cc.Brokers, Security: cc.Security(), Coordinator: p.clusters[dc].Connector()})
+	}
+	target, err := p.mirrorTarget()
+	if err != nil {
+		return nil, err
 	}
 	mc := mirror.Config{
 		Sources:              sources,
 		TargetName:           AnalyticsCluster,
-		TargetBrokers:        p.clusters[AnalyticsCluster].Bootstrap(),
+		TargetBrokers:        target.Brokers,
+		TargetSecurity:       target.Security(),
 		Topics:               regexp.QuoteMeta(p.cfg.Topic),
 		GroupID:              "pipeline-mirror",
 		TopicRefreshInterval: 2 * time.Second,
@@ -77,6 +93,18 @@ func (p *Pipeline) startMirror(ctx context.Context) (*part, error) {
 		return nil, err
 	}
 	return p.runPart("mirror", m.Run), nil
+}
+
+// mirrorTarget is how the mirror reaches analytics: secured, on its SSL
+// listener with the mirror's client certificate (the issue's "SASL_SSL
+// sources, an SSL target").
+func (p *Pipeline) mirrorTarget() (network.ClientConfig, error) {
+	if p.secure == nil {
+		return p.clientConfig(AnalyticsCluster, "mirror")
+	}
+	cc := network.ClientConfig{Brokers: p.clusters[AnalyticsCluster].BootstrapOn(listenerMirror)}
+	sec, err := p.secure.clientSecurity("mirror", security.SSL)
+	return cc.Secured(sec), err
 }
 
 // DashboardURL returns the audit dashboard's URL, "" while it does not run.

@@ -17,6 +17,7 @@ import (
 	"github.com/tributary/tributary/audit/service"
 	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/client"
+	"github.com/tributary/tributary/client/serde"
 	"github.com/tributary/tributary/internal/devcluster"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/network"
@@ -40,6 +41,7 @@ type Pipeline struct {
 	lifeCancel context.CancelFunc
 
 	clusters map[string]*devcluster.Cluster
+	secure   *secureSetup // nil unless Config.Secure
 	fsys     filesys.FS
 	base     string
 
@@ -96,6 +98,11 @@ func Start(ctx context.Context, cfg Config) (_ *Pipeline, err error) {
 			err = errors.Join(err, p.Close())
 		}
 	}()
+	if cfg.Secure {
+		if p.secure, err = newSecureSetup(cfg); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.startClusters(ctx); err != nil {
 		return nil, err
 	}
@@ -148,6 +155,9 @@ func (p *Pipeline) startClusters(ctx context.Context) error {
 		if name == AnalyticsCluster {
 			dc.Registry = p.cfg.RegistryAddr
 		}
+		if p.secure != nil {
+			p.secure.clusterConfig(&dc, name)
+		}
 		c, err := devcluster.Start(p.life, dc)
 		if err != nil {
 			return fmt.Errorf("cluster %s: %w", name, err)
@@ -163,15 +173,19 @@ func (p *Pipeline) startClusters(ctx context.Context) error {
 func (p *Pipeline) createTopics(ctx context.Context) error {
 	for _, name := range p.cfg.clusters() {
 		topics := map[string]int32{p.cfg.Topic: p.cfg.Partitions, audit.DefaultTopic: 1}
-		if err := ensureTopics(ctx, p.clusters[name].Bootstrap(), topics); err != nil {
+		cc, err := p.clientConfig(name, UserAdmin)
+		if err != nil {
+			return err
+		}
+		if err := ensureTopics(ctx, cc, topics); err != nil {
 			return fmt.Errorf("cluster %s: %w", name, err)
 		}
 	}
 	return nil
 }
 
-func ensureTopics(ctx context.Context, bootstrap []string, topics map[string]int32) error {
-	cl, err := network.NewClient(network.ClientConfig{Brokers: bootstrap})
+func ensureTopics(ctx context.Context, cc network.ClientConfig, topics map[string]int32) error {
+	cl, err := network.NewClient(cc)
 	if err != nil {
 		return err
 	}
@@ -229,8 +243,13 @@ func ensureTopics(ctx context.Context, bootstrap []string, topics map[string]int
 // as LinkedIn's pipeline did.
 func (p *Pipeline) startProducer(ctx context.Context, dc string) error {
 	id := pageview.NewProducerID(dc)
+	cc, err := p.clientConfig(dc, producerUser(dc))
+	if err != nil {
+		return err
+	}
 	prod, err := NewProducer(ProducerConfig{
-		Brokers: p.clusters[dc].Bootstrap(), RegistryURL: p.RegistryURL(), Datacenter: dc, Producer: id,
+		Brokers: cc.Brokers, Security: cc.Security(), RegistryURL: p.RegistryURL(), Registry: p.registryClient(producerUser(dc)),
+		Datacenter: dc, Producer: id,
 		Topic: p.cfg.Topic, Rate: p.cfg.Rate, Logger: p.logger.With("producer", id),
 		Audit: client.ProducerAudit{Cluster: dc, Instance: id, Window: p.cfg.AuditWindow, Interval: p.cfg.AuditInterval},
 	})
@@ -281,6 +300,26 @@ func (p *Pipeline) ProducerStats() []ProducerStats {
 		out = append(out, r.p.Stats())
 	}
 	return out
+}
+
+// clientConfig is how user reaches cluster: its bootstrap servers on the
+// listener for clients and, secured, the user's credentials.
+func (p *Pipeline) clientConfig(cluster, user string) (network.ClientConfig, error) {
+	cc := network.ClientConfig{Brokers: p.clusters[cluster].Bootstrap()}
+	if p.secure == nil {
+		return cc, nil
+	}
+	sec, err := p.secure.clientSecurity(user, clientsProtocol)
+	return cc.Secured(sec), err
+}
+
+// registryClient is user's schema registry credentials and trust (none
+// unsecured); the URL is the caller's.
+func (p *Pipeline) registryClient(user string) serde.ClientConfig {
+	if p.secure == nil {
+		return serde.ClientConfig{}
+	}
+	return p.secure.registryClient(user)
 }
 
 // Cluster returns a cluster by name (dc1, dc2, analytics), nil if unknown.

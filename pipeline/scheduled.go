@@ -31,8 +31,13 @@ func (p *Pipeline) startScheduledLoader(ctx context.Context) (*part, error) {
 		"audit.window.ms":     fmt.Sprint(p.cfg.AuditWindow.Milliseconds()),
 	}
 	maps.Copy(props, p.cfg.HDFSOptions.Properties())
+	if p.secure != nil {
+		// The loader's own user, its password read from its file.
+		maps.Copy(props, p.secure.clientProps("loader", clientsProtocol))
+		maps.Copy(props, p.secure.registryProps("loader"))
+	}
 	conf := filepath.Join(p.dir, "loader.properties")
-	if err := writeProperties(conf, props); err != nil {
+	if err := writeProperties(conf, "the scheduled loader job's configuration", props); err != nil {
 		return nil, err
 	}
 	spec := jobs.Spec{
@@ -59,14 +64,14 @@ func (p *Pipeline) startScheduledLoader(ctx context.Context) (*part, error) {
 	return p.runPart("loader", s.Run), nil
 }
 
-// writeProperties writes the loader's configuration file, escaped so that
-// the loader reads back exactly props (a QuoteMeta'd topic keeps its
-// backslashes).
-func writeProperties(path string, props map[string]string) error {
+// writeProperties writes a properties file (mode 0600) headed by the
+// comment what, escaped so that a reader gets back exactly props (a
+// QuoteMeta'd topic keeps its backslashes).
+func writeProperties(path, what string, props map[string]string) error {
 	var b bytes.Buffer
-	b.WriteString("# Written by tributary pipeline: the scheduled loader job's configuration.\n")
+	b.WriteString("# Written by tributary pipeline: " + what + ".\n")
 	if err := properties.Write(&b, props); err != nil {
 		return err
 	}
-	return os.WriteFile(path, b.Bytes(), 0o644)
+	return os.WriteFile(path, b.Bytes(), 0o600)
 }

@@ -11,13 +11,19 @@
 # closed audit window is complete.
 #
 # DEMO_DURATION (default 90s) is how long the producers run; DEMO_RATE
-# (default 50) their page views per second, per datacenter.
+# (default 50) their page views per second, per datacenter. DEMO_SECURE=1
+# (make demo-secure) secures every part (pipeline demo --secure): generated
+# certificates and users, SASL_SSL, mutual TLS, HTTPS with basic auth.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 bin=${TRIBUTARY_BIN:-bin/tributary}
 duration=${DEMO_DURATION:-90s}
 rate=${DEMO_RATE:-50}
+secure=()
+if [ "${DEMO_SECURE:-0}" = 1 ]; then
+	secure=(--secure)
+fi
 
 if [ ! -x "$bin" ]; then
 	echo "demo: $bin not found; run 'make demo' (it builds first)" >&2
@@ -40,4 +46,4 @@ trap cleanup EXIT
 # watches; the binary itself is the scheduled loader job's executable.
 "$bin" pipeline demo --dir "$work" --duration "$duration" --rate "$rate" \
 	--audit-window 10s --load-interval 5s --loader scheduled \
-	--log-level warn --log-file "$work/pipeline.log"
+	--log-level warn --log-file "$work/pipeline.log" ${secure[@]+"${secure[@]}"}

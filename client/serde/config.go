@@ -29,7 +29,8 @@ func prefixed(prefix string, keys []string) []string {
 //
 //	schema.registry.url                    the registry's base URL
 //	basic.auth.credentials.source          USER_INFO (default) or URL (user:password@ in the URL)
-//	basic.auth.user.info                   user:password (Java's schema.registry.basic.auth.user.info too)
+//	basic.auth.user.info                   user:password (Java's schema.registry.basic.auth.user.info too);
+//	                                       ${env:NAME} and ${file:PATH[:KEY]} references are expanded
 //	schema.registry.ssl.truststore.*       trust for an https URL (default: the system roots)
 //	schema.registry.ssl.keystore.*, schema.registry.ssl.key.password   a client certificate
 //
@@ -51,6 +52,11 @@ func ClientConfigFromProperties(p *properties.Props, prefix string) ClientConfig
 	switch src := strings.ToUpper(p.String(srcKey)); src {
 	case "", "USER_INFO":
 		if info != "" {
+			if v, err := security.ExpandSecrets(info); err != nil {
+				p.Reject(prefix+"basic.auth.user.info", err)
+			} else {
+				info = v
+			}
 			user, pass, ok := strings.Cut(info, ":")
 			if !ok || user == "" {
 				p.Reject(prefix+"basic.auth.user.info", errors.New("want user:password"))

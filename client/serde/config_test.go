@@ -1,6 +1,8 @@
 package serde_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,6 +11,10 @@ import (
 )
 
 func TestClientConfigFromProperties(t *testing.T) {
+	pwFile := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pwFile, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		props            map[string]string
 		url, user, pass  string
@@ -21,6 +27,9 @@ func TestClientConfigFromProperties(t *testing.T) {
 			url: "https://r:8081", user: "bob", pass: "pw"},
 		{props: map[string]string{"schema.registry.url": "https://carol:pw@r:8081", "basic.auth.credentials.source": "url"},
 			url: "https://r:8081", user: "carol", pass: "pw"},
+		{props: map[string]string{"schema.registry.url": "https://r", "basic.auth.user.info": "dave:${file:" + pwFile + "}"},
+			url: "https://r", user: "dave", pass: "from-file"},
+		{props: map[string]string{"basic.auth.user.info": "dave:${file:/nonexistent/pw}"}, fail: "basic.auth.user.info"},
 		{props: map[string]string{"basic.auth.credentials.source": "SASL_INHERIT"}, fail: "basic.auth.credentials.source"},
 		{props: map[string]string{"basic.auth.credentials.source": "USER_INFO"}, fail: "basic.auth.credentials.source"},
 		{props: map[string]string{"basic.auth.user.info": "nocolon"}, fail: "basic.auth.user.info"},

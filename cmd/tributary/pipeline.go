@@ -35,6 +35,7 @@ type pipelineOptions struct {
 	loader        string
 	logLevel      string
 	logFile       string
+	secure        bool
 
 	// demo only
 	duration time.Duration
@@ -73,6 +74,8 @@ func addPipelineFlags(cmd *cobra.Command, o *pipelineOptions, window time.Durati
 	f.StringVar(&o.loader, "loader", "scheduled", "scheduled (a jobs-scheduler job running `tributary loader run`) or continuous (in-process)")
 	f.StringVar(&o.logLevel, "log-level", "warn", "debug, info, warn or error")
 	f.StringVar(&o.logFile, "log-file", "", "write the parts' logs to this file instead of stderr")
+	f.BoolVar(&o.secure, "secure", false, "secure every part: SASL_SSL (SCRAM-SHA-512) to every cluster, the mirror's target over SSL with a client certificate, "+
+		"SSL between brokers, the registry and dashboard over HTTPS with basic authentication; certificates, users and passwords are generated into DIR/"+pipeline.SecureDir)
 }
 
 func newPipelineUpCommand() *cobra.Command {
@@ -185,6 +188,7 @@ func (o pipelineOptions) config(cmd *cobra.Command) (pipeline.Config, func(), er
 		AuditInterval:   o.auditInterval,
 		LoadInterval:    o.loadInterval,
 		LoaderScheduled: scheduled,
+		Secure:          o.secure,
 		Logger:          textLogger(logOut, level),
 	}
 	if err := cfg.Validate(); err != nil {

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -39,34 +44,15 @@ func TestPipelineRejectsBadFlags(t *testing.T) {
 // serves the registry and the audit dashboard, and stops cleanly when its
 // context ends (as on Ctrl-C).
 func TestPipelineUp(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	out, errOut := &testproc.SyncBuffer{}, &testproc.SyncBuffer{}
-	cmd := newRootCommand()
-	cmd.SetArgs([]string{"pipeline", "up", "--dir", t.TempDir(), "--brokers", "1", "--rate", "20",
-		"--loader", "continuous", "--log-level", "warn"})
-	cmd.SetIn(strings.NewReader(""))
-	cmd.SetOut(out)
-	cmd.SetErr(errOut)
-	done := make(chan error, 1)
-	go func() { done <- cmd.ExecuteContext(ctx) }()
-	deadline := time.After(2 * time.Minute)
-	for !strings.Contains(out.String(), "Press Ctrl-C to stop.") {
-		select {
-		case err := <-done:
-			t.Fatalf("pipeline up exited before its banner: %v\n%s\n%s", err, out, errOut)
-		case <-deadline:
-			t.Fatalf("no banner within 2 minutes:\n%s\n%s", out, errOut)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	banner, stop := startPipelineUp(t, "--dir", t.TempDir(), "--brokers", "1", "--rate", "20", "--loader", "continuous")
+	defer stop()
 	for _, want := range []string{"cluster dc1", "cluster dc2", "cluster analytics", "schema registry    http://",
 		"producers          dc1, dc2, 20 page views/s", "loader             analytics -> file://"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("banner lacks %q:\n%s", want, out)
+		if !strings.Contains(banner, want) {
+			t.Errorf("banner lacks %q:\n%s", want, banner)
 		}
 	}
-	for _, u := range []string{bannerURL(t, out.String(), "schema registry") + "/subjects", bannerURL(t, out.String(), "audit dashboard")} {
+	for _, u := range []string{bannerURL(t, banner, "schema registry") + "/subjects", bannerURL(t, banner, "audit dashboard")} {
 		resp, err := http.Get(u)
 		if err != nil {
 			t.Fatalf("GET %s: %v", u, err)
@@ -77,15 +63,96 @@ func TestPipelineUp(t *testing.T) {
 			t.Errorf("GET %s: %d %q", u, resp.StatusCode, body)
 		}
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("pipeline up: %v\n%s", err, errOut)
+}
+
+// TestPipelineUpSecure: `pipeline up --secure` serves the registry and the
+// dashboard over HTTPS, refusing anonymous requests, and the banner's
+// "try" line works: the admin's generated client properties file, given
+// as --command-config, lists the analytics cluster's topics over SASL_SSL.
+func TestPipelineUpSecure(t *testing.T) {
+	dir := t.TempDir()
+	banner, stop := startPipelineUp(t, "--dir", dir, "--brokers", "1", "--rate", "20", "--loader", "continuous", "--secure")
+	defer stop()
+	for _, want := range []string{"schema registry    https://", "audit dashboard    https://", "SASL_SSL SCRAM-SHA-512", "mirror target"} {
+		if !strings.Contains(banner, want) {
+			t.Errorf("banner lacks %q:\n%s", want, banner)
 		}
-	case <-time.After(2 * time.Minute):
-		t.Fatal("pipeline up did not stop within 2 minutes of its context ending")
 	}
+	ca, err := os.ReadFile(filepath.Join(dir, "secure", "ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	for _, u := range []string{bannerURL(t, banner, "schema registry") + "/subjects", bannerURL(t, banner, "audit dashboard")} {
+		resp, err := hc.Get(u)
+		if err != nil {
+			t.Fatalf("GET %s: %v", u, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("anonymous GET %s: %d, want 401", u, resp.StatusCode)
+		}
+	}
+	m := regexp.MustCompile(`tributary consume --bootstrap (\S+) --command-config (\S+) `).FindStringSubmatch(banner)
+	if m == nil {
+		t.Fatalf("no try line in the banner:\n%s", banner)
+	}
+	var out, errOut bytes.Buffer
+	cmd := newRootCommand()
+	cmd.SetArgs([]string{"topics", "list", "--bootstrap", m[1], "--command-config", m[2]})
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		t.Fatalf("topics list with %s: %v\n%s", m[2], err, errOut.String())
+	}
+	if !strings.Contains(out.String(), "pageviews") {
+		t.Errorf("topics list over SASL_SSL: %q, want pageviews", out.String())
+	}
+}
+
+// startPipelineUp runs `tributary pipeline up` with args until its banner
+// is printed and returns the banner; stop ends it (as Ctrl-C does) and
+// fails the test unless it stops cleanly.
+func startPipelineUp(t *testing.T, args ...string) (string, func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out, errOut := &testproc.SyncBuffer{}, &testproc.SyncBuffer{}
+	cmd := newRootCommand()
+	cmd.SetArgs(append([]string{"pipeline", "up", "--log-level", "warn"}, args...))
+	cmd.SetIn(strings.NewReader(""))
+	cmd.SetOut(out)
+	cmd.SetErr(errOut)
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	deadline := time.After(2 * time.Minute)
+	for !strings.Contains(out.String(), "Press Ctrl-C to stop.") {
+		select {
+		case err := <-done:
+			cancel()
+			t.Fatalf("pipeline up exited before its banner: %v\n%s\n%s", err, out, errOut)
+		case <-deadline:
+			cancel()
+			t.Fatalf("no banner within 2 minutes:\n%s\n%s", out, errOut)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	stop := func() {
+		t.Helper()
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("pipeline up: %v\n%s", err, errOut)
+			}
+		case <-time.After(2 * time.Minute):
+			t.Fatal("pipeline up did not stop within 2 minutes of its context ending")
+		}
+	}
+	return out.String(), stop
 }
 
 // bannerURL returns the URL the banner prints after label.

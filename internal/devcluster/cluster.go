@@ -5,18 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/broker/sasl"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
 	"github.com/tributary/tributary/internal/network"
+	"github.com/tributary/tributary/internal/security"
 	"github.com/tributary/tributary/schema/registry"
 )
 
@@ -56,6 +60,26 @@ type Config struct {
 	// ZooKeeperSession is the ZooKeeper session timeout; default
 	// DefaultZooKeeperSession.
 	ZooKeeperSession time.Duration
+	// Listeners are every broker's client listeners, first first; empty
+	// means one PLAINTEXT listener. Listener i of broker id is on port
+	// Port+i*Brokers+id-1 when Port is set (free ports otherwise).
+	// Bootstrap returns the first one's addresses, BootstrapOn any's.
+	Listeners []Listener
+	// InterBrokerListener names the listener of Listeners the brokers
+	// replicate over (inter.broker.listener.name); "" is the first. A TLS
+	// one presents TLS's key pair as the brokers' client certificate.
+	InterBrokerListener string
+	// TLS is every TLS listener's key pair and truststore (one key pair
+	// for all brokers: its certificate names Host).
+	TLS security.TLS
+	// ScramUsers (name to password) are written as SCRAM-SHA-256 and
+	// SCRAM-SHA-512 credentials into the coordination service before the
+	// brokers start, as `kafka-configs --alter --entity-type users` does.
+	ScramUsers map[string]string
+	// RegistrySecurity serves the registry over HTTPS and/or with basic
+	// authentication (schema/registry's Need says what each request
+	// needs); nil is plain, anonymous HTTP.
+	RegistrySecurity *network.HTTPSecurity
 	// Broker, when set, adjusts each broker's configuration (segment
 	// sizes, retention...) after the fields above are filled in.
 	Broker func(*broker.Config)
@@ -63,7 +87,41 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// Listener is one client listener of every broker of a cluster.
+type Listener struct {
+	// Name is the listener name (upper case, e.g. EXTERNAL); default the
+	// protocol's name.
+	Name string
+	// Protocol is its security protocol; default PLAINTEXT.
+	Protocol security.Protocol
+	// ClientAuth is its ssl.client.auth (TLS listeners only).
+	ClientAuth security.ClientAuth
+}
+
+func (l Listener) withDefaults() Listener {
+	if l.Protocol == "" {
+		l.Protocol = security.Plaintext
+	}
+	if l.Name == "" {
+		l.Name = string(l.Protocol)
+	}
+	l.Name = strings.ToUpper(l.Name)
+	return l
+}
+
 func (c Config) withDefaults() Config {
+	if len(c.Listeners) == 0 {
+		c.Listeners = []Listener{{}}
+	}
+	ls := make([]Listener, len(c.Listeners))
+	for i, l := range c.Listeners {
+		ls[i] = l.withDefaults()
+	}
+	c.Listeners = ls
+	if c.InterBrokerListener == "" {
+		c.InterBrokerListener = c.Listeners[0].Name
+	}
+	c.InterBrokerListener = strings.ToUpper(c.InterBrokerListener)
 	if c.Brokers == 0 {
 		c.Brokers = 1
 	}
@@ -93,14 +151,32 @@ func (c Config) Validate() error {
 		return bad("Dir is required")
 	case c.Brokers < 1 || c.Brokers > 64:
 		return bad("Brokers %d: want 1 to 64", c.Brokers)
-	case c.Port < 0 || c.Port+c.Brokers-1 > 65535:
-		return bad("Port %d: the ports up to %d must be valid", c.Port, c.Port+c.Brokers-1)
+	case c.Port < 0 || c.Port+len(c.Listeners)*c.Brokers-1 > 65535:
+		return bad("Port %d: the ports up to %d must be valid", c.Port, c.Port+len(c.Listeners)*c.Brokers-1)
 	case c.Partitions < 1:
 		return bad("Partitions %d: must be >= 1", c.Partitions)
 	case strings.ContainsAny(c.Host, "/ "):
 		return bad("Host %q: not a host name", c.Host)
 	case c.ZooKeeperSession < 0:
 		return bad("ZooKeeperSession %v: must be >= 0", c.ZooKeeperSession)
+	}
+	names := map[string]bool{}
+	tlsUsed := false
+	for _, l := range c.Listeners {
+		if _, err := security.ParseProtocol(string(l.Protocol)); err != nil {
+			return bad("Listeners %s: %v", l.Name, err)
+		}
+		if names[l.Name] || strings.ContainsAny(l.Name, ":/, ") {
+			return bad("Listeners %s: want distinct names without ':', '/', ',' or spaces", l.Name)
+		}
+		names[l.Name] = true
+		tlsUsed = tlsUsed || l.Protocol.TLS()
+	}
+	if !names[c.InterBrokerListener] {
+		return bad("InterBrokerListener %q: not one of Listeners", c.InterBrokerListener)
+	}
+	if tlsUsed && !c.TLS.HasKeyPair() {
+		return bad("TLS: a TLS listener needs a key pair")
 	}
 	if c.Registry != "" {
 		if _, _, err := net.SplitHostPort(c.Registry); err != nil {
@@ -126,7 +202,7 @@ type Cluster struct {
 	mu      sync.Mutex
 	closed  bool
 	brokers []*broker.Broker // index id-1; nil while stopped
-	addrs   []string         // index id-1; the address each broker got
+	addrs   [][]string       // [listener][id-1]: the address each broker got
 	regURL  string
 	stopReg func()
 }
@@ -153,7 +229,10 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		dir:     dir,
 		logger:  logger,
 		brokers: make([]*broker.Broker, cfg.Brokers),
-		addrs:   make([]string, cfg.Brokers),
+		addrs:   make([][]string, len(cfg.Listeners)),
+	}
+	for i := range c.addrs {
+		c.addrs[i] = make([]string, cfg.Brokers)
 	}
 	if cfg.ZooKeeper == "" {
 		c.srv = memcoord.NewServer()
@@ -168,6 +247,9 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			err = errors.Join(err, c.Close())
 		}
 	}()
+	if err := c.writeScramUsers(ctx); err != nil {
+		return nil, err
+	}
 	for i := range cfg.Brokers {
 		b, err := c.newBroker(int32(i + 1))
 		if err != nil {
@@ -187,7 +269,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		if err := b.Start(ctx); err != nil {
 			return nil, fmt.Errorf("broker %d: %w", i+1, err)
 		}
-		c.addrs[i] = b.Addr()
+		c.recordAddrs(int32(i+1), b)
 	}
 	if c.srv != nil {
 		if err := broker.RestoreTopics(ctx, c.brokers...); err != nil {
@@ -202,22 +284,39 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	return c, nil
 }
 
-// newBroker builds broker id; it listens on the port it had before, if any.
+// newBroker builds broker id; each listener is on the port it had before,
+// if any.
 func (c *Cluster) newBroker(id int32) (*broker.Broker, error) {
-	port := 0
-	if c.cfg.Port > 0 {
-		port = c.cfg.Port + int(id) - 1
-	}
-	if prev := c.addrs[id-1]; prev != "" {
-		if _, p, err := net.SplitHostPort(prev); err == nil {
-			port, _ = strconv.Atoi(p)
+	var listeners, protocols []string
+	for i, l := range c.cfg.Listeners {
+		port := 0
+		if c.cfg.Port > 0 {
+			port = c.cfg.Port + i*c.cfg.Brokers + int(id) - 1
 		}
+		if prev := c.addrs[i][id-1]; prev != "" {
+			if _, p, err := net.SplitHostPort(prev); err == nil {
+				port, _ = strconv.Atoi(p)
+			}
+		}
+		listeners = append(listeners, l.Name+"://"+net.JoinHostPort(c.cfg.Host, strconv.Itoa(port)))
+		protocols = append(protocols, l.Name+":"+string(l.Protocol))
 	}
 	bc := broker.Config{
-		BrokerID:      id,
-		Listeners:     "PLAINTEXT://" + net.JoinHostPort(c.cfg.Host, strconv.Itoa(port)),
-		LogDirs:       []string{filepath.Join(c.dir, fmt.Sprintf("broker-%d", id))},
-		NumPartitions: c.cfg.Partitions,
+		BrokerID:                    id,
+		Listeners:                   strings.Join(listeners, ","),
+		ListenerSecurityProtocolMap: strings.Join(protocols, ","),
+		InterBrokerListenerName:     c.cfg.InterBrokerListener,
+		LogDirs:                     []string{filepath.Join(c.dir, fmt.Sprintf("broker-%d", id))},
+		NumPartitions:               c.cfg.Partitions,
+	}
+	if c.cfg.TLS.HasKeyPair() {
+		bc.TLS = security.ServerTLS{TLS: c.cfg.TLS}
+		bc.ListenerTLS = map[string]security.ServerTLS{}
+		for _, l := range c.cfg.Listeners {
+			if l.Protocol.TLS() {
+				bc.ListenerTLS[l.Name] = security.ServerTLS{TLS: c.cfg.TLS, ClientAuth: l.ClientAuth}
+			}
+		}
 	}
 	if c.cfg.Broker != nil {
 		c.cfg.Broker(&bc)
@@ -229,6 +328,41 @@ func (c *Cluster) newBroker(id int32) (*broker.Broker, error) {
 		return nil, fmt.Errorf("broker %d: %w", id, err)
 	}
 	return b, nil
+}
+
+// recordAddrs remembers where broker id's listeners are bound.
+func (c *Cluster) recordAddrs(id int32, b *broker.Broker) {
+	for i, l := range c.cfg.Listeners {
+		c.addrs[i][id-1] = b.ListenerAddr(l.Name)
+	}
+}
+
+// writeScramUsers stores Config.ScramUsers' credentials in the
+// coordination service, where every broker's credential store reads them.
+func (c *Cluster) writeScramUsers(ctx context.Context) error {
+	if len(c.cfg.ScramUsers) == 0 {
+		return nil
+	}
+	store := sasl.NewCredentialStore(ctx, c.connect, c.logger.With("component", "devcluster-users"))
+	defer store.Close()
+	users := slices.Sorted(maps.Keys(c.cfg.ScramUsers))
+	for _, user := range users {
+		password := c.cfg.ScramUsers[user]
+		err := store.UpdateUser(ctx, user, func(cfg map[string]string) error {
+			for _, m := range sasl.ScramMechanisms {
+				cred, err := sasl.NewScramCredential(m, password, sasl.MinIterations)
+				if err != nil {
+					return err
+				}
+				cfg[m.Name] = cred.String()
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("ScramUsers %s: %w", user, err)
+		}
+	}
+	return nil
 }
 
 // startRegistry serves the schema registry on the cluster's coordination.
@@ -248,7 +382,7 @@ func (c *Cluster) startRegistry(ctx context.Context) error {
 		_ = sess.Close()
 		return err
 	}
-	hs, err := network.StartHTTP(ctx, c.cfg.Registry, reg.Handler())
+	hs, err := network.StartSecureHTTP(ctx, c.cfg.Registry, reg.Handler(), c.cfg.RegistrySecurity, registry.Need)
 	if err != nil {
 		_ = store.Close()
 		_ = sess.Close()
@@ -260,7 +394,7 @@ func (c *Cluster) startRegistry(ctx context.Context) error {
 			c.logger.Error("schema registry stopped", "err", err)
 		}
 	}()
-	c.regURL = "http://" + hs.Addr()
+	c.regURL = c.cfg.RegistrySecurity.Scheme() + "://" + hs.Addr()
 	c.stopReg = func() {
 		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		defer cancel()
@@ -279,12 +413,25 @@ func (c *Cluster) Name() string { return c.cfg.Name }
 // Dir returns the absolute data directory.
 func (c *Cluster) Dir() string { return c.dir }
 
-// Bootstrap returns every broker's address, broker 1 first.
-func (c *Cluster) Bootstrap() []string {
+// Bootstrap returns every broker's address on the first listener, broker
+// 1 first.
+func (c *Cluster) Bootstrap() []string { return c.BootstrapOn(c.cfg.Listeners[0].Name) }
+
+// BootstrapOn returns every broker's address on the named listener, nil if
+// there is no such listener.
+func (c *Cluster) BootstrapOn(listener string) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]string(nil), c.addrs...)
+	for i, l := range c.cfg.Listeners {
+		if strings.EqualFold(l.Name, listener) {
+			return append([]string(nil), c.addrs[i]...)
+		}
+	}
+	return nil
 }
+
+// Listeners returns the client listeners, defaults filled in.
+func (c *Cluster) Listeners() []Listener { return append([]Listener(nil), c.cfg.Listeners...) }
 
 // RegistryURL returns the schema registry's base URL, "" without one.
 func (c *Cluster) RegistryURL() string { return c.regURL }
@@ -345,7 +492,7 @@ func (c *Cluster) StartBroker(ctx context.Context, id int) error {
 		return fmt.Errorf("broker %d: %w", id, err)
 	}
 	c.brokers[id-1] = b
-	c.addrs[id-1] = b.Addr()
+	c.recordAddrs(int32(id), b)
 	return nil
 }
 

@@ -13,6 +13,16 @@
 // every broker and the registry hold a ZooKeeper session instead, and the
 // cluster state is ZooKeeper's.
 //
+// # Listeners and security
+//
+// Config.Listeners are every broker's client listeners (default one
+// PLAINTEXT), all with Config.TLS's key pair and truststore on TLS ones, each
+// with its own ssl.client.auth; Config.InterBrokerListener names the one the
+// brokers replicate over. Config.ScramUsers are written as SCRAM credentials
+// (broker/sasl's /config/users layout) into the coordination service before
+// the brokers start, and Config.RegistrySecurity serves the registry over
+// HTTPS and/or with basic authentication.
+//
 // # Layout on disk
 //
 // Broker i (ids 1..N) keeps its partitions under <Dir>/broker-<i>. Nothing
