@@ -49,6 +49,8 @@ var apiTable = map[int16]apiSpec{
 	int16(kmsg.DescribeGroups):  {0, 5},
 	int16(kmsg.DeleteGroups):    {0, 2},
 	int16(kmsg.OffsetDelete):    {0, 0},
+	// Operations (issue 29): one file per API.
+	int16(kmsg.CreatePartitions): {0, 3},
 }
 
 // dispatch runs the handler of r's API; every key of apiTable has one.
@@ -98,6 +100,8 @@ func (b *Broker) dispatch(ctx context.Context, r *request) (reply, error) {
 		return b.handleDeleteGroups(ctx, r)
 	case kmsg.OffsetDelete:
 		return b.handleOffsetDelete(ctx, r)
+	case kmsg.CreatePartitions:
+		return b.handleCreatePartitions(ctx, r)
 	}
 	return nil, fmt.Errorf("%w: api key %d", ErrUnsupportedRequest, r.key)
 }

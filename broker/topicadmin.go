@@ -137,6 +137,8 @@ var adminErrorCodes = []struct {
 	{cluster.ErrInvalidTopic, kerr.InvalidTopicException},
 	{cluster.ErrInvalidPartitions, kerr.InvalidPartitions},
 	{cluster.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
+	{cluster.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
+	{cluster.ErrReassignmentInProgress, kerr.ReassignmentInProgress},
 	{cluster.ErrInvalidTopicConfig, kerr.InvalidConfig},
 	{ErrInvalidTopicConfig, kerr.InvalidConfig},
 	// The request may still take effect: a retriable code makes the client

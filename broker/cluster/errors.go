@@ -19,6 +19,13 @@ var (
 	// ErrInvalidReplicationFactor: the replication factor is below one or
 	// above the number of live brokers.
 	ErrInvalidReplicationFactor = errors.New("cluster: invalid replication factor")
+	// ErrInvalidReplicaAssignment: an explicit assignment of new partitions
+	// has the wrong number of lists, an empty or repeated replica, an
+	// unknown broker, or another replication factor than the topic's.
+	ErrInvalidReplicaAssignment = errors.New("cluster: invalid replica assignment")
+	// ErrReassignmentInProgress: the topic node lists adding or removing
+	// replicas; its partitions cannot be added to meanwhile.
+	ErrReassignmentInProgress = errors.New("cluster: a partition reassignment is in progress")
 	// ErrInvalidTopicConfig: a topic config override has an empty key.
 	ErrInvalidTopicConfig = errors.New("cluster: invalid topic config")
 	// ErrBadConfig: Config.Validate rejected the member configuration.

@@ -33,7 +33,7 @@ func newTopicsCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(newTopicsCreateCommand(), newTopicsListCommand(),
-		newTopicsDescribeCommand(), newTopicsDeleteCommand())
+		newTopicsDescribeCommand(), newTopicsDeleteCommand(), newTopicsAlterCommand())
 	return cmd
 }
 

@@ -179,3 +179,24 @@ func TestParseConfigs(t *testing.T) {
 		}
 	}
 }
+
+func TestTopicsAlterPartitions(t *testing.T) {
+	bs := newBroker(t)
+	mustRun(t, "", "topics", "create", "--bootstrap", bs, "--topic", "grow", "--partitions", "2")
+	res := mustRun(t, "", "topics", "alter", "--bootstrap", bs, "--topic", "grow", "--partitions", "5")
+	if res.stdout != "Topic grow now has 5 partitions.\n" {
+		t.Fatalf("alter printed %q", res.stdout)
+	}
+	res = mustRun(t, "", "topics", "describe", "--bootstrap", bs, "--topic", "grow")
+	if !strings.HasPrefix(res.stdout, "Topic: grow\tPartitionCount: 5\t") || !strings.Contains(res.stdout, "\tPartition: 4\tLeader: 1\t") {
+		t.Fatalf("describe after alter printed\n%s", res.stdout)
+	}
+	res = runCLI(t, 30*time.Second, "", "topics", "alter", "--bootstrap", bs, "--topic", "grow", "--partitions", "3")
+	if res.err == nil || !strings.Contains(res.err.Error(), "INVALID_PARTITIONS") {
+		t.Fatalf("shrinking: err %v, want INVALID_PARTITIONS", res.err)
+	}
+	res = runCLI(t, 30*time.Second, "", "topics", "alter", "--bootstrap", bs, "--topic", "grow")
+	if res.err == nil || !strings.Contains(res.err.Error(), "--partitions") {
+		t.Fatalf("alter without --partitions: err %v", res.err)
+	}
+}
