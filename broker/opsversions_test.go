@@ -43,3 +43,45 @@ func TestOpsAPIVersions(t *testing.T) {
 		}
 	}
 }
+
+// TestOpsAPIVersionsElectLeaders: every version of ElectLeaders, on a
+// broker that is its own controller and leads every partition.
+func TestOpsAPIVersionsElectLeaders(t *testing.T) {
+	b := newTestBroker(t, nil)
+	c := dialRaw(t, b.Addr())
+	if err := b.CreateTopic(testContext(t, time.Minute), "el", 2); err != nil {
+		t.Fatal(err)
+	}
+	spec := apiTable[int16(kmsg.ElectLeaders)]
+	for v := spec.min; v <= spec.max; v++ {
+		for _, typ := range []int8{0, 1} {
+			if v == 0 && typ == 1 {
+				continue // v0 elects the preferred replica only
+			}
+			req := kmsg.NewPtrElectLeadersRequest()
+			req.SetVersion(v)
+			req.ElectionType, req.TimeoutMillis = typ, 30_000
+			rt := kmsg.NewElectLeadersRequestTopic()
+			rt.Topic, rt.Partitions = "el", []int32{0, 1, 7}
+			req.Topics = append(req.Topics, rt)
+			resp := c.roundTrip(req).(*kmsg.ElectLeadersResponse)
+			if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 3 {
+				t.Fatalf("ElectLeaders v%d type %d: %+v", v, typ, resp)
+			}
+			for _, p := range resp.Topics[0].Partitions {
+				want := kerr.ElectionNotNeeded.Code
+				if p.Partition == 7 {
+					want = kerr.UnknownTopicOrPartition.Code
+				}
+				if p.ErrorCode != want {
+					t.Fatalf("ElectLeaders v%d type %d partition %d: %v, want %v", v, typ, p.Partition, kerr.ErrorForCode(p.ErrorCode), kerr.ErrorForCode(want))
+				}
+			}
+			// Null topics: every partition, those needing no election left out.
+			req.Topics = nil
+			if resp := c.roundTrip(req).(*kmsg.ElectLeadersResponse); resp.ErrorCode != 0 || len(resp.Topics) != 0 {
+				t.Fatalf("ElectLeaders v%d type %d, all partitions: %+v", v, typ, resp)
+			}
+		}
+	}
+}

@@ -51,6 +51,7 @@ var apiTable = map[int16]apiSpec{
 	int16(kmsg.OffsetDelete):    {0, 0},
 	// Operations (issue 29): one file per API.
 	int16(kmsg.CreatePartitions): {0, 3},
+	int16(kmsg.ElectLeaders):     {0, 2},
 }
 
 // dispatch runs the handler of r's API; every key of apiTable has one.
@@ -102,6 +103,8 @@ func (b *Broker) dispatch(ctx context.Context, r *request) (reply, error) {
 		return b.handleOffsetDelete(ctx, r)
 	case kmsg.CreatePartitions:
 		return b.handleCreatePartitions(ctx, r)
+	case kmsg.ElectLeaders:
+		return b.handleElectLeaders(ctx, r)
 	}
 	return nil, fmt.Errorf("%w: api key %d", ErrUnsupportedRequest, r.key)
 }

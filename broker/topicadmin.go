@@ -139,6 +139,10 @@ var adminErrorCodes = []struct {
 	{cluster.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
 	{cluster.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
 	{cluster.ErrReassignmentInProgress, kerr.ReassignmentInProgress},
+	{cluster.ErrNotController, kerr.NotController},
+	{cluster.ErrElectionNotNeeded, kerr.ElectionNotNeeded},
+	{cluster.ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable},
+	{cluster.ErrEligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable},
 	{cluster.ErrInvalidTopicConfig, kerr.InvalidConfig},
 	{ErrInvalidTopicConfig, kerr.InvalidConfig},
 	// The request may still take effect: a retriable code makes the client

@@ -101,6 +101,8 @@ func (m *Member) lead(ctx context.Context, s coord.Session, l *coord.Leadership)
 			retry = nil
 		case <-rebalance:
 			rebalance = nil
+		case req := <-m.elections:
+			req.reply <- c.adminElections(ctx, req)
 		case <-l.Lost():
 			m.log.Warn("cluster: controller leadership lost", "epoch", c.epoch)
 			return nil

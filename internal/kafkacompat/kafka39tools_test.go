@@ -3,14 +3,18 @@ package kafkacompat
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testproc"
 )
 
 // TestKafka39AdminTools runs Apache Kafka 3.9's admin tools, which speak
@@ -19,12 +23,151 @@ import (
 func TestKafka39AdminTools(t *testing.T) {
 	t.Parallel()
 	tools := testenv.Kafka39Tools(t)
-	c := startCluster(t, 3)
+	// Leadership stays where elections put it: the tool has work to do.
+	c := startClusterWith(t, 3, map[string]string{"auto.leader.rebalance.enable": "false"})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	bootstrap := strings.Join(c.bootstrap(), ",")
 
 	t.Run("TopicCommandAlterPartitions", func(t *testing.T) { checkAlterPartitions(t, ctx, tools, c, bootstrap) })
+	t.Run("LeaderElectionCommand", func(t *testing.T) { checkLeaderElection(t, ctx, tools, c) })
+}
+
+// stop stops broker id with SIGTERM (a controlled shutdown).
+func (c *cluster) stop(t *testing.T, id int32) {
+	t.Helper()
+	if err := c.procs[id].Stop(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("stopping broker %d: %v", id, err)
+	}
+	delete(c.addrs, id)
+}
+
+// start starts broker id again on its properties and data (a new port).
+func (c *cluster) start(t *testing.T, id int32) {
+	t.Helper()
+	b := testproc.StartBroker(t, filepath.Join(c.dir, fmt.Sprintf("broker-%d.properties", id)))
+	c.procs[id], c.addrs[id] = b, b.Addr
+}
+
+// live is the bootstrap list of the running brokers.
+func (c *cluster) live() string {
+	var out []string
+	for _, a := range c.addrs {
+		out = append(out, a)
+	}
+	return strings.Join(out, ",")
+}
+
+// topicFrom returns the topic as a live broker describes it.
+func (c *cluster) topicFrom(t *testing.T, ctx context.Context, topic string) kadm.TopicDetail {
+	t.Helper()
+	for _, a := range c.addrs {
+		md, err := metadataFrom(ctx, a, topic)
+		if err == nil {
+			return md.Topics[topic]
+		}
+	}
+	t.Fatalf("no live broker answers metadata")
+	return kadm.TopicDetail{}
+}
+
+// checkLeaderElection: kafka-leader-election --election-type PREFERRED
+// --all-topic-partitions gives back leadership to a restarted broker, and
+// --election-type UNCLEAN elects the live out-of-sync replica of an
+// offline partition.
+func checkLeaderElection(t *testing.T, ctx context.Context, tools testenv.KafkaTools, c *cluster) {
+	const class = "org.apache.kafka.tools.LeaderElectionCommand"
+	adm := kadm.NewClient(c.client(t))
+	if resp, err := adm.CreateTopic(ctx, 6, 3, nil, "compat-elect"); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
+	}
+	inSync := func(td kadm.TopicDetail, n int) bool {
+		if td.Err != nil || len(td.Partitions) == 0 {
+			return false
+		}
+		for _, p := range td.Partitions {
+			if p.Leader < 0 || len(p.ISR) != n {
+				return false
+			}
+		}
+		return true
+	}
+	await(t, waitTimeout, "compat-elect in sync", func() bool { return inSync(c.topicFrom(t, ctx, "compat-elect"), 3) })
+	c.stop(t, 1)
+	c.start(t, 1)
+	var td kadm.TopicDetail
+	await(t, waitTimeout, "compat-elect in sync after broker 1's restart", func() bool {
+		td = c.topicFrom(t, ctx, "compat-elect")
+		return inSync(td, 3)
+	})
+	// --all-topic-partitions covers every topic: all must be in sync again,
+	// or the preferred replica may not be electable yet.
+	await(t, waitTimeout, "every topic in sync after broker 1's restart", func() bool {
+		md, err := metadataFrom(ctx, c.addrs[1])
+		if err != nil {
+			return false
+		}
+		for _, d := range md.Topics {
+			for _, p := range d.Partitions {
+				if len(p.ISR) != len(p.Replicas) {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	moved := 0
+	for _, p := range td.Partitions {
+		if p.Replicas[0] != p.Leader {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Fatalf("no partition lost its preferred leader to the restart: %+v", td.Partitions)
+	}
+	out := mustRun(t, ctx, tools, class, "--bootstrap-server", c.live(), "--election-type", "PREFERRED", "--all-topic-partitions")
+	t.Logf("kafka-leader-election PREFERRED:\n%s", out)
+	if !strings.Contains(out, "Successfully completed leader election (PREFERRED) for partitions") {
+		t.Fatalf("preferred election printed:\n%s", out)
+	}
+	await(t, waitTimeout, "preferred leaders back", func() bool {
+		for _, p := range c.topicFrom(t, ctx, "compat-elect").Partitions {
+			if p.Leader != p.Replicas[0] {
+				return false
+			}
+		}
+		return true
+	})
+
+	// Offline: replicas [x y]; y stops (leaves the ISR), records come, x
+	// stops, y returns out of sync.
+	if resp, err := adm.CreateTopic(ctx, 1, 2, nil, "compat-unclean"); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
+	}
+	await(t, waitTimeout, "compat-unclean in sync", func() bool { td = c.topicFrom(t, ctx, "compat-unclean"); return inSync(td, 2) })
+	x, y := td.Partitions[0].Replicas[0], td.Partitions[0].Replicas[1]
+	c.stop(t, y)
+	await(t, waitTimeout, "compat-unclean ISR without broker y", func() bool {
+		p := c.topicFrom(t, ctx, "compat-unclean").Partitions[0]
+		return p.Leader == x && len(p.ISR) == 1
+	})
+	c.stop(t, x)
+	c.start(t, y)
+	await(t, waitTimeout, "compat-unclean offline", func() bool {
+		p := c.topicFrom(t, ctx, "compat-unclean").Partitions[0]
+		return p.Leader == -1
+	})
+	out = mustRun(t, ctx, tools, class, "--bootstrap-server", c.live(), "--election-type", "UNCLEAN",
+		"--topic", "compat-unclean", "--partition", "0")
+	t.Logf("kafka-leader-election UNCLEAN:\n%s", out)
+	if !strings.Contains(out, "Successfully completed leader election (UNCLEAN) for partitions compat-unclean-0") {
+		t.Fatalf("unclean election printed:\n%s", out)
+	}
+	await(t, waitTimeout, "broker y leading compat-unclean", func() bool {
+		p := c.topicFrom(t, ctx, "compat-unclean").Partitions[0]
+		return p.Leader == y
+	})
+	c.start(t, x)
 }
 
 // describeLine matches one partition line of kafka-topics --describe.
