@@ -85,3 +85,43 @@ func TestOpsAPIVersionsElectLeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestOpsAPIVersionsDeleteRecords: every version of DeleteRecords moves
+// the log start one further; past the high watermark is refused.
+func TestOpsAPIVersionsDeleteRecords(t *testing.T) {
+	b := newTestBroker(t, nil)
+	c := dialRaw(t, b.Addr())
+	if err := b.CreateTopic(testContext(t, time.Minute), "dr", 1); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		resp := c.roundTrip(produceRequest(9, -1, "dr", 0, makeBatch(int64(i), -1, -1, -1, "x"))).(*kmsg.ProduceResponse)
+		if resp.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("produce: %+v", resp.Topics[0].Partitions[0])
+		}
+	}
+	spec := apiTable[int16(kmsg.DeleteRecords)]
+	for v := spec.min; v <= spec.max; v++ {
+		for _, off := range []int64{int64(v) + 1, 11} {
+			req := kmsg.NewPtrDeleteRecordsRequest()
+			req.SetVersion(v)
+			req.TimeoutMillis = 30_000
+			rt := kmsg.NewDeleteRecordsRequestTopic()
+			rt.Topic = "dr"
+			rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+			rp.Offset = off
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			got := c.roundTrip(req).(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0]
+			switch {
+			case off == 11 && got.ErrorCode != kerr.OffsetOutOfRange.Code:
+				t.Fatalf("DeleteRecords v%d past the high watermark: %v", v, kerr.ErrorForCode(got.ErrorCode))
+			case off != 11 && (got.ErrorCode != 0 || got.LowWatermark != off):
+				t.Fatalf("DeleteRecords v%d to %d: %v, low watermark %d", v, off, kerr.ErrorForCode(got.ErrorCode), got.LowWatermark)
+			}
+		}
+		if start := b.lookup("dr").partitions[0].log.StartOffset(); start != int64(v)+1 {
+			t.Fatalf("after DeleteRecords v%d: log start %d", v, start)
+		}
+	}
+}

@@ -52,6 +52,7 @@ var apiTable = map[int16]apiSpec{
 	// Operations (issue 29): one file per API.
 	int16(kmsg.CreatePartitions): {0, 3},
 	int16(kmsg.ElectLeaders):     {0, 2},
+	int16(kmsg.DeleteRecords):    {0, 2},
 }
 
 // dispatch runs the handler of r's API; every key of apiTable has one.
@@ -105,6 +106,8 @@ func (b *Broker) dispatch(ctx context.Context, r *request) (reply, error) {
 		return b.handleCreatePartitions(ctx, r)
 	case kmsg.ElectLeaders:
 		return b.handleElectLeaders(ctx, r)
+	case kmsg.DeleteRecords:
+		return b.handleDeleteRecords(ctx, r)
 	}
 	return nil, fmt.Errorf("%w: api key %d", ErrUnsupportedRequest, r.key)
 }

@@ -3,6 +3,7 @@ package kafkacompat
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
@@ -30,7 +32,96 @@ func TestKafka39AdminTools(t *testing.T) {
 	bootstrap := strings.Join(c.bootstrap(), ",")
 
 	t.Run("TopicCommandAlterPartitions", func(t *testing.T) { checkAlterPartitions(t, ctx, tools, c, bootstrap) })
+	t.Run("DeleteRecordsCommand", func(t *testing.T) { checkDeleteRecords(t, ctx, tools, c) })
+	// Last: it restarts brokers.
 	t.Run("LeaderElectionCommand", func(t *testing.T) { checkLeaderElection(t, ctx, tools, c) })
+}
+
+// checkDeleteRecords: kafka-delete-records --offset-json-file moves the
+// log start offset; ListOffsets earliest then answers the requested offset
+// on every replica (asked as Kafka's debugging replica, -2).
+func checkDeleteRecords(t *testing.T, ctx context.Context, tools testenv.KafkaTools, c *cluster) {
+	const topic = "compat-delete"
+	adm := kadm.NewClient(c.client(t))
+	if resp, err := adm.CreateTopic(ctx, 2, 3, map[string]*string{"segment.bytes": kadm.StringPtr("2048")}, topic); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
+	}
+	await(t, waitTimeout, topic+" in sync", func() bool {
+		td := c.topicFrom(t, ctx, topic)
+		if td.Err != nil || len(td.Partitions) != 2 {
+			return false
+		}
+		for _, p := range td.Partitions {
+			if p.Leader < 0 || len(p.ISR) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	produceRounds(t, ctx, c.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks())), topic, 2, 10, 10)
+	file := filepath.Join(t.TempDir(), "offsets.json")
+	if err := os.WriteFile(file, []byte(`{"version":1,"partitions":[`+
+		`{"topic":"`+topic+`","partition":0,"offset":37},{"topic":"`+topic+`","partition":1,"offset":-1}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := mustRun(t, ctx, tools, "org.apache.kafka.tools.DeleteRecordsCommand", "--bootstrap-server", c.live(), "--offset-json-file", file)
+	t.Logf("kafka-delete-records:\n%s", out)
+	for _, want := range []string{"partition: " + topic + "-0\tlow_watermark: 37", "partition: " + topic + "-1\tlow_watermark: 100"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("kafka-delete-records printed\n%s\nwant a line %q", out, want)
+		}
+	}
+	want := map[int32]int64{0: 37, 1: 100}
+	td := c.topicFrom(t, ctx, topic)
+	await(t, waitTimeout, "ListOffsets earliest on every replica", func() bool {
+		for p, d := range td.Partitions {
+			for _, id := range d.Replicas {
+				if earliestOn(ctx, c.addrs[id], id, topic, p) != want[p] {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	// Past the high watermark: refused, nothing moves.
+	if err := os.WriteFile(file, []byte(`{"version":1,"partitions":[{"topic":"`+topic+`","partition":0,"offset":101}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, _ := runTool(t, ctx, tools, "", "org.apache.kafka.tools.DeleteRecordsCommand", "--bootstrap-server", c.live(), "--offset-json-file", file)
+	if !strings.Contains(stdout, "OffsetOutOfRangeException") {
+		t.Fatalf("past the high watermark, kafka-delete-records printed\n%s", stdout)
+	}
+	if got := earliestOn(ctx, c.addrs[td.Partitions[0].Leader], td.Partitions[0].Leader, topic, 0); got != 37 {
+		t.Fatalf("after the refused request: log start %d, want 37", got)
+	}
+}
+
+// earliestOn is partition p's log start offset as broker id (at addr)
+// answers ListOffsets earliest from Kafka's debugging replica id; -1 on
+// error.
+func earliestOn(ctx context.Context, addr string, id int32, topic string, p int32) int64 {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return -1
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -2
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp = p, -2
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := cl.Broker(int(id)).Request(ctx, req)
+	if err != nil {
+		return -1
+	}
+	sp := resp.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+	if sp.ErrorCode != 0 {
+		return -1
+	}
+	return sp.Offset
 }
 
 // stop stops broker id with SIGTERM (a controlled shutdown).
