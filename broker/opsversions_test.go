@@ -1,6 +1,10 @@
 package broker
 
 import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -123,5 +127,116 @@ func TestOpsAPIVersionsDeleteRecords(t *testing.T) {
 		if start := b.lookup("dr").partitions[0].log.StartOffset(); start != int64(v)+1 {
 			t.Fatalf("after DeleteRecords v%d: log start %d", v, start)
 		}
+	}
+}
+
+// TestOpsAPIVersionsLogDirsClusterConfigs: every version of
+// DescribeLogDirs (sizes equal to the segment files), DescribeCluster and
+// the legacy AlterConfigs.
+func TestOpsAPIVersionsLogDirsClusterConfigs(t *testing.T) {
+	b := newTestBroker(t, nil)
+	c := dialRaw(t, b.Addr())
+	ctx := testContext(t, time.Minute)
+	if err := b.CreateTopic(ctx, "ld", 2); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		c.roundTrip(produceRequest(9, -1, "ld", int32(i%2), makeBatch(int64(i), -1, -1, -1, "value", "other")))
+	}
+	fileBytes := func(p int32) int64 {
+		matches, _ := filepath.Glob(filepath.Join(b.cfg.LogDirs[0], fmt.Sprintf("ld-%d", p), "*.log"))
+		var n int64
+		for _, m := range matches {
+			st, err := os.Stat(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += st.Size()
+		}
+		return n
+	}
+	spec := apiTable[int16(kmsg.DescribeLogDirs)]
+	for v := spec.min; v <= spec.max; v++ {
+		req := kmsg.NewPtrDescribeLogDirsRequest()
+		req.SetVersion(v)
+		rt := kmsg.NewDescribeLogDirsRequestTopic()
+		rt.Topic, rt.Partitions = "ld", []int32{0, 1}
+		req.Topics = append(req.Topics, rt)
+		resp := c.roundTrip(req).(*kmsg.DescribeLogDirsResponse)
+		if len(resp.Dirs) != 1 || resp.Dirs[0].Dir != b.cfg.LogDirs[0] || len(resp.Dirs[0].Topics) != 1 {
+			t.Fatalf("DescribeLogDirs v%d: %+v", v, resp)
+		}
+		for _, p := range resp.Dirs[0].Topics[0].Partitions {
+			if want := fileBytes(p.Partition); p.Size != want || want == 0 || p.OffsetLag != 0 {
+				t.Fatalf("DescribeLogDirs v%d partition %d: size %d (files %d), lag %d", v, p.Partition, p.Size, want, p.OffsetLag)
+			}
+		}
+		if v >= 4 && (resp.Dirs[0].TotalBytes <= 0 || resp.Dirs[0].UsableBytes <= 0) {
+			t.Fatalf("DescribeLogDirs v%d: total %d usable %d", v, resp.Dirs[0].TotalBytes, resp.Dirs[0].UsableBytes)
+		}
+	}
+
+	spec = apiTable[int16(kmsg.DescribeCluster)]
+	for v := spec.min; v <= spec.max; v++ {
+		req := kmsg.NewPtrDescribeClusterRequest()
+		req.SetVersion(v)
+		req.EndpointType = 1
+		resp := c.roundTrip(req).(*kmsg.DescribeClusterResponse)
+		if resp.ErrorCode != 0 || resp.ClusterID != clusterID || resp.ControllerID != b.cfg.BrokerID ||
+			len(resp.Brokers) != 1 || resp.Brokers[0].NodeID != b.cfg.BrokerID || resp.Brokers[0].Port <= 0 {
+			t.Fatalf("DescribeCluster v%d: %+v", v, resp)
+		}
+		if v >= 1 {
+			req.EndpointType = 2
+			if resp := c.roundTrip(req).(*kmsg.DescribeClusterResponse); resp.ErrorCode != kerr.UnsupportedEndpointType.Code {
+				t.Fatalf("DescribeCluster v%d for controllers: %v", v, kerr.ErrorForCode(resp.ErrorCode))
+			}
+		}
+	}
+
+	// AlterConfigs replaces the overrides with exactly the given set.
+	if err := b.CreateTopicWithConfigs(ctx, "ac", 1, map[string]string{"segment.ms": "3600000"}); err != nil {
+		t.Fatal(err)
+	}
+	spec = apiTable[int16(kmsg.AlterConfigs)]
+	for v := spec.min; v <= spec.max; v++ {
+		alter := func(configs map[string]string) kmsg.AlterConfigsResponseResource {
+			req := kmsg.NewPtrAlterConfigsRequest()
+			req.SetVersion(v)
+			rr := kmsg.NewAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, "ac"
+			for k, val := range configs {
+				c := kmsg.NewAlterConfigsRequestResourceConfig()
+				c.Name, c.Value = k, kmsg.StringPtr(val)
+				rr.Configs = append(rr.Configs, c)
+			}
+			req.Resources = append(req.Resources, rr)
+			return c.roundTrip(req).(*kmsg.AlterConfigsResponse).Resources[0]
+		}
+		want := map[string]string{"retention.ms": fmt.Sprint(1000 + v)}
+		if got := alter(want); got.ErrorCode != 0 {
+			t.Fatalf("AlterConfigs v%d: %v", v, kerr.ErrorForCode(got.ErrorCode))
+		}
+		awaitConfigs(t, b, "ac", want)
+		if got := alter(map[string]string{"no.such.config": "1"}); got.ErrorCode != kerr.InvalidConfig.Code {
+			t.Fatalf("AlterConfigs v%d, unknown key: %v", v, kerr.ErrorForCode(got.ErrorCode))
+		}
+		if got := alter(map[string]string{"retention.ms": "not a number"}); got.ErrorCode != kerr.InvalidConfig.Code {
+			t.Fatalf("AlterConfigs v%d, bad value: %v", v, kerr.ErrorForCode(got.ErrorCode))
+		}
+		awaitConfigs(t, b, "ac", want)
+	}
+}
+
+// awaitConfigs waits until the topic's overrides in the broker's metadata
+// are exactly want.
+func awaitConfigs(t *testing.T, b *testBroker, topic string, want map[string]string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !maps.Equal(b.metadata().Topics[topic].Configs, want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("configs of %s: %v, want %v", topic, b.metadata().Topics[topic].Configs, want)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

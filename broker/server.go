@@ -53,6 +53,9 @@ var apiTable = map[int16]apiSpec{
 	int16(kmsg.CreatePartitions): {0, 3},
 	int16(kmsg.ElectLeaders):     {0, 2},
 	int16(kmsg.DeleteRecords):    {0, 2},
+	int16(kmsg.DescribeLogDirs):  {0, 4},
+	int16(kmsg.DescribeCluster):  {0, 1},
+	int16(kmsg.AlterConfigs):     {0, 2},
 }
 
 // dispatch runs the handler of r's API; every key of apiTable has one.
@@ -108,6 +111,12 @@ func (b *Broker) dispatch(ctx context.Context, r *request) (reply, error) {
 		return b.handleElectLeaders(ctx, r)
 	case kmsg.DeleteRecords:
 		return b.handleDeleteRecords(ctx, r)
+	case kmsg.DescribeLogDirs:
+		return b.handleDescribeLogDirs(ctx, r)
+	case kmsg.DescribeCluster:
+		return b.handleDescribeCluster(ctx, r)
+	case kmsg.AlterConfigs:
+		return b.handleAlterConfigs(ctx, r)
 	}
 	return nil, fmt.Errorf("%w: api key %d", ErrUnsupportedRequest, r.key)
 }

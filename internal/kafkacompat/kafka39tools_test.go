@@ -2,6 +2,7 @@ package kafkacompat
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -33,6 +34,7 @@ func TestKafka39AdminTools(t *testing.T) {
 
 	t.Run("TopicCommandAlterPartitions", func(t *testing.T) { checkAlterPartitions(t, ctx, tools, c, bootstrap) })
 	t.Run("DeleteRecordsCommand", func(t *testing.T) { checkDeleteRecords(t, ctx, tools, c) })
+	t.Run("LogDirsCommand", func(t *testing.T) { checkLogDirs(t, ctx, tools, c) })
 	// Last: it restarts brokers.
 	t.Run("LeaderElectionCommand", func(t *testing.T) { checkLeaderElection(t, ctx, tools, c) })
 }
@@ -303,4 +305,101 @@ func checkAlterPartitions(t *testing.T, ctx context.Context, tools testenv.Kafka
 			t.Fatalf("first record of new partition %d at offset %d", p, r.Offset)
 		}
 	}
+}
+
+// checkLogDirs: kafka-log-dirs --describe lists every replica of a topic
+// under its broker's log dir, each with the size of its segment files.
+func checkLogDirs(t *testing.T, ctx context.Context, tools testenv.KafkaTools, c *cluster) {
+	const topic = "compat-logdirs"
+	adm := kadm.NewClient(c.client(t))
+	if resp, err := adm.CreateTopic(ctx, 3, 2, map[string]*string{"segment.bytes": kadm.StringPtr("4096")}, topic); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
+	}
+	produceRounds(t, ctx, c.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks())), topic, 3, 10, 5)
+	td := c.topicFrom(t, ctx, topic)
+	// Followers fetch asynchronously: wait until every replica has the
+	// leader's bytes before comparing with the tool's.
+	var out string
+	var report logDirsReport
+	await(t, waitTimeout, "kafka-log-dirs sizes equal to the files on every replica", func() bool {
+		out = mustRun(t, ctx, tools, "org.apache.kafka.tools.LogDirsCommand", "--bootstrap-server", c.live(),
+			"--describe", "--topic-list", topic)
+		_, js, ok := strings.Cut(out, "\n{")
+		if !ok {
+			t.Fatalf("kafka-log-dirs printed no JSON:\n%s", out)
+		}
+		report = logDirsReport{}
+		if err := json.Unmarshal([]byte("{"+js), &report); err != nil {
+			t.Fatalf("kafka-log-dirs JSON: %v\n%s", err, out)
+		}
+		seen := 0
+		for _, br := range report.Brokers {
+			for _, ld := range br.LogDirs {
+				if ld.LogDir != c.logDir(br.Broker) || ld.Error != nil {
+					t.Fatalf("broker %d: log dir %q error %v, want %q", br.Broker, ld.LogDir, ld.Error, c.logDir(br.Broker))
+				}
+				for _, p := range ld.Partitions {
+					if p.Size != segmentBytes(t, filepath.Join(ld.LogDir, p.Partition)) || p.Size == 0 {
+						return false
+					}
+					seen++
+				}
+			}
+		}
+		return seen == 3*2
+	})
+	for p, d := range td.Partitions {
+		for _, id := range d.Replicas {
+			if !report.has(id, fmt.Sprintf("%s-%d", topic, p)) {
+				t.Fatalf("kafka-log-dirs does not list %s-%d on broker %d:\n%s", topic, p, id, out)
+			}
+		}
+	}
+	t.Logf("kafka-log-dirs --describe:\n%s", out)
+}
+
+// logDirsReport is the JSON kafka-log-dirs --describe prints.
+type logDirsReport struct {
+	Brokers []struct {
+		Broker  int32 `json:"broker"`
+		LogDirs []struct {
+			LogDir     string  `json:"logDir"`
+			Error      *string `json:"error"`
+			Partitions []struct {
+				Partition string `json:"partition"`
+				Size      int64  `json:"size"`
+				OffsetLag int64  `json:"offsetLag"`
+				IsFuture  bool   `json:"isFuture"`
+			} `json:"partitions"`
+		} `json:"logDirs"`
+	} `json:"brokers"`
+}
+
+func (r logDirsReport) has(broker int32, partition string) bool {
+	for _, br := range r.Brokers {
+		for _, ld := range br.LogDirs {
+			for _, p := range ld.Partitions {
+				if br.Broker == broker && p.Partition == partition {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// segmentBytes sums the sizes of a partition directory's .log files.
+func segmentBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	matches, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, m := range matches {
+		if st, err := os.Stat(m); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
 }
