@@ -6,7 +6,25 @@
 // engine in broker/log, and the group coordinator's APIs (FindCoordinator,
 // JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
 // ListGroups, DescribeGroups, DeleteGroups, OffsetDelete) through
-// broker/group.
+// broker/group, and the operators' APIs (below).
+//
+// # Operations
+//
+// CreatePartitions (createpartitions.go) grows a topic through
+// cluster.Member.AddPartitions and answers once the new partitions have
+// leaders. ElectLeaders (electleaders.go) is carried out by the
+// controller (cluster.Member.ElectLeaders; another broker answers
+// NOT_CONTROLLER). DeleteRecords (deleterecords.go) moves the leader's log
+// start offset (broker/log DeleteRecordsBefore, persisted in the
+// partition's log-start-offset file); followers move theirs up to the
+// LogStartOffset of their fetch responses, and ListOffsets from replica id
+// -2 (Kafka's debugging replica) is answered by a follower too, so that
+// every replica's start can be checked. The response does not wait for
+// the followers (Kafka's waits for their low watermark). DescribeLogDirs
+// (describelogdirs.go) lists every local replica under its log.dirs
+// entry; DescribeCluster (describecluster.go) reports what Metadata does
+// about brokers; the legacy AlterConfigs (alterconfigs_legacy.go) replaces
+// a topic's overrides, validated as IncrementalAlterConfigs validates.
 //
 // # Group coordinator
 //

@@ -60,6 +60,14 @@
 // deletion writes a request. UpdateTopicConfigs of a topic not migrated yet
 // moves the legacy id to the topic node in the same multi-op.
 //
+// AddPartitions grows a topic by rewriting its node (compare-and-set) with
+// the new partitions' lists, computed as for a new topic of the new count
+// (its tail) or given; the controller elects their leaders like a new
+// topic's. ElectLeaders runs in the controller's goroutine (a request
+// channel into its loop) and writes the elected states in the same fenced
+// multi-ops as its own elections; other members refuse it with
+// ErrNotController.
+//
 // CreateTopic assigns rack-aware (Kafka's assignReplicasToBrokersRackAware,
 // racks alternated in the broker list) when every live broker has a rack
 // and there is more than one replica.
