@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,32 +26,53 @@ var errNoRecordDeletion = errors.New("broker: this partition's storage does not 
 // DeleteRecords: reads, ListOffsets earliest and retention follow the new
 // start, and followers take it from the LogStartOffset of their next fetch
 // response (replica_fetcher.go). An offset past the high watermark, or
-// negative other than -1, is OFFSET_OUT_OF_RANGE and changes nothing.
-// low_watermark is the leader's new log start offset; unlike Kafka, the
-// answer does not wait for the followers to have moved theirs.
-func (b *Broker) handleDeleteRecords(_ context.Context, r *request) (reply, error) {
+// negative other than -1, is OFFSET_OUT_OF_RANGE and changes nothing. As
+// Kafka's DelayedDeleteRecords, the answer waits until the low watermark
+// (the lowest log start of the leader and its in-sync followers, as their
+// fetches report it) reaches the offset, and gives it; past the request's
+// timeout the partition gets REQUEST_TIMED_OUT (the start moves anyway).
+func (b *Broker) handleDeleteRecords(ctx context.Context, r *request) (reply, error) {
 	req := r.msg.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	resp.SetVersion(req.Version)
+	ctx, cancel := requestTimeout(ctx, req.TimeoutMillis)
+	defer cancel()
+	type moved struct {
+		sp     *kmsg.DeleteRecordsResponseTopicPartition
+		p      *partition
+		offset int64
+	}
+	var waits []moved
 	for _, rt := range req.Topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
+		st.Partitions = make([]kmsg.DeleteRecordsResponseTopicPartition, len(rt.Partitions))
+		for i, rp := range rt.Partitions {
+			sp := &st.Partitions[i]
+			sp.Default()
 			sp.Partition, sp.LowWatermark = rp.Partition, -1
 			p := b.partitionOf(rt.Topic, rp.Partition)
 			if p == nil {
 				sp.ErrorCode = unservedCode(b.metadata(), rt.Topic, rp.Partition)
-			} else {
-				sp.LowWatermark, sp.ErrorCode = b.deleteRecords(p, rp.Offset)
+				continue
 			}
-			st.Partitions = append(st.Partitions, sp)
+			var offset int64
+			if offset, sp.ErrorCode = b.deleteRecords(p, rp.Offset); sp.ErrorCode == 0 {
+				waits = append(waits, moved{sp, p, offset})
+			}
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	// The pointers stay valid: resp.Topics' partition slices are not
+	// appended to any more.
+	for _, w := range waits {
+		w.sp.LowWatermark, w.sp.ErrorCode = b.awaitLowWatermark(ctx, w.p, w.offset)
 	}
 	return kmsgReply{resp}, nil
 }
 
+// deleteRecords moves p's log start up to offset and returns the offset it
+// moved to.
 func (b *Broker) deleteRecords(p *partition, offset int64) (int64, int16) {
 	hw := p.highWatermark()
 	if offset == -1 {
@@ -69,7 +91,50 @@ func (b *Broker) deleteRecords(p *partition, offset int64) (int64, int16) {
 		return -1, storageErrorCode(fmt.Errorf("%s-%d: %w", p.topic, p.index, err))
 	}
 	b.logger.Info("records deleted", "topic", p.topic, "partition", p.index, "log_start_offset", start)
-	return start, 0
+	return offset, 0
+}
+
+// lowWatermarkPoll spaces the looks at the followers' log starts while a
+// DeleteRecords waits for them (they report it with every fetch).
+const lowWatermarkPoll = 10 * time.Millisecond
+
+// awaitLowWatermark waits until p's low watermark reaches offset, or ctx
+// ends (REQUEST_TIMED_OUT) or p stops leading (NOT_LEADER_OR_FOLLOWER).
+func (b *Broker) awaitLowWatermark(ctx context.Context, p *partition, offset int64) (int64, int16) {
+	t := time.NewTicker(lowWatermarkPoll)
+	defer t.Stop()
+	for {
+		lw, leading := p.lowWatermark()
+		switch {
+		case !leading:
+			return -1, kerr.NotLeaderForPartition.Code
+		case lw >= offset:
+			return lw, 0
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return lw, kerr.RequestTimedOut.Code
+		}
+	}
+}
+
+// lowWatermark is Kafka's lowWatermarkIfLeader: the lowest log start
+// offset of the leader and its in-sync followers (-1 for a follower not
+// heard from under this leadership).
+func (p *partition) lowWatermark() (int64, bool) {
+	p.rmu.Lock()
+	defer p.rmu.Unlock()
+	if !p.rs.leader {
+		return -1, false
+	}
+	lw := p.log.StartOffset()
+	for _, id := range p.rs.isr {
+		if f := p.rs.followers[id]; f != nil {
+			lw = min(lw, f.logStart)
+		}
+	}
+	return lw, true
 }
 
 // followLogStart moves a follower's log start up to its leader's (the

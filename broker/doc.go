@@ -19,8 +19,10 @@
 // partition's log-start-offset file); followers move theirs up to the
 // LogStartOffset of their fetch responses, and ListOffsets from replica id
 // -2 (Kafka's debugging replica) is answered by a follower too, so that
-// every replica's start can be checked. The response does not wait for
-// the followers (Kafka's waits for their low watermark). DescribeLogDirs
+// every replica's start can be checked. As in Kafka, the response waits
+// until the low watermark (the lowest log start of the leader and its
+// in-sync followers, which report theirs in every fetch) reaches the
+// requested offset. DescribeLogDirs
 // (describelogdirs.go) lists every local replica under its log.dirs
 // entry; DescribeCluster (describecluster.go) reports what Metadata does
 // about brokers; the legacy AlterConfigs (alterconfigs_legacy.go) replaces

@@ -47,8 +47,11 @@ func TestDeleteRecords(t *testing.T) {
 	if r, _ := resp.Lookup(topic, 2); !errors.Is(r.Err, kerr.OffsetOutOfRange) {
 		t.Fatalf("partition 2 past the high watermark: %+v", r)
 	}
+	// The answer waited for the in-sync followers: every replica has moved.
 	want := map[int32]int64{0: 57, 1: 100, 2: 0}
-	awaitEarliest(t, ctx, c, topic, want)
+	if got, ok := earliestEverywhere(t, ctx, c, topic, want); !ok {
+		t.Fatalf("log start offsets (partition, broker) right after DeleteRecords: %v, want %v on every replica", got, want)
+	}
 
 	// The follower's start survives its restart.
 	td := metadata(t, ctx, addrs[0], topic).Topics[topic]
@@ -92,36 +95,44 @@ func brokerClient(t *testing.T, c *memCluster, id int32) *kgo.Broker {
 	return newClient(t, []string{c.addr(id)}).Broker(int(id))
 }
 
-// awaitEarliest waits until every replica of every partition answers
-// ListOffsets earliest, asked as Kafka's debugging replica (-2), with want.
+// awaitEarliest waits until earliestEverywhere holds.
 func awaitEarliest(t *testing.T, ctx context.Context, c *memCluster, topic string, want map[int32]int64) {
 	t.Helper()
-	addrs := bootstrap(c, 3)
-	td := metadata(t, ctx, addrs[0], topic).Topics[topic]
-	got := map[[2]int32]int64{}
+	var got map[[2]int32]int64
 	await(t, waitTimeout, "log start offsets on every replica", func() bool {
-		for p, d := range td.Partitions {
-			for _, id := range d.Replicas {
-				req := kmsg.NewPtrListOffsetsRequest()
-				req.ReplicaID = -2
-				rt := kmsg.NewListOffsetsRequestTopic()
-				rt.Topic = topic
-				rp := kmsg.NewListOffsetsRequestTopicPartition()
-				rp.Partition, rp.Timestamp = p, -2
-				rt.Partitions = append(rt.Partitions, rp)
-				req.Topics = append(req.Topics, rt)
-				resp, err := brokerClient(t, c, id).Request(ctx, req)
-				if err != nil {
-					return false
-				}
-				sp := resp.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
-				got[[2]int32{p, id}] = sp.Offset
-				if sp.ErrorCode != 0 || sp.Offset != want[p] {
-					return false
-				}
-			}
-		}
-		return true
+		var ok bool
+		got, ok = earliestEverywhere(t, ctx, c, topic, want)
+		return ok
 	})
 	t.Logf("log start offsets (partition, broker): %v", got)
+}
+
+// earliestEverywhere asks every replica of every partition for ListOffsets
+// earliest, as Kafka's debugging replica (-2), and reports whether each
+// answered want.
+func earliestEverywhere(t *testing.T, ctx context.Context, c *memCluster, topic string, want map[int32]int64) (map[[2]int32]int64, bool) {
+	t.Helper()
+	td := metadata(t, ctx, bootstrap(c, 3)[0], topic).Topics[topic]
+	got := map[[2]int32]int64{}
+	ok := true
+	for p, d := range td.Partitions {
+		for _, id := range d.Replicas {
+			req := kmsg.NewPtrListOffsetsRequest()
+			req.ReplicaID = -2
+			rt := kmsg.NewListOffsetsRequestTopic()
+			rt.Topic = topic
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition, rp.Timestamp = p, -2
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp, err := brokerClient(t, c, id).Request(ctx, req)
+			if err != nil {
+				return got, false
+			}
+			sp := resp.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+			got[[2]int32{p, id}] = sp.Offset
+			ok = ok && sp.ErrorCode == 0 && sp.Offset == want[p]
+		}
+	}
+	return got, ok
 }
