@@ -240,3 +240,38 @@ func awaitConfigs(t *testing.T, b *testBroker, topic string, want map[string]str
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestCreatePartitionsMutationQuota: partitions added count against
+// controller.mutation.rate as created ones do (KIP-599): a client in debt
+// gets THROTTLING_QUOTA_EXCEEDED with the time to wait (v3), and nothing
+// is added.
+func TestCreatePartitionsMutationQuota(t *testing.T) {
+	b := newTestBroker(t, func(c *Config) {
+		c.Limits.ControllerMutationRate = 2
+		c.Limits.QuotaWindowNum = 2
+	})
+	ctx := testContext(t, time.Minute)
+	if err := b.CreateTopic(ctx, "qp", 1); err != nil {
+		t.Fatal(err)
+	}
+	c := dialRaw(t, b.Addr())
+	grow := func(n int32) kmsg.CreatePartitionsResponse {
+		req := kmsg.NewPtrCreatePartitionsRequest()
+		req.SetVersion(3)
+		req.TimeoutMillis = 30_000
+		rt := kmsg.NewCreatePartitionsRequestTopic()
+		rt.Topic, rt.Count = "qp", n
+		req.Topics = append(req.Topics, rt)
+		return *c.roundTrip(req).(*kmsg.CreatePartitionsResponse)
+	}
+	if r := grow(25); r.Topics[0].ErrorCode != 0 { // granted: the bucket was not in debt
+		t.Fatalf("first growth: %v", kerr.ErrorForCode(r.Topics[0].ErrorCode))
+	}
+	r := grow(26)
+	if r.Topics[0].ErrorCode != kerr.ThrottlingQuotaExceeded.Code || r.ThrottleMillis <= 0 {
+		t.Fatalf("second growth: %v, throttle %d ms", kerr.ErrorForCode(r.Topics[0].ErrorCode), r.ThrottleMillis)
+	}
+	if n := len(b.lookup("qp").partitions); n != 25 {
+		t.Fatalf("%d partitions after the throttled request, want 25", n)
+	}
+}
