@@ -28,6 +28,15 @@
 // about brokers; the legacy AlterConfigs (alterconfigs_legacy.go) replaces
 // a topic's overrides, validated as IncrementalAlterConfigs validates.
 //
+// AlterPartitionReassignments and ListPartitionReassignments (reassign.go)
+// record and list reassignments in the topic nodes (KIP-455's
+// adding_replicas and removing_replicas, through
+// cluster.Member.AlterReassignments); the added replicas open the
+// partition and follow its leader, which takes them as followers under the
+// same epoch, and the controller completes the move once they are in the
+// ISR. A broker that is no longer a replica of a partition deletes its
+// data. Replication throttles are not applied yet.
+//
 // # Group coordinator
 //
 // The partitions of __consumer_offsets are opened and served like any

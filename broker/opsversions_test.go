@@ -275,3 +275,43 @@ func TestCreatePartitionsMutationQuota(t *testing.T) {
 		t.Fatalf("%d partitions after the throttled request, want 25", n)
 	}
 }
+
+// TestOpsAPIVersionsReassignments: AlterPartitionReassignments and
+// ListPartitionReassignments v0 on one broker (a reassignment to the
+// replica set it has completes at once; nothing is listed).
+func TestOpsAPIVersionsReassignments(t *testing.T) {
+	b := newTestBroker(t, nil)
+	c := dialRaw(t, b.Addr())
+	if err := b.CreateTopic(testContext(t, time.Minute), "ra", 1); err != nil {
+		t.Fatal(err)
+	}
+	spec := apiTable[int16(kmsg.AlterPartitionAssignments)]
+	for v := spec.min; v <= spec.max; v++ {
+		for _, tc := range []struct {
+			replicas []int32
+			want     int16
+		}{{[]int32{b.cfg.BrokerID}, 0}, {nil, kerr.NoReassignmentInProgress.Code}, {[]int32{b.cfg.BrokerID, 99}, kerr.InvalidReplicaAssignment.Code}} {
+			req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+			req.SetVersion(v)
+			req.TimeoutMillis = 30_000
+			rt := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+			rt.Topic = "ra"
+			rp := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+			rp.Replicas = tc.replicas
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp := c.roundTrip(req).(*kmsg.AlterPartitionAssignmentsResponse)
+			if got := resp.Topics[0].Partitions[0].ErrorCode; got != tc.want {
+				t.Fatalf("AlterPartitionReassignments v%d to %v: %v, want %v", v, tc.replicas, kerr.ErrorForCode(got), kerr.ErrorForCode(tc.want))
+			}
+		}
+	}
+	spec = apiTable[int16(kmsg.ListPartitionReassignments)]
+	for v := spec.min; v <= spec.max; v++ {
+		req := kmsg.NewPtrListPartitionReassignmentsRequest()
+		req.SetVersion(v)
+		if resp := c.roundTrip(req).(*kmsg.ListPartitionReassignmentsResponse); resp.ErrorCode != 0 || len(resp.Topics) != 0 {
+			t.Fatalf("ListPartitionReassignments v%d: %+v", v, resp)
+		}
+	}
+}

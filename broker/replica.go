@@ -126,6 +126,21 @@ func (b *Broker) applyRole(p *partition, cp cluster.Partition) {
 	if lead && rs.followers == nil {
 		rs.followers = map[int32]*followerState{}
 	}
+	if lead && !newEpoch {
+		// A reassignment changes the replicas under the same epoch: the
+		// added ones are followers from now, the removed ones are not.
+		now, leo := time.Now(), p.log.EndOffset()
+		for _, r := range cp.Replicas {
+			if _, ok := rs.followers[r]; !ok && r != me {
+				rs.followers[r] = &followerState{leo: -1, logStart: -1, lastCaughtUp: now, lastFetch: now, lastFetchLeaderLEO: leo}
+			}
+		}
+		for r := range rs.followers {
+			if !slices.Contains(cp.Replicas, r) {
+				delete(rs.followers, r)
+			}
+		}
+	}
 	selfOnly := lead && len(rs.isr) == 1 && rs.isr[0] == me
 	// The stored high watermark stays correct across the switch: while
 	// selfOnly, it is the log end offset.

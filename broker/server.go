@@ -56,6 +56,9 @@ var apiTable = map[int16]apiSpec{
 	int16(kmsg.DescribeLogDirs):  {0, 4},
 	int16(kmsg.DescribeCluster):  {0, 1},
 	int16(kmsg.AlterConfigs):     {0, 2},
+	// Reassignment (KIP-455; reassign.go).
+	int16(kmsg.AlterPartitionAssignments):  {0, 0},
+	int16(kmsg.ListPartitionReassignments): {0, 0},
 }
 
 // dispatch runs the handler of r's API; every key of apiTable has one.
@@ -117,6 +120,10 @@ func (b *Broker) dispatch(ctx context.Context, r *request) (reply, error) {
 		return b.handleDescribeCluster(ctx, r)
 	case kmsg.AlterConfigs:
 		return b.handleAlterConfigs(ctx, r)
+	case kmsg.AlterPartitionAssignments:
+		return b.handleAlterPartitionReassignments(ctx, r)
+	case kmsg.ListPartitionReassignments:
+		return b.handleListPartitionReassignments(ctx, r)
 	}
 	return nil, fmt.Errorf("%w: api key %d", ErrUnsupportedRequest, r.key)
 }

@@ -140,6 +140,7 @@ var adminErrorCodes = []struct {
 	{cluster.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
 	{cluster.ErrReassignmentInProgress, kerr.ReassignmentInProgress},
 	{cluster.ErrNotController, kerr.NotController},
+	{cluster.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress},
 	{cluster.ErrElectionNotNeeded, kerr.ElectionNotNeeded},
 	{cluster.ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable},
 	{cluster.ErrEligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable},

@@ -213,6 +213,9 @@ func (c *controller) reconcile(ctx context.Context, snap Snapshot) error {
 		res, err := c.electLeaders(ctx, t, brokers, preferred)
 		moved = moved || res.moved
 		c.imbalanced = c.imbalanced || res.imbalanced
+		if err == nil {
+			err = c.completeReassignments(ctx, t, brokers)
+		}
 		if err != nil {
 			if errors.Is(err, errStaleController) || sessionEnded(err) {
 				return err

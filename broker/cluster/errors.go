@@ -26,6 +26,9 @@ var (
 	// ErrReassignmentInProgress: the topic node lists adding or removing
 	// replicas; its partitions cannot be added to meanwhile.
 	ErrReassignmentInProgress = errors.New("cluster: a partition reassignment is in progress")
+	// ErrNoReassignmentInProgress: a reassignment was cancelled where none
+	// is in progress.
+	ErrNoReassignmentInProgress = errors.New("cluster: no partition reassignment in progress")
 	// ErrNotController: an operation only the controller carries out
 	// (ElectLeaders) was asked of another member.
 	ErrNotController = errors.New("cluster: this broker is not the controller")

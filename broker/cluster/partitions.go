@@ -38,19 +38,7 @@ func (m *Member) AddPartitions(ctx context.Context, topic string, count int32, a
 		return nil, err
 	}
 	for {
-		data, st, err := s.Get(ctx, topicPath(topic))
-		if errors.Is(err, coord.ErrNoNode) {
-			return nil, fmt.Errorf("%w: topic '%s' does not exist", ErrUnknownTopic, topic)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("cluster: add partitions to %s: %w", topic, err)
-		}
-		if marked, _, err := s.Exists(ctx, deleteTopicPath(topic)); err != nil {
-			return nil, fmt.Errorf("cluster: add partitions to %s: %w", topic, err)
-		} else if marked {
-			return nil, fmt.Errorf("%w: the topic %s is queued for deletion", ErrInvalidTopic, topic)
-		}
-		rec, err := decodeTopic(topic, data)
+		data, st, rec, err := readLiveTopic(ctx, s, topic, "add partitions to", ErrInvalidTopic)
 		if err != nil {
 			return nil, err
 		}
@@ -149,4 +137,24 @@ func joinIDs(ids []int32) string {
 		out[i] = strconv.Itoa(int(id))
 	}
 	return strings.Join(out, ", ")
+}
+
+// readLiveTopic reads a topic node for a compare-and-set update (what
+// names the operation in errors): ErrUnknownTopic when there is none, an
+// error wrapping deleting when the topic is marked for deletion.
+func readLiveTopic(ctx context.Context, s coord.Session, topic, what string, deleting error) ([]byte, coord.Stat, topicRecord, error) {
+	data, st, err := s.Get(ctx, topicPath(topic))
+	if errors.Is(err, coord.ErrNoNode) {
+		return nil, st, topicRecord{}, fmt.Errorf("%w: topic '%s' does not exist", ErrUnknownTopic, topic)
+	}
+	if err != nil {
+		return nil, st, topicRecord{}, fmt.Errorf("cluster: %s %s: %w", what, topic, err)
+	}
+	if marked, _, err := s.Exists(ctx, deleteTopicPath(topic)); err != nil {
+		return nil, st, topicRecord{}, fmt.Errorf("cluster: %s %s: %w", what, topic, err)
+	} else if marked {
+		return nil, st, topicRecord{}, fmt.Errorf("%w: the topic %s is queued for deletion", deleting, topic)
+	}
+	rec, err := decodeTopic(topic, data)
+	return data, st, rec, err
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -35,6 +38,7 @@ func TestKafka39AdminTools(t *testing.T) {
 	t.Run("TopicCommandAlterPartitions", func(t *testing.T) { checkAlterPartitions(t, ctx, tools, c, bootstrap) })
 	t.Run("DeleteRecordsCommand", func(t *testing.T) { checkDeleteRecords(t, ctx, tools, c) })
 	t.Run("LogDirsCommand", func(t *testing.T) { checkLogDirs(t, ctx, tools, c) })
+	t.Run("ReassignPartitionsCommand", func(t *testing.T) { checkReassign(t, ctx, tools, c) })
 	// Last: it restarts brokers.
 	t.Run("LeaderElectionCommand", func(t *testing.T) { checkLeaderElection(t, ctx, tools, c) })
 }
@@ -399,6 +403,111 @@ func segmentBytes(t *testing.T, dir string) int64 {
 	for _, m := range matches {
 		if st, err := os.Stat(m); err == nil {
 			n += st.Size()
+		}
+	}
+	return n
+}
+
+// checkReassign: kafka-reassign-partitions --generate, --execute and
+// --verify move every replica of a topic off broker 2 of 3 while a
+// producer with acks=all writes to it; every acknowledged record is there
+// afterwards and broker 2 keeps no directory of the topic.
+func checkReassign(t *testing.T, ctx context.Context, tools testenv.KafkaTools, c *cluster) {
+	const class = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+	const topic = "compat-reassign"
+	adm := kadm.NewClient(c.client(t))
+	if resp, err := adm.CreateTopic(ctx, 6, 2, nil, topic); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
+	}
+	await(t, waitTimeout, topic+" led", func() bool {
+		td := c.topicFrom(t, ctx, topic)
+		return td.Err == nil && len(td.Partitions) == 6 && td.Partitions[0].Leader >= 0
+	})
+	if n := topicDirCount(t, c.logDir(2), topic); n == 0 {
+		t.Fatalf("broker 2 holds no replica of %s", topic)
+	}
+	dir := t.TempDir()
+	move := filepath.Join(dir, "move.json")
+	if err := os.WriteFile(move, []byte(`{"version":1,"topics":[{"topic":"`+topic+`"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := mustRun(t, ctx, tools, class, "--bootstrap-server", c.live(), "--generate",
+		"--topics-to-move-json-file", move, "--broker-list", "1,3")
+	_, proposed, ok := strings.Cut(out, "Proposed partition reassignment configuration\n")
+	if !ok {
+		t.Fatalf("--generate printed\n%s", out)
+	}
+	plan := filepath.Join(dir, "plan.json")
+	if err := os.WriteFile(plan, []byte(strings.TrimSpace(proposed)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// Load: acks=all, until stopped; every acknowledged key is kept.
+	cl := c.client(t, kgo.RequiredAcks(kgo.AllISRAcks()))
+	acked := map[string]bool{}
+	var mu sync.Mutex
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			key := fmt.Sprint("r-", i)
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(key), Value: []byte(key)}).FirstErr(); err != nil {
+				t.Errorf("produce %s: %v", key, err)
+				return
+			}
+			mu.Lock()
+			acked[key] = true
+			mu.Unlock()
+		}
+	}()
+	out = mustRun(t, ctx, tools, class, "--bootstrap-server", c.live(), "--execute", "--reassignment-json-file", plan)
+	t.Logf("--execute:\n%s", out)
+	await(t, waitTimeout, "--verify reporting every reassignment complete", func() bool {
+		out = mustRun(t, ctx, tools, class, "--bootstrap-server", c.live(), "--verify", "--preserve-throttles",
+			"--reassignment-json-file", plan)
+		return strings.Count(out, "is completed") == 6
+	})
+	t.Logf("--verify:\n%s", out)
+	close(stop)
+	<-done
+	for _, p := range c.topicFrom(t, ctx, topic).Partitions {
+		if slices.Contains(p.Replicas, 2) || slices.Contains(p.ISR, 2) || p.Leader == 2 {
+			t.Fatalf("partition %d still on broker 2: %+v", p.Partition, p)
+		}
+	}
+	await(t, waitTimeout, "broker 2 without directories of "+topic, func() bool { return topicDirCount(t, c.logDir(2), topic) == 0 })
+	// Every acknowledged record is readable.
+	rd := c.client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	mu.Lock()
+	defer mu.Unlock()
+	missing := maps.Clone(acked)
+	for len(missing) > 0 {
+		fs := rd.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("%d of %d acknowledged records not read back", len(missing), len(acked))
+		}
+		fs.EachRecord(func(r *kgo.Record) { delete(missing, string(r.Key)) })
+	}
+	t.Logf("%d acknowledged records, all read back after the move", len(acked))
+}
+
+// topicDirCount counts the partition directories of topic in a log dir.
+func topicDirCount(t *testing.T, dir, topic string) int {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), topic+"-") {
+			n++
 		}
 	}
 	return n
