@@ -68,6 +68,7 @@ func (c *treeCache) run(ctx context.Context, publish func(Snapshot)) error {
 	c.need(childKind + shuttingDownPath)
 	c.need(nodeKind + controllerPath)
 	c.need(nodeKind + controllerEpochPath)
+	c.need(nodeKind + reassignPartitionsPath)
 	var retry <-chan time.Time
 	for {
 		if err := c.drain(ctx); err != nil {
@@ -276,6 +277,9 @@ func (c *treeCache) snapshot() Snapshot {
 		}
 	}
 	snap.deleting = slices.Clone(c.kids[deleteTopicsPath])
+	if v, ok := c.nodes[reassignPartitionsPath]; ok {
+		snap.zkReassign = &v
+	}
 	for _, name := range c.kids[topicsPath] {
 		path := topicPath(name)
 		v, ok := c.nodes[path]

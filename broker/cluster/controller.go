@@ -223,6 +223,12 @@ func (c *controller) reconcile(ctx context.Context, snap Snapshot) error {
 			errs = append(errs, err)
 		}
 	}
+	if err := c.reconcileZKReassignments(ctx, snap); err != nil {
+		if errors.Is(err, errStaleController) || sessionEnded(err) {
+			return err
+		}
+		errs = append(errs, err)
+	}
 	if moved {
 		// Preferred-leader moves happen at most once per interval: a
 		// broker that flaps does not drag leadership back and forth.

@@ -28,6 +28,10 @@
 //	                         ConfigCommand after a config node; purged by the controller
 //	                         after 15 minutes, as Kafka's brokers do
 //	/admin/delete_topics/<t> a deletion request, carried out by the controller
+//	/admin/reassign_partitions
+//	                         {"version":1,"partitions":[{"topic":"t","partition":0,
+//	                         "replicas":[1,3]}]}, reassignments requested by Kafka's
+//	                         --zookeeper tools; started, then emptied by the controller
 //
 // Every member watches every /config/topics/<t>, so a config written by
 // another tool (Kafka's ConfigCommand --zookeeper) reaches the brokers
@@ -75,8 +79,10 @@
 // no entries) in one fenced multi-op. A cancellation puts back the
 // original replicas (replicas minus adding, Kafka's originReplicas); the
 // next election drops brokers that are no longer replicas from the ISR and
-// the leadership. /admin/reassign_partitions (Kafka 2.8's --zookeeper
-// tools) is not read yet.
+// the leadership. The controller also carries out
+// /admin/reassign_partitions (Kafka 2.8's tools with --zookeeper): it
+// starts each entry, drops those done (or invalid) and deletes the node
+// once empty.
 //
 // CreateTopic assigns rack-aware (Kafka's assignReplicasToBrokersRackAware,
 // racks alternated in the broker list) when every live broker has a rack

@@ -2,7 +2,10 @@ package cluster
 
 import (
 	"slices"
+	"strconv"
 	"testing"
+
+	"github.com/tributary/tributary/internal/coord"
 )
 
 // TestReassignment: a reassignment is recorded as Kafka's topic node
@@ -76,5 +79,39 @@ func TestReassignment(t *testing.T) {
 			t.Fatalf("after completion: leader %d ISR %v epoch %d (was %d); want leader %d, ISR of %v",
 				p.Leader, p.ISR, p.LeaderEpoch, cur.LeaderEpoch, z, target)
 		}
+	})
+}
+
+// TestZKReassignment: /admin/reassign_partitions, as Kafka 2.8's tools
+// write it, is carried out and deleted once done.
+func TestZKReassignment(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, e *env) {
+		ms := e.joinAll(t, 1, 2, 3)
+		m := ms[0]
+		ctx := ctxFor(t)
+		must(t, m.CreateTopic(ctx, "z", 1, 1, nil))
+		snap := await(t, m, "z led", func(s Snapshot) bool { p, ok := s.Partition("z", 0); return ok && p.Leader >= 0 })
+		from := snap.Topics["z"].Partitions[0].Replicas[0]
+		to := from%3 + 1
+		_, err := e.admin.Create(ctx, reassignPartitionsPath,
+			[]byte(`{"version":1,"partitions":[{"topic":"z","partition":0,"replicas":[`+strconv.Itoa(int(to))+`]},`+
+				`{"topic":"nope","partition":0,"replicas":[1]}]}`), coord.Persistent)
+		must(t, err)
+		await(t, m, "reassignment of z-0 started", func(s Snapshot) bool {
+			p, _ := s.Partition("z", 0)
+			return p.Reassigning()
+		})
+		// The new replica "catches up": its leader adds it to the ISR.
+		byID := map[int32]*Member{1: ms[0], 2: ms[1], 3: ms[2]}
+		leader := byID[from]
+		await(t, leader, "leader sees the reassignment", func(s Snapshot) bool { p, _ := s.Partition("z", 0); return p.Reassigning() })
+		cur, _ := leader.Metadata().Partition("z", 0)
+		_, err = leader.AlterISR(ctx, "z", 0, cur.LeaderEpoch, []int32{from, to})
+		must(t, err)
+		await(t, m, "z-0 moved", func(s Snapshot) bool {
+			p, _ := s.Partition("z", 0)
+			return !p.Reassigning() && slices.Equal(p.Replicas, []int32{to}) && p.Leader == to
+		})
+		waitUntil(t, reassignPartitionsPath+" deleted", func() bool { return !e.exists(t, reassignPartitionsPath) })
 	})
 }

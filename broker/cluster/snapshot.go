@@ -25,6 +25,8 @@ type Snapshot struct {
 	session int64
 	// deleting lists the topics with a pending deletion request, sorted.
 	deleting []string
+	// zkReassign is /admin/reassign_partitions, nil when absent.
+	zkReassign *nodeValue
 }
 
 // Broker is a live broker's registration.
