@@ -138,6 +138,15 @@ func (p Partition) Reassigning() bool {
 	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
 }
 
+// consistentReassignment: the adding and removing replicas are replicas,
+// as KIP-455 writes them. A node written otherwise (by hand, by an older
+// tool) is left as it is: the controller cannot tell what it means.
+func (p Partition) consistentReassignment() bool {
+	in := func(id int32) bool { return slices.Contains(p.Replicas, id) }
+	return !slices.ContainsFunc(p.AddingReplicas, func(id int32) bool { return !in(id) }) &&
+		!slices.ContainsFunc(p.RemovingReplicas, func(id int32) bool { return !in(id) })
+}
+
 // reassignmentTarget is the replica set a reassignment in progress moves to.
 func (p Partition) reassignmentTarget() []int32 {
 	return filter(p.Replicas, func(id int32) bool { return !slices.Contains(p.RemovingReplicas, id) })
@@ -150,7 +159,8 @@ func (p Partition) reassignmentTarget() []int32 {
 // the ISR minus the removed replicas, with the leader epoch bumped; the
 // topic node gets the target as the replica list, without the
 // reassignment entries. A partition whose state the cache has not shown
-// since our last write waits for the next pass.
+// since our last write waits for the next pass; an inconsistent record is
+// never completed.
 func (c *controller) completeReassignments(ctx context.Context, t Topic, brokers brokerStates) error {
 	type completion struct {
 		path   string
@@ -160,7 +170,7 @@ func (c *controller) completeReassignments(ctx context.Context, t Topic, brokers
 	}
 	done := map[string]completion{}
 	for _, p := range t.Partitions {
-		if !p.Reassigning() || p.stateVersion < 0 {
+		if !p.Reassigning() || p.stateVersion < 0 || !p.consistentReassignment() {
 			continue
 		}
 		path := statePath(t.Name, p.ID)
