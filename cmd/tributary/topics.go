@@ -29,7 +29,7 @@ type topicsOptions struct {
 func newTopicsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "topics",
-		Short: "Create, list, describe and delete topics (like kafka-topics.sh)",
+		Short: "Create, list, describe, alter and delete topics, and delete records (like kafka-topics.sh)",
 		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(newTopicsCreateCommand(), newTopicsListCommand(),
