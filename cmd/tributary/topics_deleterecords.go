@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -60,22 +61,13 @@ func (o *deleteRecordsOptions) run(ctx context.Context, out io.Writer) error {
 	defer cancel()
 
 	topic := o.topics.topic
-	details, err := adm.ListTopics(ctx, topic)
+	parts, err := selectPartitions(ctx, adm, topic, o.partition)
 	if err != nil {
-		return fmt.Errorf("delete records of %s: %w", topic, err)
-	}
-	d, ok := details[topic]
-	if !ok || d.Err != nil {
-		return fmt.Errorf("%w: %s", errTopicMissing, topic)
+		return err
 	}
 	offsets := kadm.Offsets{}
-	for _, p := range d.Partitions.Numbers() {
-		if o.partition == -1 || p == o.partition {
-			offsets.Add(kadm.Offset{Topic: topic, Partition: p, At: o.offset})
-		}
-	}
-	if len(offsets) == 0 {
-		return badFlag("partition", strconv.Itoa(int(o.partition)), fmt.Sprintf("topic %s has %d partitions", topic, len(d.Partitions)))
+	for _, p := range parts {
+		offsets.Add(kadm.Offset{Topic: topic, Partition: p, At: o.offset})
 	}
 	resp, err := adm.DeleteRecords(ctx, offsets)
 	if err != nil {
@@ -93,4 +85,26 @@ func (o *deleteRecordsOptions) run(ctx context.Context, out io.Writer) error {
 		fmt.Fprintf(out, "Partition %s-%d: low watermark %d\n", r.Topic, r.Partition, r.LowWatermark)
 	}
 	return failed
+}
+
+// selectPartitions returns the topic's partitions, or only partition when
+// it is not -1 (the --partition flag); a partition the topic does not have
+// is a flag error.
+func selectPartitions(ctx context.Context, adm *kadm.Client, topic string, partition int32) ([]int32, error) {
+	details, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("describe topic %s: %w", topic, err)
+	}
+	d, ok := details[topic]
+	if !ok || d.Err != nil {
+		return nil, fmt.Errorf("%w: %s", errTopicMissing, topic)
+	}
+	all := d.Partitions.Numbers()
+	if partition == -1 {
+		return all, nil
+	}
+	if !slices.Contains(all, partition) {
+		return nil, badFlag("partition", strconv.Itoa(int(partition)), fmt.Sprintf("topic %s has %d partitions", topic, len(all)))
+	}
+	return []int32{partition}, nil
 }
