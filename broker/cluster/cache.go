@@ -68,6 +68,7 @@ func (c *treeCache) run(ctx context.Context, publish func(Snapshot)) error {
 	c.need(childKind + shuttingDownPath)
 	c.need(nodeKind + controllerPath)
 	c.need(nodeKind + controllerEpochPath)
+	c.need(nodeKind + reassignPartitionsPath)
 	var retry <-chan time.Time
 	for {
 		if err := c.drain(ctx); err != nil {
@@ -276,6 +277,9 @@ func (c *treeCache) snapshot() Snapshot {
 		}
 	}
 	snap.deleting = slices.Clone(c.kids[deleteTopicsPath])
+	if v, ok := c.nodes[reassignPartitionsPath]; ok {
+		snap.zkReassign = &v
+	}
 	for _, name := range c.kids[topicsPath] {
 		path := topicPath(name)
 		v, ok := c.nodes[path]
@@ -289,8 +293,11 @@ func (c *treeCache) snapshot() Snapshot {
 		}
 		t := Topic{Name: name, ID: id, Partitions: make([]Partition, len(replicas))}
 		_, t.Deleting = slices.BinarySearch(snap.deleting, name)
+		rec, _ := decodeTopic(name, v.data) // decodeAssignment parsed it
 		for p, rs := range replicas {
 			t.Partitions[p] = c.partition(name, int32(p), rs)
+			key := strconv.Itoa(p)
+			t.Partitions[p].AddingReplicas, t.Partitions[p].RemovingReplicas = rec.AddingReplicas[key], rec.RemovingReplicas[key]
 		}
 		if cv, ok := c.nodes[topicConfigPath(name)]; ok {
 			if cfg, err := decodeConfig(name, cv.data); err == nil {

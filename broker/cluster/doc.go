@@ -28,6 +28,10 @@
 //	                         ConfigCommand after a config node; purged by the controller
 //	                         after 15 minutes, as Kafka's brokers do
 //	/admin/delete_topics/<t> a deletion request, carried out by the controller
+//	/admin/reassign_partitions
+//	                         {"version":1,"partitions":[{"topic":"t","partition":0,
+//	                         "replicas":[1,3]}]}, reassignments requested by Kafka's
+//	                         --zookeeper tools; started, then emptied by the controller
 //
 // Every member watches every /config/topics/<t>, so a config written by
 // another tool (Kafka's ConfigCommand --zookeeper) reaches the brokers
@@ -59,6 +63,26 @@
 // with a new topic id (or the caller's) and the config in one multi-op;
 // deletion writes a request. UpdateTopicConfigs of a topic not migrated yet
 // moves the legacy id to the topic node in the same multi-op.
+//
+// AddPartitions grows a topic by rewriting its node (compare-and-set) with
+// the new partitions' lists, computed as for a new topic of the new count
+// (its tail) or given; the controller elects their leaders like a new
+// topic's. ElectLeaders runs in the controller's goroutine (a request
+// channel into its loop) and writes the elected states in the same fenced
+// multi-ops as its own elections; other members refuse it with
+// ErrNotController. AlterReassignments writes a reassignment into the topic
+// node as Kafka 2.4+ does (replicas: target then the removed ones, with
+// adding_replicas and removing_replicas); on every reconcile the controller
+// completes those whose target replicas are all in the ISR, writing the
+// state (leader kept if it stays, else the first eligible target replica;
+// ISR without the removed ones; epoch bumped) and the topic node (target,
+// no entries) in one fenced multi-op. A cancellation puts back the
+// original replicas (replicas minus adding, Kafka's originReplicas); the
+// next election drops brokers that are no longer replicas from the ISR and
+// the leadership. The controller also carries out
+// /admin/reassign_partitions (Kafka 2.8's tools with --zookeeper): it
+// starts each entry, drops those done (or invalid) and deletes the node
+// once empty.
 //
 // CreateTopic assigns rack-aware (Kafka's assignReplicasToBrokersRackAware,
 // racks alternated in the broker list) when every live broker has a rack

@@ -29,11 +29,12 @@ type topicsOptions struct {
 func newTopicsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "topics",
-		Short: "Create, list, describe and delete topics (like kafka-topics.sh)",
+		Short: "Create, list, describe, alter, reassign and delete topics, and delete records (like kafka-topics.sh)",
 		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(newTopicsCreateCommand(), newTopicsListCommand(),
-		newTopicsDescribeCommand(), newTopicsDeleteCommand())
+		newTopicsDescribeCommand(), newTopicsDeleteCommand(), newTopicsAlterCommand(),
+		newTopicsDeleteRecordsCommand(), newTopicsReassignCommand())
 	return cmd
 }
 

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// reassignOptions are the flags of `topics reassign`.
+type reassignOptions struct {
+	topics    topicsOptions
+	partition int32
+	replicas  string
+	cancel    bool
+	wait      bool
+}
+
+// reassignPoll spaces the looks at the reassignments in progress under
+// --wait.
+const reassignPoll = 200 * time.Millisecond
+
+// newTopicsReassignCommand is `topics reassign`, kafka-reassign-partitions
+// for one topic without a JSON file: --replicas 1,3 moves --partition P
+// (default every partition) to those brokers, the first preferred as
+// leader; --cancel cancels the reassignments in progress; --wait waits,
+// within --request-timeout, until none of the topic's is in progress.
+func newTopicsReassignCommand() *cobra.Command {
+	o := &reassignOptions{}
+	cmd := &cobra.Command{
+		Use:   "reassign",
+		Short: "Move a topic's replicas to other brokers (or cancel a move)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.Context(), cmd.OutOrStdout())
+		},
+	}
+	o.topics.client.addFlags(cmd.Flags())
+	cmd.Flags().StringVar(&o.topics.topic, "topic", "", "topic name (required)")
+	cmd.Flags().Int32Var(&o.partition, "partition", -1, "partition (-1: every partition)")
+	cmd.Flags().StringVar(&o.replicas, "replicas", "", "the new replicas, comma-separated broker ids, preferred leader first")
+	cmd.Flags().BoolVar(&o.cancel, "cancel", false, "cancel the reassignments in progress instead")
+	cmd.Flags().BoolVar(&o.wait, "wait", false, "wait until the topic has no reassignment in progress")
+	return cmd
+}
+
+// parseReplicas parses --replicas.
+func (o *reassignOptions) parseReplicas() ([]int32, error) {
+	switch {
+	case o.cancel && o.replicas != "":
+		return nil, badFlag("replicas", o.replicas, "cannot be given with --cancel")
+	case o.cancel:
+		return nil, nil
+	case o.replicas == "":
+		return nil, badFlag("replicas", "", "required (or --cancel)")
+	}
+	var out []int32
+	for _, f := range strings.Split(o.replicas, ",") {
+		id, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)
+		if err != nil || id < 0 {
+			return nil, badFlag("replicas", o.replicas, "want comma-separated broker ids")
+		}
+		if slices.Contains(out, int32(id)) {
+			return nil, badFlag("replicas", o.replicas, fmt.Sprintf("broker %d given twice", id))
+		}
+		out = append(out, int32(id))
+	}
+	return out, nil
+}
+
+func (o *reassignOptions) run(ctx context.Context, out io.Writer) error {
+	if err := o.topics.client.validate(); err != nil {
+		return err
+	}
+	topic := o.topics.topic
+	if err := checkTopicName(topic); err != nil {
+		return err
+	}
+	replicas, err := o.parseReplicas()
+	if err != nil {
+		return err
+	}
+	adm, err := o.topics.client.newAdmin()
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	ctx, cancel := context.WithTimeout(ctx, o.topics.client.requestTimeout)
+	defer cancel()
+
+	parts, err := selectPartitions(ctx, adm, topic, o.partition)
+	if err != nil {
+		return err
+	}
+	req := kadm.AlterPartitionAssignmentsReq{}
+	for _, p := range parts {
+		if o.cancel {
+			req.CancelAssign(topic, p)
+		} else {
+			req.Assign(topic, p, replicas)
+		}
+	}
+	resp, err := adm.AlterPartitionAssignments(ctx, req)
+	if err != nil {
+		return fmt.Errorf("reassign %s: %w", topic, err)
+	}
+	var failed error
+	for _, p := range slices.Sorted(maps.Keys(resp[topic])) {
+		r := resp[topic][p]
+		switch {
+		case r.Err != nil:
+			fmt.Fprintf(out, "Partition %s-%d: error %v\n", topic, p, r.Err)
+			if failed == nil {
+				failed = fmt.Errorf("reassign %s-%d: %w%s", topic, p, r.Err, errDetail(r.ErrMessage))
+			}
+		case o.cancel:
+			fmt.Fprintf(out, "Partition %s-%d: reassignment cancelled\n", topic, p)
+		default:
+			fmt.Fprintf(out, "Partition %s-%d: reassignment to %s started\n", topic, p, joinIDs(replicas))
+		}
+	}
+	if failed != nil || !o.wait {
+		return failed
+	}
+	for {
+		listed, err := adm.ListPartitionReassignments(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("listing the reassignments of %s: %w", topic, err)
+		}
+		// The broker answering may not show a reassignment just written
+		// yet: a move is done once the replicas are the target too.
+		if len(listed[topic]) == 0 && (o.cancel || o.moved(ctx, adm, req[topic], replicas)) {
+			fmt.Fprintf(out, "Topic %s: no reassignment in progress\n", topic)
+			return nil
+		}
+		select {
+		case <-time.After(reassignPoll):
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the reassignments of %s: %w", topic, ctx.Err())
+		}
+	}
+}
+
+// moved reports whether every partition in parts has the target replicas.
+func (o *reassignOptions) moved(ctx context.Context, adm *kadm.Client, parts map[int32][]int32, target []int32) bool {
+	details, err := adm.ListTopics(ctx, o.topics.topic)
+	if err != nil {
+		return false
+	}
+	d := details[o.topics.topic]
+	for p := range parts {
+		if pd, ok := d.Partitions[p]; !ok || !slices.Equal(pd.Replicas, target) {
+			return false
+		}
+	}
+	return true
+}
