@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // TestMirrorFollowsSourceGrowth: a source topic grown from 6 to 12
@@ -17,27 +19,27 @@ import (
 // its source partition's number.
 func TestMirrorFollowsSourceGrowth(t *testing.T) {
 	dc1, target := newCluster(t, "dc1"), newCluster(t, "analytics")
-	dc1.createTopic(t, "grows", 6, nil)
+	dc1.CreateTopic(t, "grows", 6)
 	want := newProduced()
-	want.produce(t, dc1.client(t), "dc1", "grows", 6, 0, 600)
+	want.produce(t, dc1.Client(t), "dc1", "grows", 6, 0, 600)
 	const refresh = time.Second
 	cfg := Config{
 		Sources:              []SourceConfig{zkSource(dc1)},
-		TargetBrokers:        []string{target.addr},
+		TargetBrokers:        []string{target.Addr()},
 		TargetName:           "analytics",
 		Topics:               "grows",
 		GroupID:              "mirror-grow",
 		TopicRefreshInterval: refresh,
 		CommitInterval:       500 * time.Millisecond,
 		RebalanceBackoff:     200 * time.Millisecond,
-		Logger:               testLogger(t, slog.LevelInfo),
+		Logger:               testenv.Logger(t, slog.LevelInfo),
 	}
 	stop := runMirror(t, cfg, nil)
 	got := readTarget(t, target, "grows")
 	got.waitComplete(t, want, time.Minute)
 
 	ctx := testContext(t, 3*time.Minute)
-	resp, err := kadm.NewClient(dc1.client(t)).UpdatePartitions(ctx, 12, "grows")
+	resp, err := kadm.NewClient(dc1.Client(t)).UpdatePartitions(ctx, 12, "grows")
 	if err == nil {
 		err = resp["grows"].Err
 	}
@@ -45,8 +47,8 @@ func TestMirrorFollowsSourceGrowth(t *testing.T) {
 		t.Fatalf("growing the source topic to 12 partitions: %v", err)
 	}
 	grown := time.Now()
-	tadm := kadm.NewClient(target.client(t, kgo.MetadataMinAge(50*time.Millisecond)))
-	waitFor(t, 2*refresh+3*time.Second, "12 partitions on the target", func() (bool, string) {
+	tadm := kadm.NewClient(target.Client(t, kgo.MetadataMinAge(50*time.Millisecond)))
+	testenv.WaitFor(t, 2*refresh+3*time.Second, "12 partitions on the target", func() (bool, string) {
 		d, err := tadm.ListTopics(ctx, "grows")
 		if err != nil {
 			return false, err.Error()
@@ -56,7 +58,7 @@ func TestMirrorFollowsSourceGrowth(t *testing.T) {
 	})
 	t.Logf("the target grew %v after the source", time.Since(grown).Round(time.Millisecond))
 	// A new client, which sees 12 partitions: keys spread over all of them.
-	want.produce(t, dc1.client(t), "dc1", "grows", 12, 600, 1200)
+	want.produce(t, dc1.Client(t), "dc1", "grows", 12, 600, 1200)
 	// A new reader: the first one's consumer would learn of the new
 	// partitions only at its next metadata refresh.
 	got = readTarget(t, target, "grows")

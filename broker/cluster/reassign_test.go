@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tributary/tributary/internal/coord"
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // TestReassignment: a reassignment is recorded as Kafka's topic node
@@ -112,6 +113,6 @@ func TestZKReassignment(t *testing.T) {
 			p, _ := s.Partition("z", 0)
 			return !p.Reassigning() && slices.Equal(p.Replicas, []int32{to}) && p.Leader == to
 		})
-		waitUntil(t, reassignPartitionsPath+" deleted", func() bool { return !e.exists(t, reassignPartitionsPath) })
+		testenv.WaitFor(t, waitTimeout, reassignPartitionsPath+" deleted", func() (bool, string) { return !e.exists(t, reassignPartitionsPath), "" })
 	})
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // TestCreatePartitions grows a 6-partition RF=2 topic on three in-process
@@ -26,7 +28,7 @@ func TestCreatePartitions(t *testing.T) {
 	if resp, err := adm.CreateTopic(ctx, 6, 2, nil, topic); err != nil || resp.Err != nil {
 		t.Fatalf("create: %v %v", err, resp.Err)
 	}
-	await(t, waitTimeout, "leaders of "+topic, func() bool { return allLed(metadata(t, ctx, addrs[0], topic).Topics[topic], 6) })
+	testenv.WaitFor(t, waitTimeout, "leaders of "+topic, func() (bool, string) { return allLed(metadata(t, ctx, addrs[0], topic).Topics[topic], 6), "" })
 	want := map[int32][]int{}
 	produce(t, ctx, cl, topic, 0, 600, 6, nil)
 	expected(want, 0, 600, 6, nil)
@@ -90,9 +92,9 @@ func TestCreatePartitions(t *testing.T) {
 	}
 	var td kadm.TopicDetail
 	for _, addr := range addrs {
-		await(t, waitTimeout, "12 led partitions on "+addr, func() bool {
+		testenv.WaitFor(t, waitTimeout, "12 led partitions on "+addr, func() (bool, string) {
 			td = metadata(t, ctx, addr, topic).Topics[topic]
-			return allLed(td, 12)
+			return allLed(td, 12), ""
 		})
 	}
 	leaders := map[int32]int{}

@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // TestDeleteRecords: DeleteRecords on a replicated topic moves the log
@@ -99,10 +101,10 @@ func brokerClient(t *testing.T, c *memCluster, id int32) *kgo.Broker {
 func awaitEarliest(t *testing.T, ctx context.Context, c *memCluster, topic string, want map[int32]int64) {
 	t.Helper()
 	var got map[[2]int32]int64
-	await(t, waitTimeout, "log start offsets on every replica", func() bool {
+	testenv.WaitFor(t, waitTimeout, "log start offsets on every replica", func() (bool, string) {
 		var ok bool
 		got, ok = earliestEverywhere(t, ctx, c, topic, want)
-		return ok
+		return ok, ""
 	})
 	t.Logf("log start offsets (partition, broker): %v", got)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // TestElectLeaders: on three in-process brokers without automatic
@@ -155,9 +156,9 @@ func topicSet(topic string, parts ...int32) kadm.TopicsSet {
 func awaitTopic(t *testing.T, ctx context.Context, addrs []string, topic string, cond func(kadm.TopicDetail) bool) kadm.TopicDetail {
 	t.Helper()
 	var td kadm.TopicDetail
-	await(t, waitTimeout, "topic "+topic, func() bool {
+	testenv.WaitFor(t, waitTimeout, "topic "+topic, func() (bool, string) {
 		td = metadata(t, ctx, addrs[0], topic).Topics[topic]
-		return td.Err == nil && len(td.Partitions) > 0 && cond(td)
+		return td.Err == nil && len(td.Partitions) > 0 && cond(td), ""
 	})
 	return td
 }

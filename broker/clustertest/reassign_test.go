@@ -3,7 +3,6 @@ package clustertest
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/internal/testenv"
 )
 
 // TestReassignPartitions moves every replica of a topic off broker 2 of 3
@@ -57,13 +58,13 @@ func TestReassignPartitions(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	await(t, waitTimeout, "records acknowledged before the move", func() bool {
+	testenv.WaitFor(t, waitTimeout, "records acknowledged before the move", func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(acked[5]) >= 20
+		return len(acked[5]) >= 20, ""
 	})
 
-	if n := topicDirs(t, filepath.Join(c.dir, "broker-2"), topic); n == 0 {
+	if n := topicDirs(t, c.Dir(2), topic); n == 0 {
 		t.Fatalf("broker 2 holds no replica of %s before the move", topic)
 	}
 	targets := map[int32][]int32{}
@@ -85,35 +86,35 @@ func TestReassignPartitions(t *testing.T) {
 	if err := res.Error(); err != nil {
 		t.Fatalf("alter partition assignments: %v", err)
 	}
-	await(t, waitTimeout, "reassignments complete", func() bool {
+	testenv.WaitFor(t, waitTimeout, "reassignments complete", func() (bool, string) {
 		listed, err := adm.ListPartitionReassignments(ctx, nil)
 		if err != nil || len(listed) != 0 {
-			return false
+			return false, ""
 		}
 		td = metadata(t, ctx, addrs[0], topic).Topics[topic]
 		for p, d := range td.Partitions {
 			if !slices.Equal(d.Replicas, targets[p]) || !slices.Contains(targets[p], d.Leader) || len(d.ISR) != 2 {
-				return false
+				return false, ""
 			}
 		}
-		return true
+		return true, ""
 	})
 	// More records after the move, then stop and check them all.
 	mu.Lock()
 	n := len(acked[5])
 	mu.Unlock()
-	await(t, waitTimeout, "records acknowledged after the move", func() bool {
+	testenv.WaitFor(t, waitTimeout, "records acknowledged after the move", func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(acked[5]) >= n+20
+		return len(acked[5]) >= n+20, ""
 	})
 	close(stop)
 	wg.Wait()
 	consumeCheck(t, ctx, addrs, topic, acked)
 
 	// Broker 2 keeps nothing of the topic.
-	await(t, waitTimeout, "broker 2 without data of "+topic, func() bool {
-		return topicDirs(t, filepath.Join(c.dir, "broker-2"), topic) == 0
+	testenv.WaitFor(t, waitTimeout, "broker 2 without data of "+topic, func() (bool, string) {
+		return topicDirs(t, c.Dir(2), topic) == 0, ""
 	})
 
 	// Refusals: a dead or unknown broker, a repeated one; cancelling

@@ -3,53 +3,20 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/broker"
-	"github.com/tributary/tributary/internal/coord"
-	"github.com/tributary/tributary/internal/coord/memcoord"
+	"github.com/tributary/tributary/internal/brokertest"
 )
 
 // newTwoBrokers starts brokers 1 and 2 in this process on one memcoord
 // server and returns their addresses; cleanup closes them.
 func newTwoBrokers(t *testing.T) []string {
 	t.Helper()
-	srv := memcoord.NewServer()
-	dir := t.TempDir()
-	var addrs []string
-	for id := int32(1); id <= 2; id++ {
-		w := &testLogWriter{t: t}
-		logger := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		connect := func(context.Context) (coord.Session, error) { return srv.Connect(memcoord.Config{}), nil }
-		b, err := broker.New(broker.Config{
-			BrokerID:  id,
-			Listeners: "PLAINTEXT://127.0.0.1:0",
-			LogDirs:   []string{filepath.Join(dir, fmt.Sprint("broker-", id))},
-		}, logger, prometheus.NewRegistry(), broker.WithCoordinator(connect))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := b.Close(); err != nil {
-				t.Errorf("close broker %d: %v", id, err)
-			}
-			w.mu.Lock()
-			w.closed = true
-			w.mu.Unlock()
-		})
-		addrs = append(addrs, b.Addr())
-	}
-	return addrs
+	return brokertest.NewCluster(t, 2).Addrs()
 }
 
 func TestTopicsReassign(t *testing.T) {

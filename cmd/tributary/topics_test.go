@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -135,7 +136,7 @@ func TestParseConfigs(t *testing.T) {
 }
 
 func TestTopicsAlterPartitions(t *testing.T) {
-	bs := newBroker(t)
+	bs := brokertest.New(t).Addr()
 	mustRun(t, "", "topics", "create", "--bootstrap", bs, "--topic", "grow", "--partitions", "2")
 	res := mustRun(t, "", "topics", "alter", "--bootstrap", bs, "--topic", "grow", "--partitions", "5")
 	if res.stdout != "Topic grow now has 5 partitions.\n" {
@@ -156,7 +157,7 @@ func TestTopicsAlterPartitions(t *testing.T) {
 }
 
 func TestTopicsDeleteRecords(t *testing.T) {
-	bs := newBroker(t)
+	bs := brokertest.New(t).Addr()
 	mustRun(t, "", "topics", "create", "--bootstrap", bs, "--topic", "dr", "--partitions", "2")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(bs), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary/tributary/internal/kafkatest"
 	"github.com/tributary/tributary/internal/testenv"
 )
 
@@ -33,21 +34,21 @@ func TestKafka28ReassignZooKeeper(t *testing.T) {
 		t.Fatalf("create: %v %v", err, resp.Err)
 	}
 	var td kadm.TopicDetail
-	await(t, waitTimeout, topic+" in sync", func() bool {
-		md, err := metadataFrom(ctx, c.addrs[1], topic)
+	testenv.WaitFor(t, waitTimeout, topic+" in sync", func() (bool, string) {
+		md, err := kafkatest.MetadataFrom(ctx, c.addrs[1], topic)
 		if err != nil {
-			return false
+			return false, ""
 		}
 		td = md.Topics[topic]
 		if td.Err != nil || len(td.Partitions) != 3 {
-			return false
+			return false, ""
 		}
 		for _, p := range td.Partitions {
 			if p.Leader < 0 || len(p.ISR) != 2 {
-				return false
+				return false, ""
 			}
 		}
-		return true
+		return true, ""
 	})
 	produced := produceRounds(t, ctx, c.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks())), topic, 3, 5, 10)
 
@@ -69,12 +70,12 @@ func TestKafka28ReassignZooKeeper(t *testing.T) {
 	}
 	out := mustRun(t, ctx, tools, class, "--zookeeper", c.connect(), "--execute", "--reassignment-json-file", plan)
 	t.Logf("--execute --zookeeper:\n%s", out)
-	await(t, waitTimeout, "--verify --zookeeper reporting every reassignment complete", func() bool {
+	testenv.WaitFor(t, waitTimeout, "--verify --zookeeper reporting every reassignment complete", func() (bool, string) {
 		out = mustRun(t, ctx, tools, class, "--zookeeper", c.connect(), "--verify", "--reassignment-json-file", plan)
-		return strings.Count(out, "is complete") == 3
+		return strings.Count(out, "is complete") == 3, ""
 	})
 	t.Logf("--verify --zookeeper:\n%s", out)
-	md, err := metadataFrom(ctx, c.addrs[1], topic)
+	md, err := kafkatest.MetadataFrom(ctx, c.addrs[1], topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestKafka28ReassignZooKeeper(t *testing.T) {
 			t.Fatalf("partition %d: replicas %v leader %d, want %v", p, d.Replicas, d.Leader, targets[p])
 		}
 	}
-	await(t, waitTimeout, "broker 2 without directories of "+topic, func() bool { return topicDirCount(t, c.logDir(2), topic) == 0 })
+	testenv.WaitFor(t, waitTimeout, "broker 2 without directories of "+topic, func() (bool, string) { return topicDirCount(t, c.logDir(2), topic) == 0, "" })
 	rd := c.client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	got := 0
 	want := 0

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/internal/kafkatest"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 )
@@ -52,17 +53,17 @@ func checkDeleteRecords(t *testing.T, ctx context.Context, tools testenv.KafkaTo
 	if resp, err := adm.CreateTopic(ctx, 2, 3, map[string]*string{"segment.bytes": kadm.StringPtr("2048")}, topic); err != nil || resp.Err != nil {
 		t.Fatalf("create: %v %v", err, resp.Err)
 	}
-	await(t, waitTimeout, topic+" in sync", func() bool {
+	testenv.WaitFor(t, waitTimeout, topic+" in sync", func() (bool, string) {
 		td := c.topicFrom(t, ctx, topic)
 		if td.Err != nil || len(td.Partitions) != 2 {
-			return false
+			return false, ""
 		}
 		for _, p := range td.Partitions {
 			if p.Leader < 0 || len(p.ISR) != 3 {
-				return false
+				return false, ""
 			}
 		}
-		return true
+		return true, ""
 	})
 	produceRounds(t, ctx, c.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks())), topic, 2, 10, 10)
 	file := filepath.Join(t.TempDir(), "offsets.json")
@@ -79,15 +80,15 @@ func checkDeleteRecords(t *testing.T, ctx context.Context, tools testenv.KafkaTo
 	}
 	want := map[int32]int64{0: 37, 1: 100}
 	td := c.topicFrom(t, ctx, topic)
-	await(t, waitTimeout, "ListOffsets earliest on every replica", func() bool {
+	testenv.WaitFor(t, waitTimeout, "ListOffsets earliest on every replica", func() (bool, string) {
 		for p, d := range td.Partitions {
 			for _, id := range d.Replicas {
 				if earliestOn(ctx, c.addrs[id], id, topic, p) != want[p] {
-					return false
+					return false, ""
 				}
 			}
 		}
-		return true
+		return true, ""
 	})
 	// Past the high watermark: refused, nothing moves.
 	if err := os.WriteFile(file, []byte(`{"version":1,"partitions":[{"topic":"`+topic+`","partition":0,"offset":101}]}`), 0o644); err != nil {
@@ -159,7 +160,7 @@ func (c *cluster) live() string {
 func (c *cluster) topicFrom(t *testing.T, ctx context.Context, topic string) kadm.TopicDetail {
 	t.Helper()
 	for _, a := range c.addrs {
-		md, err := metadataFrom(ctx, a, topic)
+		md, err := kafkatest.MetadataFrom(ctx, a, topic)
 		if err == nil {
 			return md.Topics[topic]
 		}
@@ -189,29 +190,29 @@ func checkLeaderElection(t *testing.T, ctx context.Context, tools testenv.KafkaT
 		}
 		return true
 	}
-	await(t, waitTimeout, "compat-elect in sync", func() bool { return inSync(c.topicFrom(t, ctx, "compat-elect"), 3) })
+	testenv.WaitFor(t, waitTimeout, "compat-elect in sync", func() (bool, string) { return inSync(c.topicFrom(t, ctx, "compat-elect"), 3), "" })
 	c.stop(t, 1)
 	c.start(t, 1)
 	var td kadm.TopicDetail
-	await(t, waitTimeout, "compat-elect in sync after broker 1's restart", func() bool {
+	testenv.WaitFor(t, waitTimeout, "compat-elect in sync after broker 1's restart", func() (bool, string) {
 		td = c.topicFrom(t, ctx, "compat-elect")
-		return inSync(td, 3)
+		return inSync(td, 3), ""
 	})
 	// --all-topic-partitions covers every topic: all must be in sync again,
 	// or the preferred replica may not be electable yet.
-	await(t, waitTimeout, "every topic in sync after broker 1's restart", func() bool {
-		md, err := metadataFrom(ctx, c.addrs[1])
+	testenv.WaitFor(t, waitTimeout, "every topic in sync after broker 1's restart", func() (bool, string) {
+		md, err := kafkatest.MetadataFrom(ctx, c.addrs[1])
 		if err != nil {
-			return false
+			return false, ""
 		}
 		for _, d := range md.Topics {
 			for _, p := range d.Partitions {
 				if len(p.ISR) != len(p.Replicas) {
-					return false
+					return false, ""
 				}
 			}
 		}
-		return true
+		return true, ""
 	})
 	moved := 0
 	for _, p := range td.Partitions {
@@ -227,13 +228,13 @@ func checkLeaderElection(t *testing.T, ctx context.Context, tools testenv.KafkaT
 	if !strings.Contains(out, "Successfully completed leader election (PREFERRED) for partitions") {
 		t.Fatalf("preferred election printed:\n%s", out)
 	}
-	await(t, waitTimeout, "preferred leaders back", func() bool {
+	testenv.WaitFor(t, waitTimeout, "preferred leaders back", func() (bool, string) {
 		for _, p := range c.topicFrom(t, ctx, "compat-elect").Partitions {
 			if p.Leader != p.Replicas[0] {
-				return false
+				return false, ""
 			}
 		}
-		return true
+		return true, ""
 	})
 
 	// Offline: replicas [x y]; y stops (leaves the ISR), records come, x
@@ -241,18 +242,18 @@ func checkLeaderElection(t *testing.T, ctx context.Context, tools testenv.KafkaT
 	if resp, err := adm.CreateTopic(ctx, 1, 2, nil, "compat-unclean"); err != nil || resp.Err != nil {
 		t.Fatalf("create: %v %v", err, resp.Err)
 	}
-	await(t, waitTimeout, "compat-unclean in sync", func() bool { td = c.topicFrom(t, ctx, "compat-unclean"); return inSync(td, 2) })
+	testenv.WaitFor(t, waitTimeout, "compat-unclean in sync", func() (bool, string) { td = c.topicFrom(t, ctx, "compat-unclean"); return inSync(td, 2), "" })
 	x, y := td.Partitions[0].Replicas[0], td.Partitions[0].Replicas[1]
 	c.stop(t, y)
-	await(t, waitTimeout, "compat-unclean ISR without broker y", func() bool {
+	testenv.WaitFor(t, waitTimeout, "compat-unclean ISR without broker y", func() (bool, string) {
 		p := c.topicFrom(t, ctx, "compat-unclean").Partitions[0]
-		return p.Leader == x && len(p.ISR) == 1
+		return p.Leader == x && len(p.ISR) == 1, ""
 	})
 	c.stop(t, x)
 	c.start(t, y)
-	await(t, waitTimeout, "compat-unclean offline", func() bool {
+	testenv.WaitFor(t, waitTimeout, "compat-unclean offline", func() (bool, string) {
 		p := c.topicFrom(t, ctx, "compat-unclean").Partitions[0]
-		return p.Leader == -1
+		return p.Leader == -1, ""
 	})
 	out = mustRun(t, ctx, tools, class, "--bootstrap-server", c.live(), "--election-type", "UNCLEAN",
 		"--topic", "compat-unclean", "--partition", "0")
@@ -260,9 +261,9 @@ func checkLeaderElection(t *testing.T, ctx context.Context, tools testenv.KafkaT
 	if !strings.Contains(out, "Successfully completed leader election (UNCLEAN) for partitions compat-unclean-0") {
 		t.Fatalf("unclean election printed:\n%s", out)
 	}
-	await(t, waitTimeout, "broker y leading compat-unclean", func() bool {
+	testenv.WaitFor(t, waitTimeout, "broker y leading compat-unclean", func() (bool, string) {
 		p := c.topicFrom(t, ctx, "compat-unclean").Partitions[0]
-		return p.Leader == y
+		return p.Leader == y, ""
 	})
 	c.start(t, x)
 }
@@ -280,18 +281,18 @@ func checkAlterPartitions(t *testing.T, ctx context.Context, tools testenv.Kafka
 		"--partitions", "6", "--replication-factor", "2")
 	mustRun(t, ctx, tools, class, "--bootstrap-server", bootstrap, "--alter", "--topic", topic, "--partitions", "12")
 	var out string
-	await(t, waitTimeout, "12 led partitions in kafka-topics --describe", func() bool {
+	testenv.WaitFor(t, waitTimeout, "12 led partitions in kafka-topics --describe", func() (bool, string) {
 		out = mustRun(t, ctx, tools, class, "--bootstrap-server", bootstrap, "--describe", "--topic", topic)
 		lines := describeLine.FindAllStringSubmatch(out, -1)
 		if len(lines) != 12 || !strings.Contains(out, "PartitionCount: 12") {
-			return false
+			return false, ""
 		}
 		for _, l := range lines {
 			if l[3] == "none" || l[3] == "-1" || len(strings.Split(l[4], ",")) != 2 {
-				return false
+				return false, ""
 			}
 		}
-		return true
+		return true, ""
 	})
 	t.Logf("kafka-topics --describe after --alter:\n%s", out)
 	// Shrinking is refused with Kafka's message.
@@ -325,7 +326,7 @@ func checkLogDirs(t *testing.T, ctx context.Context, tools testenv.KafkaTools, c
 	// leader's bytes before comparing with the tool's.
 	var out string
 	var report logDirsReport
-	await(t, waitTimeout, "kafka-log-dirs sizes equal to the files on every replica", func() bool {
+	testenv.WaitFor(t, waitTimeout, "kafka-log-dirs sizes equal to the files on every replica", func() (bool, string) {
 		out = mustRun(t, ctx, tools, "org.apache.kafka.tools.LogDirsCommand", "--bootstrap-server", c.live(),
 			"--describe", "--topic-list", topic)
 		_, js, ok := strings.Cut(out, "\n{")
@@ -344,13 +345,13 @@ func checkLogDirs(t *testing.T, ctx context.Context, tools testenv.KafkaTools, c
 				}
 				for _, p := range ld.Partitions {
 					if p.Size != segmentBytes(t, filepath.Join(ld.LogDir, p.Partition)) || p.Size == 0 {
-						return false
+						return false, ""
 					}
 					seen++
 				}
 			}
 		}
-		return seen == 3*2
+		return seen == 3*2, ""
 	})
 	for p, d := range td.Partitions {
 		for _, id := range d.Replicas {
@@ -419,9 +420,9 @@ func checkReassign(t *testing.T, ctx context.Context, tools testenv.KafkaTools, 
 	if resp, err := adm.CreateTopic(ctx, 6, 2, nil, topic); err != nil || resp.Err != nil {
 		t.Fatalf("create: %v %v", err, resp.Err)
 	}
-	await(t, waitTimeout, topic+" led", func() bool {
+	testenv.WaitFor(t, waitTimeout, topic+" led", func() (bool, string) {
 		td := c.topicFrom(t, ctx, topic)
-		return td.Err == nil && len(td.Partitions) == 6 && td.Partitions[0].Leader >= 0
+		return td.Err == nil && len(td.Partitions) == 6 && td.Partitions[0].Leader >= 0, ""
 	})
 	if n := topicDirCount(t, c.logDir(2), topic); n == 0 {
 		t.Fatalf("broker 2 holds no replica of %s", topic)
@@ -468,10 +469,10 @@ func checkReassign(t *testing.T, ctx context.Context, tools testenv.KafkaTools, 
 	}()
 	out = mustRun(t, ctx, tools, class, "--bootstrap-server", c.live(), "--execute", "--reassignment-json-file", plan)
 	t.Logf("--execute:\n%s", out)
-	await(t, waitTimeout, "--verify reporting every reassignment complete", func() bool {
+	testenv.WaitFor(t, waitTimeout, "--verify reporting every reassignment complete", func() (bool, string) {
 		out = mustRun(t, ctx, tools, class, "--bootstrap-server", c.live(), "--verify", "--preserve-throttles",
 			"--reassignment-json-file", plan)
-		return strings.Count(out, "is completed") == 6
+		return strings.Count(out, "is completed") == 6, ""
 	})
 	t.Logf("--verify:\n%s", out)
 	close(stop)
@@ -481,7 +482,7 @@ func checkReassign(t *testing.T, ctx context.Context, tools testenv.KafkaTools, 
 			t.Fatalf("partition %d still on broker 2: %+v", p.Partition, p)
 		}
 	}
-	await(t, waitTimeout, "broker 2 without directories of "+topic, func() bool { return topicDirCount(t, c.logDir(2), topic) == 0 })
+	testenv.WaitFor(t, waitTimeout, "broker 2 without directories of "+topic, func() (bool, string) { return topicDirCount(t, c.logDir(2), topic) == 0, "" })
 	// Every acknowledged record is readable.
 	rd := c.client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	mu.Lock()
