@@ -64,8 +64,9 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2x ./... 
 
 # bench-vs-kafka runs the same `tributary bench` commands against Apache Kafka
-# and our broker on this machine and prints one table of medians and ratios;
-# then (BENCH_RF3=0 skips it) acks=all produce against three brokers of each,
+# and our broker on this machine and prints one table of medians and ratios,
+# with broker CPU per record; a second compares SASL_SSL with PLAINTEXT on both
+# (BENCH_SECURE=0 skips it); then (BENCH_RF3=0 skips it) acks=all produce against three brokers of each,
 # replication factor 3, min.insync.replicas=2.
 bench-vs-kafka: build
 	BENCH_RECORDS=$(BENCH_RECORDS) BENCH_RUNS=$(BENCH_RUNS) bash scripts/bench-vs-kafka.sh

@@ -10,6 +10,18 @@
 #   bench e2e      BENCH_E2E_RECORDS records at BENCH_E2E_THROUGHPUT records/s:
 #                  latency at a fixed rate both can carry; unthrottled, it would
 #                  only measure the producer's queue (-1 for that anyway)
+# and, unless BENCH_SECURE=0, right after each produce and consume pair over
+# PLAINTEXT the same pair over SASL_SSL (SCRAM-SHA-512, TLS with the
+# certificates of `tributary certs`, the user made with Kafka's
+# kafka-storage format --add-scram on Kafka and Kafka's kafka-configs
+# --bootstrap-server, i.e. AlterUserScramCredentials, on ours), against a
+# second listener of the same brokers; a second table compares the two
+# protocols per system and the systems over SASL_SSL.
+#
+# Broker CPU: utime+stime of the broker process (/proc/PID/stat) before and
+# after each single-broker produce and consume run, as CPU-seconds per
+# million records. It counts every thread of the broker (Kafka's JIT and GC
+# included), nothing of the client, which runs on the same machine.
 #
 # Environment:
 #   BENCH_RECORDS         records per produce/consume run (default 2000000)
@@ -21,6 +33,7 @@
 #                         before its JIT warms up); 0 to skip (default 200000)
 #   BENCH_JAVA_TOOLS=1    also runs Kafka's own ProducerPerformance against both
 #   BENCH_RF3=0           skips the replicated rows (default 1: run them)
+#   BENCH_SECURE=0        skips the SASL_SSL rows (default 1: run them)
 #   BENCH_RF3_WARMUP_RECORDS  produced once per replicated system before its
 #                         measured runs; three fresh JVMs need more than one
 #                         (seen: Kafka's first 200000-record runs at a quarter
@@ -43,7 +56,8 @@
 # state this row compares.
 #
 # Ports, each plus TRIBUTARY_TEST_PORT_OFFSET: Kafka 127.0.0.1:19092
-# (+controller 19093), Tributary 127.0.0.1:19192; replicated: Kafka nodes
+# (+controller 19093, +SASL_SSL 19091), Tributary 127.0.0.1:19192 (+SASL_SSL
+# 19191); replicated: Kafka nodes
 # 19094/19096/19098 (+controllers 19095/19097/19099), Tributary brokers
 # 19193/19194/19195, ZooKeeper 21810.
 set -euo pipefail
@@ -62,6 +76,9 @@ rf3_warmup_records=${BENCH_RF3_WARMUP_RECORDS:-1000000}
 offset=${TRIBUTARY_TEST_PORT_OFFSET:-0}
 kafka_addr=127.0.0.1:$((19092 + offset))
 tributary_addr=127.0.0.1:$((19192 + offset))
+kafka_sec_addr=127.0.0.1:$((19091 + offset))
+tributary_sec_addr=127.0.0.1:$((19191 + offset))
+secure=${BENCH_SECURE:-1}
 bin=$repo/bin/tributary
 
 die() {
@@ -75,6 +92,7 @@ for v in records runs e2e_records; do
 done
 [[ $warmup_records =~ ^[0-9]+$ ]] || die "BENCH_WARMUP_RECORDS must be a number, not '$warmup_records'"
 [[ $rf3 =~ ^[01]$ ]] || die "BENCH_RF3 must be 0 or 1, not '$rf3'"
+[[ $secure =~ ^[01]$ ]] || die "BENCH_SECURE must be 0 or 1, not '$secure'"
 [[ $rf3_warmup_records =~ ^[0-9]+$ ]] || die "BENCH_RF3_WARMUP_RECORDS must be a number, not '$rf3_warmup_records'"
 command -v kcat >/dev/null || die "kcat not found: run \`make deps\`"
 
@@ -243,8 +261,30 @@ say "building bin/tributary"
 "${MAKE:-make}" --no-print-directory -s build
 
 bash "$here/kafka.sh" fetch
-say "starting Apache Kafka on $kafka_addr"
-bash "$here/kafka.sh" start >/dev/null
+
+# The secured listeners' material: a CA and the brokers' certificate
+# (key and chain in one PEM file, which both read), one SCRAM user with a
+# random password, and the client properties every SASL_SSL run uses.
+sec=$dir/secure
+client_config=$sec/client.properties
+if [ "$secure" = 1 ]; then
+	case $sec in *[:}]*) die "BENCH_DIR '$dir' may not contain ':' or '}' (\${file:...} in $client_config)" ;; esac
+	"$bin" certs --dir "$sec" --server broker --host localhost,127.0.0.1 >/dev/null
+	(umask 077 && head -c 18 /dev/urandom | base64 | tr '+/' '-_' >"$sec/bench.password")
+	cat >"$client_config" <<EOF
+security.protocol=SASL_SSL
+sasl.mechanism=SCRAM-SHA-512
+sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="bench" password="\${file:$sec/bench.password}";
+ssl.truststore.type=PEM
+ssl.truststore.location=$sec/ca.pem
+EOF
+	say "starting Apache Kafka on $kafka_addr and SASL_SSL $kafka_sec_addr"
+	KAFKA_SSL_KEYSTORE=$sec/broker.pem KAFKA_SCRAM_USER=bench KAFKA_SCRAM_PASSWORD_FILE=$sec/bench.password \
+		bash "$here/kafka.sh" start >/dev/null
+else
+	say "starting Apache Kafka on $kafka_addr"
+	bash "$here/kafka.sh" start >/dev/null
+fi
 
 say "starting tributary broker on $tributary_addr"
 mkdir -p "$dir/tributary" "$dir/tributary-data"
@@ -254,9 +294,21 @@ listeners=PLAINTEXT://$tributary_addr
 log.dirs=$dir/tributary-data
 num.partitions=1
 EOF
-if nc -z -w 1 "${tributary_addr%:*}" "${tributary_addr##*:}" >/dev/null 2>&1; then
-	die "port $tributary_addr is already in use (or set TRIBUTARY_TEST_PORT_OFFSET)"
+check_ports=("$tributary_addr")
+if [ "$secure" = 1 ]; then
+	check_ports+=("$tributary_sec_addr")
+	sed -i "s|^listeners=.*|listeners=PLAINTEXT://$tributary_addr,SASL_SSL://$tributary_sec_addr|" "$dir/tributary/server.properties"
+	cat >>"$dir/tributary/server.properties" <<EOF
+ssl.keystore.type=PEM
+ssl.keystore.location=$sec/broker.pem
+listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-512
+EOF
 fi
+for a in "${check_ports[@]}"; do
+	if nc -z -w 1 "${a%:*}" "${a##*:}" >/dev/null 2>&1; then
+		die "port $a is already in use (or set TRIBUTARY_TEST_PORT_OFFSET)"
+	fi
+done
 "$bin" broker --config "$dir/tributary/server.properties" </dev/null >"$dir/tributary/broker.log" 2>&1 &
 tributary_pid=$!
 deadline=$((SECONDS + 60))
@@ -270,6 +322,40 @@ until kcat -L -b "$tributary_addr" -m 3 2>/dev/null | grep -q ' 1 brokers:'; do
 	sleep 0.2
 done
 
+if [ "$secure" = 1 ]; then
+	# Through the PLAINTEXT listener: nobody can log in before the user exists.
+	say "creating SCRAM user bench on tributary with Kafka's kafka-configs"
+	bash "$here/kafka.sh" run kafka.admin.ConfigCommand --bootstrap-server "$tributary_addr" --alter \
+		--add-config "SCRAM-SHA-512=[password=$(cat "$sec/bench.password")]" \
+		--entity-type users --entity-name bench >"$dir/tributary/kafka-configs.out" 2>&1 ||
+		{ cat "$dir/tributary/kafka-configs.out" >&2; die "kafka-configs could not create the SCRAM user on $tributary_addr"; }
+	for addr in "$kafka_sec_addr" "$tributary_sec_addr"; do
+		deadline=$((SECONDS + 60))
+		until "$bin" topics list --bootstrap "$addr" --command-config "$client_config" >/dev/null 2>"$dir/login.err"; do
+			[ $SECONDS -lt $deadline ] || die "user bench cannot log in on $addr after 60s: $(cat "$dir/login.err")"
+			sleep 0.5
+		done
+	done
+fi
+
+# cpu_ticks PID: utime+stime of PID in clock ticks (/proc/PID/stat fields 14
+# and 15, counted after the parenthesised command name, which may hold spaces).
+clk_tck=$(getconf CLK_TCK)
+cpu_ticks() {
+	local stat
+	stat=$(cat "/proc/$1/stat") || die "broker pid $1 is gone"
+	echo "${stat##*) }" | awk '{ print $12 + $13 }'
+}
+
+# broker_pid SYSTEM: the pid of the single broker of SYSTEM.
+broker_pid() {
+	if [ "$1" = kafka ]; then
+		cat "$TRIBUTARY_KAFKA_DIR/kafka.pid"
+	else
+		echo "$tributary_pid"
+	fi
+}
+
 # perf_field FILE N: field N of a kafka-producer-perf-test line
 #   "N records sent, R records/sec (M MB/sec), A ms avg latency, X ms max latency,
 #    P50 ms 50th, P95 ms 95th, P99 ms 99th, P999 ms 99.9th."
@@ -282,6 +368,9 @@ perf_field() {
 		awk -v n="$2" -v f="$1" 'NF != 9 { print "bench-vs-kafka: cannot parse " f > "/dev/stderr"; exit 1 } { print $n }'
 }
 
+# cpu_field FILE _: the broker CPU-seconds per million records of a run.
+cpu_field() { cat "$1.cpu" || die "no CPU figure for $1"; }
+
 # consume_field FILE N: field N of the CSV line after kafka-consumer-perf-test's
 # header (4 MB.sec, 6 nMsg.sec).
 consume_field() {
@@ -293,11 +382,14 @@ consume_field() {
 }
 
 # run_bench SYSTEM ADDR RUN KIND ARGS...: one `tributary bench` run; its
-# output goes to $dir/results/SYSTEM.${result_prefix}KIND.RUN.
+# output goes to $dir/results/SYSTEM.${result_prefix}KIND.RUN and, when
+# cpu_pid is set, the broker's CPU-seconds per million records (of
+# --records) to the same with .cpu.
 mkdir -p "$dir/results"
 result_prefix=
+cpu_pid=
 run_bench() {
-	local system=$1 addr=$2 run=$3 kind=$4 out
+	local system=$1 addr=$2 run=$3 kind=$4 out before after n
 	shift 4
 	out=$dir/results/$system.$result_prefix$kind.$run
 	if [ "$run" = warmup ]; then
@@ -305,9 +397,15 @@ run_bench() {
 	else
 		say "run $run/$runs: $result_prefix$kind against $system"
 	fi
+	[ -z "$cpu_pid" ] || before=$(cpu_ticks "$cpu_pid")
 	if ! "$bin" bench "$kind" --bootstrap "$addr" "$@" >"$out" 2>"$out.err"; then
 		cat "$out" "$out.err" >&2
 		die "bench $kind against $system ($addr) failed"
+	fi
+	if [ -n "$cpu_pid" ]; then
+		after=$(cpu_ticks "$cpu_pid")
+		n=$(printf '%s\n' "$@" | awk 'prev == "--records" { print; exit } { prev = $0 }')
+		awk -v b="$before" -v a="$after" -v hz="$clk_tck" -v n="$n" 'BEGIN { printf "%.4f\n", (a - b) / hz / n * 1e6 }' >"$out.cpu"
 	fi
 	# Parse now, so that a malformed line stops the run where it happened.
 	if [ "$kind" = consume ]; then
@@ -333,36 +431,54 @@ run_java_perf() {
 	perf_field "$out" 2 >/dev/null || die "ProducerPerformance against $system printed no summary line"
 }
 
-if [ "$warmup_records" -gt 0 ]; then
+# both PROTOCOL RUN KIND ARGS...: run_bench against Kafka, then against
+# Tributary, over PLAINTEXT (plain) or SASL_SSL (sec: results prefixed
+# sec-, --command-config added, topic names of ARGS prefixed sec-).
+both() {
+	local proto=$1 run=$2 kind=$3 system addr args
+	shift 3
 	for system in kafka tributary; do
-		addr=$kafka_addr
-		[ "$system" = tributary ] && addr=$tributary_addr
-		run_bench "$system" "$addr" warmup produce --topic bench-warmup --records "$warmup_records" \
+		args=("$@")
+		if [ "$proto" = sec ]; then
+			result_prefix=sec-
+			addr=$kafka_sec_addr
+			[ "$system" = tributary ] && addr=$tributary_sec_addr
+			args=("${args[@]/#bench-/sec-bench-}" --command-config "$client_config")
+		else
+			result_prefix=
+			addr=$kafka_addr
+			[ "$system" = tributary ] && addr=$tributary_addr
+		fi
+		cpu_pid=$(broker_pid "$system")
+		run_bench "$system" "$addr" "$run" "$kind" "${args[@]}"
+	done
+	result_prefix=
+	cpu_pid=
+}
+
+protocols=(plain)
+[ "$secure" = 0 ] || protocols+=(sec)
+
+if [ "$warmup_records" -gt 0 ]; then
+	for proto in "${protocols[@]}"; do
+		both "$proto" warmup produce --topic bench-warmup --records "$warmup_records" \
 			--record-size 100 --acks 1 --partitions 6
-		run_bench "$system" "$addr" warmup consume --topic bench-warmup --records "$warmup_records" \
+		both "$proto" warmup consume --topic bench-warmup --records "$warmup_records" \
 			--record-size 100 --partitions 6 --timeout-ms 30000
 	done
 fi
 
 for run in $(seq 1 "$runs"); do
-	for system in kafka tributary; do
-		addr=$kafka_addr
-		[ "$system" = tributary ] && addr=$tributary_addr
-		run_bench "$system" "$addr" "$run" produce --topic "bench-r$run" --records "$records" \
+	for proto in "${protocols[@]}"; do
+		both "$proto" "$run" produce --topic "bench-r$run" --records "$records" \
 			--record-size 100 --acks 1 --partitions 6
 	done
-	for system in kafka tributary; do
-		addr=$kafka_addr
-		[ "$system" = tributary ] && addr=$tributary_addr
-		run_bench "$system" "$addr" "$run" consume --topic "bench-r$run" --records "$records" \
+	for proto in "${protocols[@]}"; do
+		both "$proto" "$run" consume --topic "bench-r$run" --records "$records" \
 			--record-size 100 --partitions 6 --timeout-ms 30000
 	done
-	for system in kafka tributary; do
-		addr=$kafka_addr
-		[ "$system" = tributary ] && addr=$tributary_addr
-		run_bench "$system" "$addr" "$run" e2e --topic "bench-e2e-r$run" --records "$e2e_records" \
-			--record-size 100 --acks 1 --partitions 6 --throughput "$e2e_throughput" --timeout-ms 30000
-	done
+	both plain "$run" e2e --topic "bench-e2e-r$run" --records "$e2e_records" \
+		--record-size 100 --acks 1 --partitions 6 --throughput "$e2e_throughput" --timeout-ms 30000
 	if [ -n "${BENCH_JAVA_TOOLS:-}" ]; then
 		run_java_perf kafka "$kafka_addr" "$run"
 		run_java_perf tributary "$tributary_addr" "$run"
@@ -435,8 +551,10 @@ printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..32})" "$(printf -- '-%.0s' {1.
 row "produce records/s" perf_field 2 produce
 row "produce MB/s" perf_field 3 produce
 row "produce p99 ms" perf_field 8 produce
+row "produce broker CPU s/M records" cpu_field 0 produce
 row "consume records/s" consume_field 6 consume
 row "consume MB/s" consume_field 4 consume
+row "consume broker CPU s/M records" cpu_field 0 consume
 row "e2e p50 ms" perf_field 6 e2e
 row "e2e p99 ms" perf_field 8 e2e
 row "e2e p99.9 ms" perf_field 9 e2e
@@ -448,4 +566,39 @@ if [ "$rf3" = 1 ]; then
 	row "rf3 acks=all produce records/s" perf_field 2 rf3-produce
 	row "rf3 acks=all produce MB/s" perf_field 3 rf3-produce
 	row "rf3 acks=all produce p99 ms" perf_field 8 rf3-produce
+fi
+
+# secure_row LABEL FIELD_FN FIELD KIND: PLAINTEXT and SASL_SSL medians per
+# system, their ratio per system, and ours over Kafka's under SASL_SSL.
+secure_row() {
+	local label=$1 fn=$2 field=$3 kind=$4 kp ks tp ts
+	kp=$(median "$fn" "$field" kafka "$kind")
+	ks=$(median "$fn" "$field" kafka "sec-$kind")
+	tp=$(median "$fn" "$field" tributary "$kind")
+	ts=$(median "$fn" "$field" tributary "sec-$kind")
+	awk -v l="$label" -v kp="$kp" -v ks="$ks" -v tp="$tp" -v ts="$ts" '
+		function ratio(a, b) { return (b > 0) ? sprintf("%.2fx", a / b) : "n/a" }
+		BEGIN {
+			printf "| %-30s | %10.2f | %10.2f | %7s | %10.2f | %10.2f | %7s | %8s |\n",
+				l, kp, ks, ratio(ks, kp), tp, ts, ratio(ts, tp), ratio(ts, ks)
+		}'
+}
+
+if [ "$secure" = 1 ]; then
+	echo
+	echo "SASL_SSL (SCRAM-SHA-512) vs PLAINTEXT, the same brokers, runs interleaved; medians of $runs runs"
+	echo "sec/pt = SASL_SSL / PLAINTEXT per system; ours/kafka = tributary / kafka over SASL_SSL"
+	echo "CPU: broker process utime+stime per million records (lower is better)"
+	echo
+	printf '| %-30s | %10s | %10s | %7s | %10s | %10s | %7s | %8s |\n' metric "kafka pt" "kafka sec" sec/pt \
+		"ours pt" "ours sec" sec/pt ours/kfk
+	printf '|%s|%s|%s|%s|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..32})" "$(printf -- '-%.0s' {1..12})" \
+		"$(printf -- '-%.0s' {1..12})" "$(printf -- '-%.0s' {1..9})" "$(printf -- '-%.0s' {1..12})" \
+		"$(printf -- '-%.0s' {1..12})" "$(printf -- '-%.0s' {1..9})" "$(printf -- '-%.0s' {1..10})"
+	secure_row "produce records/s" perf_field 2 produce
+	secure_row "produce MB/s" perf_field 3 produce
+	secure_row "produce broker CPU s/M records" cpu_field 0 produce
+	secure_row "consume records/s" consume_field 6 consume
+	secure_row "consume MB/s" consume_field 4 consume
+	secure_row "consume broker CPU s/M records" cpu_field 0 consume
 fi

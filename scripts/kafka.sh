@@ -31,8 +31,23 @@
 #                               majority of them up before any serves)
 #   KAFKA_CLUSTER_ID            cluster id used to format the data dir
 #                               (default: a random one)
+#   KAFKA_LIB                   the jars (default .cache/kafka/lib); fetch fills
+#                               it, so another checkout's fetched jars can be
+#                               shared (both must have the same pom.xml)
+#   KAFKA_SSL_KEYSTORE          a PEM file with the broker's key and certificate
+#                               chain (e.g. from `tributary certs`): also listen
+#                               on a SASL_SSL listener with SCRAM-SHA-256 and
+#                               SCRAM-SHA-512 (inter-broker traffic stays
+#                               PLAINTEXT)
+#   KAFKA_SCRAM_USER, KAFKA_SCRAM_PASSWORD_FILE
+#                               a SCRAM user (both mechanisms) written into the
+#                               metadata when the data dir is formatted
+#                               (kafka-storage format --add-scram), so that it
+#                               can log in from the start; the password is read
+#                               from the file (trailing newline dropped)
 #
-# Ports (plus the offset): client 127.0.0.1:19092, controller 127.0.0.1:19093.
+# Ports (plus the offset): client 127.0.0.1:19092, controller 127.0.0.1:19093,
+# SASL_SSL (with KAFKA_SSL_KEYSTORE) 127.0.0.1:19091.
 # JVM flags are those of Kafka's own kafka-server-start.sh, so that a
 # comparison is against Kafka as it is shipped.
 set -euo pipefail
@@ -42,7 +57,11 @@ repo=$(cd "$here/.." && pwd)
 offset=${TRIBUTARY_TEST_PORT_OFFSET:-0}
 port=$((19092 + offset))
 controller_port=$((19093 + offset))
-lib=$repo/.cache/kafka/lib
+sasl_ssl_port=$((19091 + offset))
+lib=$(realpath -m "${KAFKA_LIB:-$repo/.cache/kafka/lib}")
+keystore=${KAFKA_SSL_KEYSTORE:-}
+scram_user=${KAFKA_SCRAM_USER:-}
+scram_password_file=${KAFKA_SCRAM_PASSWORD_FILE:-}
 # Absolute: the broker is recognised by its state dir in its command line.
 dir=$(realpath -m "${TRIBUTARY_KAFKA_DIR:-$repo/.cache/kafka/run}")
 data=$(realpath -m "${TRIBUTARY_KAFKA_DATA:-$dir/data}")
@@ -69,8 +88,8 @@ fetch() {
 	command -v mvn >/dev/null || die "mvn not found: install Maven (Debian package maven)"
 	java=$(java_bin)
 	say "fetching Apache Kafka jars with Maven into $lib"
-	mkdir -p "$repo/.cache/kafka"
-	tmp=$(mktemp -d "$repo/.cache/kafka/lib.XXXXXX")
+	mkdir -p "$(dirname "$lib")"
+	tmp=$(mktemp -d "$lib.XXXXXX")
 	# Into a temp dir first: an interrupted fetch must not look complete.
 	if ! JAVA_HOME=$(dirname "$(dirname "$java")") mvn -B -q -Dstyle.color=never -f "$here/kafka/pom.xml" \
 		dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp" >&2; then
@@ -100,14 +119,20 @@ serving() {
 }
 
 configure() {
+	local listeners=PLAINTEXT://127.0.0.1:$port protocols=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+	if [ -n "$keystore" ]; then
+		[ -r "$keystore" ] || die "KAFKA_SSL_KEYSTORE '$keystore' cannot be read"
+		listeners=$listeners,SASL_SSL://127.0.0.1:$sasl_ssl_port
+		protocols=$protocols,SASL_SSL:SASL_SSL
+	fi
 	mkdir -p "$dir/logs" "$data"
 	cat >"$dir/server.properties" <<EOF
 process.roles=broker,controller
 node.id=$node_id
 controller.quorum.voters=$voters
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$controller_port
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listeners=$listeners,CONTROLLER://127.0.0.1:$controller_port
+advertised.listeners=$listeners
+listener.security.protocol.map=$protocols
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
 log.dirs=$data
@@ -118,6 +143,15 @@ transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
 group.initial.rebalance.delay.ms=0
 EOF
+	if [ -n "$keystore" ]; then
+		cat >>"$dir/server.properties" <<EOF
+sasl.enabled.mechanisms=SCRAM-SHA-512,SCRAM-SHA-256
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+ssl.keystore.type=PEM
+ssl.keystore.location=$(realpath "$keystore")
+EOF
+	fi
 	cat >"$dir/log4j.properties" <<EOF
 log4j.rootLogger=INFO, FILE
 log4j.appender.FILE=org.apache.log4j.FileAppender
@@ -138,7 +172,9 @@ start() {
 	fi
 	command -v kcat >/dev/null || die "kcat not found: run \`make deps\`"
 	command -v nc >/dev/null || die "nc not found: run \`make deps\`"
-	for p in "$port" "$controller_port"; do
+	local ports=("$port" "$controller_port")
+	[ -z "$keystore" ] || ports+=("$sasl_ssl_port")
+	for p in "${ports[@]}"; do
 		if nc -z -w 1 127.0.0.1 "$p" >/dev/null 2>&1; then
 			die "port 127.0.0.1:$p is already in use (another Kafka? \`bash scripts/kafka.sh status\`; or set TRIBUTARY_TEST_PORT_OFFSET)"
 		fi
@@ -149,8 +185,15 @@ start() {
 	local log4j=(-Dlog4j.configuration="file:$dir/log4j.properties" -Dkafka.logs.dir="$dir/logs")
 	if [ ! -f "$data/meta.properties" ]; then
 		cluster_id=${KAFKA_CLUSTER_ID:-$("$java" "${log4j[@]}" -cp "$lib/*" kafka.tools.StorageTool random-uuid)}
+		local scram=() password m
+		if [ -n "$scram_user" ]; then
+			password=$(cat "$scram_password_file") || die "KAFKA_SCRAM_PASSWORD_FILE '$scram_password_file' cannot be read"
+			for m in SCRAM-SHA-256 SCRAM-SHA-512; do
+				scram+=(--add-scram "$m=[name=$scram_user,password=$password]")
+			done
+		fi
 		"$java" "${log4j[@]}" -cp "$lib/*" kafka.tools.StorageTool format \
-			-t "$cluster_id" -c "$dir/server.properties" >"$dir/logs/format.out" 2>&1 ||
+			-t "$cluster_id" -c "$dir/server.properties" "${scram[@]}" >"$dir/logs/format.out" 2>&1 ||
 			{ cat "$dir/logs/format.out" >&2; die "formatting $data failed"; }
 	fi
 	# shellcheck disable=SC2086
@@ -171,7 +214,11 @@ start() {
 		fi
 		sleep 0.2
 	done
-	say "Apache Kafka serving on 127.0.0.1:$port (state in $dir, data in $data)"
+	if [ -n "$keystore" ]; then
+		say "Apache Kafka serving on 127.0.0.1:$port and SASL_SSL 127.0.0.1:$sasl_ssl_port (state in $dir, data in $data)"
+	else
+		say "Apache Kafka serving on 127.0.0.1:$port (state in $dir, data in $data)"
+	fi
 	echo "export TRIBUTARY_TEST_KAFKA=127.0.0.1:$port"
 }
 

@@ -24,5 +24,6 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newMirrorCommand())
 	root.AddCommand(newJobsCommand())
 	root.AddCommand(newLoaderCommand())
+	root.AddCommand(newCertsCommand())
 	return root
 }
