@@ -27,19 +27,10 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *request) 
 	for _, rr := range req.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		code, msg := func() (*kerr.Error, string) {
-			switch rr.ResourceType {
-			case kmsg.ConfigResourceTypeTopic:
-			case kmsg.ConfigResourceTypeBroker:
-				return kerr.InvalidRequest, "broker configs cannot be altered at run time; set them in server.properties"
-			default:
-				return kerr.InvalidRequest, fmt.Sprintf("unsupported resource type %s", rr.ResourceType)
-			}
-			if _, ok := b.metadata().Topics[rr.ResourceName]; !ok {
-				return kerr.UnknownTopicOrPartition, "topic " + rr.ResourceName + " does not exist"
-			}
-			return b.alterTopicConfigs(ctx, rr.ResourceName, rr.Configs, req.ValidateOnly)
-		}()
+		code, msg := b.alterableTopic(rr.ResourceType, rr.ResourceName)
+		if code == nil {
+			code, msg = b.alterTopicConfigs(ctx, rr.ResourceName, rr.Configs, false, req.ValidateOnly)
+		}
 		if code != nil {
 			sr.ErrorCode, sr.ErrorMessage = code.Code, kmsg.StringPtr(msg)
 		}
@@ -48,15 +39,32 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *request) 
 	return kmsgReply{resp}, nil
 }
 
-// alterTopicConfigs applies ops to the topic's stored overrides and, unless
-// validateOnly, writes them back through the cluster (a compare-and-set
-// redone on top of concurrent alterations).
+// alterableTopic refuses a config resource that cannot be altered: a
+// broker's (static) or another type (INVALID_REQUEST), an unknown topic.
+func (b *Broker) alterableTopic(typ kmsg.ConfigResourceType, name string) (*kerr.Error, string) {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+	case kmsg.ConfigResourceTypeBroker:
+		return kerr.InvalidRequest, "broker configs cannot be altered at run time; set them in server.properties"
+	default:
+		return kerr.InvalidRequest, fmt.Sprintf("unsupported resource type %s", typ)
+	}
+	if _, ok := b.metadata().Topics[name]; !ok {
+		return kerr.UnknownTopicOrPartition, "topic " + name + " does not exist"
+	}
+	return nil, ""
+}
+
+// alterTopicConfigs applies ops to the topic's stored overrides (with
+// replace, to none: the legacy AlterConfigs) and, unless validateOnly,
+// writes them back through the cluster (a compare-and-set redone on top of
+// concurrent alterations).
 func (b *Broker) alterTopicConfigs(ctx context.Context, topic string,
-	ops []kmsg.IncrementalAlterConfigsRequestResourceConfig, validateOnly bool,
+	ops []kmsg.IncrementalAlterConfigsRequestResourceConfig, replace, validateOnly bool,
 ) (*kerr.Error, string) {
 	if validateOnly {
 		current := maps.Clone(b.metadata().Topics[topic].Configs)
-		if current == nil {
+		if current == nil || replace {
 			current = map[string]string{}
 		}
 		return b.applyConfigOps(current, ops)
@@ -64,6 +72,9 @@ func (b *Broker) alterTopicConfigs(ctx context.Context, topic string,
 	var code *kerr.Error
 	var msg string
 	written, err := b.member.UpdateTopicConfigs(ctx, topic, func(configs map[string]string) error {
+		if replace {
+			clear(configs)
+		}
 		if code, msg = b.applyConfigOps(configs, ops); code != nil {
 			return errConfigRejected
 		}

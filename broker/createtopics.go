@@ -181,10 +181,17 @@ func requestTimeout(ctx context.Context, ms int32) (context.Context, context.Can
 	return context.WithTimeout(ctx, d)
 }
 
+// quotaErrorVersion is, per API charged to controller.mutation.rate, the
+// first version whose clients understand THROTTLING_QUOTA_EXCEEDED.
+var quotaErrorVersion = map[int16]int16{
+	int16(kmsg.CreateTopics):     6,
+	int16(kmsg.CreatePartitions): 3,
+}
+
 // takeMutationQuota charges n partitions to the request's client id under
-// controller.mutation.rate (KIP-599). CreateTopics v6+ learns of an
-// exceeded quota at once (THROTTLING_QUOTA_EXCEEDED and the time to wait);
-// older versions cannot, so, as Kafka does, their request is held until the
+// controller.mutation.rate (KIP-599). CreateTopics v6+ (CreatePartitions
+// v3+) learns of an exceeded quota at once (THROTTLING_QUOTA_EXCEEDED and
+// the time to wait); older versions cannot, so, as Kafka does, their request is held until the
 // quota allows it or the request's timeout ends. It returns the wait when
 // the request is refused, 0 when granted.
 func (b *Broker) takeMutationQuota(ctx context.Context, r *request, n int) time.Duration {
@@ -194,7 +201,7 @@ func (b *Broker) takeMutationQuota(ctx context.Context, r *request, n int) time.
 	}
 	for {
 		wait := b.res.quota.take(client, n)
-		if wait == 0 || r.version >= 6 {
+		if wait == 0 || r.version >= quotaErrorVersion[r.key] {
 			return wait
 		}
 		select {

@@ -7,7 +7,7 @@
 // engine in broker/log, and the group coordinator's APIs (FindCoordinator,
 // JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
 // ListGroups, DescribeGroups, DeleteGroups, OffsetDelete) through
-// broker/group.
+// broker/group, and the operators' APIs (below).
 // DescribeUserScramCredentials and AlterUserScramCredentials read and write
 // the SCRAM credentials of /config/users through broker/sasl (scram.go).
 //
@@ -37,6 +37,35 @@
 // when its protocol is SSL; SASL inter-broker credentials are a marked
 // seam in interBrokerClient. Under TLS, Fetch record bytes are copied
 // through the TLS writer, not sent with sendfile.
+//
+// # Operations
+//
+// CreatePartitions (createpartitions.go) grows a topic through
+// cluster.Member.AddPartitions and answers once the new partitions have
+// leaders. ElectLeaders (electleaders.go) is carried out by the
+// controller (cluster.Member.ElectLeaders; another broker answers
+// NOT_CONTROLLER). DeleteRecords (deleterecords.go) moves the leader's log
+// start offset (broker/log DeleteRecordsBefore, persisted in the
+// partition's log-start-offset file); followers move theirs up to the
+// LogStartOffset of their fetch responses, and ListOffsets from replica id
+// -2 (Kafka's debugging replica) is answered by a follower too, so that
+// every replica's start can be checked. As in Kafka, the response waits
+// until the low watermark (the lowest log start of the leader and its
+// in-sync followers, which report theirs in every fetch) reaches the
+// requested offset. DescribeLogDirs
+// (describelogdirs.go) lists every local replica under its log.dirs
+// entry; DescribeCluster (describecluster.go) reports what Metadata does
+// about brokers; the legacy AlterConfigs (alterconfigs_legacy.go) replaces
+// a topic's overrides, validated as IncrementalAlterConfigs validates.
+//
+// AlterPartitionReassignments and ListPartitionReassignments (reassign.go)
+// record and list reassignments in the topic nodes (KIP-455's
+// adding_replicas and removing_replicas, through
+// cluster.Member.AlterReassignments); the added replicas open the
+// partition and follow its leader, which takes them as followers under the
+// same epoch, and the controller completes the move once they are in the
+// ISR. A broker that is no longer a replica of a partition deletes its
+// data. Replication throttles are not applied yet.
 //
 // # Group coordinator
 //

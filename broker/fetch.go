@@ -113,7 +113,7 @@ func (b *Broker) handleFetch(ctx context.Context, r *request) (reply, error) {
 				parts[i][j].code = code
 				continue
 			}
-			if req.ReplicaID >= 0 && !b.followerFetched(p, req.ReplicaID, rp.FetchOffset) {
+			if req.ReplicaID >= 0 && !b.followerFetched(p, req.ReplicaID, rp.FetchOffset, rp.LogStartOffset) {
 				// Not a replica of this partition (or no longer led here).
 				parts[i][j].code = kerr.NotLeaderForPartition.Code
 				continue

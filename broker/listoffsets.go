@@ -34,6 +34,9 @@ func (b *Broker) handleListOffsets(_ context.Context, r *request) (reply, error)
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			p := b.partitionOf(rt.Topic, rp.Partition)
+			if p == nil && req.ReplicaID == debuggingReplicaID {
+				p = b.replicaOf(rt.Topic, rp.Partition)
+			}
 			switch {
 			case p == nil:
 				sp.ErrorCode = unservedCode(b.metadata(), rt.Topic, rp.Partition)

@@ -72,7 +72,7 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 	if old != nil {
 		copy(slots, old.partitions)
 	}
-	var release []*partition
+	var release, removed []*partition
 	if old != nil {
 		for _, p := range old.partitions[min(len(slots), len(old.partitions)):] {
 			if p != nil {
@@ -121,9 +121,11 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 			roles = append(roles, i)
 			b.logger.Debug("serving partition", "topic", t.Name, "partition", i, "leader", cp.Leader)
 		case !local && slots[i] != nil:
-			release = append(release, slots[i])
+			// Moved away by a reassignment: its data goes, as Kafka's
+			// StopReplica with deletion.
+			removed = append(removed, slots[i])
 			slots[i], changed = nil, true
-			b.logger.Debug("no longer a replica of partition", "topic", t.Name, "partition", i, "leader", cp.Leader)
+			b.logger.Info("no longer a replica of partition; deleting its data", "topic", t.Name, "partition", i, "replicas", cp.Replicas)
 		case local:
 			slots[i].conf.Store(&tc)
 			b.recordIdentity(slots[i], t.ID, t.Configs)
@@ -143,6 +145,12 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 	}
 	for _, p := range release {
 		b.releasePartition(p, false)
+	}
+	for _, p := range removed {
+		b.releasePartition(p, true)
+		b.mu.Lock()
+		delete(b.onDisk[t.Name], p.index)
+		b.mu.Unlock()
 	}
 	return ok
 }

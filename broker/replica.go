@@ -29,6 +29,9 @@ type followerState struct {
 	// reaches that offset proves the follower was caught up at that time.
 	lastFetch          time.Time
 	lastFetchLeaderLEO int64
+	// logStart is the follower's log start offset from its last fetch
+	// (DeleteRecords waits for it); -1 until then.
+	logStart int64
 }
 
 // replicaState is guarded by partition.rmu.
@@ -115,13 +118,28 @@ func (b *Broker) applyRole(p *partition, cp cluster.Partition) {
 				if r != me {
 					// Kafka's leader gives every follower a full lag
 					// period from its election before shrinking the ISR.
-					rs.followers[r] = &followerState{leo: -1, lastCaughtUp: now, lastFetch: now, lastFetchLeaderLEO: leo}
+					rs.followers[r] = &followerState{leo: -1, logStart: -1, lastCaughtUp: now, lastFetch: now, lastFetchLeaderLEO: leo}
 				}
 			}
 		}
 	}
 	if lead && rs.followers == nil {
 		rs.followers = map[int32]*followerState{}
+	}
+	if lead && !newEpoch {
+		// A reassignment changes the replicas under the same epoch: the
+		// added ones are followers from now, the removed ones are not.
+		now, leo := time.Now(), p.log.EndOffset()
+		for _, r := range cp.Replicas {
+			if _, ok := rs.followers[r]; !ok && r != me {
+				rs.followers[r] = &followerState{leo: -1, logStart: -1, lastCaughtUp: now, lastFetch: now, lastFetchLeaderLEO: leo}
+			}
+		}
+		for r := range rs.followers {
+			if !slices.Contains(cp.Replicas, r) {
+				delete(rs.followers, r)
+			}
+		}
 	}
 	selfOnly := lead && len(rs.isr) == 1 && rs.isr[0] == me
 	// The stored high watermark stays correct across the switch: while
@@ -170,11 +188,11 @@ func (b *Broker) advanceHighWatermark(p *partition) {
 	p.raiseHighWatermark(hw)
 }
 
-// followerFetched records a follower's fetch at offset: its log end offset.
-// It may advance the high watermark and add the follower to the ISR. It
-// answers false when this replica does not lead or the broker is not a
-// replica of the partition.
-func (b *Broker) followerFetched(p *partition, follower int32, offset int64) bool {
+// followerFetched records a follower's fetch at offset: its log end offset,
+// with its log start offset. It may advance the high watermark and add the
+// follower to the ISR. It answers false when this replica does not lead or
+// the broker is not a replica of the partition.
+func (b *Broker) followerFetched(p *partition, follower int32, offset, logStart int64) bool {
 	p.rmu.Lock()
 	defer p.rmu.Unlock()
 	rs := &p.rs
@@ -191,7 +209,7 @@ func (b *Broker) followerFetched(p *partition, follower int32, offset int64) boo
 		f.lastCaughtUp = f.lastFetch
 	}
 	f.lastFetch, f.lastFetchLeaderLEO = now, leo
-	f.leo = offset
+	f.leo, f.logStart = offset, logStart
 	// A broker in controlled shutdown is kept out: the controller just
 	// took it out of the ISR so that it can leave.
 	if !slices.Contains(rs.isr, follower) && offset >= p.highWatermark() && offset >= rs.epochStart &&

@@ -438,6 +438,7 @@ func (f *fetcher) applyFetched(fp followedPartition, rp kmsg.FetchResponseTopicP
 	if rp.HighWatermark >= 0 {
 		p.hw.Store(min(rp.HighWatermark, p.log.EndOffset()))
 	}
+	b.followLogStart(p, rp.LogStartOffset)
 	return true
 }
 

@@ -56,6 +56,16 @@ var apiTable = map[int16]apiSpec{
 	// SCRAM credentials in /config/users (broker/sasl).
 	int16(kmsg.DescribeUserSCRAMCredentials): {0, 0},
 	int16(kmsg.AlterUserSCRAMCredentials):    {0, 0},
+	// Operations (issue 29): one file per API.
+	int16(kmsg.CreatePartitions): {0, 3},
+	int16(kmsg.ElectLeaders):     {0, 2},
+	int16(kmsg.DeleteRecords):    {0, 2},
+	int16(kmsg.DescribeLogDirs):  {0, 4},
+	int16(kmsg.DescribeCluster):  {0, 1},
+	int16(kmsg.AlterConfigs):     {0, 2},
+	// Reassignment (KIP-455; reassign.go).
+	int16(kmsg.AlterPartitionAssignments):  {0, 0},
+	int16(kmsg.ListPartitionReassignments): {0, 0},
 }
 
 // dispatch runs the handler of r's API; every key of apiTable has one.
@@ -109,6 +119,22 @@ func (b *Broker) dispatch(ctx context.Context, r *request) (reply, error) {
 		return b.handleDescribeUserSCRAMCredentials(ctx, r)
 	case kmsg.AlterUserSCRAMCredentials:
 		return b.handleAlterUserSCRAMCredentials(ctx, r)
+	case kmsg.CreatePartitions:
+		return b.handleCreatePartitions(ctx, r)
+	case kmsg.ElectLeaders:
+		return b.handleElectLeaders(ctx, r)
+	case kmsg.DeleteRecords:
+		return b.handleDeleteRecords(ctx, r)
+	case kmsg.DescribeLogDirs:
+		return b.handleDescribeLogDirs(ctx, r)
+	case kmsg.DescribeCluster:
+		return b.handleDescribeCluster(ctx, r)
+	case kmsg.AlterConfigs:
+		return b.handleAlterConfigs(ctx, r)
+	case kmsg.AlterPartitionAssignments:
+		return b.handleAlterPartitionReassignments(ctx, r)
+	case kmsg.ListPartitionReassignments:
+		return b.handleListPartitionReassignments(ctx, r)
 	}
 	return nil, fmt.Errorf("%w: api key %d", ErrUnsupportedRequest, r.key)
 }

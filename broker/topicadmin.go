@@ -138,6 +138,13 @@ var adminErrorCodes = []struct {
 	{cluster.ErrInvalidTopic, kerr.InvalidTopicException},
 	{cluster.ErrInvalidPartitions, kerr.InvalidPartitions},
 	{cluster.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
+	{cluster.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
+	{cluster.ErrReassignmentInProgress, kerr.ReassignmentInProgress},
+	{cluster.ErrNotController, kerr.NotController},
+	{cluster.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress},
+	{cluster.ErrElectionNotNeeded, kerr.ElectionNotNeeded},
+	{cluster.ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable},
+	{cluster.ErrEligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable},
 	{cluster.ErrInvalidTopicConfig, kerr.InvalidConfig},
 	{ErrInvalidTopicConfig, kerr.InvalidConfig},
 	// The request may still take effect: a retriable code makes the client

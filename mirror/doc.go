@@ -23,8 +23,12 @@
 // "__" (internal topics) never are. A missing target topic is created with
 // the source's partition count and its explicitly set configs, and
 // target.replication.factor replicas (unset: the target broker's choice,
-// for __audit its audit.topic.replication.factor). A topic deleted at the
-// source stops its partitions.
+// for __audit its audit.topic.replication.factor). A source topic that
+// grew gets its new target partitions (CreatePartitions) at the next
+// refresh, or before the first record of a new partition when the group
+// hands it out sooner; the target producer's metadata is refreshed until
+// it shows them (grow.go). A topic deleted at the source stops its
+// partitions.
 //
 // # Records (frozen format)
 //

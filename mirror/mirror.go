@@ -83,8 +83,11 @@ type partState struct {
 	// records after it are neither sent nor marked; those before it still are.
 	halted   atomic.Bool
 	haltedAt atomic.Int64
-	records  prometheus.Counter
-	bytes    prometheus.Counter
+	// targetKnown is set once the target producer is known to have the
+	// target partition in its metadata (grow.go).
+	targetKnown atomic.Bool
+	records     prometheus.Counter
+	bytes       prometheus.Counter
 }
 
 // New validates cfg and builds a Mirror; it connects to nothing until Run.
@@ -265,6 +268,12 @@ func (m *Mirror) produce(ctx context.Context, ps *partState, off int64, rec *kgo
 		m.halt(ps, off, fmt.Errorf("%w: a %d-byte record does not fit a batch of the target topic (max.message.bytes / producer.batch.size %d)",
 			kerr.MessageTooLarge, size, m.batchBytes(ps.target)))
 		return
+	}
+	if !ps.targetKnown.Load() {
+		if err := m.awaitTargetPartition(ctx, ps); err != nil {
+			m.halt(ps, off, err)
+			return
+		}
 	}
 	rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: origin.Header, Value: origin.Append(make([]byte, 0, len(ps.source)+24), ps.source, ps.partition, off)})
 	ps.sent.Store(off + 1)

@@ -53,7 +53,10 @@ type source struct {
 }
 
 func (s *source) open() error {
-	cl, err := network.NewClient(network.ClientConfig{Brokers: s.cfg.Brokers, Logger: s.log}.Secured(s.cfg.Security))
+	// The topic refresh lists the topics through this client, whose cached
+	// metadata would otherwise hide a topic's growth for up to 5 s.
+	cl, err := network.NewClient(network.ClientConfig{Brokers: s.cfg.Brokers, Logger: s.log}.Secured(s.cfg.Security),
+		kgo.MetadataMinAge(min(s.m.cfg.TopicRefreshInterval, 5*time.Second)))
 	if err != nil {
 		return fmt.Errorf("mirror: source %s: %w", s.cfg.Name, err)
 	}
@@ -158,7 +161,14 @@ func (m *Mirror) ensureTarget(ctx context.Context, s *source, topic string, part
 		have = len(d.Partitions)
 		if have < partitions {
 			s.log.Warn("target topic has fewer partitions than the source; adding", "target_topic", name, "target_partitions", have, "partitions", partitions)
-			if _, err := m.tadm.CreatePartitions(ctx, partitions-have, name); err != nil {
+			resp, err := m.tadm.UpdatePartitions(ctx, partitions, name)
+			if err == nil {
+				err = resp[name].Err
+				if errors.Is(err, kerr.InvalidPartitions) {
+					err = nil // another mirror process (or source) grew it first
+				}
+			}
+			if err != nil {
 				// The source partitions beyond have then stop at their
 				// first record, with an error naming them.
 				s.log.Error("adding target partitions failed", "target_topic", name, "err", err)

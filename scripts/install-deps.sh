@@ -4,7 +4,9 @@
 # the dashboard test, Burrow and Maven for the Kafka-tools compatibility
 # tests), the independent Avro/Parquet readers (a Python virtualenv with
 # fastavro, pyarrow and confluent-kafka in .cache/venv), Apache Kafka 2.8.2's command-line
-# tools (jars from Maven Central in .cache/kafka-2.8/lib) and the Go modules.
+# tools (jars from Maven Central in .cache/kafka-2.8/lib), Apache Kafka 3.9's
+# broker and tools (.cache/kafka/lib, through scripts/kafka.sh fetch) and the
+# Go modules.
 # The test HDFS (testing/hdfs) needs Maven and a JDK 17 (javac, not only the
 # JRE); it fetches its jars from Maven Central on its first start. Idempotent
 # and quiet: on a machine that has everything it only checks, and apt-get runs
@@ -89,6 +91,16 @@ if [ ! -f "$kafka28_lib/.pom.sha256" ] || [ "$(cat "$kafka28_lib/.pom.sha256")" 
 	echo "$kafka28_sum" >"$tmp/.pom.sha256"
 	rm -rf "$kafka28_lib"
 	mv "$tmp" "$kafka28_lib"
+fi
+
+# Apache Kafka 3.9's tools (TopicCommand, LeaderElectionCommand,
+# DeleteRecordsCommand, LogDirsCommand, ...) for internal/kafkacompat and
+# broker tests, and its broker for the benchmarks: kafka.sh fetch keys the
+# jars on scripts/kafka/pom.xml's hash in the same way.
+if ! fetch_log=$(bash scripts/kafka.sh fetch 2>&1); then
+	echo "$fetch_log" >&2
+	echo "install-deps: fetching Apache Kafka 3.9's jars failed (see above)" >&2
+	exit 1
 fi
 
 go mod download

@@ -289,8 +289,11 @@ func (c *treeCache) snapshot() Snapshot {
 		}
 		t := Topic{Name: name, ID: id, Partitions: make([]Partition, len(replicas))}
 		_, t.Deleting = slices.BinarySearch(snap.deleting, name)
+		rec, _ := decodeTopic(name, v.data) // decodeAssignment parsed it
 		for p, rs := range replicas {
 			t.Partitions[p] = c.partition(name, int32(p), rs)
+			key := strconv.Itoa(p)
+			t.Partitions[p].AddingReplicas, t.Partitions[p].RemovingReplicas = rec.AddingReplicas[key], rec.RemovingReplicas[key]
 		}
 		if cv, ok := c.nodes[topicConfigPath(name)]; ok {
 			if cfg, err := decodeConfig(name, cv.data); err == nil {

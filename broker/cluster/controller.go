@@ -101,6 +101,8 @@ func (m *Member) lead(ctx context.Context, s coord.Session, l *coord.Leadership)
 			retry = nil
 		case <-rebalance:
 			rebalance = nil
+		case req := <-m.elections:
+			req.reply <- c.adminElections(ctx, req)
 		case <-l.Lost():
 			m.log.Warn("cluster: controller leadership lost", "epoch", c.epoch)
 			return nil
@@ -211,6 +213,9 @@ func (c *controller) reconcile(ctx context.Context, snap Snapshot) error {
 		res, err := c.electLeaders(ctx, t, brokers, preferred)
 		moved = moved || res.moved
 		c.imbalanced = c.imbalanced || res.imbalanced
+		if err == nil {
+			err = c.completeReassignments(ctx, t, brokers)
+		}
 		if err != nil {
 			if errors.Is(err, errStaleController) || sessionEnded(err) {
 				return err

@@ -60,6 +60,24 @@
 // deletion writes a request. UpdateTopicConfigs of a topic not migrated yet
 // moves the legacy id to the topic node in the same multi-op.
 //
+// AddPartitions grows a topic by rewriting its node (compare-and-set) with
+// the new partitions' lists, computed as for a new topic of the new count
+// (its tail) or given; the controller elects their leaders like a new
+// topic's. ElectLeaders runs in the controller's goroutine (a request
+// channel into its loop) and writes the elected states in the same fenced
+// multi-ops as its own elections; other members refuse it with
+// ErrNotController. AlterReassignments writes a reassignment into the topic
+// node as Kafka 2.4+ does (replicas: target then the removed ones, with
+// adding_replicas and removing_replicas); on every reconcile the controller
+// completes those whose target replicas are all in the ISR, writing the
+// state (leader kept if it stays, else the first eligible target replica;
+// ISR without the removed ones; epoch bumped) and the topic node (target,
+// no entries) in one fenced multi-op. A cancellation puts back the
+// original replicas (replicas minus adding, Kafka's originReplicas); the
+// next election drops brokers that are no longer replicas from the ISR and
+// the leadership. /admin/reassign_partitions (Kafka 2.8's --zookeeper
+// tools) is not read yet.
+//
 // CreateTopic assigns rack-aware (Kafka's assignReplicasToBrokersRackAware,
 // racks alternated in the broker list) when every live broker has a rack
 // and there is more than one replica.

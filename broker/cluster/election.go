@@ -49,7 +49,16 @@ func (b brokerStates) eligible(id int32) bool { return b.live[id] && !b.shutting
 //     the ISR.
 //   - Else no leader (-1), and the ISR is kept as it was, as Kafka does, so
 //     that its members are the ones that can be elected when they return.
+//
+// Brokers that are no longer replicas (a cancelled reassignment) are taken
+// out of the ISR and the leadership first.
 func elect(p Partition, b brokerStates, unclean, preferred bool) (leader int32, isr []int32) {
+	// A cancelled reassignment leaves the replicas it added in the ISR,
+	// maybe leading: they go, and the leadership is elected anew.
+	if !slices.Contains(p.Replicas, p.Leader) {
+		p.Leader = -1
+	}
+	p.ISR = filter(p.ISR, func(id int32) bool { return slices.Contains(p.Replicas, id) })
 	if p.stateVersion < 0 || len(p.ISR) == 0 {
 		isr = filter(p.Replicas, b.eligible)
 		if len(isr) == 0 {

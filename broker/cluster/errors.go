@@ -19,6 +19,28 @@ var (
 	// ErrInvalidReplicationFactor: the replication factor is below one or
 	// above the number of live brokers.
 	ErrInvalidReplicationFactor = errors.New("cluster: invalid replication factor")
+	// ErrInvalidReplicaAssignment: an explicit assignment of new partitions
+	// has the wrong number of lists, an empty or repeated replica, an
+	// unknown broker, or another replication factor than the topic's.
+	ErrInvalidReplicaAssignment = errors.New("cluster: invalid replica assignment")
+	// ErrReassignmentInProgress: the topic node lists adding or removing
+	// replicas; its partitions cannot be added to meanwhile.
+	ErrReassignmentInProgress = errors.New("cluster: a partition reassignment is in progress")
+	// ErrNoReassignmentInProgress: a reassignment was cancelled where none
+	// is in progress.
+	ErrNoReassignmentInProgress = errors.New("cluster: no partition reassignment in progress")
+	// ErrNotController: an operation only the controller carries out
+	// (ElectLeaders) was asked of another member.
+	ErrNotController = errors.New("cluster: this broker is not the controller")
+	// ErrElectionNotNeeded: the partition already has the leader the
+	// election would give it (preferred), or a live leader (unclean).
+	ErrElectionNotNeeded = errors.New("cluster: leader election not needed")
+	// ErrPreferredLeaderNotAvailable: the preferred replica is not live or
+	// not in the ISR.
+	ErrPreferredLeaderNotAvailable = errors.New("cluster: preferred leader not available")
+	// ErrEligibleLeadersNotAvailable: no replica of the partition is live
+	// to be elected.
+	ErrEligibleLeadersNotAvailable = errors.New("cluster: no eligible leader available")
 	// ErrInvalidTopicConfig: a topic config override has an empty key.
 	ErrInvalidTopicConfig = errors.New("cluster: invalid topic config")
 	// ErrBadConfig: Config.Validate rejected the member configuration.

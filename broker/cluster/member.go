@@ -34,6 +34,9 @@ type Member struct {
 	changed chan struct{} // closed and replaced on every metadata change
 
 	controller atomic.Bool
+	// elections carries ElectLeaders requests to the controller's loop
+	// (electadmin.go).
+	elections chan electionRequest
 	// shuttingDown is set by ControlledShutdown; a new session announces
 	// it again.
 	shuttingDown atomic.Bool
@@ -58,7 +61,7 @@ func Join(ctx context.Context, connect SessionFactory, cfg Config) (*Member, err
 		return nil, fmt.Errorf("cluster: broker %d: connect: %w", cfg.BrokerID, err)
 	}
 	m := &Member{cfg: cfg, log: log, connect: connect, done: make(chan struct{}),
-		session: s, changed: make(chan struct{})}
+		session: s, changed: make(chan struct{}), elections: make(chan electionRequest)}
 	if err := m.register(ctx, s); err != nil {
 		_ = s.Close()
 		return nil, err

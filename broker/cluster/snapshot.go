@@ -93,6 +93,11 @@ type Partition struct {
 	// OfflineReplicas are the assigned replicas whose broker is not live
 	// (not registered), in assignment order; nil when all are live.
 	OfflineReplicas []int32
+	// AddingReplicas and RemovingReplicas are a reassignment in progress
+	// (the topic node's adding_replicas and removing_replicas; Replicas
+	// then holds both the target and the original replicas): nil when
+	// none.
+	AddingReplicas, RemovingReplicas []int32
 
 	// stateVersion is the state node's version, -1 when there is none.
 	stateVersion int32

@@ -40,8 +40,10 @@
 // CRC-32C protected, version 2; written at each roll and at Close; our own
 // format, so it does not carry Kafka's ".snapshot" name), recovery-point
 // (offset below which all data was fsynced, with a CRC),
-// leader-epoch-checkpoint (below) and .clean-shutdown (written last by
-// Close, removed by Open).
+// leader-epoch-checkpoint (below), log-start-offset (a log start offset
+// that DeleteRecordsBefore moved into a segment: offset int64 | crc32c, as
+// recovery-point; Open starts at the higher of it and the first segment's
+// base) and .clean-shutdown (written last by Close, removed by Open).
 // All integers are big-endian. Index and snapshot files are replaced
 // atomically (write, fsync, rename).
 //

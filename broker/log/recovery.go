@@ -157,7 +157,7 @@ func (l *Log) load() error {
 	active.file.release()
 	active.created = l.cfg.Now() // the roll clock restarts at open
 	l.active = active
-	l.start.Store(segs[0].base)
+	l.start.Store(loadedStart(l.dir, segs[0].base, active.next))
 	l.end.Store(active.next)
 	if upgraded {
 		l.migrateIndexes(segs[:len(segs)-1])

@@ -50,7 +50,7 @@ func (l *Log) ApplyRetention() (deletedSegments int, err error) {
 	kept := append([]*segment(nil), segs[n:]...)
 	// Start first: a reader that sees the new start never looks for a
 	// deleted segment, one that saw the old start retries.
-	l.start.Store(kept[0].base)
+	l.start.Store(max(kept[0].base, l.start.Load())) // DeleteRecordsBefore may be further
 	l.segs.Store(&kept)
 	var errs []error
 	for _, s := range segs[:n] {
@@ -60,7 +60,7 @@ func (l *Log) ApplyRetention() (deletedSegments int, err error) {
 	// Epochs wholly below the new start go, as in Kafka's truncateFromStart.
 	l.epochs.truncateFromStart(kept[0].base)
 	errs = append(errs, l.files.essential(l.epochs.persist))
-	l.logger.Info("retention deleted segments", "segments", n, "log_start_offset", kept[0].base)
+	l.logger.Info("retention deleted segments", "segments", n, "log_start_offset", l.start.Load())
 	l.expireProducers(n)
 	return n, errors.Join(errs...)
 }

@@ -33,7 +33,8 @@ func newTopicsCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(newTopicsCreateCommand(), newTopicsListCommand(),
-		newTopicsDescribeCommand(), newTopicsDeleteCommand())
+		newTopicsDescribeCommand(), newTopicsDeleteCommand(), newTopicsAlterCommand(),
+		newTopicsDeleteRecordsCommand())
 	return cmd
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/internal/brokertest"
@@ -130,5 +131,68 @@ func TestParseConfigs(t *testing.T) {
 		if got[k] == nil || *got[k] != v {
 			t.Errorf("config %s = %v, want %q", k, got[k], v)
 		}
+	}
+}
+
+func TestTopicsAlterPartitions(t *testing.T) {
+	bs := newBroker(t)
+	mustRun(t, "", "topics", "create", "--bootstrap", bs, "--topic", "grow", "--partitions", "2")
+	res := mustRun(t, "", "topics", "alter", "--bootstrap", bs, "--topic", "grow", "--partitions", "5")
+	if res.stdout != "Topic grow now has 5 partitions.\n" {
+		t.Fatalf("alter printed %q", res.stdout)
+	}
+	res = mustRun(t, "", "topics", "describe", "--bootstrap", bs, "--topic", "grow")
+	if !strings.HasPrefix(res.stdout, "Topic: grow\tPartitionCount: 5\t") || !strings.Contains(res.stdout, "\tPartition: 4\tLeader: 1\t") {
+		t.Fatalf("describe after alter printed\n%s", res.stdout)
+	}
+	res = runCLI(t, 30*time.Second, "", "topics", "alter", "--bootstrap", bs, "--topic", "grow", "--partitions", "3")
+	if res.err == nil || !strings.Contains(res.err.Error(), "INVALID_PARTITIONS") {
+		t.Fatalf("shrinking: err %v, want INVALID_PARTITIONS", res.err)
+	}
+	res = runCLI(t, 30*time.Second, "", "topics", "alter", "--bootstrap", bs, "--topic", "grow")
+	if res.err == nil || !strings.Contains(res.err.Error(), "--partitions") {
+		t.Fatalf("alter without --partitions: err %v", res.err)
+	}
+}
+
+func TestTopicsDeleteRecords(t *testing.T) {
+	bs := newBroker(t)
+	mustRun(t, "", "topics", "create", "--bootstrap", bs, "--topic", "dr", "--partitions", "2")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bs), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := range 20 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "dr", Partition: int32(i % 2), Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := mustRun(t, "", "topics", "delete-records", "--bootstrap", bs, "--topic", "dr", "--partition", "0", "--offset", "4")
+	if res.stdout != "Partition dr-0: low watermark 4\n" {
+		t.Fatalf("delete-records printed %q", res.stdout)
+	}
+	res = mustRun(t, "", "topics", "delete-records", "--bootstrap", bs, "--topic", "dr", "--offset", "-1")
+	if res.stdout != "Partition dr-0: low watermark 10\nPartition dr-1: low watermark 10\n" {
+		t.Fatalf("delete-records of every partition to the high watermark printed %q", res.stdout)
+	}
+	starts, err := kadm.NewClient(cl).ListStartOffsets(ctx, "dr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts.Each(func(o kadm.ListedOffset) {
+		if o.Offset != 10 {
+			t.Errorf("partition %d starts at %d, want 10", o.Partition, o.Offset)
+		}
+	})
+	res = runCLI(t, 30*time.Second, "", "topics", "delete-records", "--bootstrap", bs, "--topic", "dr", "--offset", "11")
+	if res.err == nil || !strings.Contains(res.err.Error(), "OFFSET_OUT_OF_RANGE") {
+		t.Fatalf("past the high watermark: err %v", res.err)
+	}
+	res = runCLI(t, 30*time.Second, "", "topics", "delete-records", "--bootstrap", bs, "--topic", "dr")
+	if res.err == nil || !strings.Contains(res.err.Error(), "--offset") {
+		t.Fatalf("without --offset: err %v", res.err)
 	}
 }

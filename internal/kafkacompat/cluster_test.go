@@ -3,6 +3,7 @@ package kafkacompat
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,6 +56,12 @@ func (c *cluster) bootstrap() []string {
 // startCluster starts n brokers and waits until each has joined.
 func startCluster(t *testing.T, n int) *cluster {
 	t.Helper()
+	return startClusterWith(t, n, nil)
+}
+
+// startClusterWith is startCluster with extra broker properties.
+func startClusterWith(t *testing.T, n int, extra map[string]string) *cluster {
+	t.Helper()
 	servers := testenv.ZooKeeper(t)
 	connect := zktest.Chroot(t, servers, "kafkacompat")
 	c := &cluster{zkServers: servers, chroot: strings.TrimPrefix(connect, servers), dir: t.TempDir(),
@@ -74,7 +81,7 @@ func startCluster(t *testing.T, n int) *cluster {
 		t.Fatal(err)
 	}
 	for id := int32(1); id <= int32(n); id++ {
-		props := testproc.WriteProperties(t, c.dir, fmt.Sprintf("broker-%d.properties", id), map[string]string{
+		props := testproc.WriteProperties(t, c.dir, fmt.Sprintf("broker-%d.properties", id), merged(map[string]string{
 			"broker.id":                       fmt.Sprint(id),
 			"listeners":                       "PLAINTEXT://127.0.0.1:0,EXTERNAL://127.0.0.1:0",
 			"listener.security.protocol.map":  "PLAINTEXT:PLAINTEXT,EXTERNAL:SSL",
@@ -83,7 +90,7 @@ func startCluster(t *testing.T, n int) *cluster {
 			"zookeeper.connect":               connect,
 			"zookeeper.session.timeout.ms":    "6000",
 			"zookeeper.connection.timeout.ms": "20000",
-		})
+		}, extra))
 		b := testproc.StartBroker(t, props)
 		c.procs[id], c.addrs[id] = b, b.Addr
 	}
@@ -155,5 +162,12 @@ func endOffsets(t *testing.T, ctx context.Context, cl *kgo.Client, topic string)
 	if bad != nil {
 		t.Fatalf("list end offsets of %s: %v", topic, bad)
 	}
+	return out
+}
+
+// merged returns a copy of base with extra's keys set over it.
+func merged(base, extra map[string]string) map[string]string {
+	out := maps.Clone(base)
+	maps.Copy(out, extra)
 	return out
 }

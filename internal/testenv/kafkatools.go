@@ -16,9 +16,17 @@ import (
 // scripts/install-deps.sh puts them).
 const EnvKafka28Lib = "TRIBUTARY_TEST_KAFKA28_LIB"
 
-// kafka28Lib is the jar directory relative to the repository root; it must
-// match scripts/install-deps.sh.
-const kafka28Lib = ".cache/kafka-2.8/lib"
+// EnvKafka39Lib overrides the directory holding Apache Kafka 3.9's jars
+// (default: .cache/kafka/lib in the repository, where scripts/kafka.sh
+// fetch, run by scripts/install-deps.sh, puts them).
+const EnvKafka39Lib = "TRIBUTARY_TEST_KAFKA39_LIB"
+
+// The jar directories relative to the repository root; they must match
+// scripts/install-deps.sh and scripts/kafka.sh.
+const (
+	kafka28Lib = ".cache/kafka-2.8/lib"
+	kafka39Lib = ".cache/kafka/lib"
+)
 
 // KafkaTools runs the command-line tools of one Apache Kafka release: Java
 // mains on that release's classpath, logging warnings to stderr.
@@ -36,16 +44,35 @@ type KafkaTools struct {
 // TopicCommand and ConfigCommand still work on ZooKeeper directly.
 func Kafka28Tools(t testing.TB) KafkaTools {
 	t.Helper()
+	return kafkaTools(t, "2.8.2", EnvKafka28Lib, kafka28Lib, "kafka_2.13-2.8.2.jar",
+		"org.apache.kafka:kafka_2.13:2.8.2 (scripts/kafka-2.8/pom.xml)")
+}
+
+// Kafka39Tools returns Apache Kafka 3.9's tools or fails t, naming `make
+// deps` when the jars are missing. Its admin commands are in
+// org.apache.kafka.tools (TopicCommand, LeaderElectionCommand,
+// DeleteRecordsCommand, LogDirsCommand, reassign.ReassignPartitionsCommand)
+// and kafka.admin.ConfigCommand; they speak only the Kafka protocol
+// (--bootstrap-server).
+func Kafka39Tools(t testing.TB) KafkaTools {
+	t.Helper()
+	return kafkaTools(t, "3.9", EnvKafka39Lib, kafka39Lib, "kafka-tools-3.9.1.jar",
+		"org.apache.kafka:kafka_2.13 and kafka-tools 3.9.1 (scripts/kafka/pom.xml)")
+}
+
+// kafkaTools finds one release's jars (env overriding rel under the
+// repository root), checked by the presence of jar, and OpenJDK 17.
+func kafkaTools(t testing.TB, release, env, rel, jar, what string) KafkaTools {
+	t.Helper()
 	root := RepoRoot(t)
-	lib := os.Getenv(EnvKafka28Lib)
+	lib := os.Getenv(env)
 	if lib == "" {
-		lib = filepath.Join(root, kafka28Lib)
+		lib = filepath.Join(root, rel)
 	}
-	jar := filepath.Join(lib, "kafka_2.13-2.8.2.jar")
-	if _, err := os.Stat(jar); err != nil {
-		t.Fatalf("Apache Kafka 2.8.2's tools are not installed (%v): run `make deps` "+
-			"(scripts/install-deps.sh copies org.apache.kafka:kafka_2.13:2.8.2 and its "+
-			"dependencies into %s), or set %s", err, kafka28Lib, EnvKafka28Lib)
+	if _, err := os.Stat(filepath.Join(lib, jar)); err != nil {
+		t.Fatalf("Apache Kafka %s's tools are not installed (%v): run `make deps` "+
+			"(scripts/install-deps.sh copies %s and their dependencies into %s), or set %s",
+			release, err, what, rel, env)
 	}
 	out, err := exec.Command("bash", filepath.Join(root, "scripts", "zk.sh"), "java").Output()
 	if err != nil {

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bufio"
+	"context"
 	"net"
 	"os/exec"
 	"strings"
@@ -70,5 +71,16 @@ func TestKcatRuns(t *testing.T) {
 	out, err := exec.Command(Kcat(t), "-V").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "librdkafka") {
 		t.Fatalf("kcat -V: %v\n%s", err, out)
+	}
+}
+
+// TestKafka39ToolsRun runs Kafka 3.9's TopicCommand --version: the jars
+// are where install-deps put them and the classpath is complete.
+func TestKafka39ToolsRun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := Kafka39Tools(t).Command(ctx, "org.apache.kafka.tools.TopicCommand", "--version").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "3.9.1") {
+		t.Fatalf("TopicCommand --version: %v\n%s", err, out)
 	}
 }

@@ -1,0 +1,48 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handleAlterConfigs is the legacy, non-incremental AlterConfigs that
+// older tools send: a topic's overrides are replaced by exactly the given
+// set (an empty set removes them all). The set is validated as
+// IncrementalAlterConfigs validates (applyConfigOps; INVALID_CONFIG names
+// the key) and written through the cluster by compare-and-set. Broker
+// configs are static: INVALID_REQUEST.
+func (b *Broker) handleAlterConfigs(ctx context.Context, r *request) (reply, error) {
+	req := r.msg.(*kmsg.AlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	resp.SetVersion(req.Version)
+	ctx, cancel := requestTimeout(ctx, 0)
+	defer cancel()
+	for _, rr := range req.Resources {
+		sr := kmsg.NewAlterConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		code, msg := b.alterableTopic(rr.ResourceType, rr.ResourceName)
+		if code == nil {
+			code, msg = b.replaceTopicConfigs(ctx, rr.ResourceName, rr.Configs, req.ValidateOnly)
+		}
+		if code != nil {
+			sr.ErrorCode, sr.ErrorMessage = code.Code, kmsg.StringPtr(msg)
+		}
+		resp.Resources = append(resp.Resources, sr)
+	}
+	return kmsgReply{resp}, nil
+}
+
+// replaceTopicConfigs replaces the topic's overrides with cs, inside the
+// compare-and-set loop of UpdateTopicConfigs: a concurrent alteration of
+// another key is replaced too, as the legacy API means.
+func (b *Broker) replaceTopicConfigs(ctx context.Context, topic string, cs []kmsg.AlterConfigsRequestResourceConfig, validateOnly bool) (*kerr.Error, string) {
+	ops := make([]kmsg.IncrementalAlterConfigsRequestResourceConfig, 0, len(cs))
+	for _, c := range cs {
+		op := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		op.Name, op.Value, op.Op = c.Name, c.Value, kmsg.IncrementalAlterConfigOpSet
+		ops = append(ops, op)
+	}
+	return b.alterTopicConfigs(ctx, topic, ops, true, validateOnly)
+}
