@@ -437,7 +437,13 @@ func (b *Broker) listen(ctx context.Context) error {
 		} else {
 			l.ln, err = network.ListenKafka(ctx, spec.hostPort())
 		}
+		if err == nil && spec.protocol.SASL() {
+			l.sasl, err = b.newAuthenticator(spec.name)
+		}
 		if err != nil {
+			if l.ln != nil {
+				_ = l.ln.Close()
+			}
 			b.closeListeners()
 			return fmt.Errorf("broker: listener %s on %s: %w", spec.name, spec.hostPort(), err)
 		}

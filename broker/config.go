@@ -72,6 +72,10 @@ type Config struct {
 	// connection that has not completed its TLS handshake this long after
 	// being accepted is closed. Default DefaultTLSHandshakeTimeout.
 	TLSHandshakeTimeout time.Duration
+	// SASL is the SASL keys of the SASL_* listeners and of the
+	// inter-broker client (sasl.enabled.mechanisms,
+	// sasl.mechanism.inter.broker.protocol, ...; saslconfig.go).
+	SASL SASLConfig
 	// LogDirs is log.dirs (or log.dir): directories holding partitions.
 	LogDirs []string
 	// NumPartitions is num.partitions: partitions of auto-created topics
@@ -123,6 +127,9 @@ type Config struct {
 	// ZooKeeperConnectionTimeout is zookeeper.connection.timeout.ms: how
 	// long start-up waits for a session. Default: the session timeout.
 	ZooKeeperConnectionTimeout time.Duration
+	// ZooKeeperAuth is zookeeper.set.acl and zookeeper.digest.auth
+	// (saslconfig.go).
+	ZooKeeperAuth ZooKeeperAuth
 	// DefaultReplicationFactor is default.replication.factor, used when a
 	// CreateTopics request leaves the factor to the broker (-1), and for
 	// auto-created topics.
@@ -250,6 +257,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: zookeeper.connection.timeout.ms: must be positive", ErrInvalidConfig)
 	case c.DefaultReplicationFactor < 0:
 		return fmt.Errorf("%w: default.replication.factor: must be >= 1, got %d", ErrInvalidConfig, c.DefaultReplicationFactor)
+	}
+	if err := c.validateSASL(); err != nil {
+		return err
 	}
 	if err := c.Replication.Validate(); err != nil {
 		return err
@@ -411,6 +421,7 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	}
 	c.Metrics = network.MetricsConfigFromProperties(p, "")
 	readListenerTLS(&c, p)
+	readSASL(&c, p)
 	var warnings []string
 	for _, k := range p.Unknown() {
 		warnings = append(warnings, fmt.Sprintf("unknown configuration key %q ignored", k))

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/sasl"
 	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/properties"
 	"github.com/tributary/tributary/internal/security"
@@ -218,6 +219,8 @@ type listener struct {
 	ln       net.Listener
 	// tls serves the handshakes of SSL and SASL_SSL listeners; nil otherwise.
 	tls *security.Server
+	// sasl authenticates the clients of SASL_* listeners; nil otherwise.
+	sasl *sasl.Authenticator
 	// advertised is what clients arriving elsewhere are told.
 	advertised listenerSpec
 }
@@ -292,7 +295,7 @@ func (b *Broker) registration() (endpoints []string, protocols map[string]string
 
 // interBrokerClient connects to another broker's inter-broker listener at
 // addr as Kafka's brokers do: over TLS when the listener's protocol says
-// so, with the listener's own settings (listener.name.<inter>.ssl.* over
+// so, logged in with SASL when it says so, with the listener's own settings (listener.name.<inter>.ssl.* over
 // ssl.*: the truststore checks the other broker, the keystore is this
 // broker's client certificate for ssl.client.auth=required). The files
 // are read for every new client, so a reloaded certificate is used by the
@@ -311,10 +314,12 @@ func (b *Broker) interBrokerClient(addr, clientID string) (*kgo.Client, error) {
 		}
 		cfg.TLS = tc
 	}
-	// SASL SEAM: for a SASL_* inter-broker listener,
-	// sasl.mechanism.inter.broker.protocol and the listener's credentials
-	// (listener.name.<inter>.<mechanism>.sasl.jaas.config) go into cfg here
-	// once network.ClientConfig carries SASL; until then such a client
-	// connects unauthenticated and the other broker refuses it.
+	if l != nil && l.protocol.SASL() {
+		// sasl.mechanism.inter.broker.protocol with the broker's own
+		// credentials (listener.name.<inter>.<mechanism>.sasl.jaas.config).
+		cfg.Protocol = l.protocol
+		cfg.SASL = b.cfg.SASL.InterBroker
+		cfg.SASL.Mechanism = b.cfg.interBrokerMechanism(l.name)
+	}
 	return network.NewClient(cfg)
 }

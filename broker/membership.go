@@ -37,6 +37,9 @@ func (b *Broker) chooseCoordinator() {
 			SessionTimeout:    b.cfg.ZooKeeperSessionTimeout,
 			ConnectionTimeout: b.cfg.ZooKeeperConnectionTimeout,
 			Logger:            b.logger,
+			DigestAuth:        b.cfg.ZooKeeperAuth.Digest,
+			SetACL:            b.cfg.ZooKeeperAuth.SetACL,
+			SensitivePaths:    zkSensitivePaths,
 		}
 		connect := b.cfg.ZooKeeperConnect
 		b.connect = func(ctx context.Context) (coord.Session, error) {

@@ -53,6 +53,10 @@ var apiTable = map[int16]apiSpec{
 	int16(kmsg.DescribeGroups):  {0, 5},
 	int16(kmsg.DeleteGroups):    {0, 2},
 	int16(kmsg.OffsetDelete):    {0, 0},
+	// SASL on SASL_* listeners (saslhandshake.go); SaslHandshake v0, raw
+	// tokens after it, is not offered.
+	int16(kmsg.SASLHandshake):    {1, 1},
+	int16(kmsg.SASLAuthenticate): {0, 2},
 	// SCRAM credentials in /config/users (broker/sasl).
 	int16(kmsg.DescribeUserSCRAMCredentials): {0, 0},
 	int16(kmsg.AlterUserSCRAMCredentials):    {0, 0},
@@ -115,6 +119,10 @@ func (b *Broker) dispatch(ctx context.Context, r *request) (reply, error) {
 		return b.handleDeleteGroups(ctx, r)
 	case kmsg.OffsetDelete:
 		return b.handleOffsetDelete(ctx, r)
+	case kmsg.SASLHandshake:
+		return b.handleSASLHandshake(ctx, r)
+	case kmsg.SASLAuthenticate:
+		return b.handleSASLAuthenticate(ctx, r)
 	case kmsg.DescribeUserSCRAMCredentials:
 		return b.handleDescribeUserSCRAMCredentials(ctx, r)
 	case kmsg.AlterUserSCRAMCredentials:
@@ -155,11 +163,15 @@ type request struct {
 
 // connection is an accepted client connection and what the handlers know
 // of it: the listener it arrived on (whose protocol says whether SASL must
-// come first) and the principal it authenticated as.
+// come first), its SASL progress and the principal it authenticated as.
 type connection struct {
 	net.Conn
 	listener  *listener
 	principal atomic.Pointer[string]
+	sasl      saslState
+	// closeAfterReply, set by a handler, closes the connection once its
+	// response is written (a refused login).
+	closeAfterReply bool
 }
 
 // Principal is the connection's Kafka principal: User:<name> once
@@ -331,7 +343,9 @@ func (b *Broker) serveConn(c *connection) {
 		b.forgetConn(c)
 		return
 	}
-	if b.onPrincipal != nil {
+	if c.listener.sasl != nil {
+		defer b.closeUnauthenticated(c).Stop()
+	} else if b.onPrincipal != nil {
 		b.onPrincipal(c.listener.name, c.Principal())
 	}
 	reqs := make(chan *request, readAhead)
@@ -350,8 +364,15 @@ func (b *Broker) serveConn(c *connection) {
 			act.inFlight.Add(-1)
 			continue // drain so the reader can exit
 		}
-		if err := b.handle(connCtx, w, r, log); err != nil {
+		if err := b.saslGate(c, r); err != nil {
+			b.refuseUnauthenticated(c, r, err)
+			broken = true
+			_ = c.Close()
+		} else if err := b.handle(connCtx, w, r, log); err != nil {
 			log.Debug("closing connection", "err", err)
+			broken = true
+			_ = c.Close()
+		} else if c.closeAfterReply {
 			broken = true
 			_ = c.Close()
 		} else if r.key != int16(kmsg.ApiVersions) {

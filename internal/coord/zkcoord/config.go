@@ -28,6 +28,17 @@ type Config struct {
 	// Logger receives session state changes at info level and the
 	// ZooKeeper client's own messages at debug level; nil discards them.
 	Logger *slog.Logger
+	// DigestAuth is "user:password": the session authenticates with
+	// ZooKeeper's digest scheme (addauth digest) on every connection, so
+	// it can read and write nodes whose ACLs name that identity.
+	DigestAuth string
+	// SetACL creates every node with ACLs, as Kafka's zookeeper.set.acl:
+	// all permissions for the DigestAuth identity, and read for anyone,
+	// except for nodes at or under one of SensitivePaths (relative to the
+	// chroot), which only that identity may touch. Requires DigestAuth.
+	// Nodes that already exist keep their ACLs.
+	SetACL         bool
+	SensitivePaths []string
 }
 
 // Validate checks the configuration.
@@ -37,6 +48,14 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("zkcoord: negative session timeout %v", c.SessionTimeout))
 	} else if c.SessionTimeout > 0 && c.SessionTimeout < time.Millisecond {
 		errs = append(errs, fmt.Errorf("zkcoord: session timeout %v is below a millisecond", c.SessionTimeout))
+	}
+	if c.DigestAuth != "" {
+		if u, _, ok := strings.Cut(c.DigestAuth, ":"); !ok || u == "" {
+			errs = append(errs, errors.New("zkcoord: digest credentials must be user:password"))
+		}
+	}
+	if c.SetACL && c.DigestAuth == "" {
+		errs = append(errs, errors.New("zkcoord: setting ACLs needs digest credentials"))
 	}
 	if c.ConnectionTimeout < 0 {
 		errs = append(errs, fmt.Errorf("zkcoord: negative connection timeout %v", c.ConnectionTimeout))

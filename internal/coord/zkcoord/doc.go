@@ -22,6 +22,14 @@
 // it never silently continues on a new session (go-zookeeper would), because
 // its owner must register its ephemeral nodes again: the owner Connects anew.
 //
+// Security: with Config.DigestAuth the session authenticates with the
+// digest scheme on every connection; with Config.SetACL (Kafka's
+// zookeeper.set.acl) nodes it creates carry ACLs: all permissions for
+// that identity and read for the world, or, at and under
+// Config.SensitivePaths, for that identity alone (Kafka keeps
+// /config/users so). Existing nodes keep their ACLs; the chroot's own
+// nodes are open.
+//
 // Retries: reads (Get, Exists, Children and their W forms) are retried
 // across connection loss until their context ends. Writes are retried only
 // when the request provably never reached a server; a write cut off in flight

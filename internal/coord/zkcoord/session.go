@@ -53,11 +53,33 @@ type Session struct {
 
 	credsMu sync.Mutex
 	passwd  []byte // from the server's connect response, for Expire
+	// acl is the ACL of a node created at a path relative to the chroot.
+	acl func(path string) []zk.ACL
 }
 
 var _ coord.Session = (*Session)(nil)
 
 var openACL = zk.WorldACL(zk.PermAll)
+
+// aclFor returns the ACL policy of cfg: open, or Kafka's secure ACLs
+// (ZkData.defaultAcls): the broker's identity may do anything and the
+// world may read, but for sensitive paths, which only the identity sees.
+func aclFor(cfg Config) func(path string) []zk.ACL {
+	if !cfg.SetACL {
+		return func(string) []zk.ACL { return openACL }
+	}
+	user, password, _ := strings.Cut(cfg.DigestAuth, ":")
+	owner := zk.DigestACL(zk.PermAll, user, password)
+	public := append(slices.Clone(owner), zk.WorldACL(zk.PermRead)...)
+	return func(path string) []zk.ACL {
+		for _, root := range cfg.SensitivePaths {
+			if path == root || strings.HasPrefix(path, strings.TrimSuffix(root, "/")+"/") {
+				return owner
+			}
+		}
+		return public
+	}
+}
 
 // Connect opens a session on the ensemble named by connect
 // ("h1:2181,h2:2181/chroot"), creating the chroot if missing. It fails with
@@ -78,6 +100,7 @@ func Connect(ctx context.Context, connect string, cfg Config) (*Session, error) 
 		log:         log,
 		established: make(chan struct{}),
 		states:      make(chan coord.SessionState, stateBuffer),
+		acl:         aclFor(cfg),
 	}
 	conn, _, err := zk.Connect(servers, cfg.sessionTimeout(),
 		zk.WithDialer(s.dial),
@@ -103,6 +126,13 @@ func Connect(ctx context.Context, connect string, cfg Config) (*Session, error) 
 		return nil, fmt.Errorf("zkcoord: connect %s: %w", connect, ctx.Err())
 	}
 	s.id = conn.SessionID()
+	if cfg.DigestAuth != "" {
+		// go-zookeeper sends the credentials again on every reconnect.
+		if err := conn.AddAuth("digest", []byte(cfg.DigestAuth)); err != nil {
+			_ = s.Close()
+			return nil, fmt.Errorf("zkcoord: digest authentication with %s: %w", strings.Join(servers, ","), err)
+		}
+	}
 	s.log.Info("zookeeper session established", "session", fmt.Sprintf("0x%x", s.id), "servers", strings.Join(servers, ","),
 		"chroot", chroot, "timeout", cfg.sessionTimeout())
 	if chroot != "" {
@@ -404,7 +434,7 @@ func (s *Session) Create(ctx context.Context, path string, data []byte, mode coo
 	}
 	var name string
 	err = s.do(ctx, false, func() (err error) {
-		name, err = s.conn.Create(s.full(path), data, fl, openACL)
+		name, err = s.conn.Create(s.full(path), data, fl, s.acl(path))
 		return err
 	})
 	if err != nil {
@@ -594,7 +624,7 @@ func (s *Session) Multi(ctx context.Context, ops ...coord.Op) error {
 			if err != nil {
 				return err
 			}
-			reqs[i] = &zk.CreateRequest{Path: p, Data: op.Data, Acl: openACL, Flags: fl}
+			reqs[i] = &zk.CreateRequest{Path: p, Data: op.Data, Acl: s.acl(op.Path), Flags: fl}
 		case coord.OpSet:
 			reqs[i] = &zk.SetDataRequest{Path: p, Data: op.Data, Version: op.Version}
 		case coord.OpDelete:
