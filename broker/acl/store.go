@@ -159,6 +159,10 @@ type Store struct {
 	// one pattern do not race each other (other writers are handled by
 	// the compare-and-set).
 	writeMu sync.Mutex
+	// cacheMu orders the cache updates of the notifications and of this
+	// broker's own writes: each reads the node and sets the cache under
+	// it, so the last read wins.
+	cacheMu sync.Mutex
 	opMu    sync.Mutex
 	op      coord.Session
 	closed  bool
@@ -255,7 +259,9 @@ func (s *Store) follow(ctx context.Context, sess coord.Session) error {
 	if err != nil {
 		return err
 	}
+	s.cacheMu.Lock()
 	s.cache.Replace(all)
+	s.cacheMu.Unlock()
 	s.syncedOnce.Do(func() { close(s.synced) })
 	for {
 		var fired *feed
@@ -306,6 +312,13 @@ func (s *Store) apply(ctx context.Context, sess coord.Session, root, name string
 		s.log.Warn("acl: ignoring an unreadable ACL change notification", "node", coord.Join(root, name), "err", err)
 		return nil
 	}
+	return s.refresh(ctx, sess, p)
+}
+
+// refresh reads one pattern's node into the cache.
+func (s *Store) refresh(ctx context.Context, sess coord.Session, p Pattern) error {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
 	entries, _, err := readPattern(ctx, sess, p)
 	if errors.Is(err, ErrMalformedNode) {
 		s.log.Warn("acl: unreadable ACL node; its ACLs are dropped", "node", NodePath(p), "err", err)
@@ -462,8 +475,12 @@ func (s *Store) update(ctx context.Context, p Pattern, edit func([]Entry) ([]Ent
 				return err
 			}
 			root, data := encodeChange(p)
-			_, err = sess.Create(ctx, coord.Join(root, changePrefix), data, coord.PersistentSequential)
-			return err
+			if _, err = sess.Create(ctx, coord.Join(root, changePrefix), data, coord.PersistentSequential); err != nil {
+				return err
+			}
+			// This broker's own cache shows the write at once, as
+			// Kafka's does; the others follow the notification.
+			return s.refresh(ctx, sess, p)
 		}
 		return fmt.Errorf("%w: %s", ErrConflict, NodePath(p))
 	})
