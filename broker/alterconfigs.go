@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/acl"
 )
 
 // handleIncrementalAlterConfigs sets, deletes, appends to or subtracts
@@ -27,7 +29,12 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *request) 
 	for _, rr := range req.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		code, msg := b.alterableTopic(rr.ResourceType, rr.ResourceName)
+		code, msg := b.configAuthError(r, acl.OpAlterConfigs, rr.ResourceType, rr.ResourceName), ""
+		if code != nil {
+			msg = code.Message
+		} else {
+			code, msg = b.alterableTopic(rr.ResourceType, rr.ResourceName)
+		}
 		if code == nil {
 			code, msg = b.alterTopicConfigs(ctx, rr.ResourceName, rr.Configs, false, req.ValidateOnly)
 		}

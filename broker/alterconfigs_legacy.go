@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/acl"
 )
 
 // handleAlterConfigs is the legacy, non-incremental AlterConfigs that
@@ -22,7 +24,12 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, r *request) (reply, err
 	for _, rr := range req.Resources {
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		code, msg := b.alterableTopic(rr.ResourceType, rr.ResourceName)
+		code, msg := b.configAuthError(r, acl.OpAlterConfigs, rr.ResourceType, rr.ResourceName), ""
+		if code != nil {
+			msg = code.Message
+		} else {
+			code, msg = b.alterableTopic(rr.ResourceType, rr.ResourceName)
+		}
 		if code == nil {
 			code, msg = b.replaceTopicConfigs(ctx, rr.ResourceName, rr.Configs, req.ValidateOnly)
 		}

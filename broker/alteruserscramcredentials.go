@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/broker/sasl"
 )
 
@@ -42,9 +43,12 @@ func (b *Broker) handleAlterUserSCRAMCredentials(ctx context.Context, r *request
 	fail := func(u string, e *kerr.Error, msg string) {
 		results[u], messages[u] = e, msg
 	}
+	alterable := b.authorizeCluster(r, acl.OpAlter)
 	for _, d := range req.Deletions {
 		mention(d.Name)
-		if d.Name == "" {
+		if !alterable {
+			fail(d.Name, errClusterAuth, errClusterAuth.Message)
+		} else if d.Name == "" {
 			fail(d.Name, kerr.UnacceptableCredential, usernameMustNotBeEmpty)
 		} else if _, ok := sasl.ScramMechanismOfType(d.Mechanism); !ok {
 			fail(d.Name, kerr.UnsupportedSaslMechanism, "Unknown SCRAM mechanism")
@@ -53,6 +57,8 @@ func (b *Broker) handleAlterUserSCRAMCredentials(ctx context.Context, r *request
 	for _, u := range req.Upsertions {
 		mention(u.Name)
 		switch _, ok := sasl.ScramMechanismOfType(u.Mechanism); {
+		case !alterable:
+			fail(u.Name, errClusterAuth, errClusterAuth.Message)
 		case u.Name == "":
 			fail(u.Name, kerr.UnacceptableCredential, usernameMustNotBeEmpty)
 		case !ok:

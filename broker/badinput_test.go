@@ -39,10 +39,10 @@ func TestBadFramesCloseOnlyTheirConnection(t *testing.T) {
 	// A well-formed request of an API Kafka has and this broker does not
 	// implement: refused like an unknown key (the connection is closed, as
 	// Kafka closes it on an API key it does not know).
-	unimplemented := kmsg.NewPtrDescribeACLsRequest()
+	unimplemented := kmsg.NewPtrDescribeDelegationTokenRequest()
 	unimplemented.SetVersion(1)
 	if _, ok := apiTable[unimplemented.Key()]; ok {
-		t.Fatal("DescribeAcls is implemented now: pick another unimplemented API for this case")
+		t.Fatal("DescribeDelegationToken is implemented now: pick another unimplemented API for this case")
 	}
 	var f kmsg.RequestFormatter
 	cases := []struct {
@@ -54,7 +54,7 @@ func TestBadFramesCloseOnlyTheirConnection(t *testing.T) {
 		{"negative size", binary.BigEndian.AppendUint32(nil, 0x80000000), "too_large"},
 		{"short header", frame([]byte{0, 3, 0}), "malformed"},
 		{"unknown api key", frame(header(999, 0)), "unsupported"},
-		{"unimplemented api (DescribeAcls v1)", f.AppendRequest(nil, unimplemented, 7), "unsupported"},
+		{"unimplemented api (DescribeDelegationToken v1)", f.AppendRequest(nil, unimplemented, 7), "unsupported"},
 		{"version too old", frame(header(int16(kmsg.Produce), 2)), "unsupported"},
 		{"implemented api, no body (JoinGroup v5)", frame(header(int16(kmsg.JoinGroup), 5)), "malformed"},
 		{"truncated body", frame(append(header(int16(kmsg.Metadata), 1), 0, 0, 0, 9, 0, 3, 'a')), "malformed"},

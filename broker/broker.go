@@ -70,6 +70,8 @@ type Broker struct {
 	groupRegistry *group.ZooKeeperRegistry
 	// scram is the SCRAM credential store, made on first use (scram.go).
 	scram scramStore
+	// authz is the authorizer (authorize.go); nil allows everything.
+	authz *authorization
 
 	startMu sync.Mutex
 	started bool
@@ -183,6 +185,9 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, opts ...Opt
 	}
 	if b.res, err = newResources(cfg, logger, reg); err != nil {
 		return nil, fmt.Errorf("broker: registering metrics: %w", err)
+	}
+	if b.authz, err = newAuthorization(cfg.Authorizer, reg); err != nil {
+		return nil, err
 	}
 	b.openLog = openStorageLog(logger, b.res.files)
 	for _, o := range opts {
@@ -368,6 +373,10 @@ func (b *Broker) Start(ctx context.Context) error {
 	// Clients are accepted only once the broker serves what it leads;
 	// until then they wait in the listen backlog.
 	if err := b.join(ctx); err != nil {
+		b.closeListeners()
+		return err
+	}
+	if err := b.startAuthorizer(ctx); err != nil {
 		b.closeListeners()
 		return err
 	}

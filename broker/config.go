@@ -76,6 +76,9 @@ type Config struct {
 	// inter-broker client (sasl.enabled.mechanisms,
 	// sasl.mechanism.inter.broker.protocol, ...; saslconfig.go).
 	SASL SASLConfig
+	// Authorizer is authorizer.class.name, super.users and
+	// allow.everyone.if.no.acl.found (authorize.go).
+	Authorizer AuthorizerConfig
 	// LogDirs is log.dirs (or log.dir): directories holding partitions.
 	LogDirs []string
 	// NumPartitions is num.partitions: partitions of auto-created topics
@@ -422,6 +425,7 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	c.Metrics = network.MetricsConfigFromProperties(p, "")
 	readListenerTLS(&c, p)
 	readSASL(&c, p)
+	readAuthorizer(&c, p)
 	var warnings []string
 	for _, k := range p.Unknown() {
 		warnings = append(warnings, fmt.Sprintf("unknown configuration key %q ignored", k))

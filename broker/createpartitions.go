@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/broker/cluster"
 )
 
@@ -33,7 +34,9 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, r *request) (reply,
 	for _, rt := range req.Topics {
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = rt.Topic
-		if err := b.createPartitions(ctx, r, rt, seen[rt.Topic] > 1, req.ValidateOnly); err != nil {
+		if !b.authorizeTopic(r, acl.OpAlter, rt.Topic) {
+			st.ErrorCode, st.ErrorMessage = errTopicAuth.Code, kmsg.StringPtr(errTopicAuth.Message)
+		} else if err := b.createPartitions(ctx, r, rt, seen[rt.Topic] > 1, req.ValidateOnly); err != nil {
 			st.ErrorCode, st.ErrorMessage = err.code.Code, kmsg.StringPtr(err.msg)
 			resp.ThrottleMillis = max(resp.ThrottleMillis, err.throttleMillis)
 		}

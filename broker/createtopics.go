@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/broker/cluster"
 )
 
@@ -42,6 +43,8 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *request) (reply, err
 		seen[rt.Topic]++
 	}
 	snap := b.metadata()
+	// Create on the cluster, or else on each topic (Kafka's rule).
+	mayCreateAll := b.authorizeQuiet(r, acl.OpCreate, acl.ResourceCluster, acl.ClusterName)
 	for _, rt := range req.Topics {
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = rt.Topic
@@ -62,6 +65,8 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *request) (reply, err
 		switch {
 		case seen[rt.Topic] > 1:
 			fail(kerr.InvalidRequest, "topic named more than once in the request")
+		case !mayCreateAll && !b.authorizeTopic(r, acl.OpCreate, rt.Topic):
+			fail(errTopicAuth, errTopicAuth.Message)
 		case validateTopicName(rt.Topic) != nil:
 			fail(kerr.InvalidTopicException, validateTopicName(rt.Topic).Error())
 		case len(rt.ReplicaAssignment) > 0 && (rt.NumPartitions != -1 || rt.ReplicationFactor != -1):

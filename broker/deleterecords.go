@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/acl"
 )
 
 // recordDeleter is the storage side of DeleteRecords: a PartitionLog whose
@@ -47,10 +49,15 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, r *request) (reply, er
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.DeleteRecordsResponseTopicPartition, len(rt.Partitions))
+		deletable := b.authorizeTopic(r, acl.OpDelete, rt.Topic)
 		for i, rp := range rt.Partitions {
 			sp := &st.Partitions[i]
 			sp.Default()
 			sp.Partition, sp.LowWatermark = rp.Partition, -1
+			if !deletable {
+				sp.ErrorCode = errTopicAuth.Code
+				continue
+			}
 			p := b.partitionOf(rt.Topic, rp.Partition)
 			if p == nil {
 				sp.ErrorCode = unservedCode(b.metadata(), rt.Topic, rp.Partition)

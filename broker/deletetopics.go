@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/acl"
 )
 
 // handleDeleteTopics deletes topics by name (v0-v5 TopicNames, v6 Topics)
@@ -32,10 +34,16 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, r *request) (reply, err
 				break
 			}
 			st.Topic = kmsg.StringPtr(t.Name)
+			if !b.authorizeTopic(r, acl.OpDelete, t.Name) {
+				st.ErrorCode = errTopicAuth.Code
+				break
+			}
 			if err := b.DeleteTopic(ctx, t.Name); err != nil {
 				st.ErrorCode = adminErrorCode(err)
 				st.ErrorMessage = kmsg.StringPtr(err.Error())
 			}
+		case !b.authorizeTopic(r, acl.OpDelete, *name):
+			st.ErrorCode = errTopicAuth.Code
 		default:
 			if err := b.DeleteTopic(ctx, *name); err != nil {
 				st.ErrorCode = adminErrorCode(err)

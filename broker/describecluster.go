@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/acl"
 )
 
 // handleDescribeCluster describes the live brokers and the controller as
@@ -22,6 +24,10 @@ func (b *Broker) handleDescribeCluster(_ context.Context, r *request) (reply, er
 		resp.EndpointType = req.EndpointType
 		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
 		resp.ErrorMessage = kmsg.StringPtr("only broker endpoints (endpoint type 1) are served")
+		return kmsgReply{resp}, nil
+	}
+	if !b.authorizeCluster(r, acl.OpDescribe) {
+		resp.ErrorCode, resp.ErrorMessage = errClusterAuth.Code, kmsg.StringPtr(errClusterAuth.Message)
 		return kmsgReply{resp}, nil
 	}
 	resp.ClusterID = clusterID

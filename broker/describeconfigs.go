@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/acl"
 )
 
 // configEntry is one config as DescribeConfigs reports it.
@@ -48,6 +50,11 @@ func (b *Broker) handleDescribeConfigs(_ context.Context, r *request) (reply, er
 			sr.ErrorCode, sr.ErrorMessage = e.Code, kmsg.StringPtr(msg)
 		}
 		var entries []configEntry
+		if e := b.configAuthError(r, acl.OpDescribeConfigs, rr.ResourceType, rr.ResourceName); e != nil {
+			fail(e, e.Message)
+			resp.Resources = append(resp.Resources, sr)
+			continue
+		}
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			t, ok := snap.Topics[rr.ResourceName]

@@ -7,6 +7,8 @@ import (
 	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/acl"
 )
 
 // handleDescribeLogDirs lists, per log.dirs entry, the local replicas
@@ -19,6 +21,11 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, r *request) (reply, er
 	req := r.msg.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
 	resp.SetVersion(req.Version)
+	if !b.authorizeCluster(r, acl.OpDescribe) {
+		// Kafka answers no directories, and from v3 the error.
+		resp.ErrorCode = errClusterAuth.Code
+		return kmsgReply{resp}, nil
+	}
 	var wanted map[string][]int32
 	if req.Topics != nil {
 		wanted = map[string][]int32{}

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/broker/sasl"
 )
 
@@ -28,6 +29,10 @@ func (b *Broker) handleDescribeUserSCRAMCredentials(ctx context.Context, r *requ
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
 	ctx, cancel := context.WithTimeout(ctx, scramAdminTimeout)
 	defer cancel()
+	if !b.authorizeCluster(r, acl.OpDescribe) {
+		resp.ErrorCode, resp.ErrorMessage = errClusterAuth.Code, kmsg.StringPtr(errClusterAuth.Message)
+		return kmsgReply{resp}, nil
+	}
 	store, err := b.ScramCredentials()
 	if err != nil {
 		resp.ErrorCode, resp.ErrorMessage = kerr.UnknownServerError.Code, kmsg.StringPtr(err.Error())

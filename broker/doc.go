@@ -53,6 +53,20 @@
 // (listener.name.<inter>.<mechanism>.sasl.jaas.config) when it is SASL. Under TLS, Fetch record bytes are copied
 // through the TLS writer, not sent with sendfile.
 //
+// # Authorization
+//
+// With authorizer.class.name set (authorize.go), the broker/acl
+// Authorizer decides every request; its cache is filled at Start (before
+// clients are accepted) by an acl.Store following Kafka's ACL nodes in the
+// coordination service, and b.authz is nil otherwise, so each check is a
+// nil test. Handlers call authorize/authorizeTopic/authorizeGroup/
+// authorizeCluster (logging and counting a refusal) or authorizeQuiet (for
+// fallbacks and for filtering what is listed); the group APIs' filtering
+// is in authorize_groups.go. CreateAcls, DescribeAcls and DeleteAcls
+// (createacls.go, describeacls.go, deleteacls.go) write through the store
+// and read the cache; without an authorizer they answer
+// SECURITY_DISABLED.
+//
 // # Operations
 //
 // CreatePartitions (createpartitions.go) grows a topic through

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/broker/cluster"
 )
 
@@ -30,6 +31,20 @@ func (b *Broker) handleElectLeaders(ctx context.Context, r *request) (reply, err
 	typ := cluster.ElectPreferred
 	if req.Version >= 1 {
 		typ = cluster.ElectionType(req.ElectionType)
+	}
+	if !b.authorizeCluster(r, acl.OpAlter) {
+		resp.ErrorCode = errClusterAuth.Code
+		for _, rt := range req.Topics {
+			st := kmsg.NewElectLeadersResponseTopic()
+			st.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				sp := kmsg.NewElectLeadersResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = p, errClusterAuth.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return kmsgReply{resp}, nil
 	}
 	var parts []cluster.PartitionRef
 	if req.Topics != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/broker/cluster"
 )
 
@@ -97,9 +98,18 @@ func (b *Broker) handleFetch(ctx context.Context, r *request) (reply, error) {
 	parts := make([][]fetchTarget, len(req.Topics))
 	w := &waiter{ch: make(chan struct{}, 1)}
 	var snap *cluster.Snapshot // read only when a partition is not served here
+	// Followers need ClusterAction, consumers Read on each topic; either
+	// refused, the partitions answer TOPIC_AUTHORIZATION_FAILED, as Kafka's.
+	replica := req.ReplicaID >= 0
+	replicaOK := !replica || b.authorizeCluster(r, acl.OpClusterAction)
 	for i, rt := range req.Topics {
 		parts[i] = make([]fetchTarget, len(rt.Partitions))
+		readable := replicaOK && (replica || b.authorizeTopic(r, acl.OpRead, rt.Topic))
 		for j, rp := range rt.Partitions {
+			if !readable {
+				parts[i][j].code = errTopicAuth.Code
+				continue
+			}
 			p := b.partitionOf(rt.Topic, rp.Partition)
 			if p == nil {
 				if snap == nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/broker/group"
 )
@@ -31,6 +32,12 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, r *request) (reply, 
 		keys = []string{req.CoordinatorKey}
 	}
 	for _, key := range keys {
+		if req.CoordinatorType == coordinatorTypeGroup && !b.authorizeGroup(r, acl.OpDescribe, key) {
+			c := kmsg.NewFindCoordinatorResponseCoordinator()
+			c.Key, c.NodeID, c.Port, c.ErrorCode = key, -1, -1, errGroupAuth.Code
+			resp.Coordinators = append(resp.Coordinators, c)
+			continue
+		}
 		resp.Coordinators = append(resp.Coordinators, b.findCoordinator(ctx, req.CoordinatorType, key, b.requestListener(r)))
 	}
 	if req.Version < 4 {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/acl"
 )
 
 // producerIDWait bounds the reservation of a producer id block in the
@@ -23,7 +25,15 @@ func (b *Broker) handleInitProducerID(ctx context.Context, r *request) (reply, e
 	resp.Default()
 	resp.SetVersion(req.Version)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	// An idempotent producer needs IdempotentWrite on the cluster or Write
+	// on some topic (Kafka 2.8, KIP-679).
+	if req.TransactionalID == nil && !b.authorizeQuiet(r, acl.OpIdempotentWrite, acl.ResourceCluster, acl.ClusterName) &&
+		!b.authorizeAnyTopicWrite(r) {
+		resp.ErrorCode = errClusterAuth.Code
+		return kmsgReply{resp}, nil
+	}
 	if req.TransactionalID != nil {
+		b.authorize(r, acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionalID)
 		b.res.logs.log(slog.LevelInfo, "transactional-refused", "refusing transactional producer: transactions are not supported",
 			"transactional_id", *req.TransactionalID)
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code

@@ -4,9 +4,17 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/acl"
 )
 
 // handleLeaveGroup is answered by the group coordinator (broker/group).
 func (b *Broker) handleLeaveGroup(ctx context.Context, r *request) (reply, error) {
-	return kmsgReply{b.groups.LeaveGroup(ctx, r.msg.(*kmsg.LeaveGroupRequest))}, nil
+	req := r.msg.(*kmsg.LeaveGroupRequest)
+	if !b.authorizeGroup(r, acl.OpRead, req.Group) {
+		resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+		resp.ErrorCode = errGroupAuth.Code
+		return kmsgReply{resp}, nil
+	}
+	return kmsgReply{b.groups.LeaveGroup(ctx, req)}, nil
 }

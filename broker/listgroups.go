@@ -8,5 +8,5 @@ import (
 
 // handleListGroups is answered by the group coordinator (broker/group).
 func (b *Broker) handleListGroups(ctx context.Context, r *request) (reply, error) {
-	return kmsgReply{b.groups.ListGroups(ctx, r.msg.(*kmsg.ListGroupsRequest))}, nil
+	return kmsgReply{b.listGroupsAuthorized(r, b.groups.ListGroups(ctx, r.msg.(*kmsg.ListGroupsRequest)))}, nil
 }

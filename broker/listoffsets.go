@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/acl"
 	plog "github.com/tributary/tributary/broker/log"
 )
 
@@ -30,6 +31,7 @@ func (b *Broker) handleListOffsets(_ context.Context, r *request) (reply, error)
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
+		describable := b.authorizeTopic(r, acl.OpDescribe, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -38,6 +40,8 @@ func (b *Broker) handleListOffsets(_ context.Context, r *request) (reply, error)
 				p = b.replicaOf(rt.Topic, rp.Partition)
 			}
 			switch {
+			case !describable:
+				sp.ErrorCode = errTopicAuth.Code
 			case p == nil:
 				sp.ErrorCode = unservedCode(b.metadata(), rt.Topic, rp.Partition)
 			case req.Version == 0:

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/broker/group"
 )
@@ -39,12 +40,28 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) (reply, error) 
 	// autoErr holds the code for topics whose auto-creation was refused
 	// (controller.mutation.rate) or whose partitions cannot open here.
 	var autoErr map[string]int16
+	// Only the topics the principal may Describe are shown; a named one it
+	// may not is TOPIC_AUTHORIZATION_FAILED, and so is one it may not
+	// create (Create on the cluster or the topic), as in Kafka.
+	describe := b.topicAuthorizer(r, acl.OpDescribe)
+	var mayCreate *bool
 	if !all && autoCreate {
 		for _, rt := range req.Topics {
-			if rt.Topic == nil || validateTopicName(*rt.Topic) != nil {
+			if rt.Topic == nil || validateTopicName(*rt.Topic) != nil || !describe.allowed(*rt.Topic) {
 				continue
 			}
 			if _, ok := snap.Topics[*rt.Topic]; ok {
+				continue
+			}
+			if mayCreate == nil {
+				ok := b.authorizeQuiet(r, acl.OpCreate, acl.ResourceCluster, acl.ClusterName)
+				mayCreate = &ok
+			}
+			if !*mayCreate && !b.authorizeTopic(r, acl.OpCreate, *rt.Topic) {
+				if autoErr == nil {
+					autoErr = map[string]int16{}
+				}
+				autoErr[*rt.Topic] = errTopicAuth.Code
 				continue
 			}
 			code, err := b.autoCreateTopic(ctx, r, *rt.Topic)
@@ -64,15 +81,23 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) (reply, error) 
 
 	if all {
 		for _, n := range snap.TopicNames() {
-			resp.Topics = append(resp.Topics, b.describeTopic(snap, snap.Topics[n]))
+			if b.authorizeQuiet(r, acl.OpDescribe, acl.ResourceTopic, n) {
+				resp.Topics = append(resp.Topics, b.describeTopic(snap, snap.Topics[n]))
+			}
 		}
 		return kmsgReply{resp}, nil
 	}
 	for _, rt := range req.Topics {
 		if rt.Topic == nil {
 			// Lookup by topic id (v12+).
-			if t, ok := topicByWireID(snap, rt.TopicID); ok {
+			if t, ok := topicByWireID(snap, rt.TopicID); ok && describe.allowed(t.Name) {
 				resp.Topics = append(resp.Topics, b.describeTopic(snap, t))
+				continue
+			} else if ok {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID = rt.TopicID
+				mt.ErrorCode = errTopicAuth.Code
+				resp.Topics = append(resp.Topics, mt)
 				continue
 			}
 			mt := kmsg.NewMetadataResponseTopic()
@@ -82,6 +107,13 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) (reply, error) 
 			continue
 		}
 		name := *rt.Topic
+		if validateTopicName(name) == nil && !describe.allowed(name) {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic = kmsg.StringPtr(name)
+			mt.ErrorCode = errTopicAuth.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
 		if t, ok := snap.Topics[name]; ok {
 			mt := b.describeTopic(snap, t)
 			if code, failed := autoErr[name]; failed {
@@ -93,7 +125,9 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) (reply, error) 
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.Topic = kmsg.StringPtr(name)
 		mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-		if err := validateTopicName(name); err != nil {
+		if code, failed := autoErr[name]; failed && code == errTopicAuth.Code {
+			mt.ErrorCode = code
+		} else if err := validateTopicName(name); err != nil {
 			mt.ErrorCode = kerr.InvalidTopicException.Code
 		} else if errors.Is(b.shutdownCtx.Err(), context.Canceled) {
 			mt.ErrorCode = kerr.LeaderNotAvailable.Code

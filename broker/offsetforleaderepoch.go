@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/acl"
 )
 
 // handleOffsetForLeaderEpoch answers, for each partition this broker leads,
@@ -18,15 +20,20 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, r *request) (repl
 	req := r.msg.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	resp.SetVersion(req.Version)
+	// ClusterAction (followers), or else Describe on each topic.
+	replica := b.authorizeQuiet(r, acl.OpClusterAction, acl.ResourceCluster, acl.ClusterName)
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
+		describable := replica || b.authorizeTopic(r, acl.OpDescribe, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
 			p := b.partitionOf(rt.Topic, rp.Partition)
 			switch {
+			case !describable:
+				sp.ErrorCode = errTopicAuth.Code
 			case p == nil || !p.leading():
 				sp.ErrorCode = unservedCode(b.metadata(), rt.Topic, rp.Partition)
 				if sp.ErrorCode == 0 {

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/broker/cluster"
 )
 
@@ -31,6 +32,7 @@ func (b *Broker) handleProduce(ctx context.Context, r *request) (reply, error) {
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
+		writable := b.authorizeTopic(r, acl.OpWrite, rt.Topic)
 		for _, rp := range rt.Partitions {
 			p := b.partitionOf(rt.Topic, rp.Partition)
 			sp := kmsg.NewProduceResponseTopicPartition()
@@ -41,6 +43,8 @@ func (b *Broker) handleProduce(ctx context.Context, r *request) (reply, error) {
 				sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
+			case !writable:
+				sp.ErrorCode = errTopicAuth.Code
 			case p == nil:
 				if snap == nil {
 					s := b.metadata()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/broker/cluster"
 )
 
@@ -24,6 +25,10 @@ func (b *Broker) handleAlterPartitionReassignments(ctx context.Context, r *reque
 	ctx, cancel := requestTimeout(ctx, req.TimeoutMillis)
 	defer cancel()
 	m, err := b.clusterMember()
+	if !b.authorizeCluster(r, acl.OpAlter) {
+		resp.ErrorCode, resp.ErrorMessage = errClusterAuth.Code, kmsg.StringPtr(errClusterAuth.Message)
+		return kmsgReply{resp}, nil
+	}
 	for _, rt := range req.Topics {
 		st := kmsg.NewAlterPartitionAssignmentsResponseTopic()
 		st.Topic = rt.Topic
@@ -60,6 +65,10 @@ func (b *Broker) handleListPartitionReassignments(_ context.Context, r *request)
 	req := r.msg.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
 	resp.SetVersion(req.Version)
+	if !b.authorizeCluster(r, acl.OpDescribe) {
+		resp.ErrorCode, resp.ErrorMessage = errClusterAuth.Code, kmsg.StringPtr(errClusterAuth.Message)
+		return kmsgReply{resp}, nil
+	}
 	snap := b.metadata()
 	wanted := func(topic string, p int32) bool { return true }
 	if req.Topics != nil {

@@ -61,6 +61,10 @@ var apiTable = map[int16]apiSpec{
 	// SCRAM credentials in /config/users (broker/sasl).
 	int16(kmsg.DescribeUserSCRAMCredentials): {0, 0},
 	int16(kmsg.AlterUserSCRAMCredentials):    {0, 0},
+	// ACLs in Kafka's ZooKeeper layout (broker/acl; authorize.go).
+	int16(kmsg.DescribeACLs): {0, 3},
+	int16(kmsg.CreateACLs):   {0, 3},
+	int16(kmsg.DeleteACLs):   {0, 3},
 	// Operations (issue 29): one file per API.
 	int16(kmsg.CreatePartitions): {0, 3},
 	int16(kmsg.ElectLeaders):     {0, 2},
@@ -128,6 +132,12 @@ func (b *Broker) dispatch(ctx context.Context, r *request) (reply, error) {
 		return b.handleDescribeUserSCRAMCredentials(ctx, r)
 	case kmsg.AlterUserSCRAMCredentials:
 		return b.handleAlterUserSCRAMCredentials(ctx, r)
+	case kmsg.DescribeACLs:
+		return b.handleDescribeACLs(ctx, r)
+	case kmsg.CreateACLs:
+		return b.handleCreateACLs(ctx, r)
+	case kmsg.DeleteACLs:
+		return b.handleDeleteACLs(ctx, r)
 	case kmsg.CreatePartitions:
 		return b.handleCreatePartitions(ctx, r)
 	case kmsg.ElectLeaders:
@@ -172,7 +182,9 @@ type connection struct {
 	net.Conn
 	listener  *listener
 	principal atomic.Pointer[string]
-	sasl      saslState
+	// host is the peer's IP address, which ACL hosts match.
+	host string
+	sasl saslState
 	// closeAfterReply, set by a handler, closes the connection once its
 	// response is written (a refused login).
 	closeAfterReply bool
@@ -280,7 +292,7 @@ func (b *Broker) acceptLoop(l *listener) {
 		b.wg.Add(1)
 		b.connMu.Unlock()
 		b.metrics.connections.Inc()
-		go b.serveConn(&connection{Conn: c, listener: l})
+		go b.serveConn(&connection{Conn: c, listener: l, host: remoteIP(c)})
 	}
 }
 
