@@ -12,6 +12,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/colinmarc/hdfs/v2"
@@ -82,6 +83,7 @@ func OpenHDFSWith(ctx context.Context, addrs []string, usr string, opts HDFSOpti
 		return nil, err
 	}
 	dial := (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	gate := &keyGate{}
 	copts := hdfs.ClientOptions{Addresses: addrs, User: usr, NamenodeDialFunc: dial, DatanodeDialFunc: dial,
 		DataTransferProtection: opts.DataTransferProtection}
 	if opts.namenodeDial != nil {
@@ -104,8 +106,14 @@ func OpenHDFSWith(ctx context.Context, addrs []string, usr string, opts HDFSOpti
 	go func() {
 		c, err := hdfs.NewClient(copts)
 		if err == nil {
-			if _, err = c.Stat("/"); err != nil {
+			var defaults hdfs.ServerDefaults
+			// ServerDefaults also fills the client's cache of them, read
+			// unlocked by every later datanode dial.
+			if defaults, err = c.ServerDefaults(); err != nil {
 				c.Close()
+			} else {
+				gate.on = opts.DataTransferProtection != "" || defaults.EncryptDataTransfer
+				gate.blockSize = defaults.BlockSize
 			}
 		}
 		done <- result{c, err}
@@ -116,7 +124,7 @@ func OpenHDFSWith(ctx context.Context, addrs []string, usr string, opts HDFSOpti
 			login.close()
 			return nil, fmt.Errorf("hdfs %s: %w", strings.Join(addrs, ","), r.err)
 		}
-		return hdfsFS{r.c, login}, nil
+		return hdfsFS{r.c, login, gate}, nil
 	case <-ctx.Done():
 		go func() {
 			if r := <-done; r.c != nil {
@@ -131,6 +139,30 @@ func OpenHDFSWith(ctx context.Context, addrs []string, usr string, opts HDFSOpti
 type hdfsFS struct {
 	c     *hdfs.Client
 	login *kerberosLogin // nil without Kerberos
+	gate  *keyGate
+}
+
+// keyGate serializes the file operations that may open a datanode
+// connection when data transfer is protected. colinmarc/hdfs v2.4.0 then
+// asks the NameNode for a data encryption key before every such connection
+// and stores the answer in a Client field without a lock (the answer is
+// nil unless dfs.encrypt.data.transfer is set, so it asks every time), and
+// two files' blocks started at once race on that field. Without
+// protection the gate is off: the server defaults, the only other field a
+// datanode dial reads, are fetched once at open.
+type keyGate struct {
+	mu        sync.Mutex
+	on        bool  // set at open, read-only afterwards
+	blockSize int64 // the NameNode's default, the size of the blocks Create makes
+}
+
+// do runs f, alone when the gate is on and dials is true.
+func (g *keyGate) do(dials bool, f func()) {
+	if g.on && dials {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+	}
+	f()
 }
 
 func (h hdfsFS) Create(name string) (io.WriteCloser, error) {
@@ -146,18 +178,30 @@ func (h hdfsFS) Create(name string) (io.WriteCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &hdfsWriter{FileWriter: w}, nil
+	return &hdfsWriter{FileWriter: w, gate: h.gate}, nil
 }
 
 type hdfsWriter struct {
 	*hdfs.FileWriter
+	gate    *keyGate
 	written int64
 }
 
-func (w *hdfsWriter) Write(b []byte) (int, error) {
-	n, err := w.FileWriter.Write(b)
+func (w *hdfsWriter) Write(b []byte) (n int, err error) {
+	w.gate.do(w.startsBlock(len(b)), func() { n, err = w.FileWriter.Write(b) })
 	w.written += int64(n)
 	return n, err
+}
+
+// startsBlock reports whether writing n more bytes may start a block,
+// which dials a datanode: the file's first write, or one that reaches a
+// block boundary (colinmarc starts the next block as soon as one is full).
+func (w *hdfsWriter) startsBlock(n int) bool {
+	bs := w.gate.blockSize
+	if bs <= 0 || w.written%bs == 0 {
+		return true
+	}
+	return w.written/bs != (w.written+int64(n))/bs
 }
 
 // Close retries while the NameNode reports the last block replicating:
@@ -183,7 +227,31 @@ func (w *hdfsWriter) Close() error {
 	return err
 }
 
-func (h hdfsFS) Open(name string) (io.ReadCloser, error) { return h.c.Open(name) }
+func (h hdfsFS) Open(name string) (io.ReadCloser, error) {
+	r, err := h.c.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return &hdfsReader{FileReader: r, gate: h.gate}, nil
+}
+
+// hdfsReader is a FileReader (Seek, Stat and the rest) whose reads, which
+// may dial datanodes, pass the key gate (readers are few: compaction and
+// readback, not the loader).
+type hdfsReader struct {
+	*hdfs.FileReader
+	gate *keyGate
+}
+
+func (r *hdfsReader) Read(b []byte) (n int, err error) {
+	r.gate.do(true, func() { n, err = r.FileReader.Read(b) })
+	return n, err
+}
+
+func (r *hdfsReader) ReadAt(b []byte, off int64) (n int, err error) {
+	r.gate.do(true, func() { n, err = r.FileReader.ReadAt(b, off) })
+	return n, err
+}
 
 func (h hdfsFS) Rename(from, to string) error {
 	if from == to {
