@@ -18,8 +18,9 @@ import (
 // from topic config overrides. The new overrides are validated as a whole
 // (INVALID_CONFIG names the key) and written to /config/topics/<topic> by
 // compare-and-set; every broker then applies them (see reconcileTopic). The
-// response does not wait for that. Broker configs are static:
-// INVALID_REQUEST.
+// response does not wait for that. BROKER resources alter the dynamic
+// broker configs (dynconfig.go): a broker id's, or with the empty name the
+// cluster-wide default.
 func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *request) (reply, error) {
 	req := r.msg.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
@@ -32,10 +33,9 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *request) 
 		code, msg := b.configAuthError(r, acl.OpAlterConfigs, rr.ResourceType, rr.ResourceName), ""
 		if code != nil {
 			msg = code.Message
-		} else {
-			code, msg = b.alterableTopic(rr.ResourceType, rr.ResourceName)
-		}
-		if code == nil {
+		} else if rr.ResourceType == kmsg.ConfigResourceTypeBroker {
+			code, msg = b.alterBrokerConfigs(ctx, rr.ResourceName, rr.Configs, false, req.ValidateOnly)
+		} else if code, msg = b.alterableTopic(rr.ResourceType, rr.ResourceName); code == nil {
 			code, msg = b.alterTopicConfigs(ctx, rr.ResourceName, rr.Configs, false, req.ValidateOnly)
 		}
 		if code != nil {
@@ -46,13 +46,11 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *request) 
 	return kmsgReply{resp}, nil
 }
 
-// alterableTopic refuses a config resource that cannot be altered: a
-// broker's (static) or another type (INVALID_REQUEST), an unknown topic.
+// alterableTopic refuses a topic config resource that cannot be altered:
+// another type (INVALID_REQUEST), an unknown topic.
 func (b *Broker) alterableTopic(typ kmsg.ConfigResourceType, name string) (*kerr.Error, string) {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
-	case kmsg.ConfigResourceTypeBroker:
-		return kerr.InvalidRequest, "broker configs cannot be altered at run time; set them in server.properties"
 	default:
 		return kerr.InvalidRequest, fmt.Sprintf("unsupported resource type %s", typ)
 	}
@@ -131,7 +129,7 @@ func (b *Broker) applyConfigOps(overrides map[string]string, ops []kmsg.Incremen
 			}
 			current, ok := overrides[op.Name]
 			if !ok {
-				current = k.value(b.cfg.topicDefaults())
+				current = k.value(b.topicDefaults())
 			}
 			items := strings.Split(current, ",")
 			for _, v := range strings.Split(value, ",") {
@@ -147,7 +145,7 @@ func (b *Broker) applyConfigOps(overrides map[string]string, ops []kmsg.Incremen
 			return kerr.InvalidRequest, fmt.Sprintf("unknown config operation %d for %s", op.Op, op.Name)
 		}
 	}
-	if _, err := resolveTopicConfig(b.cfg.topicDefaults(), overrides); err != nil {
+	if _, err := resolveTopicConfig(b.topicDefaults(), overrides); err != nil {
 		return kerr.InvalidConfig, strings.TrimPrefix(err.Error(), ErrInvalidTopicConfig.Error()+": ")
 	}
 	return nil, ""

@@ -14,7 +14,8 @@ import (
 // set (an empty set removes them all). The set is validated as
 // IncrementalAlterConfigs validates (applyConfigOps; INVALID_CONFIG names
 // the key) and written through the cluster by compare-and-set. Broker
-// configs are static: INVALID_REQUEST.
+// configs (dynconfig.go) are replaced the same way: the entity's dynamic
+// configs become exactly the given set.
 func (b *Broker) handleAlterConfigs(ctx context.Context, r *request) (reply, error) {
 	req := r.msg.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
@@ -27,10 +28,9 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, r *request) (reply, err
 		code, msg := b.configAuthError(r, acl.OpAlterConfigs, rr.ResourceType, rr.ResourceName), ""
 		if code != nil {
 			msg = code.Message
-		} else {
-			code, msg = b.alterableTopic(rr.ResourceType, rr.ResourceName)
-		}
-		if code == nil {
+		} else if rr.ResourceType == kmsg.ConfigResourceTypeBroker {
+			code, msg = b.alterBrokerConfigs(ctx, rr.ResourceName, legacyOps(rr.Configs), true, req.ValidateOnly)
+		} else if code, msg = b.alterableTopic(rr.ResourceType, rr.ResourceName); code == nil {
 			code, msg = b.replaceTopicConfigs(ctx, rr.ResourceName, rr.Configs, req.ValidateOnly)
 		}
 		if code != nil {
@@ -45,11 +45,16 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, r *request) (reply, err
 // compare-and-set loop of UpdateTopicConfigs: a concurrent alteration of
 // another key is replaced too, as the legacy API means.
 func (b *Broker) replaceTopicConfigs(ctx context.Context, topic string, cs []kmsg.AlterConfigsRequestResourceConfig, validateOnly bool) (*kerr.Error, string) {
+	return b.alterTopicConfigs(ctx, topic, legacyOps(cs), true, validateOnly)
+}
+
+// legacyOps are the legacy API's configs as sets of a replacing alteration.
+func legacyOps(cs []kmsg.AlterConfigsRequestResourceConfig) []kmsg.IncrementalAlterConfigsRequestResourceConfig {
 	ops := make([]kmsg.IncrementalAlterConfigsRequestResourceConfig, 0, len(cs))
 	for _, c := range cs {
 		op := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
 		op.Name, op.Value, op.Op = c.Name, c.Value, kmsg.IncrementalAlterConfigOpSet
 		ops = append(ops, op)
 	}
-	return b.alterTopicConfigs(ctx, topic, ops, true, validateOnly)
+	return ops
 }

@@ -55,6 +55,14 @@ type Broker struct {
 	// badConfigs holds, per topic, the config error last warned about;
 	// reconciler-owned.
 	badConfigs map[string]string
+	// dyn is the effective dynamic broker configuration (dynconfig.go),
+	// replaced by the reconciler; badDynamic, reconciler-owned, holds the
+	// error last warned about per entity.
+	dyn        atomic.Pointer[dynamicConfig]
+	badDynamic map[string]string
+	// throttle bounds replication bandwidth of throttled replicas
+	// (throttle.go).
+	throttle *replicationThrottle
 
 	pids *producerIDs
 	// fetchers copy the partitions this broker follows (replica_fetcher.go);
@@ -210,6 +218,7 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, opts ...Opt
 		return nil, err
 	}
 	b.fetchers = newFetcherManager(b)
+	b.throttle = newReplicationThrottle(time.Now)
 	b.hwStart = b.loadHWCheckpoints()
 	return b, nil
 }

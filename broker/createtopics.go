@@ -141,7 +141,7 @@ func (b *Broker) requestTopicConfigs(cs []kmsg.CreateTopicsRequestTopicConfig) (
 		}
 		overrides[c.Name] = *c.Value
 	}
-	if _, err := resolveTopicConfig(b.cfg.topicDefaults(), overrides); err != nil {
+	if _, err := resolveTopicConfig(b.topicDefaults(), overrides); err != nil {
 		return nil, kerr.InvalidConfig, strings.TrimPrefix(err.Error(), ErrInvalidTopicConfig.Error()+": ")
 	}
 	return overrides, nil, ""

@@ -33,11 +33,13 @@ type configSynonym struct {
 }
 
 // handleDescribeConfigs describes topics (their effective configs: an
-// override is DYNAMIC_TOPIC_CONFIG, the rest comes from the broker) and
-// this broker (its effective settings, read-only: nothing can be altered
-// at run time). Another broker's id is INVALID_REQUEST, as in Kafka, where
-// clients send that request to the broker itself; an empty broker name
-// (the cluster-wide dynamic defaults) has no configs.
+// override is DYNAMIC_TOPIC_CONFIG, the rest comes from the broker, whose
+// dynamic configs are synonyms) and this broker (its effective settings:
+// the dynamic keys with DYNAMIC_BROKER_CONFIG or
+// DYNAMIC_DEFAULT_BROKER_CONFIG sources, the rest read-only). Another
+// broker's id is INVALID_REQUEST, as in Kafka, where clients send that
+// request to the broker itself; an empty broker name lists the
+// cluster-wide dynamic defaults that are set.
 func (b *Broker) handleDescribeConfigs(_ context.Context, r *request) (reply, error) {
 	req := r.msg.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
@@ -66,6 +68,7 @@ func (b *Broker) handleDescribeConfigs(_ context.Context, r *request) (reply, er
 		case kmsg.ConfigResourceTypeBroker:
 			switch rr.ResourceName {
 			case "":
+				entries = b.defaultEntries()
 			case strconv.Itoa(int(b.cfg.BrokerID)):
 				entries = b.brokerConfigEntries()
 			default:
@@ -109,30 +112,39 @@ func (e configEntry) kmsg(synonyms, doc bool) kmsg.DescribeConfigsResponseResour
 // for a topic with these overrides. Invalid overrides fall back to the
 // broker's values, as the broker applies them.
 func (b *Broker) topicConfigEntries(overrides map[string]string) []configEntry {
-	defaults := b.cfg.topicDefaults()
+	dyn := b.dynamic()
+	defaults := dyn.settings.topic
 	if _, err := resolveTopicConfig(defaults, overrides); err != nil {
 		overrides = nil
 	}
 	out := make([]configEntry, 0, len(topicConfigKeys))
 	for _, k := range topicConfigKeys {
-		brokerValue := k.value(defaults)
-		brokerSource := kmsg.ConfigSourceStaticBrokerConfig
-		if brokerValue == k.kafkaDefault {
-			brokerSource = kmsg.ConfigSourceDefaultConfig
+		var brokerSyn []configSynonym
+		if dk, ok := findDynamicKey(k.brokerKey); ok {
+			brokerSyn = dyn.synonyms(dk)
+		} else if k.brokerKey != "" {
+			v, src := k.value(defaults), kmsg.ConfigSourceStaticBrokerConfig
+			if v == k.kafkaDefault {
+				src = kmsg.ConfigSourceDefaultConfig
+			}
+			brokerSyn = []configSynonym{{k.brokerKey, v, src}}
 		}
-		e := configEntry{name: k.name, value: brokerValue, source: brokerSource, typ: k.typ, doc: k.doc}
+		e := configEntry{name: k.name, value: k.value(defaults), source: kmsg.ConfigSourceDefaultConfig, typ: k.typ, doc: k.doc}
+		if len(brokerSyn) > 0 {
+			e.source = brokerSyn[0].source
+		}
 		if v, ok := overrides[k.name]; ok {
 			e.value, e.source = v, kmsg.ConfigSourceDynamicTopicConfig
 			e.synonyms = append(e.synonyms, configSynonym{k.name, v, kmsg.ConfigSourceDynamicTopicConfig})
 		}
-		e.synonyms = append(e.synonyms, configSynonym{k.brokerKey, brokerValue, brokerSource})
+		e.synonyms = append(e.synonyms, brokerSyn...)
 		out = append(out, e)
 	}
 	return out
 }
 
 // brokerConfigEntries lists the broker's effective settings under their
-// server.properties names.
+// server.properties names: the dynamic keys first, then the read-only ones.
 func (b *Broker) brokerConfigEntries() []configEntry {
 	c := b.cfg
 	tc := c.topicDefaults()
@@ -145,8 +157,14 @@ func (b *Broker) brokerConfigEntries() []configEntry {
 		out = append(out, configEntry{name: name, value: value, source: src, typ: typ, readOnly: true,
 			synonyms: []configSynonym{{name, value, src}}})
 	}
+	dyn := b.dynamic()
+	for _, k := range dynamicKeys() {
+		out = append(out, dyn.entry(k))
+	}
 	for _, k := range topicConfigKeys {
-		add(k.brokerKey, k.value(tc), k.kafkaDefault, k.typ)
+		if k.brokerKey != "" && !isDynamicKey(k.brokerKey) {
+			add(k.brokerKey, k.value(tc), k.kafkaDefault, k.typ)
+		}
 	}
 	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
 	add("broker.id", itoa(int64(c.BrokerID)), "-1", kmsg.ConfigTypeInt)

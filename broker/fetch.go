@@ -203,6 +203,17 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, parts [][]fetchTarget) (*fetc
 			}
 			start := p.log.StartOffset()
 			limit := min(int64(rp.PartitionMaxBytes), remaining)
+			throttled := req.ReplicaID >= 0 && b.leaderThrottled(p, req.ReplicaID)
+			if throttled {
+				// Over the leader's throttle: nothing for this follower
+				// until the bucket refills (throttle.go).
+				if allow := b.throttle.allowance(true); allow >= 0 {
+					limit = min(limit, allow)
+					if allow == 0 {
+						rp.FetchOffset = visible
+					}
+				}
+			}
 			switch {
 			case rp.FetchOffset > end || rp.FetchOffset < start:
 				sp.ErrorCode = kerr.OffsetOutOfRange.Code
@@ -222,6 +233,9 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, parts [][]fetchTarget) (*fetc
 					v.Release()
 				default:
 					rep.slots = append(rep.slots, fetchSlot{topic: i, part: len(st.Partitions), view: v, topicName: rt.Topic})
+					if throttled {
+						b.throttle.record(true, v.Len())
+					}
 					remaining -= v.Len()
 					readable += v.Len()
 					minOne = false

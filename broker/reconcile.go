@@ -38,6 +38,8 @@ func (b *Broker) runReconciler() {
 // metadata since the last pass. It reports false if a log failed to open.
 // Only one goroutine runs it at a time (Start, then runReconciler).
 func (b *Broker) reconcile(snap cluster.Snapshot) bool {
+	// Dynamic broker configs first: they are the topics' defaults.
+	b.resolveDynamicConfig(snap)
 	ok := true
 	for name := range b.seen {
 		if _, still := snap.Topics[name]; !still {
@@ -159,7 +161,7 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 // do not validate (written to the coordinator by another tool) are ignored
 // with a warning, once per distinct error.
 func (b *Broker) topicConfigOf(t cluster.Topic) topicConfig {
-	tc, err := resolveTopicConfig(b.cfg.topicDefaults(), t.Configs)
+	tc, err := resolveTopicConfig(b.topicDefaults(), t.Configs)
 	if err == nil {
 		delete(b.badConfigs, t.Name)
 		return tc

@@ -349,10 +349,24 @@ func (f *fetcher) fetchOnce(ctx context.Context, leader *kgo.Broker, parts []fol
 	req.SessionEpoch = -1
 	byKey := map[string]map[int32]followedPartition{}
 	topics := map[string]int{}
-	n := 0
+	n, held := 0, false
+	snap := b.metadata()
+	throttled := map[*partition]bool{}
+	allow := b.throttle.allowance(false)
 	for _, fp := range parts {
 		if fp.truncate {
 			continue
+		}
+		maxBytes := int32(rc.FetchMaxBytes)
+		if allow >= 0 && b.followerThrottled(snap, fp.p) {
+			// Over the follower throttle: left out of this fetch, as
+			// Kafka's fetcher does (throttle.go).
+			if allow == 0 {
+				held = true
+				continue
+			}
+			throttled[fp.p] = true
+			maxBytes = int32(min(int64(maxBytes), allow))
 		}
 		n++
 		i, ok := topics[fp.p.topic]
@@ -368,10 +382,17 @@ func (f *fetcher) fetchOnce(ctx context.Context, leader *kgo.Broker, parts []fol
 		rp.Partition = fp.p.index
 		rp.FetchOffset = fp.p.log.EndOffset()
 		rp.LogStartOffset = fp.p.log.StartOffset()
-		rp.PartitionMaxBytes = int32(rc.FetchMaxBytes)
+		rp.PartitionMaxBytes = maxBytes
 		rp.CurrentLeaderEpoch = fp.epoch
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		byKey[fp.p.topic][fp.p.index] = fp
+	}
+	if n == 0 && held {
+		select {
+		case <-time.After(b.throttle.wait(false)):
+		case <-ctx.Done():
+		}
+		return true, nil
 	}
 	if n == 0 {
 		return false, nil
@@ -390,6 +411,9 @@ func (f *fetcher) fetchOnce(ctx context.Context, leader *kgo.Broker, parts []fol
 			fp, ok := byKey[rt.Topic][rp.Partition]
 			if !ok {
 				continue
+			}
+			if throttled[fp.p] {
+				b.throttle.record(false, int64(len(rp.RecordBatches)))
 			}
 			if !f.applyFetched(fp, rp) {
 				progressed = false

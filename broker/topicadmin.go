@@ -101,7 +101,7 @@ func (b *Broker) CreateTopic(ctx context.Context, name string, n int32) error {
 // Unknown keys and invalid values fail with an error wrapping
 // ErrInvalidTopicConfig.
 func (b *Broker) CreateTopicWithConfigs(ctx context.Context, name string, n int32, configs map[string]string) error {
-	if _, err := resolveTopicConfig(b.cfg.topicDefaults(), configs); err != nil {
+	if _, err := resolveTopicConfig(b.topicDefaults(), configs); err != nil {
 		return err
 	}
 	return b.createTopic(ctx, name, n, 0, configs, false)

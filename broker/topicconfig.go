@@ -37,6 +37,9 @@ type topicConfig struct {
 	// controller reads from the overrides (broker/cluster).
 	MinInsyncReplicas     int32
 	UncleanLeaderElection bool
+	// LeaderThrottled and FollowerThrottled are the replicas
+	// *.replication.throttled.replicas name (throttle.go).
+	LeaderThrottled, FollowerThrottled throttledReplicas
 }
 
 // plogSettings are the settings fixed when a log is opened; a change

@@ -288,7 +288,7 @@ func TestEveryAdvertisedEpochAndConfigVersion(t *testing.T) {
 			descriptor string
 		}{
 			{kmsg.ConfigResourceTypeTopic, "ep", "no.such.key", kerr.InvalidConfig, "unknown key"},
-			{kmsg.ConfigResourceTypeBroker, "0", "log.retention.ms", kerr.InvalidRequest, "broker resource"},
+			{kmsg.ConfigResourceTypeBroker, "0", "broker.id", kerr.InvalidConfig, "read-only broker config"},
 			{kmsg.ConfigResourceTypeTopic, "nope", "retention.ms", kerr.UnknownTopicOrPartition, "unknown topic"},
 		} {
 			r := alter(false, bad.typ, bad.name, bad.key)

@@ -277,6 +277,22 @@ func (c *treeCache) snapshot() Snapshot {
 		}
 	}
 	snap.deleting = slices.Clone(c.kids[deleteTopicsPath])
+	for _, entity := range c.kids[brokerConfigsPath] {
+		path := brokerConfigPath(entity)
+		v, ok := c.nodes[path]
+		if !ok {
+			continue
+		}
+		cfg, err := decodeConfig("brokers/"+entity, v.data)
+		if err != nil {
+			c.warn(path, v.version, err)
+			continue
+		}
+		if snap.BrokerConfigs == nil {
+			snap.BrokerConfigs = map[string]map[string]string{}
+		}
+		snap.BrokerConfigs[entity] = cfg
+	}
 	if v, ok := c.nodes[reassignPartitionsPath]; ok {
 		snap.zkReassign = &v
 	}

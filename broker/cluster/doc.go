@@ -27,6 +27,11 @@
 //	                         {"version":2,"entity_path":"topics/<t>"}, written by Kafka's
 //	                         ConfigCommand after a config node; purged by the controller
 //	                         after 15 minutes, as Kafka's brokers do
+//	/config/brokers/<default>, /config/brokers/<id>
+//	                         {"version":1,"config":{"log.retention.ms":"..."}}, dynamic
+//	                         broker configs (Snapshot.BrokerConfigs, UpdateBrokerConfigs,
+//	                         which also writes a config_change with entity_path
+//	                         "brokers/<entity>")
 //	/admin/delete_topics/<t> a deletion request, carried out by the controller
 //	/admin/reassign_partitions
 //	                         {"version":1,"partitions":[{"topic":"t","partition":0,

@@ -20,7 +20,13 @@ const (
 	topicConfigsPath    = "/config/topics"
 	deleteTopicsPath    = "/admin/delete_topics"
 	configChangesPath   = "/config/changes"
+	brokerConfigsPath   = "/config/brokers"
 )
+
+// DefaultBrokerEntity names the cluster-wide dynamic broker defaults,
+// /config/brokers/<default>; a broker's own overrides are under its id.
+// Frozen by Kafka.
+const DefaultBrokerEntity = "<default>"
 
 // JSON format versions written into the nodes; frozen.
 const (
@@ -38,7 +44,7 @@ const consumersPath = "/consumers"
 
 // persistentRoots are created at Join so that children watches can be set
 // (and, for consumersPath, so that tools find it).
-var persistentRoots = []string{brokerIDsPath, topicsPath, topicConfigsPath, deleteTopicsPath, consumersPath}
+var persistentRoots = []string{brokerIDsPath, topicsPath, topicConfigsPath, deleteTopicsPath, consumersPath, brokerConfigsPath}
 
 func brokerPath(id int32) string { return coord.Join(brokerIDsPath, strconv.Itoa(int(id))) }
 func topicPath(t string) string  { return coord.Join(topicsPath, t) }
@@ -51,8 +57,9 @@ func partitionPath(t string, p int32) string {
 func statePath(t string, p int32) string {
 	return coord.Join(topicsPath, t, "partitions", strconv.Itoa(int(p)), "state")
 }
-func topicConfigPath(t string) string { return coord.Join(topicConfigsPath, t) }
-func deleteTopicPath(t string) string { return coord.Join(deleteTopicsPath, t) }
+func topicConfigPath(t string) string       { return coord.Join(topicConfigsPath, t) }
+func brokerConfigPath(entity string) string { return coord.Join(brokerConfigsPath, entity) }
+func deleteTopicPath(t string) string       { return coord.Join(deleteTopicsPath, t) }
 
 // millis renders a time as Kafka does in its nodes: decimal milliseconds in
 // a JSON string.

@@ -22,6 +22,10 @@ type Snapshot struct {
 	// hold /tributary/shutting_down/<id>), sorted. The controller moves
 	// leadership away from them and drops them from ISRs.
 	ShuttingDown []int32
+	// BrokerConfigs are the dynamic broker configs of /config/brokers,
+	// keyed by entity: DefaultBrokerEntity or a broker id in decimal.
+	// Malformed nodes are left out (and logged once).
+	BrokerConfigs map[string]map[string]string
 
 	// session is the coordination session whose watches built the
 	// snapshot; the controller acts only on snapshots of its own session.

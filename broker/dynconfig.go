@@ -1,0 +1,314 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/cluster"
+)
+
+// dynconfig.go holds the dynamic broker configs: the keys of
+// /config/brokers/<default> (every broker) and /config/brokers/<id> (one
+// broker, winning over the default), layered over server.properties. They
+// are the broker defaults of the topic keys (log.retention.ms, ...,
+// topicConfigKeys' broker synonyms) and the replication throttle rates.
+// The reconciler resolves them from each metadata snapshot before the
+// topics, so a change reaches every partition (a storage setting reopens
+// its log) without a restart.
+
+// dynamicSettings are the values dynamic configs can change.
+type dynamicSettings struct {
+	topic topicConfig
+	// leaderRate and followerRate are leader.replication.throttled.rate and
+	// follower.replication.throttled.rate in bytes/s; 0 is unthrottled.
+	leaderRate, followerRate int64
+}
+
+// dynamicKey is one broker config alterable at run time.
+type dynamicKey struct {
+	name         string
+	typ          kmsg.ConfigType
+	doc          string
+	apply        func(d *dynamicSettings, v string) error
+	value        func(d dynamicSettings) string
+	kafkaDefault string
+}
+
+// kafkaUnlimitedRate is Kafka's default throttle rate (Long.MAX_VALUE).
+const kafkaUnlimitedRate = math.MaxInt64
+
+func rateKey(name, doc string, field func(d *dynamicSettings) *int64) dynamicKey {
+	return dynamicKey{
+		name: name, typ: kmsg.ConfigTypeLong, doc: doc,
+		apply: func(d *dynamicSettings, v string) error {
+			n, err := parseLong(v, 1)
+			if err != nil {
+				return err
+			}
+			if n == kafkaUnlimitedRate {
+				n = 0
+			}
+			*field(d) = n
+			return nil
+		},
+		value: func(d dynamicSettings) string {
+			if n := *field(&d); n > 0 {
+				return strconv.FormatInt(n, 10)
+			}
+			return strconv.FormatInt(kafkaUnlimitedRate, 10)
+		},
+		kafkaDefault: strconv.FormatInt(kafkaUnlimitedRate, 10),
+	}
+}
+
+// dynamicKeys are the broker configs alterable at run time; every other
+// broker key is read-only (INVALID_CONFIG when altered). Built on first use:
+// other files' init functions add to topicConfigKeys.
+var dynamicKeys = sync.OnceValue(func() []dynamicKey {
+	var keys []dynamicKey
+	for _, k := range topicConfigKeys {
+		// The controller reads unclean.leader.election.enable's broker
+		// default from its own static config: not dynamic here.
+		if k.brokerKey == "" || k.brokerKey == "unclean.leader.election.enable" {
+			continue
+		}
+		keys = append(keys, dynamicKey{
+			name: k.brokerKey, typ: k.typ, doc: k.doc,
+			apply:        func(d *dynamicSettings, v string) error { return k.apply(&d.topic, v) },
+			value:        func(d dynamicSettings) string { return k.value(d.topic) },
+			kafkaDefault: k.kafkaDefault,
+		})
+	}
+	return append(keys,
+		rateKey("leader.replication.throttled.rate",
+			"Bytes/s a leader sends to the out-of-sync followers of the replicas leader.replication.throttled.replicas names.",
+			func(d *dynamicSettings) *int64 { return &d.leaderRate }),
+		rateKey("follower.replication.throttled.rate",
+			"Bytes/s a follower copies for the out-of-sync replicas follower.replication.throttled.replicas names.",
+			func(d *dynamicSettings) *int64 { return &d.followerRate }),
+	)
+})
+
+func findDynamicKey(name string) (dynamicKey, bool) {
+	keys := dynamicKeys()
+	i := slices.IndexFunc(keys, func(k dynamicKey) bool { return k.name == name })
+	if i < 0 {
+		return dynamicKey{}, false
+	}
+	return keys[i], true
+}
+
+// dynamicConfig is the effective dynamic configuration of this broker.
+type dynamicConfig struct {
+	static   dynamicSettings
+	defaults map[string]string // /config/brokers/<default>, validated
+	own      map[string]string // /config/brokers/<id>, validated
+	settings dynamicSettings
+}
+
+// dynamic returns the current dynamic configuration (the static one until
+// the first reconciliation).
+func (b *Broker) dynamic() *dynamicConfig {
+	if d := b.dyn.Load(); d != nil {
+		return d
+	}
+	d := &dynamicConfig{static: b.staticSettings()}
+	d.settings = d.static
+	return d
+}
+
+func (b *Broker) staticSettings() dynamicSettings {
+	return dynamicSettings{topic: b.cfg.topicDefaults()}
+}
+
+// topicDefaults is what a topic without overrides gets: the broker's log.*
+// settings with the dynamic broker configs applied.
+func (b *Broker) topicDefaults() topicConfig { return b.dynamic().settings.topic }
+
+// resolveDynamicConfig layers the entities' configs over the static ones.
+// An entity whose configs do not validate (written by another tool) is
+// ignored with a warning, once per distinct error. Reconciler-owned.
+func (b *Broker) resolveDynamicConfig(snap cluster.Snapshot) {
+	d := &dynamicConfig{static: b.staticSettings()}
+	d.settings = d.static
+	for _, entity := range []string{cluster.DefaultBrokerEntity, strconv.Itoa(int(b.cfg.BrokerID))} {
+		configs := snap.BrokerConfigs[entity]
+		next, err := applyDynamic(d.settings, configs)
+		if b.badDynamic == nil {
+			b.badDynamic = map[string]string{}
+		}
+		if err != nil {
+			if b.badDynamic[entity] != err.Error() {
+				b.badDynamic[entity] = err.Error()
+				b.logger.Warn("ignoring dynamic broker configs", "entity", entity, "err", err)
+			}
+			continue
+		}
+		delete(b.badDynamic, entity)
+		d.settings = next
+		if entity == cluster.DefaultBrokerEntity {
+			d.defaults = configs
+		} else {
+			d.own = configs
+		}
+	}
+	if old := b.dyn.Load(); old != nil && (!maps.Equal(old.defaults, d.defaults) || !maps.Equal(old.own, d.own)) {
+		b.logger.Info("dynamic broker configs applied", "default", d.defaults, "broker", d.own)
+	}
+	b.dyn.Store(d)
+	b.throttle.setRates(d.settings.leaderRate, d.settings.followerRate)
+}
+
+// applyDynamic applies configs to s; the error names the key, in Kafka's
+// words.
+func applyDynamic(s dynamicSettings, configs map[string]string) (dynamicSettings, error) {
+	for _, name := range slices.Sorted(maps.Keys(configs)) {
+		k, ok := findDynamicKey(name)
+		if !ok {
+			return s, fmt.Errorf("%w: %s", errNotDynamic, name)
+		}
+		v := configs[name]
+		if err := k.apply(&s, v); err != nil {
+			return s, fmt.Errorf("Invalid value %s for configuration %s: %v", v, name, err)
+		}
+	}
+	return s, nil
+}
+
+// errNotDynamic is an unknown or read-only broker key in an alteration.
+var errNotDynamic = fmt.Errorf("Cannot update these configs dynamically")
+
+// brokerEntity maps a BROKER resource name to its /config/brokers entity:
+// the empty name is the cluster-wide default.
+func brokerEntity(name string) (string, *kerr.Error, string) {
+	if name == "" {
+		return cluster.DefaultBrokerEntity, nil, ""
+	}
+	if !cluster.ValidBrokerEntity(name) {
+		return "", kerr.InvalidRequest, "broker resource name " + name + " is neither empty nor a broker id"
+	}
+	return name, nil, ""
+}
+
+// applyBrokerConfigOps changes an entity's dynamic configs in place and
+// validates the result over the static settings (INVALID_CONFIG names the
+// key); append and subtract apply to no broker key we have.
+func applyBrokerConfigOps(static dynamicSettings, configs map[string]string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) (*kerr.Error, string) {
+	seen := map[string]bool{}
+	for _, op := range ops {
+		if seen[op.Name] {
+			return kerr.InvalidRequest, "config " + op.Name + " is altered more than once"
+		}
+		seen[op.Name] = true
+		if _, ok := findDynamicKey(op.Name); !ok {
+			return kerr.InvalidConfig, errNotDynamic.Error() + ": " + op.Name
+		}
+		switch op.Op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			if op.Value == nil {
+				return kerr.InvalidConfig, "Null value not supported for broker configs: " + op.Name
+			}
+			configs[op.Name] = *op.Value
+		case kmsg.IncrementalAlterConfigOpDelete:
+			delete(configs, op.Name)
+		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+			return kerr.InvalidConfig, "Config value append or subtract is not allowed for config key: " + op.Name
+		default:
+			return kerr.InvalidRequest, fmt.Sprintf("unknown config operation %d for %s", op.Op, op.Name)
+		}
+	}
+	if _, err := applyDynamic(static, configs); err != nil {
+		return kerr.InvalidConfig, err.Error()
+	}
+	return nil, ""
+}
+
+// alterBrokerConfigs applies ops to the entity of the BROKER resource name
+// (with replace, to none: the legacy AlterConfigs) and, unless
+// validateOnly, writes them through the cluster.
+func (b *Broker) alterBrokerConfigs(ctx context.Context, name string,
+	ops []kmsg.IncrementalAlterConfigsRequestResourceConfig, replace, validateOnly bool,
+) (*kerr.Error, string) {
+	entity, code, msg := brokerEntity(name)
+	if code != nil {
+		return code, msg
+	}
+	static := b.staticSettings()
+	if validateOnly {
+		current := map[string]string{}
+		if !replace {
+			maps.Copy(current, b.metadata().BrokerConfigs[entity])
+		}
+		return applyBrokerConfigOps(static, current, ops)
+	}
+	written, err := b.member.UpdateBrokerConfigs(ctx, entity, func(configs map[string]string) error {
+		if replace {
+			clear(configs)
+		}
+		if code, msg = applyBrokerConfigOps(static, configs, ops); code != nil {
+			return errConfigRejected
+		}
+		return nil
+	})
+	switch {
+	case code != nil:
+		return code, msg
+	case err != nil:
+		return adminError(err), err.Error()
+	}
+	b.logger.Info("dynamic broker configs altered", "entity", entity, "configs", written)
+	return nil, ""
+}
+
+// dynamicSynonyms lists where a dynamic key's value may come from, most
+// specific first, as Kafka's DescribeConfigs synonyms: this broker's
+// override, the cluster default, server.properties (or Kafka's default).
+func (d *dynamicConfig) synonyms(k dynamicKey) []configSynonym {
+	var out []configSynonym
+	if v, ok := d.own[k.name]; ok {
+		out = append(out, configSynonym{k.name, v, kmsg.ConfigSourceDynamicBrokerConfig})
+	}
+	if v, ok := d.defaults[k.name]; ok {
+		out = append(out, configSynonym{k.name, v, kmsg.ConfigSourceDynamicDefaultBrokerConfig})
+	}
+	v := k.value(d.static)
+	src := kmsg.ConfigSourceStaticBrokerConfig
+	if v == k.kafkaDefault {
+		src = kmsg.ConfigSourceDefaultConfig
+	}
+	return append(out, configSynonym{k.name, v, src})
+}
+
+// entry is k as DescribeConfigs reports it for this broker.
+func (d *dynamicConfig) entry(k dynamicKey) configEntry {
+	syn := d.synonyms(k)
+	return configEntry{name: k.name, value: k.value(d.settings), source: syn[0].source, typ: k.typ, doc: k.doc, synonyms: syn}
+}
+
+// defaultEntries are the configs of the cluster-wide default entity (the
+// empty BROKER name): only those set, as Kafka reports them.
+func (b *Broker) defaultEntries() []configEntry {
+	d := b.dynamic()
+	var out []configEntry
+	for _, name := range slices.Sorted(maps.Keys(d.defaults)) {
+		k, _ := findDynamicKey(name)
+		v := d.defaults[name]
+		out = append(out, configEntry{name: name, value: v, source: kmsg.ConfigSourceDynamicDefaultBrokerConfig, typ: k.typ, doc: k.doc,
+			synonyms: []configSynonym{{name, v, kmsg.ConfigSourceDynamicDefaultBrokerConfig}}})
+	}
+	return out
+}
+
+// isDynamicKey reports whether a broker key is alterable at run time.
+func isDynamicKey(name string) bool {
+	_, ok := findDynamicKey(name)
+	return ok
+}

@@ -1,0 +1,213 @@
+package broker
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/cluster"
+)
+
+// throttle.go is Kafka's replication throttle: the topic configs
+// leader.replication.throttled.replicas and
+// follower.replication.throttled.replicas name replicas
+// ("partition:broker,..." or "*"), and the dynamic broker configs
+// leader.replication.throttled.rate and follower.replication.throttled.rate
+// bound, in bytes/s over all of a broker's throttled partitions, what a
+// leader sends to their out-of-sync followers and what a follower copies
+// for them. In-sync replicas are never throttled, as in Kafka: a throttle
+// slows a reassignment's catch-up, never acks=all produces.
+
+// throttledReplicas is a parsed *.replication.throttled.replicas value.
+// It is comparable (topicConfig is).
+type throttledReplicas struct {
+	raw string
+	all bool
+	// list is ",p:b,p:b," normalized, searched for ",p:b,".
+	list string
+}
+
+// parseThrottledReplicas parses "", "*" or "p:b,p:b".
+func parseThrottledReplicas(v string) (throttledReplicas, error) {
+	raw := v
+	v = strings.TrimSpace(v)
+	switch v {
+	case "":
+		return throttledReplicas{raw: raw}, nil
+	case "*":
+		return throttledReplicas{raw: raw, all: true}, nil
+	}
+	t := throttledReplicas{raw: raw, list: ","}
+	for _, item := range strings.Split(v, ",") {
+		ps, bs, ok := strings.Cut(strings.TrimSpace(item), ":")
+		p, perr := strconv.ParseInt(ps, 10, 32)
+		b, berr := strconv.ParseInt(bs, 10, 32)
+		if !ok || perr != nil || berr != nil || p < 0 || b < 0 {
+			return throttledReplicas{}, errThrottledReplicas
+		}
+		t.list += strconv.FormatInt(p, 10) + ":" + strconv.FormatInt(b, 10) + ","
+	}
+	return t, nil
+}
+
+// includes reports whether broker's replica of partition is throttled.
+func (t throttledReplicas) includes(partition, broker int32) bool {
+	if t.all || t.list == "" {
+		return t.all
+	}
+	return strings.Contains(t.list, ","+strconv.Itoa(int(partition))+":"+strconv.Itoa(int(broker))+",")
+}
+
+// errThrottledReplicas is Kafka's complaint about a malformed list.
+var errThrottledReplicas = errors.New("must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
+
+// throttleTopicKeys are the topic configs naming throttled replicas; they
+// have no broker default.
+var throttleTopicKeys = []topicConfigKey{
+	throttledReplicasKey("leader.replication.throttled.replicas",
+		"Replicas (partition:broker, or *) whose leaders send at most leader.replication.throttled.rate to out-of-sync followers.",
+		func(tc *topicConfig) *throttledReplicas { return &tc.LeaderThrottled }),
+	throttledReplicasKey("follower.replication.throttled.replicas",
+		"Replicas (partition:broker, or *) that copy at most follower.replication.throttled.rate while out of sync.",
+		func(tc *topicConfig) *throttledReplicas { return &tc.FollowerThrottled }),
+}
+
+func throttledReplicasKey(name, doc string, field func(tc *topicConfig) *throttledReplicas) topicConfigKey {
+	return topicConfigKey{
+		name: name, typ: kmsg.ConfigTypeList, doc: doc,
+		apply: func(tc *topicConfig, v string) error {
+			t, err := parseThrottledReplicas(v)
+			*field(tc) = t
+			return err
+		},
+		value:        func(tc topicConfig) string { return field(&tc).raw },
+		kafkaDefault: "",
+	}
+}
+
+func init() {
+	topicConfigKeys = append(topicConfigKeys, throttleTopicKeys...)
+}
+
+// rateBucket is a token bucket of bytes, refilled at rate per second up to
+// one second's worth. Usage is recorded after the fact, so the level may
+// go negative: a caller holds back while it is in debt, as Kafka's quota
+// does once it is exceeded.
+type rateBucket struct {
+	rate  float64 // bytes/s; 0 = unlimited
+	level float64
+	at    time.Time
+}
+
+func (q *rateBucket) refill(now time.Time) {
+	q.level = min(q.rate, q.level+now.Sub(q.at).Seconds()*q.rate)
+	q.at = now
+}
+
+// replicationThrottle holds a broker's leader and follower buckets. Safe
+// for concurrent use.
+type replicationThrottle struct {
+	now              func() time.Time
+	mu               sync.Mutex
+	leader, follower rateBucket
+}
+
+func newReplicationThrottle(now func() time.Time) *replicationThrottle {
+	return &replicationThrottle{now: now}
+}
+
+// setRates applies new rates (0 = unlimited); a changed rate starts with a
+// full bucket.
+func (t *replicationThrottle) setRates(leader, follower int64) {
+	now := t.now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, x := range []struct {
+		q    *rateBucket
+		rate int64
+	}{{&t.leader, leader}, {&t.follower, follower}} {
+		if x.q.rate != float64(x.rate) {
+			*x.q = rateBucket{rate: float64(x.rate), level: float64(x.rate), at: now}
+		}
+	}
+}
+
+// allowance returns how many bytes the bucket lets through now: -1 when
+// unlimited, 0 while it is in debt.
+func (t *replicationThrottle) allowance(leader bool) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	q := t.bucket(leader)
+	if q.rate <= 0 {
+		return -1
+	}
+	q.refill(t.now())
+	return int64(max(q.level, 0))
+}
+
+// wait returns how long until the bucket is out of debt.
+func (t *replicationThrottle) wait(leader bool) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	q := t.bucket(leader)
+	if q.rate <= 0 {
+		return 0
+	}
+	q.refill(t.now())
+	if q.level > 0 {
+		return 0
+	}
+	return time.Duration((1 - q.level) / q.rate * float64(time.Second))
+}
+
+// record charges n bytes of throttled replication.
+func (t *replicationThrottle) record(leader bool, n int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	q := t.bucket(leader)
+	if q.rate <= 0 || n <= 0 {
+		return
+	}
+	q.refill(t.now())
+	q.level -= float64(n)
+}
+
+func (t *replicationThrottle) bucket(leader bool) *rateBucket {
+	if leader {
+		return &t.leader
+	}
+	return &t.follower
+}
+
+// leaderThrottled reports whether this leader throttles what it sends
+// follower for p: the topic names this broker's replica of p and the
+// follower is out of sync.
+func (b *Broker) leaderThrottled(p *partition, follower int32) bool {
+	tc := p.conf.Load()
+	if tc == nil || !tc.LeaderThrottled.includes(p.index, b.cfg.BrokerID) {
+		return false
+	}
+	p.rmu.Lock()
+	defer p.rmu.Unlock()
+	return !slices.Contains(p.rs.isr, follower)
+}
+
+// followerThrottled reports whether this follower throttles its copying of
+// p: the topic names this broker's replica of p and the metadata has it
+// out of the ISR.
+func (b *Broker) followerThrottled(snap cluster.Snapshot, p *partition) bool {
+	tc := p.conf.Load()
+	if tc == nil || !tc.FollowerThrottled.includes(p.index, b.cfg.BrokerID) {
+		return false
+	}
+	t, ok := snap.Topics[p.topic]
+	if !ok || int(p.index) >= len(t.Partitions) {
+		return false
+	}
+	return !slices.Contains(t.Partitions[p.index].ISR, b.cfg.BrokerID)
+}
