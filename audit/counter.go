@@ -91,9 +91,26 @@ type cellKey struct {
 	window int64 // window start, Unix ms
 }
 
-// cell's fields are updated atomically under the read lock of
-// Counter.mu: Count only needs the write lock to add a new cell.
-type cell struct{ count, bytes, errors atomic.Int64 }
+// cell accumulates one topic and window: Count adds to it with atomics,
+// without a lock. Its totals only grow; publish turns them into deltas
+// against what it published last (the published fields are publish's own,
+// under pubMu).
+type cell struct {
+	count, bytes, errors atomic.Int64
+
+	pubCount, pubBytes, pubErrors int64
+	idle                          int // publishes in a row without a delta
+}
+
+// cells is an immutable map of the cells: Count reads it through an atomic
+// pointer, and adding or retiring cells replaces it (copy on write).
+type cells map[cellKey]*cell
+
+// retireAfter is how many publishes in a row a cell must go without a
+// delta before it leaves the map; it is read one last time a publish
+// later, so that a Count still holding it (it loaded the map before the
+// swap) lands in a published delta.
+const retireAfter = 3
 
 // Counter is what a tier embeds: Count is cheap and safe for concurrent use;
 // a background loop publishes the accumulated deltas every Interval and on
@@ -105,16 +122,16 @@ type Counter struct {
 	pub      Publisher
 	idPrefix string
 
-	// mu's read lock covers updates of existing cells (atomics), its
-	// write lock adding cells and publish swapping the map out: once
-	// publish holds the write lock, no Count still writes the old map.
-	mu     sync.RWMutex
-	cells  map[cellKey]*cell
-	closed bool
+	// cells is read without a lock; mu serializes its writers (a Count
+	// adding a cell, publish retiring some).
+	cells  atomic.Pointer[cells]
+	mu     sync.Mutex
+	closed atomic.Bool
 
-	pubMu   sync.Mutex // serializes publishing; guards pending and seq
+	pubMu   sync.Mutex // serializes publishing; guards pending, seq and retired
 	pending []Event
 	seq     uint64
+	retired []retiredCell
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -142,10 +159,10 @@ func NewCounter(cfg Config, pub Publisher) (*Counter, error) {
 		windowMs: cfg.Window.Milliseconds(),
 		pub:      pub,
 		idPrefix: hex.EncodeToString(id[:]) + "-",
-		cells:    make(map[cellKey]*cell),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
+	c.cells.Store(&cells{})
 	c.published = c.metric("audit_counter_events_published_total", "Audit events acknowledged by the audit topic.")
 	c.failures = c.metric("audit_counter_publish_failures_total", "Failed attempts to publish audit events (retried with the same IDs).")
 	c.dropped = c.metric("audit_counter_events_dropped_total", "Audit events dropped because too many were waiting for a retry.")
@@ -193,25 +210,34 @@ func (c *Counter) add(topic string, ts time.Time, records, bytes, errs int64) {
 	if ms%c.windowMs < 0 {
 		w -= c.windowMs
 	}
-	k := cellKey{topic, w}
-	c.mu.RLock()
-	cl := c.cells[k]
-	if cl != nil && !c.closed {
-		cl.add(records, bytes, errs)
-		c.mu.RUnlock()
+	if c.closed.Load() {
 		return
 	}
-	c.mu.RUnlock()
+	k := cellKey{topic, w}
+	if cl := (*c.cells.Load())[k]; cl != nil {
+		cl.add(records, bytes, errs)
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return
-	}
-	if cl = c.cells[k]; cl == nil {
+	cur := *c.cells.Load()
+	cl := cur[k]
+	if cl == nil {
+		next := make(cells, len(cur)+1)
+		for k, v := range cur {
+			next[k] = v
+		}
 		cl = &cell{}
-		c.cells[k] = cl
+		next[k] = cl
+		c.cells.Store(&next)
 	}
 	cl.add(records, bytes, errs)
+}
+
+// retiredCell is a cell out of the map, read by the next publish.
+type retiredCell struct {
+	key cellKey
+	*cell
 }
 
 func (cl *cell) add(records, bytes, errs int64) {
@@ -249,19 +275,14 @@ func (c *Counter) loop() {
 func (c *Counter) publish(ctx context.Context) error {
 	c.pubMu.Lock()
 	defer c.pubMu.Unlock()
-	c.mu.Lock()
-	var cells map[cellKey]*cell
-	if len(c.cells) > 0 {
-		// Swap under the lock: the old map is ours alone from here on.
-		cells, c.cells = c.cells, make(map[cellKey]*cell, len(c.cells))
-	}
-	c.mu.Unlock()
 	now := time.Now().UTC()
-	for k, v := range cells {
+	emit := func(k cellKey, v *cell) bool {
 		count, bytes, errs := v.count.Load(), v.bytes.Load(), v.errors.Load()
-		if count == 0 && bytes == 0 && errs == 0 {
-			continue
+		dc, db, de := count-v.pubCount, bytes-v.pubBytes, errs-v.pubErrors
+		if dc == 0 && db == 0 && de == 0 {
+			return false
 		}
+		v.pubCount, v.pubBytes, v.pubErrors = count, bytes, errs
 		c.seq++
 		c.pending = append(c.pending, Event{
 			ID:          c.idPrefix + strconv.FormatUint(c.seq, 10),
@@ -271,11 +292,38 @@ func (c *Counter) publish(ctx context.Context) error {
 			Topic:       k.topic,
 			WindowStart: time.UnixMilli(k.window).UTC(),
 			Window:      c.cfg.Window,
-			Count:       count,
-			Bytes:       bytes,
-			Errors:      errs,
+			Count:       dc,
+			Bytes:       db,
+			Errors:      de,
 			EmittedAt:   now,
 		})
+		return true
+	}
+	for _, r := range c.retired {
+		emit(r.key, r.cell)
+	}
+	c.retired = c.retired[:0]
+	var retire []cellKey
+	for k, v := range *c.cells.Load() {
+		if emit(k, v) {
+			v.idle = 0
+		} else if v.idle++; v.idle >= retireAfter {
+			retire = append(retire, k)
+		}
+	}
+	if len(retire) > 0 {
+		c.mu.Lock()
+		cur := *c.cells.Load()
+		next := make(cells, len(cur))
+		for k, v := range cur {
+			next[k] = v
+		}
+		for _, k := range retire {
+			c.retired = append(c.retired, retiredCell{k, next[k]})
+			delete(next, k)
+		}
+		c.cells.Store(&next)
+		c.mu.Unlock()
 	}
 	if over := len(c.pending) - MaxPendingEvents; over > 0 {
 		c.cfg.Logger.Error("audit: dropping unpublished events; their counts are lost to audit", "tier", c.cfg.Tier, "events", over)
@@ -298,10 +346,7 @@ func (c *Counter) publish(ctx context.Context) error {
 // from a failed attempt) and waits for the acknowledgement, or until ctx
 // ends. A failed Flush keeps the events for the next attempt.
 func (c *Counter) Flush(ctx context.Context) error {
-	c.mu.Lock()
-	closed := c.closed
-	c.mu.Unlock()
-	if closed {
+	if c.closed.Load() {
 		return ErrClosed
 	}
 	return c.publish(ctx)
@@ -313,9 +358,12 @@ func (c *Counter) Close(ctx context.Context) error {
 	c.closeOnce.Do(func() {
 		close(c.stop)
 		<-c.done
+		c.closed.Store(true)
+		// A Count that passed the closed check before the store may still
+		// be adding; taking mu waits out one adding a cell, and publish
+		// reads every cell (retired ones too) after that.
 		c.mu.Lock()
-		c.closed = true
-		c.mu.Unlock()
+		c.mu.Unlock() //nolint:staticcheck // an empty critical section: a barrier
 		c.closeErr = c.publish(ctx)
 	})
 	return c.closeErr

@@ -219,3 +219,30 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("nil publisher: %v", err)
 	}
 }
+
+// TestCounterRetiresIdleCells: a cell idle for retireAfter publishes leaves
+// the map (which would otherwise grow by one cell per topic and window for
+// good), and counts made after it left, into the same window, still add up.
+func TestCounterRetiresIdleCells(t *testing.T) {
+	pub := &memPublisher{}
+	c := newTestCounter(t, Config{Tier: "producer", Window: time.Minute, Interval: time.Hour}, pub)
+	ctx := context.Background()
+	ts := time.Date(2026, 3, 1, 10, 0, 30, 0, time.UTC)
+	c.Count("clicks", ts, 2, 20)
+	for i := 0; i <= retireAfter; i++ {
+		if err := c.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(*c.cells.Load()); n != 0 {
+		t.Fatalf("%d cells after %d idle publishes, want 0", n, retireAfter)
+	}
+	c.Count("clicks", ts, 3, 30)
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := sums(pub.ackedEvents())[sumKey{"clicks", ts.Truncate(time.Minute)}]
+	if got != [3]int64{5, 50, 0} {
+		t.Errorf("published %v, want 5 records, 50 bytes", got)
+	}
+}

@@ -54,8 +54,11 @@
 // # Concurrency
 //
 // Counter.Count and Counter.CountErrors are safe for concurrent use and
-// cheap (a map lookup under a read lock and atomic adds; a new topic or
-// window takes the write lock once). Publishing runs on the Counter's own
+// cheap: a lookup in an immutable map loaded through an atomic pointer and
+// atomic adds, no lock (a new topic or window copies the map under a mutex
+// once). Cells keep running totals and publishing emits their deltas since
+// the last publish; a cell idle for three publishes leaves the map and is
+// read once more by the next publish, for a Count that still held it. Publishing runs on the Counter's own
 // goroutine every Config.Interval, and on Flush and Close; a failed publish
 // is retried with the same events (same IDs) before newer deltas.
 //

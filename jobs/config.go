@@ -346,7 +346,7 @@ func validateArgs(kind Kind, args map[string]any) error {
 		}
 		if v, ok := args["codec"]; ok {
 			if s, _ := v.(string); s != "snappy" && s != "zstd" {
-				return argErr("codec", "%v: must be snappy or zstd", v)
+				return argErr("codec", "%v: must be zstd or snappy", v)
 			}
 		}
 		if v, ok := args["target_file_size"]; ok {

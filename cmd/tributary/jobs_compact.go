@@ -52,7 +52,7 @@ func newJobsCompactCommand() *cobra.Command {
 	f.StringVar(&o.closedThrough, "closed-through", "", "treat data as complete up to this RFC 3339 time instead of asking the loader")
 	f.StringVar(&o.topics, "topics", "", "comma-separated topics (default: every topic under --base)")
 	f.DurationVar(&o.delay, "delay", compact.DefaultDelay, "wait past an hour's end for late records")
-	f.StringVar(&o.codec, "codec", compact.DefaultCodec, "Parquet compression: snappy or zstd")
+	f.StringVar(&o.codec, "codec", compact.DefaultCodec, "Parquet compression: zstd or snappy")
 	f.StringVar(&o.targetSize, "target-file-size", "128MiB", "approximate size of each Parquet file")
 	f.StringVar(&o.summary, "summary-json", "", "also write the JSON summary to this file")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")

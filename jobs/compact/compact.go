@@ -29,7 +29,7 @@ import (
 const (
 	DefaultDelay          = 10 * time.Minute
 	DefaultTargetFileSize = 128 << 20
-	DefaultCodec          = "snappy"
+	DefaultCodec          = "zstd"
 )
 
 // flushRows is how many decoded rows a Parquet writer holds before shredding them.
@@ -52,7 +52,7 @@ type Config struct {
 	ClosedThrough func(ctx context.Context) (time.Time, error)
 	// Delay waits for late records past an hour's end. Default DefaultDelay.
 	Delay time.Duration
-	// Codec is "snappy" (default) or "zstd".
+	// Codec is "zstd" (default) or "snappy".
 	Codec string
 	// TargetFileSize is the approximate size of each Parquet file; an
 	// hour with more data gets several. Default DefaultTargetFileSize.
@@ -75,7 +75,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("%w: negative delay", ErrBadConfig))
 	}
 	if c.Codec != "" && c.Codec != "snappy" && c.Codec != "zstd" {
-		errs = append(errs, fmt.Errorf("%w: codec %q: want snappy or zstd", ErrBadConfig, c.Codec))
+		errs = append(errs, fmt.Errorf("%w: codec %q: want zstd or snappy", ErrBadConfig, c.Codec))
 	}
 	if c.TargetFileSize < 0 {
 		errs = append(errs, fmt.Errorf("%w: negative target file size", ErrBadConfig))
@@ -444,7 +444,7 @@ func (c *Compactor) writeGroup(ctx context.Context, h hours.Hour, tmp string, g 
 			wc.Close()
 			return fmt.Errorf("%w: %v", ErrUnsupportedSchema, err)
 		}
-		sh := &shredder{root: root, leaves: m.leaves}
+		sh := &shredder{root: root, leaves: m.leaves, pw: pw}
 		pw.MarshalFunc = sh.marshal
 		pw.CompressionType = parquet.CompressionCodec_SNAPPY
 		if c.cfg.Codec == "zstd" {

@@ -52,15 +52,7 @@ func compactAndCompare(t *testing.T, fsys filesys.FS, base string, codec string)
 	}
 	checks := map[string]check{}
 	for i, d := range dirs[:3] {
-		names, err := hours.DataFiles(fsys, d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range names {
-			if !strings.HasSuffix(n, ".parquet") {
-				t.Errorf("hour %d still shows %s after compaction", i, n)
-			}
-		}
+		names := compactedFiles(t, fsys, d)
 		list, _ := fsys.ReadDir(d)
 		var all []string
 		for _, fi := range list {

@@ -44,7 +44,18 @@
 // A Parquet file is closed when the bytes written plus parquet-go's
 // estimate of the rows it buffers (uncompressed) reach TargetFileSize, so
 // files come out at or below the target; row groups are at most
-// min(TargetFileSize, 64 MiB). Codec snappy (default) or zstd.
+// min(TargetFileSize, 64 MiB). Codec zstd (default) or snappy.
+//
+// # Encodings
+//
+// Strings and enums are dictionary-encoded (RLE_DICTIONARY, one
+// dictionary per column and row group; the data pages are written by
+// pages.go with the RLE/bit-packed hybrid, since parquet-go's own encode
+// every index in 32 bits); int, long and the logical types on them are
+// DELTA_BINARY_PACKED; floats, doubles, booleans, bytes and fixed are
+// PLAIN. On the pipeline's page views this makes Parquet 0.48x the
+// loader's deflate Avro with zstd (0.58x with snappy; plain snappy
+// pages were 1.6x).
 //
 // # Swap protocol and recovery
 //

@@ -146,6 +146,22 @@ func writeLoaderCommit(t testing.TB, fsys filesys.FS, base, job, topic string, w
 	}
 }
 
+// compactedFiles returns the data files of the compacted hour dir and fails
+// t for any that is not Parquet.
+func compactedFiles(t testing.TB, fsys filesys.FS, dir string) []string {
+	t.Helper()
+	names, err := hours.DataFiles(fsys, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if !strings.HasSuffix(n, ".parquet") {
+			t.Errorf("%s still shows %s after compaction", dir, n)
+		}
+	}
+	return names
+}
+
 // copyOut copies files of fsys into a local directory and returns the local paths.
 func copyOut(t testing.TB, fsys filesys.FS, dir string, names []string, dst string) []string {
 	t.Helper()

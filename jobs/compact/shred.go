@@ -6,7 +6,9 @@ import (
 
 	"github.com/xitongsys/parquet-go/common"
 	"github.com/xitongsys/parquet-go/layout"
+	"github.com/xitongsys/parquet-go/parquet"
 	"github.com/xitongsys/parquet-go/schema"
+	"github.com/xitongsys/parquet-go/writer"
 )
 
 // shredder turns Avro values (goavro's native form) into parquet-go's
@@ -18,6 +20,8 @@ type shredder struct {
 	leaves []*node
 	tables []*layout.Table
 	err    error
+	// pw receives the dictionary columns' pages directly (see dictPages).
+	pw *writer.ParquetWriter
 }
 
 // marshal is a parquet-go MarshalFunc; the writer calls it with NP = 1, so
@@ -48,6 +52,22 @@ func (s *shredder) marshal(objs []any, sh *schema.SchemaHandler) (*map[string]*l
 		if err := s.shred(s.root, o, 0, 0); err != nil {
 			return nil, err
 		}
+	}
+	// Dictionary columns become pages here and leave the map: the writer
+	// still closes their row groups (dictionary page first) from DictRecs.
+	for name, t := range res {
+		if t.Info.Encoding != parquet.Encoding_RLE_DICTIONARY {
+			continue
+		}
+		dict := s.pw.DictRecs[name]
+		if dict == nil {
+			dict = layout.NewDictRec(*t.Schema.Type)
+			s.pw.DictRecs[name] = dict
+		}
+		pages, size := dictPages(dict, t, int32(s.pw.PageSize), s.pw.CompressionType)
+		s.pw.PagesMapBuf[name] = append(s.pw.PagesMapBuf[name], pages...)
+		s.pw.Size += size
+		delete(res, name)
 	}
 	return &res, nil
 }

@@ -1,0 +1,199 @@
+package compact
+
+import (
+	"context"
+	"encoding/binary"
+	"math/bits"
+
+	"github.com/apache/thrift/lib/go/thrift"
+	"github.com/xitongsys/parquet-go/common"
+	"github.com/xitongsys/parquet-go/compress"
+	"github.com/xitongsys/parquet-go/layout"
+	"github.com/xitongsys/parquet-go/parquet"
+)
+
+// Dictionary-encoded data pages, written here rather than by parquet-go:
+// its writer encodes dictionary indices and levels as RLE runs only, each
+// value of a run of one in 1+4 bytes (a fixed bit width of 32), which made
+// dictionary columns larger than plain ones. These pages use the format's
+// RLE/bit-packed hybrid at the narrowest width instead, so a column of
+// eight distinct strings costs 3 bits a row before compression. The
+// dictionary itself (parquet-go's DictRecType, one per column and row
+// group) is still written by parquet-go when it closes the row group.
+
+// dictPages encodes t's values as indices into dict (adding new values to
+// it) in data pages of about pageSize bytes of values.
+func dictPages(dict *layout.DictRecType, t *layout.Table, pageSize int32, codec parquet.CompressionCodec) ([]*layout.Page, int64) {
+	var pages []*layout.Page
+	var total int64
+	funcs := common.FindFuncTable(t.Schema.Type, t.Schema.ConvertedType, t.Schema.LogicalType)
+	for i := 0; i < len(t.Values); {
+		j := i
+		var size int32
+		var minVal, maxVal any
+		var nulls int64
+		var idx []int32
+		for j < len(t.Values) && size < pageSize {
+			if t.DefinitionLevels[j] == t.MaxDefinitionLevel {
+				v := t.Values[j]
+				var n int32
+				minVal, maxVal, n = funcs.MinMaxSize(minVal, maxVal, v)
+				size += n
+				k, ok := dict.DictMap[v]
+				if !ok {
+					dict.DictSlice = append(dict.DictSlice, v)
+					k = int32(len(dict.DictSlice) - 1)
+					dict.DictMap[v] = k
+				}
+				idx = append(idx, k)
+			} else if t.Values[j] == nil {
+				nulls++
+			}
+			j++
+		}
+		p := layout.NewDataPage()
+		p.PageSize = pageSize
+		p.Schema, p.Path, p.Info, p.CompressType = t.Schema, t.Path, t.Info, codec
+		if !t.Info.OmitStats {
+			p.MinVal, p.MaxVal, p.NullCount = minVal, maxVal, &nulls
+		}
+		// Indices only grow, so the dictionary's size now bounds this
+		// page's. The narrowest width is smallest before compression, but a
+		// byte-aligned one lets the codec find repeated sequences of values;
+		// the page keeps whichever compresses smaller.
+		narrow := max(1, bits.Len32(uint32(len(dict.DictSlice)-1)))
+		var raw, data []byte
+		for _, width := range []int{narrow, (narrow + 7) / 8 * 8} {
+			var r []byte
+			if t.MaxRepetitionLevel > 0 {
+				r = appendLevels(r, t.RepetitionLevels[i:j], t.MaxRepetitionLevel)
+			}
+			if t.MaxDefinitionLevel > 0 {
+				r = appendLevels(r, t.DefinitionLevels[i:j], t.MaxDefinitionLevel)
+			}
+			r = append(r, byte(width))
+			r = appendHybrid(r, idx, width)
+			if d := compress.Compress(r, codec); data == nil || len(d) < len(data) {
+				raw, data = r, d
+			}
+			if narrow%8 == 0 {
+				break
+			}
+		}
+
+		h := parquet.NewPageHeader()
+		h.Type = parquet.PageType_DATA_PAGE
+		h.CompressedPageSize = int32(len(data))
+		h.UncompressedPageSize = int32(len(raw))
+		h.DataPageHeader = parquet.NewDataPageHeader()
+		h.DataPageHeader.NumValues = int32(j - i)
+		h.DataPageHeader.DefinitionLevelEncoding = parquet.Encoding_RLE
+		h.DataPageHeader.RepetitionLevelEncoding = parquet.Encoding_RLE
+		h.DataPageHeader.Encoding = parquet.Encoding_RLE_DICTIONARY
+		h.DataPageHeader.Statistics = parquet.NewStatistics()
+		if p.MaxVal != nil {
+			h.DataPageHeader.Statistics.Max = statBytes(p.MaxVal)
+			h.DataPageHeader.Statistics.MaxValue = h.DataPageHeader.Statistics.Max
+			h.DataPageHeader.Statistics.Min = statBytes(p.MinVal)
+			h.DataPageHeader.Statistics.MinValue = h.DataPageHeader.Statistics.Min
+		}
+		h.DataPageHeader.Statistics.NullCount = p.NullCount
+		p.Header = h
+		ts := thrift.NewTSerializer()
+		ts.Protocol = thrift.NewTCompactProtocolFactory().GetProtocol(ts.Transport)
+		hb, err := ts.Write(context.Background(), h)
+		if err != nil {
+			// Serializing a struct into memory cannot fail.
+			panic(err)
+		}
+		p.RawData = append(hb, data...)
+		total += int64(len(p.RawData))
+		pages = append(pages, p)
+		i = j
+	}
+	return pages, total
+}
+
+// statBytes is a statistic's value as Parquet stores it: plain encoding,
+// without the length prefix of a byte array.
+func statBytes(v any) []byte {
+	switch x := v.(type) {
+	case string:
+		return []byte(x)
+	case int32:
+		return binary.LittleEndian.AppendUint32(nil, uint32(x))
+	case int64:
+		return binary.LittleEndian.AppendUint64(nil, uint64(x))
+	}
+	return nil
+}
+
+// appendLevels appends repetition or definition levels as a data page v1
+// carries them: a 4-byte length, then the RLE/bit-packed hybrid.
+func appendLevels(b []byte, levels []int32, maxLevel int32) []byte {
+	at := len(b)
+	b = append(b, 0, 0, 0, 0)
+	b = appendHybrid(b, levels, bits.Len32(uint32(maxLevel)))
+	binary.LittleEndian.PutUint32(b[at:], uint32(len(b)-at-4))
+	return b
+}
+
+// minRun is the shortest repeat written as an RLE run rather than bit-packed.
+const minRun = 8
+
+// appendHybrid appends vs in Parquet's RLE/bit-packed hybrid encoding at
+// width bits: runs of at least minRun equal values as RLE runs, the rest
+// bit-packed in groups of eight (the last group padded with zeros, which
+// readers ignore past the page's value count).
+func appendHybrid(b []byte, vs []int32, width int) []byte {
+	lit := 0 // start of the pending literal values
+	for i := 0; i < len(vs); {
+		j := i + 1
+		for j < len(vs) && vs[j] == vs[i] {
+			j++
+		}
+		if j-i >= minRun {
+			// A run may only start where the literals fill whole groups:
+			// its head completes the last group.
+			if r := (i - lit) % 8; r != 0 {
+				i += 8 - r
+				continue
+			}
+			b = appendPacked(b, vs[lit:i], width)
+			b = binary.AppendUvarint(b, uint64(j-i)<<1)
+			for k := 0; k < (width+7)/8; k++ {
+				b = append(b, byte(uint32(vs[i])>>(8*k)))
+			}
+			i, lit = j, j
+			continue
+		}
+		i = j
+	}
+	return appendPacked(b, vs[lit:], width)
+}
+
+// appendPacked appends one bit-packed run of vs (none if vs is empty).
+func appendPacked(b []byte, vs []int32, width int) []byte {
+	if len(vs) == 0 {
+		return b
+	}
+	groups := (len(vs) + 7) / 8
+	b = binary.AppendUvarint(b, uint64(groups)<<1|1)
+	var acc uint64
+	n := 0
+	for k := 0; k < groups*8; k++ {
+		var v uint32
+		if k < len(vs) {
+			v = uint32(vs[k])
+		}
+		acc |= uint64(v) << n
+		n += width
+		for n >= 8 {
+			b = append(b, byte(acc))
+			acc >>= 8
+			n -= 8
+		}
+	}
+	// groups*8*width is a whole number of bytes: nothing is left in acc.
+	return b
+}
