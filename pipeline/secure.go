@@ -36,7 +36,8 @@ import (
 // HTTP servers, and a Kafka client properties file per user whose
 // sasl.jaas.config reads the password with ${file:...} (the loader's job
 // configuration and `--command-config` use them as they are). Everything is
-// generated again at every Start.
+// generated again at every Start. Every cluster runs the authorizer with the
+// tiers' least-privilege ACLs (acls.go).
 const (
 	// SecureDir is the directory under Dir holding the generated files.
 	SecureDir = "secure"
