@@ -47,6 +47,14 @@
 // their passwords through ${file:...} references, never from a file that
 // holds anything else.
 //
+// Secured, every cluster also authorizes (acls.go): the authorizer on with
+// allow.everyone.if.no.acl.found=false, the brokers' own principal
+// (User:broker-<cluster>) and the admin as super.users, and each tier's
+// least-privilege ACLs stored in the cluster's coordination service before
+// any broker starts. A tier refused by a missing ACL says so in its log (the
+// mirror stops the partition, tributary_mirror_stopped_partitions in
+// MirrorMetrics) and the audit report shows the windows it missed.
+//
 // # The proof
 //
 // Page views (package pipeline/pageview) carry (producer, seq): a

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/security"
 	"github.com/tributary/tributary/mirror"
@@ -69,19 +71,26 @@ func (p *Pipeline) startMirror(ctx context.Context) (*part, error) {
 	if err != nil {
 		return nil, err
 	}
+	reg := prometheus.NewRegistry()
+	p.mu.Lock()
+	p.mirrorReg = reg
+	p.mu.Unlock()
 	mc := mirror.Config{
 		Sources:              sources,
 		TargetName:           AnalyticsCluster,
 		TargetBrokers:        target.Brokers,
 		TargetSecurity:       target.Security(),
 		Topics:               regexp.QuoteMeta(p.cfg.Topic),
-		GroupID:              "pipeline-mirror",
+		GroupID:              MirrorGroup,
 		TopicRefreshInterval: 2 * time.Second,
 		CommitInterval:       time.Second,
 		AuditWindow:          p.cfg.AuditWindow,
 		AuditInterval:        p.cfg.AuditInterval,
 		Instance:             "pipeline-mirror",
 		Logger:               p.logger.With("part", "mirror"),
+		// A registry per start: a restarted mirror registers its series
+		// again.
+		Registerer: reg,
 	}
 	counter, err := mirror.NewAuditCounter(ctx, mc)
 	if err != nil {
@@ -105,6 +114,17 @@ func (p *Pipeline) mirrorTarget() (network.ClientConfig, error) {
 	cc := network.ClientConfig{Brokers: p.clusters[AnalyticsCluster].BootstrapOn(listenerMirror)}
 	sec, err := p.secure.clientSecurity("mirror", security.SSL)
 	return cc.Secured(sec), err
+}
+
+// MirrorMetrics returns the running (or last) mirror's Prometheus
+// series (tributary_mirror_*), nil before the mirror first started.
+func (p *Pipeline) MirrorMetrics() prometheus.Gatherer {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mirrorReg == nil {
+		return nil
+	}
+	return p.mirrorReg
 }
 
 // DashboardURL returns the audit dashboard's URL, "" while it does not run.

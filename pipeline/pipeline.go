@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -52,7 +53,8 @@ type Pipeline struct {
 	stopped   []ProducerStats // producers stopped by StopProducers
 	loaderDup int64           // duplicates the loader dropped (mirror re-sends)
 	svc       *service.Service
-	dashboard string // the audit service's address, kept across restarts
+	dashboard string               // the audit service's address, kept across restarts
+	mirrorReg *prometheus.Registry // the mirror's metrics, new at every start
 }
 
 // producerRun is one datacenter's running producer.

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/client/serde"
 	"github.com/tributary/tributary/internal/devcluster"
 	"github.com/tributary/tributary/internal/network"
@@ -35,7 +36,8 @@ import (
 // HTTP servers, and a Kafka client properties file per user whose
 // sasl.jaas.config reads the password with ${file:...} (the loader's job
 // configuration and `--command-config` use them as they are). Everything is
-// generated again at every Start.
+// generated again at every Start. Every cluster runs the authorizer with the
+// tiers' least-privilege ACLs (acls.go).
 const (
 	// SecureDir is the directory under Dir holding the generated files.
 	SecureDir = "secure"
@@ -71,6 +73,7 @@ type secureSetup struct {
 	passwords map[string]string // user -> password
 	registry  *network.HTTPSecurity
 	dashboard *network.HTTPSecurity
+	acls      map[string][]acl.Binding // cluster -> its tiers' ACLs (acls.go)
 }
 
 // secureUsers lists the users of the pipeline: a producer per datacenter,
@@ -92,6 +95,10 @@ func newSecureSetup(cfg Config) (*secureSetup, error) {
 		dir:       filepath.Join(cfg.Dir, SecureDir),
 		brokerPEM: map[string]string{},
 		passwords: map[string]string{},
+		acls:      map[string][]acl.Binding{},
+	}
+	for _, name := range cfg.clusters() {
+		s.acls[name] = cfg.tierACLs(name)
 	}
 	if strings.ContainsAny(s.dir, ":}") {
 		// ${file:PATH} references cannot name such a path.
@@ -125,8 +132,8 @@ func newSecureSetup(cfg Config) (*secureSetup, error) {
 	for _, name := range cfg.clusters() {
 		// Server and client: the brokers' certificate is also their client
 		// certificate on the other brokers' INTERNAL listener.
-		file := "broker-" + name + ".pem"
-		if err := issue(file, pki.Options{CommonName: "broker-" + name, Organization: "tributary", Hosts: hosts}); err != nil {
+		file := brokerUser(name) + ".pem"
+		if err := issue(file, pki.Options{CommonName: brokerUser(name), Organization: "tributary", Hosts: hosts}); err != nil {
 			return nil, err
 		}
 		s.brokerPEM[name] = s.path(file)
@@ -269,7 +276,10 @@ func (s *secureSetup) clusterConfig(dc *devcluster.Config, name string) {
 	}
 	dc.Listeners = append(dc.Listeners, devcluster.Listener{Name: listenerInternal, Protocol: security.SSL, ClientAuth: security.ClientAuthRequired})
 	dc.InterBrokerListener = listenerInternal
+	dc.PrincipalRules = principalRules
 	dc.ScramUsers = s.passwords
+	dc.Authorizer = authorizerConfig(name)
+	dc.ACLs = s.acls[name]
 	if name == AnalyticsCluster {
 		dc.RegistrySecurity = s.registry
 	}

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -9,7 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/audit"
 
 	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/security"
@@ -46,6 +51,7 @@ func TestDemoSecure(t *testing.T) {
 	res, err := p.RunFor(ctx, DemoOptions{Duration: 15 * time.Second, Drain: DefaultDemoDrain, Progress: 5 * time.Second, During: func(ctx context.Context, p *Pipeline) error {
 		defer close(checked)
 		checkRefused(t, ctx, p, dir)
+		checkLeastPrivilege(t, ctx, p)
 		return nil
 	}}, &out)
 	if res != nil {
@@ -74,12 +80,55 @@ func TestDemoSecure(t *testing.T) {
 			t.Errorf("password file of %s: %v, mode %v; want 0600", u, err, fi.Mode())
 		}
 	}
+	// The tiers ran on their ACLs alone: the brokers refused nobody but
+	// checkLeastPrivilege's probe.
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, `msg="authorization failed"`) && !strings.Contains(line, "principal=User:loader operation=Write resource_type=Topic resource="+p.cfg.Topic) {
+			t.Errorf("a tier was refused: %s", line)
+		}
+	}
 	conf, err := os.ReadFile(filepath.Join(dir, "loader.properties"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if pw := p.secure.passwords["loader"]; strings.Contains(string(conf), pw) {
 		t.Errorf("loader.properties holds the loader's password:\n%s", conf)
+	}
+}
+
+// checkLeastPrivilege: the authorizer is on and the tiers hold only their
+// ACLs: the loader may not write the page-view topic of analytics, and the
+// audit service does not even see it in Metadata.
+func checkLeastPrivilege(t *testing.T, ctx context.Context, p *Pipeline) {
+	t.Helper()
+	client := func(user string, opts ...kgo.Opt) *kgo.Client {
+		cc, err := p.clientConfig(AnalyticsCluster, user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, err := network.NewClient(cc, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	loader := client("loader", kgo.DisableIdempotentWrite(), kgo.RecordRetries(0))
+	err := loader.ProduceSync(pctx, &kgo.Record{Topic: p.cfg.Topic, Value: []byte("not the loader's to write")}).FirstErr()
+	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("the loader's produce to %s: %v; want TOPIC_AUTHORIZATION_FAILED", p.cfg.Topic, err)
+	}
+	md, err := kadm.NewClient(client("audit")).Metadata(pctx)
+	if err != nil {
+		t.Fatalf("the audit service's metadata: %v", err)
+	}
+	if _, ok := md.Topics[p.cfg.Topic]; ok {
+		t.Errorf("the audit service's metadata lists %s; it holds no ACL on it", p.cfg.Topic)
+	}
+	if _, ok := md.Topics[audit.DefaultTopic]; !ok {
+		t.Errorf("the audit service's metadata lacks %s: %v", audit.DefaultTopic, md.Topics.Names())
 	}
 }
 

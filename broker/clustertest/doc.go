@@ -28,6 +28,11 @@
 // or closed without a controlled shutdown (memcoord); that one broker gets
 // it with one replica; and that audit.topic.* set its layout.
 //
+// TestACLsAcrossBrokers (acl_test.go) runs three in-process brokers on
+// ZooKeeper with the authorizer on and checks that ACLs written through one
+// broker's CreateAcls and by Kafka 2.8's kafka-acls (on ZooKeeper) bind every
+// broker at once, and that Kafka's Java producer fails fast when denied.
+//
 // Only TestEnsembleMemberDown stops ZooKeeper ensemble members (and restarts
 // them before it ends). internal/coord/zkcoord and broker/cluster have
 // ensemble tests too: packages run in parallel under `go test ./...`, so two

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/broker/sasl"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
@@ -76,6 +77,20 @@ type Config struct {
 	// SCRAM-SHA-512 credentials into the coordination service before the
 	// brokers start, as `kafka-configs --alter --entity-type users` does.
 	ScramUsers map[string]string
+	// Authorizer turns on every broker's ACLs (authorizer.class.name,
+	// super.users, allow.everyone.if.no.acl.found). The brokers' own
+	// principal on InterBrokerListener must be among SuperUsers (or be
+	// granted ClusterAction and the topics' Read/Describe through ACLs),
+	// or replication stops.
+	Authorizer broker.AuthorizerConfig
+	// ACLs are stored in the coordination service (Kafka's /kafka-acl
+	// layout) before the brokers start, as `kafka-acls
+	// --authorizer-properties` does; CreateACLs and DeleteACLs change them
+	// while the cluster runs.
+	ACLs []acl.Binding
+	// PrincipalRules is every TLS listener's ssl.principal.mapping.rules;
+	// "" is DEFAULT (User:<the certificate's subject DN>).
+	PrincipalRules string
 	// RegistrySecurity serves the registry over HTTPS and/or with basic
 	// authentication (schema/registry's Need says what each request
 	// needs); nil is plain, anonymous HTTP.
@@ -250,6 +265,11 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if err := c.writeScramUsers(ctx); err != nil {
 		return nil, err
 	}
+	if len(cfg.ACLs) > 0 {
+		if err := c.CreateACLs(ctx, cfg.ACLs...); err != nil {
+			return nil, fmt.Errorf("ACLs: %w", err)
+		}
+	}
 	for i := range cfg.Brokers {
 		b, err := c.newBroker(int32(i + 1))
 		if err != nil {
@@ -310,14 +330,15 @@ func (c *Cluster) newBroker(id int32) (*broker.Broker, error) {
 		NumPartitions:               c.cfg.Partitions,
 	}
 	if c.cfg.TLS.HasKeyPair() {
-		bc.TLS = security.ServerTLS{TLS: c.cfg.TLS}
+		bc.TLS = security.ServerTLS{TLS: c.cfg.TLS, PrincipalRules: c.cfg.PrincipalRules}
 		bc.ListenerTLS = map[string]security.ServerTLS{}
 		for _, l := range c.cfg.Listeners {
 			if l.Protocol.TLS() {
-				bc.ListenerTLS[l.Name] = security.ServerTLS{TLS: c.cfg.TLS, ClientAuth: l.ClientAuth}
+				bc.ListenerTLS[l.Name] = security.ServerTLS{TLS: c.cfg.TLS, ClientAuth: l.ClientAuth, PrincipalRules: c.cfg.PrincipalRules}
 			}
 		}
 	}
+	bc.Authorizer = c.cfg.Authorizer
 	if c.cfg.Broker != nil {
 		c.cfg.Broker(&bc)
 	}
@@ -363,6 +384,49 @@ func (c *Cluster) writeScramUsers(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// CreateACLs stores bindings in the coordination service, where every
+// broker's authorizer follows them (at once on the brokers' caches, as
+// Kafka's change notifications make them).
+func (c *Cluster) CreateACLs(ctx context.Context, bindings ...acl.Binding) error {
+	return c.withACLStore(ctx, func(s *acl.Store) error {
+		var errs []error
+		for i, err := range s.Create(ctx, bindings) {
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%v: %w", bindings[i], err))
+			}
+		}
+		return errors.Join(errs...)
+	})
+}
+
+// DeleteACLs removes the bindings filters select and returns them.
+func (c *Cluster) DeleteACLs(ctx context.Context, filters ...acl.Filter) ([]acl.Binding, error) {
+	var deleted []acl.Binding
+	err := c.withACLStore(ctx, func(s *acl.Store) error {
+		var errs []error
+		for _, r := range s.Delete(ctx, filters) {
+			deleted = append(deleted, r.Deleted...)
+			if r.Err != nil {
+				errs = append(errs, r.Err)
+			}
+		}
+		return errors.Join(errs...)
+	})
+	return deleted, err
+}
+
+// withACLStore runs op on a store of the cluster's ACLs, synced first.
+func (c *Cluster) withACLStore(ctx context.Context, op func(*acl.Store) error) error {
+	s := acl.NewStore(ctx, c.connect, acl.New(acl.Config{}), c.logger.With("component", "devcluster-acls"))
+	defer s.Close()
+	select {
+	case <-s.Synced():
+	case <-ctx.Done():
+		return fmt.Errorf("devcluster: loading the ACLs: %w", ctx.Err())
+	}
+	return op(s)
 }
 
 // startRegistry serves the schema registry on the cluster's coordination.

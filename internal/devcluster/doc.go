@@ -21,7 +21,18 @@
 // brokers replicate over. Config.ScramUsers are written as SCRAM credentials
 // (broker/sasl's /config/users layout) into the coordination service before
 // the brokers start, and Config.RegistrySecurity serves the registry over
-// HTTPS and/or with basic authentication.
+// HTTPS and/or with basic authentication. Config.PrincipalRules is every TLS
+// listener's ssl.principal.mapping.rules.
+//
+// # Authorization
+//
+// Config.Authorizer turns on the brokers' ACLs (broker/acl). Config.ACLs are
+// stored in the coordination service, in Kafka's /kafka-acl layout, before
+// the brokers start, so the first request is decided on them; CreateACLs and
+// DeleteACLs change them while the cluster runs, and every broker follows
+// the change notifications. The brokers' own principal on the inter-broker
+// listener must be a super user (Config.Authorizer.SuperUsers) or hold
+// ClusterAction and the topics' ACLs.
 //
 // # Layout on disk
 //
