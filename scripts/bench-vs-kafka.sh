@@ -51,6 +51,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 cd "$repo"
+# shellcheck source=scripts/bench-lib.sh
+. "$here/bench-lib.sh"
 
 records=${BENCH_RECORDS:-2000000}
 runs=${BENCH_RUNS:-3}
@@ -78,31 +80,7 @@ done
 [[ $rf3_warmup_records =~ ^[0-9]+$ ]] || die "BENCH_RF3_WARMUP_RECORDS must be a number, not '$rf3_warmup_records'"
 command -v kcat >/dev/null || die "kcat not found: run \`make deps\`"
 
-if [ -n "${BENCH_DIR:-}" ]; then
-	mkdir -p "$BENCH_DIR"
-	dir=$(realpath "$BENCH_DIR")
-else
-	dir=$(mktemp -d "${TMPDIR:-/tmp}/tributary-bench.XXXXXX")
-fi
-export TRIBUTARY_KAFKA_DIR=$dir/kafka
-export TRIBUTARY_KAFKA_DATA=$dir/kafka-data
-tributary_pid=
-
-stop_tributary() {
-	local deadline
-	[ -n "$tributary_pid" ] || return 0
-	kill -TERM "$tributary_pid" 2>/dev/null || true
-	deadline=$((SECONDS + 30))
-	while kill -0 "$tributary_pid" 2>/dev/null; do
-		if [ $SECONDS -ge $deadline ]; then
-			say "tributary broker ignored SIGTERM for 30s; killing it"
-			kill -KILL "$tributary_pid" 2>/dev/null || true
-		fi
-		sleep 0.1
-	done
-	wait "$tributary_pid" 2>/dev/null || true
-	tributary_pid=
-}
+bench_setup tributary-bench
 
 # The replicated clusters: Kafka node N runs scripts/kafka.sh with its own
 # state dir, node id and a port offset of 2N (client 19092+2N, controller
@@ -222,53 +200,12 @@ EOF
 	done
 }
 
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	stop_tributary
-	bash "$here/kafka.sh" stop || true
-	stop_rf3
-	if [ -n "${BENCH_KEEP:-}" ] || [ -n "${BENCH_DIR:-}" ]; then
-		say "logs and raw results kept in $dir"
-	else
-		rm -rf "$dir"
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_stop_extra() { stop_rf3; }
 
-say "building bin/tributary"
-"${MAKE:-make}" --no-print-directory -s build
-
-bash "$here/kafka.sh" fetch
-say "starting Apache Kafka on $kafka_addr"
-bash "$here/kafka.sh" start >/dev/null
+start_kafka "$kafka_addr"
 
 say "starting tributary broker on $tributary_addr"
-mkdir -p "$dir/tributary" "$dir/tributary-data"
-cat >"$dir/tributary/server.properties" <<EOF
-broker.id=1
-listeners=PLAINTEXT://$tributary_addr
-log.dirs=$dir/tributary-data
-num.partitions=1
-EOF
-if nc -z -w 1 "${tributary_addr%:*}" "${tributary_addr##*:}" >/dev/null 2>&1; then
-	die "port $tributary_addr is already in use (or set TRIBUTARY_TEST_PORT_OFFSET)"
-fi
-"$bin" broker --config "$dir/tributary/server.properties" </dev/null >"$dir/tributary/broker.log" 2>&1 &
-tributary_pid=$!
-deadline=$((SECONDS + 60))
-until kcat -L -b "$tributary_addr" -m 3 2>/dev/null | grep -q ' 1 brokers:'; do
-	if ! kill -0 "$tributary_pid" 2>/dev/null; then
-		tail -n 30 "$dir/tributary/broker.log" >&2
-		tributary_pid=
-		die "tributary broker exited before serving on $tributary_addr"
-	fi
-	[ $SECONDS -lt $deadline ] || die "tributary broker not serving on $tributary_addr after 60s"
-	sleep 0.2
-done
+start_tributary "$tributary_addr" tributary
 
 # perf_field FILE N: field N of a kafka-producer-perf-test line
 #   "N records sent, R records/sec (M MB/sec), A ms avg latency, X ms max latency,
@@ -404,23 +341,15 @@ if [ "$rf3" = 1 ]; then
 	result_prefix=
 fi
 
-# median FIELD_FN FIELD SYSTEM KIND: median over the runs.
-median() {
+# stat_of FIELD_FN FIELD SYSTEM KIND: the median over the runs.
+stat_of() {
 	local fn=$1 field=$2 system=$3 kind=$4 run
 	for run in $(seq 1 "$runs"); do
 		"$fn" "$dir/results/$system.$kind.$run" "$field"
-	done | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+	done | median
 }
 
-row() {
-	local label=$1 fn=$2 field=$3 kind=$4 k t
-	k=$(median "$fn" "$field" kafka "$kind")
-	t=$(median "$fn" "$field" tributary "$kind")
-	awk -v l="$label" -v k="$k" -v t="$t" 'BEGIN {
-		r = (k > 0) ? sprintf("%.2fx", t / k) : "n/a"
-		printf "| %-30s | %12.2f | %12.2f | %7s |\n", l, k, t, r
-	}'
-}
+row() { table_row "$1" "$(stat_of "$2" "$3" kafka "$4")" "$(stat_of "$2" "$3" tributary "$4")"; }
 
 echo
 echo "Apache Kafka vs Tributary, one machine, same client (tributary bench); medians of $runs runs"
@@ -430,8 +359,7 @@ if [ "$rf3" = 1 ]; then
 fi
 echo "ratio = tributary / kafka (throughput: higher is better; latency: lower is better)"
 echo
-printf '| %-30s | %12s | %12s | %7s |\n' metric kafka tributary ratio
-printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..32})" "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..9})"
+table_header
 row "produce records/s" perf_field 2 produce
 row "produce MB/s" perf_field 3 produce
 row "produce p99 ms" perf_field 8 produce
