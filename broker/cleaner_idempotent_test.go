@@ -57,11 +57,13 @@ func cleanerCounter(t *testing.T, b *testBroker) float64 {
 // TestIdempotentProducerAcrossCleaning: a franz-go idempotent producer
 // (acks=all) produces keyed records without pause into a compacted topic of
 // small segments while the cleaner rewrites the partition several times
-// under it. No produce may fail, franz-go may never see a sequence error
+// under it (six cleanings). No produce may fail, franz-go may never see a sequence error
 // nor reset its producer id (it does so silently on OUT_OF_ORDER_SEQUENCE
-// unless told to stop), and reading from the beginning afterwards yields,
-// below the cleaner checkpoint, exactly the last record of each key below
-// it, and from the checkpoint on every produced record once, in order.
+// unless told to stop), every record is acknowledged at its own offset in
+// the order produced, and once the cleaner has caught up, reading from the
+// beginning yields, below the cleaner checkpoint, exactly the last record of
+// each key below it, and from the checkpoint on every produced record once,
+// in order.
 func TestIdempotentProducerAcrossCleaning(t *testing.T) {
 	b := newTestBroker(t, func(c *Config) { c.Cleaner.Backoff = 10 * time.Millisecond })
 	ctx := testContext(t, 120*time.Second)
@@ -89,15 +91,17 @@ func TestIdempotentProducerAcrossCleaning(t *testing.T) {
 
 	// The model: what each offset holds, filled in by the promises.
 	type produced struct {
-		key, value string
-		pid        int64
-		epoch      int16
+		n     int // the key and value are those of record n
+		pid   int64
+		epoch int16
 	}
 	var mu sync.Mutex
 	model := map[int64]produced{}
 	var produceErrs []error
 	const keys = 60
 	value := strings.Repeat("v", 80)
+	keyOf := func(n int) string { return fmt.Sprintf("key-%03d", n%keys) }
+	valueOf := func(n int) string { return fmt.Sprintf("%s-%d", value, n) }
 
 	before := cleanerCounter(t, b)
 	stop := make(chan struct{})
@@ -111,21 +115,21 @@ func TestIdempotentProducerAcrossCleaning(t *testing.T) {
 				return
 			default:
 			}
-			k, v := fmt.Sprintf("key-%03d", n%keys), fmt.Sprintf("%s-%d", value, n)
-			prod.Produce(ctx, &kgo.Record{Key: []byte(k), Value: []byte(v)}, func(r *kgo.Record, err error) {
+			i := n
+			prod.Produce(ctx, &kgo.Record{Key: []byte(keyOf(i)), Value: []byte(valueOf(i))}, func(r *kgo.Record, err error) {
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
 					produceErrs = append(produceErrs, err)
 					return
 				}
-				model[r.Offset] = produced{key: string(r.Key), value: string(r.Value), pid: r.ProducerID, epoch: r.ProducerEpoch}
+				model[r.Offset] = produced{n: i, pid: r.ProducerID, epoch: r.ProducerEpoch}
 			})
 			n++
 		}
 	}()
 	// Several cleanings while the producer goes on, bounded.
-	const cleanings = 4
+	const cleanings = 6
 	for cleanerCounter(t, b) < before+cleanings {
 		mu.Lock()
 		failed := len(produceErrs) > 0
@@ -172,6 +176,9 @@ func TestIdempotentProducerAcrossCleaning(t *testing.T) {
 		if !ok {
 			t.Fatalf("no record acknowledged at offset %d of [0, %d)", off, end)
 		}
+		if r.n != int(off) {
+			t.Fatalf("record %d acknowledged at offset %d: written out of order", r.n, off)
+		}
 		if r.pid != first.pid || r.epoch != first.epoch {
 			t.Fatalf("offset %d written by producer %d epoch %d, offset 0 by %d epoch %d: the producer id was reset",
 				off, r.pid, r.epoch, first.pid, first.epoch)
@@ -179,8 +186,16 @@ func TestIdempotentProducerAcrossCleaning(t *testing.T) {
 	}
 	t.Logf("%d records over %d keys acknowledged across %v cleanings", sent, keys, cleanerCounter(t, b)-before)
 
-	// Read with the cleaner checkpoint unchanged around the read, so that
-	// what was read is exactly that clean.
+	// The producer has stopped: wait until the cleaner has cleaned every
+	// sealed segment, so that no pass is under way while we read (a pass
+	// swaps its groups in before it moves the checkpoint).
+	for !cleanerIdle(t, b) {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the cleaner has not caught up with the stopped producer (checkpoint %d)", cleanerPoint(b))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 	for {
 		point := cleanerPoint(b)
 		got := consumeRecords(t, b.Addr(), topic, end)
@@ -192,11 +207,11 @@ func TestIdempotentProducerAcrossCleaning(t *testing.T) {
 		}
 		lastBelow := map[string]int64{}
 		for off := int64(0); off < point; off++ {
-			lastBelow[model[off].key] = off
+			lastBelow[keyOf(model[off].n)] = off
 		}
 		var want []int64
 		for off := int64(0); off < end; off++ {
-			if off >= point || lastBelow[model[off].key] == off {
+			if off >= point || lastBelow[keyOf(model[off].n)] == off {
 				want = append(want, off)
 			}
 		}
@@ -205,13 +220,28 @@ func TestIdempotentProducerAcrossCleaning(t *testing.T) {
 				t.Fatalf("read %d records, want %d (checkpoint %d); first difference at #%d: %s",
 					len(got), len(want), point, i, describeAt(got, want, i))
 			}
-			if r, m := got[i], model[want[i]]; string(r.Key) != m.key || string(r.Value) != m.value {
-				t.Fatalf("offset %d holds %s=%q, produced %s=%q", r.Offset, r.Key, r.Value, m.key, m.value)
+			if r, n := got[i], model[want[i]].n; string(r.Key) != keyOf(n) || string(r.Value) != valueOf(n) {
+				t.Fatalf("offset %d holds %s=%q, produced %s=%q", r.Offset, r.Key, r.Value, keyOf(n), valueOf(n))
 			}
 		}
 		t.Logf("checkpoint %d: read %d of %d records", point, len(got), end)
 		return
 	}
+}
+
+// cleanerIdle: no partition of b has a dirty byte left to clean.
+func cleanerIdle(t *testing.T, b *testBroker) bool {
+	t.Helper()
+	for _, p := range b.allPartitions() {
+		c, err := p.log.(cleanableLog).Cleanable()
+		if err != nil {
+			t.Fatalf("Cleanable: %v", err)
+		}
+		if c.DirtyBytes > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func cleanerPoint(b *testBroker) int64 {
