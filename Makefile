@@ -20,7 +20,7 @@ TEST_FLAGS ?=
 BENCH_RECORDS ?= 2000000
 BENCH_RUNS    ?= 3
 
-.PHONY: all build test test-unit deps fmt vet bench bench-vs-kafka bench-vs-mm2 demo demo-secure soak clean fuzz-broker
+.PHONY: all build test test-unit deps fmt vet bench bench-vs-kafka bench-cleaner bench-vs-mm2 demo demo-secure soak clean fuzz-broker
 
 all: build
 
@@ -70,6 +70,13 @@ bench:
 # replication factor 3, min.insync.replicas=2.
 bench-vs-kafka: build
 	BENCH_RECORDS=$(BENCH_RECORDS) BENCH_RUNS=$(BENCH_RUNS) bash scripts/bench-vs-kafka.sh
+
+# bench-cleaner produces the same keyed records (kcat, no compression) into a
+# compacted topic on Apache Kafka and on our broker, lets each log cleaner
+# clean it once, and prints the MB/s each cleaner reports, medians of
+# BENCH_RUNS interleaved runs, with the ratio. Not part of test.
+bench-cleaner: build
+	BENCH_RUNS=$(BENCH_RUNS) bash scripts/bench-cleaner.sh
 
 # bench-vs-mm2 mirrors the same 2,000,000 x 100 B records between two Apache
 # Kafka brokers with MirrorMaker 2 (dedicated mode) and then with `tributary

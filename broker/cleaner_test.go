@@ -113,32 +113,19 @@ func TestCompactedTopicRoundTrip(t *testing.T) {
 // value of each key (tombstones delete) and the keys in order.
 func consumeKeyed(t *testing.T, addr string, end int64) (map[string]string, []string, []int64) {
 	t.Helper()
-	ctx := testContext(t, 20*time.Second)
-	cl := newClient(t, addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"state": {0: kgo.NewOffset().AtStart()}}))
-	defer cl.Close()
 	got := map[string]string{}
 	var order []string
 	var offsets []int64
-	for {
-		fs := cl.PollFetches(ctx)
-		if err := fs.Err(); err != nil {
-			t.Fatalf("fetch: %v", err)
-		}
-		done := false
-		fs.EachRecord(func(r *kgo.Record) {
-			order = append(order, string(r.Key))
-			offsets = append(offsets, r.Offset)
-			if r.Value == nil {
-				delete(got, string(r.Key))
-			} else {
-				got[string(r.Key)] = string(r.Value)
-			}
-			done = done || r.Offset == end-1
-		})
-		if done {
-			return got, order, offsets
+	for _, r := range consumeRecords(t, addr, "state", end) {
+		order = append(order, string(r.Key))
+		offsets = append(offsets, r.Offset)
+		if r.Value == nil {
+			delete(got, string(r.Key))
+		} else {
+			got[string(r.Key)] = string(r.Value)
 		}
 	}
+	return got, order, offsets
 }
 
 // checkCleanerMetrics: after cleanings, the cleaner's metrics say so.
