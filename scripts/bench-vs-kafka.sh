@@ -6,7 +6,10 @@
 # Per run and per system, interleaved so that drift on a shared machine hits
 # both alike, on fresh topics of 6 partitions:
 #   bench produce  BENCH_RECORDS records of 100 bytes, acks=1, unthrottled
-#   bench consume  the same records back, one consumer
+#   bench consume  the same records back, one consumer (franz-go), with the
+#                  broker's CPU seconds per million records (/proc/PID/stat)
+#   kcat -C -e     the same records back with kcat (librdkafka's defaults):
+#                  wall time to every partition's end, broker CPU likewise
 #   bench e2e      BENCH_E2E_RECORDS records at BENCH_E2E_THROUGHPUT records/s:
 #                  latency at a fixed rate both can carry; unthrottled, it would
 #                  only measure the producer's queue (-1 for that anyway)
@@ -292,8 +295,50 @@ consume_field() {
 	' "$1"
 }
 
+# broker_pid SYSTEM: the pid of the single broker of SYSTEM.
+broker_pid() {
+	if [ "$1" = tributary ]; then
+		echo "$tributary_pid"
+	else
+		cat "$TRIBUTARY_KAFKA_DIR/kafka.pid"
+	fi
+}
+
+# cpu_seconds PID: user+system CPU seconds PID has used so far.
+clk_tck=$(getconf CLK_TCK)
+cpu_seconds() {
+	awk -v hz="$clk_tck" '{ printf "%.3f\n", ($14 + $15) / hz }' "/proc/$1/stat"
+}
+
+# run_kcat SYSTEM ADDR RUN TOPIC: kcat (librdkafka, its default fetch
+# settings) reads TOPIC from the beginning to its end (-e: every partition
+# at its high watermark, which takes one last fetch of fetch.wait.max.ms on
+# either system). Writes "records seconds records/s broker-cpu-s
+# broker-cpu-s-per-million" to $dir/results/SYSTEM.kcat.RUN.
+run_kcat() {
+	local system=$1 addr=$2 run=$3 topic=$4 out pid c0 c1 t0 t1
+	out=$dir/results/$system.kcat.$run
+	say "run $run/$runs: kcat consume against $system"
+	pid=$(broker_pid "$system")
+	c0=$(cpu_seconds "$pid")
+	t0=$(date +%s.%N)
+	if ! kcat -C -b "$addr" -t "$topic" -o beginning -e -q -f '' 2>"$out.err"; then
+		cat "$out.err" >&2
+		die "kcat consume against $system ($addr) failed"
+	fi
+	t1=$(date +%s.%N)
+	c1=$(cpu_seconds "$pid")
+	awk -v n="$records" -v t0="$t0" -v t1="$t1" -v c0="$c0" -v c1="$c1" \
+		'BEGIN { s = t1 - t0; printf "%d %.3f %.1f %.3f %.4f\n", n, s, n / s, c1 - c0, (c1 - c0) * 1e6 / n }' >"$out"
+}
+
+# field FILE N: field N of the one line of FILE.
+field() { awk -v n="$2" '{ print $n }' "$1"; }
+
 # run_bench SYSTEM ADDR RUN KIND ARGS...: one `tributary bench` run; its
-# output goes to $dir/results/SYSTEM.${result_prefix}KIND.RUN.
+# output goes to $dir/results/SYSTEM.${result_prefix}KIND.RUN, and the
+# single broker's CPU seconds per million records (consume runs only) to
+# SYSTEM.KIND.cpu.RUN.
 mkdir -p "$dir/results"
 result_prefix=
 run_bench() {
@@ -305,9 +350,18 @@ run_bench() {
 	else
 		say "run $run/$runs: $result_prefix$kind against $system"
 	fi
+	local pid="" c0=""
+	if [ "$kind" = consume ] && [ -z "$result_prefix" ] && [ "$run" != warmup ]; then
+		pid=$(broker_pid "$system")
+		c0=$(cpu_seconds "$pid")
+	fi
 	if ! "$bin" bench "$kind" --bootstrap "$addr" "$@" >"$out" 2>"$out.err"; then
 		cat "$out" "$out.err" >&2
 		die "bench $kind against $system ($addr) failed"
+	fi
+	if [ -n "$pid" ]; then
+		awk -v n="$records" -v c0="$c0" -v c1="$(cpu_seconds "$pid")" \
+			'BEGIN { printf "%.4f\n", (c1 - c0) * 1e6 / n }' >"$dir/results/$system.$kind.cpu.$run"
 	fi
 	# Parse now, so that a malformed line stops the run where it happened.
 	if [ "$kind" = consume ]; then
@@ -356,6 +410,11 @@ for run in $(seq 1 "$runs"); do
 		[ "$system" = tributary ] && addr=$tributary_addr
 		run_bench "$system" "$addr" "$run" consume --topic "bench-r$run" --records "$records" \
 			--record-size 100 --partitions 6 --timeout-ms 30000
+	done
+	for system in kafka tributary; do
+		addr=$kafka_addr
+		[ "$system" = tributary ] && addr=$tributary_addr
+		run_kcat "$system" "$addr" "$run" "bench-r$run"
 	done
 	for system in kafka tributary; do
 		addr=$kafka_addr
@@ -437,6 +496,9 @@ row "produce MB/s" perf_field 3 produce
 row "produce p99 ms" perf_field 8 produce
 row "consume records/s" consume_field 6 consume
 row "consume MB/s" consume_field 4 consume
+row "consume broker CPU s/M records" field 1 consume.cpu
+row "kcat consume records/s" field 3 kcat
+row "kcat broker CPU s/M records" field 5 kcat
 row "e2e p50 ms" perf_field 6 e2e
 row "e2e p99 ms" perf_field 8 e2e
 row "e2e p99.9 ms" perf_field 9 e2e
