@@ -481,8 +481,17 @@ func (f *fetcher) applyFetched(fp followedPartition, rp kmsg.FetchResponseTopicP
 			"topic", p.topic, "partition", p.index, "leader", f.leader, "err", err)
 		return false
 	}
+	// Under f.mu, so that a partition removed from this fetcher (it
+	// follows another leader or epoch now, and another fetcher may be
+	// truncating it) gets no batch of a response that was in flight.
+	f.mu.Lock()
+	if cur := f.parts[p]; cur == nil || cur.epoch != fp.epoch || cur.truncate {
+		f.mu.Unlock()
+		return true
+	}
 	if data := wholeBatches(rp.RecordBatches); len(data) > 0 {
 		if _, err := p.log.AppendReplica(data); err != nil {
+			f.mu.Unlock()
 			b.res.logs.log(slog.LevelWarn, "replica-append", "appending fetched batches", "topic", p.topic, "partition", p.index, "err", err)
 			f.retruncate(p, fp.epoch)
 			return false
@@ -492,6 +501,7 @@ func (f *fetcher) applyFetched(fp followedPartition, rp kmsg.FetchResponseTopicP
 	if rp.HighWatermark >= 0 {
 		p.hw.Store(min(rp.HighWatermark, p.log.EndOffset()))
 	}
+	f.mu.Unlock()
 	return true
 }
 
