@@ -315,6 +315,11 @@ cpu_seconds() {
 # at its high watermark, which takes one last fetch of fetch.wait.max.ms on
 # either system). Writes "records seconds records/s broker-cpu-s
 # broker-cpu-s-per-million" to $dir/results/SYSTEM.kcat.RUN.
+# The spread between runs is the client's: librdkafka stops fetching while
+# its queue holds queued.min.messages (100000, about two responses here)
+# and looks again only when its broker thread next wakes (up to a second),
+# so the faster responses come, the more often a busy machine's kcat stalls
+# (seen: 0 to 3 stalls of 0.3-0.9 s per run on either system).
 run_kcat() {
 	local system=$1 addr=$2 run=$3 topic=$4 out pid c0 c1 t0 t1
 	out=$dir/results/$system.kcat.$run
