@@ -202,6 +202,13 @@ func (b *Broker) followerFetched(p *partition, follower int32, offset, logStart 
 	}
 	now := time.Now()
 	leo := p.log.EndOffset()
+	if offset > leo {
+		// Past our log: the follower holds a tail we never had (copied
+		// from an earlier leader). It must not count towards the high
+		// watermark; the response says OffsetOutOfRange and the follower
+		// reconciles its log.
+		return true
+	}
 	switch {
 	case offset >= leo:
 		f.lastCaughtUp = now

@@ -118,6 +118,17 @@ type fetcher struct {
 
 	mu    sync.Mutex
 	parts map[*partition]*followedPartition
+	// gen counts changes to parts that a Fetch must carry: a partition
+	// added or moved to another epoch.
+	gen uint64
+	// interrupt cancels the Fetch in flight (nil when none). A partition
+	// added while the fetcher long-polls the leader for the others is
+	// fetched at once instead of after replica.fetch.wait.max.ms: the
+	// first records into a new replicated topic are committed only when
+	// its followers fetch them. Cancelling drops the connection (kgo
+	// cannot take back a written request), so the leader ends the poll
+	// and the next Fetch goes out on a new one.
+	interrupt context.CancelFunc
 }
 
 func (f *fetcher) set(p *partition, epoch int32) {
@@ -125,6 +136,11 @@ func (f *fetcher) set(p *partition, epoch int32) {
 	fp := f.parts[p]
 	if fp == nil || fp.epoch != epoch {
 		f.parts[p] = &followedPartition{p: p, epoch: epoch, truncate: true}
+		f.gen++
+		if f.interrupt != nil {
+			f.interrupt()
+			f.interrupt = nil
+		}
 	}
 	f.mu.Unlock()
 	select {
@@ -140,14 +156,35 @@ func (f *fetcher) remove(p *partition) int {
 	return len(f.parts)
 }
 
-func (f *fetcher) snapshot() []followedPartition {
+// snapshot returns the partitions to fetch and the generation they are of.
+func (f *fetcher) snapshot() ([]followedPartition, uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := make([]followedPartition, 0, len(f.parts))
 	for _, fp := range f.parts {
 		out = append(out, *fp)
 	}
-	return out
+	return out, f.gen
+}
+
+// interruptible returns a context for a Fetch of the partitions of
+// generation gen that set cancels when the partitions change; ok is false
+// when they changed already (the Fetch would be stale).
+func (f *fetcher) interruptible(ctx context.Context, gen uint64) (fctx context.Context, done func(), ok bool) {
+	fctx, cancel := context.WithCancel(ctx)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gen != gen {
+		cancel()
+		return nil, nil, false
+	}
+	f.interrupt = cancel
+	return fctx, func() {
+		f.mu.Lock()
+		f.interrupt = nil
+		f.mu.Unlock()
+		cancel()
+	}, true
 }
 
 // truncated clears the truncate mark of p if it is still at epoch.
@@ -188,7 +225,7 @@ func (f *fetcher) run(ctx context.Context) {
 				return
 			}
 		}
-		parts := f.snapshot()
+		parts, gen := f.snapshot()
 		if len(parts) == 0 {
 			select {
 			case <-f.kick:
@@ -233,7 +270,24 @@ func (f *fetcher) run(ctx context.Context) {
 			backoff = nextBackoff(backoff)
 			continue
 		}
-		if ok, err := f.fetchOnce(ctx, leaderBroker, parts); err != nil || !ok {
+		// Again: the partitions just reconciled are fetched in this
+		// Fetch, not in the next one, a long poll later. A partition
+		// added since the first snapshot (gen) is not reconciled yet:
+		// the loop goes round again for it.
+		parts, _ = f.snapshot()
+		fctx, done, current := f.interruptible(ctx, gen)
+		if !current {
+			continue
+		}
+		ok, err := f.fetchOnce(fctx, leaderBroker, parts)
+		interrupted := fctx.Err() != nil
+		done()
+		if interrupted && ctx.Err() == nil {
+			// Interrupted for a new partition, not an error.
+			backoff = 0
+			continue
+		}
+		if err != nil || !ok {
 			if err != nil && ctx.Err() == nil {
 				b.res.logs.log(slog.LevelInfo, "replica-fetch-"+strconv.Itoa(int(f.leader)), "fetching from the leader", "leader", f.leader, "err", err)
 			}
@@ -451,8 +505,17 @@ func (f *fetcher) applyFetched(fp followedPartition, rp kmsg.FetchResponseTopicP
 			"topic", p.topic, "partition", p.index, "leader", f.leader, "err", err)
 		return false
 	}
+	// Under f.mu, so that a partition removed from this fetcher (it
+	// follows another leader or epoch now, and another fetcher may be
+	// truncating it) gets no batch of a response that was in flight.
+	f.mu.Lock()
+	if cur := f.parts[p]; cur == nil || cur.epoch != fp.epoch || cur.truncate {
+		f.mu.Unlock()
+		return true
+	}
 	if data := wholeBatches(rp.RecordBatches); len(data) > 0 {
 		if _, err := p.log.AppendReplica(data); err != nil {
+			f.mu.Unlock()
 			b.res.logs.log(slog.LevelWarn, "replica-append", "appending fetched batches", "topic", p.topic, "partition", p.index, "err", err)
 			f.retruncate(p, fp.epoch)
 			return false
@@ -463,6 +526,7 @@ func (f *fetcher) applyFetched(fp followedPartition, rp kmsg.FetchResponseTopicP
 		p.hw.Store(min(rp.HighWatermark, p.log.EndOffset()))
 	}
 	b.followLogStart(p, rp.LogStartOffset)
+	f.mu.Unlock()
 	return true
 }
 

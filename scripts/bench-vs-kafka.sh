@@ -6,7 +6,10 @@
 # Per run and per system, interleaved so that drift on a shared machine hits
 # both alike, on fresh topics of 6 partitions:
 #   bench produce  BENCH_RECORDS records of 100 bytes, acks=1, unthrottled
-#   bench consume  the same records back, one consumer
+#   bench consume  the same records back, one consumer (franz-go), with the
+#                  broker's CPU seconds per million records (/proc/PID/stat)
+#   kcat -C -e     the same records back with kcat (librdkafka's defaults):
+#                  wall time to every partition's end, broker CPU likewise
 #   bench e2e      BENCH_E2E_RECORDS records at BENCH_E2E_THROUGHPUT records/s:
 #                  latency at a fixed rate both can carry; unthrottled, it would
 #                  only measure the producer's queue (-1 for that anyway)
@@ -381,6 +384,36 @@ consume_field() {
 	' "$1"
 }
 
+# run_kcat SYSTEM ADDR RUN TOPIC: kcat (librdkafka, its default fetch
+# settings) reads TOPIC from the beginning to its end (-e: every partition
+# at its high watermark, which takes one last fetch of fetch.wait.max.ms on
+# either system). Writes "records seconds records/s broker-cpu-s
+# broker-cpu-s-per-million" to $dir/results/SYSTEM.kcat.RUN.
+# The spread between runs is the client's: librdkafka stops fetching while
+# its queue holds queued.min.messages (100000, about two responses here)
+# and looks again only when its broker thread next wakes (up to a second),
+# so the faster responses come, the more often a busy machine's kcat stalls
+# (seen: 0 to 3 stalls of 0.3-0.9 s per run on either system).
+run_kcat() {
+	local system=$1 addr=$2 run=$3 topic=$4 out pid c0 c1 t0 t1
+	out=$dir/results/$system.kcat.$run
+	say "run $run/$runs: kcat consume against $system"
+	pid=$(broker_pid "$system")
+	c0=$(cpu_ticks "$pid")
+	t0=$(date +%s.%N)
+	if ! kcat -C -b "$addr" -t "$topic" -o beginning -e -q -f '' 2>"$out.err"; then
+		cat "$out.err" >&2
+		die "kcat consume against $system ($addr) failed"
+	fi
+	t1=$(date +%s.%N)
+	c1=$(cpu_ticks "$pid")
+	awk -v n="$records" -v t0="$t0" -v t1="$t1" -v c0="$c0" -v c1="$c1" -v hz="$clk_tck" \
+		'BEGIN { s = t1 - t0; c = (c1 - c0) / hz; printf "%d %.3f %.1f %.3f %.4f\n", n, s, n / s, c, c * 1e6 / n }' >"$out"
+}
+
+# field FILE N: field N of the one line of FILE.
+field() { awk -v n="$2" '{ print $n }' "$1"; }
+
 # run_bench SYSTEM ADDR RUN KIND ARGS...: one `tributary bench` run; its
 # output goes to $dir/results/SYSTEM.${result_prefix}KIND.RUN and, when
 # cpu_pid is set, the broker's CPU-seconds per million records (of
@@ -477,6 +510,11 @@ for run in $(seq 1 "$runs"); do
 		both "$proto" "$run" consume --topic "bench-r$run" --records "$records" \
 			--record-size 100 --partitions 6 --timeout-ms 30000
 	done
+	for system in kafka tributary; do
+		addr=$kafka_addr
+		[ "$system" = tributary ] && addr=$tributary_addr
+		run_kcat "$system" "$addr" "$run" "bench-r$run"
+	done
 	both plain "$run" e2e --topic "bench-e2e-r$run" --records "$e2e_records" \
 		--record-size 100 --acks 1 --partitions 6 --throughput "$e2e_throughput" --timeout-ms 30000
 	if [ -n "${BENCH_JAVA_TOOLS:-}" ]; then
@@ -555,6 +593,8 @@ row "produce broker CPU s/M records" cpu_field 0 produce
 row "consume records/s" consume_field 6 consume
 row "consume MB/s" consume_field 4 consume
 row "consume broker CPU s/M records" cpu_field 0 consume
+row "kcat consume records/s" field 3 kcat
+row "kcat broker CPU s/M records" field 5 kcat
 row "e2e p50 ms" perf_field 6 e2e
 row "e2e p99 ms" perf_field 8 e2e
 row "e2e p99.9 ms" perf_field 9 e2e
