@@ -47,9 +47,15 @@ func startKcatMember(t *testing.T, addr, group, topic string) *kcatMember {
 	m := &kcatMember{cmd: cmd, seen: map[int32][]string{}, done: make(chan struct{})}
 	go func() {
 		defer close(m.done)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			f := strings.SplitN(sc.Text(), " ", 3)
+		// Whole lines only: with -u kcat writes a line in pieces, so a
+		// member killed mid-line leaves a fragment without its newline.
+		r := bufio.NewReader(out)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			f := strings.SplitN(strings.TrimSuffix(line, "\n"), " ", 3)
 			if len(f) != 3 {
 				continue
 			}
