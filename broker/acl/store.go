@@ -163,9 +163,8 @@ type Store struct {
 	// broker's own writes: each reads the node and sets the cache under
 	// it, so the last read wins.
 	cacheMu sync.Mutex
-	opMu    sync.Mutex
-	op      coord.Session
-	closed  bool
+	// ops is the session of the writes (CreateAcls, DeleteAcls).
+	ops *coord.Redialer
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -178,7 +177,8 @@ func NewStore(ctx context.Context, connect func(context.Context) (coord.Session,
 		logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	s := &Store{connect: connect, cache: cache, log: logger, synced: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
+	s := &Store{connect: connect, cache: cache, log: logger, synced: make(chan struct{}), cancel: cancel, done: make(chan struct{}),
+		ops: coord.NewRedialer(connect, ErrClosed)}
 	go s.run(ctx)
 	return s
 }
@@ -190,15 +190,7 @@ func (s *Store) Synced() <-chan struct{} { return s.synced }
 func (s *Store) Close() error {
 	s.cancel()
 	<-s.done
-	s.opMu.Lock()
-	defer s.opMu.Unlock()
-	s.closed = true
-	if s.op != nil {
-		err := s.op.Close()
-		s.op = nil
-		return err
-	}
-	return nil
+	return s.ops.Close()
 }
 
 func (s *Store) run(ctx context.Context) {
@@ -401,51 +393,11 @@ func maxChangeSeq(names []string, from int64) int64 {
 	return from
 }
 
-// opSession returns the session of the writes, opened on first use and
-// again after it ends.
-func (s *Store) opSession(ctx context.Context) (coord.Session, error) {
-	s.opMu.Lock()
-	defer s.opMu.Unlock()
-	if s.closed {
-		return nil, ErrClosed
-	}
-	if s.op != nil {
-		return s.op, nil
-	}
-	sess, err := s.connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	s.op = sess
-	return sess, nil
-}
-
-// withSession runs op, once more on a new session if the first one ended.
-func (s *Store) withSession(ctx context.Context, op func(coord.Session) error) error {
-	for attempt := 0; ; attempt++ {
-		sess, err := s.opSession(ctx)
-		if err != nil {
-			return err
-		}
-		err = op(sess)
-		if attempt == 0 && (errors.Is(err, coord.ErrSessionExpired) || errors.Is(err, coord.ErrClosed)) {
-			s.opMu.Lock()
-			if s.op == sess {
-				s.op = nil
-			}
-			s.opMu.Unlock()
-			_ = sess.Close()
-			continue
-		}
-		return err
-	}
-}
-
 // update rewrites one pattern's node with edit's result (compare-and-set,
 // deleting the node when no entry is left, as Kafka does), then writes the
 // change notification. changed false from edit writes nothing.
 func (s *Store) update(ctx context.Context, p Pattern, edit func([]Entry) ([]Entry, bool)) error {
-	return s.withSession(ctx, func(sess coord.Session) error {
+	return s.ops.Do(ctx, func(sess coord.Session) error {
 		if err := ensurePaths(ctx, sess); err != nil {
 			return err
 		}
@@ -536,7 +488,7 @@ func (s *Store) Delete(ctx context.Context, filters []Filter) []DeleteResult {
 	defer s.writeMu.Unlock()
 	out := make([]DeleteResult, len(filters))
 	var all map[Pattern][]Entry
-	err := s.withSession(ctx, func(sess coord.Session) (err error) {
+	err := s.ops.Do(ctx, func(sess coord.Session) (err error) {
 		all, err = readAll(ctx, sess, s.log)
 		return err
 	})
@@ -605,7 +557,7 @@ func (s *Store) Delete(ctx context.Context, filters []Filter) []DeleteResult {
 // tools that must not depend on a cache.
 func (s *Store) Stored(ctx context.Context) (map[Pattern][]Entry, error) {
 	var all map[Pattern][]Entry
-	err := s.withSession(ctx, func(sess coord.Session) (err error) {
+	err := s.ops.Do(ctx, func(sess coord.Session) (err error) {
 		all, err = readAll(ctx, sess, s.log)
 		return err
 	})

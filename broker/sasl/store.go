@@ -49,9 +49,8 @@ type CredentialStore struct {
 	gen    uint64                                // counts applied changes
 	change chan struct{}                         // closed and replaced at every change
 
-	opMu   sync.Mutex
-	op     coord.Session
-	closed bool
+	// ops is the session of the admin operations (UpdateUser, ReadUser, Users).
+	ops *coord.Redialer
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -65,7 +64,8 @@ func NewCredentialStore(ctx context.Context, connect func(context.Context) (coor
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &CredentialStore{connect: connect, log: logger, creds: map[string]map[string]ScramCredential{},
-		synced: make(chan struct{}), change: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
+		synced: make(chan struct{}), change: make(chan struct{}), cancel: cancel, done: make(chan struct{}),
+		ops: coord.NewRedialer(connect, ErrClosed)}
 	go s.run(ctx)
 	return s
 }
@@ -103,15 +103,7 @@ func (s *CredentialStore) Await(ctx context.Context, cond func(lookup func(user,
 func (s *CredentialStore) Close() error {
 	s.cancel()
 	<-s.done
-	s.opMu.Lock()
-	defer s.opMu.Unlock()
-	s.closed = true
-	if s.op != nil {
-		err := s.op.Close()
-		s.op = nil
-		return err
-	}
-	return nil
+	return s.ops.Close()
 }
 
 func (s *CredentialStore) bump() {
@@ -335,50 +327,10 @@ func readAllUsers(ctx context.Context, sess coord.Session) (map[string]map[strin
 	return out, nil
 }
 
-// opSession returns the session of the admin operations, opened on first
-// use and again after it ends.
-func (s *CredentialStore) opSession(ctx context.Context) (coord.Session, error) {
-	s.opMu.Lock()
-	defer s.opMu.Unlock()
-	if s.closed {
-		return nil, ErrClosed
-	}
-	if s.op != nil {
-		return s.op, nil
-	}
-	sess, err := s.connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	s.op = sess
-	return sess, nil
-}
-
-// withSession runs op, once more on a new session if the first one ended.
-func (s *CredentialStore) withSession(ctx context.Context, op func(coord.Session) error) error {
-	for attempt := 0; ; attempt++ {
-		sess, err := s.opSession(ctx)
-		if err != nil {
-			return err
-		}
-		err = op(sess)
-		if attempt == 0 && (errors.Is(err, coord.ErrSessionExpired) || errors.Is(err, coord.ErrClosed)) {
-			s.opMu.Lock()
-			if s.op == sess {
-				s.op = nil
-			}
-			s.opMu.Unlock()
-			_ = sess.Close()
-			continue
-		}
-		return err
-	}
-}
-
 // ReadUser reads one user's config from the coordination service.
 func (s *CredentialStore) ReadUser(ctx context.Context, user string) (UserConfig, error) {
 	var uc UserConfig
-	err := s.withSession(ctx, func(sess coord.Session) (err error) {
+	err := s.ops.Do(ctx, func(sess coord.Session) (err error) {
 		uc, err = readUser(ctx, sess, user)
 		return err
 	})
@@ -388,7 +340,7 @@ func (s *CredentialStore) ReadUser(ctx context.Context, user string) (UserConfig
 // Users reads the config of every user that has a node.
 func (s *CredentialStore) Users(ctx context.Context) (map[string]map[string]string, error) {
 	var all map[string]map[string]string
-	err := s.withSession(ctx, func(sess coord.Session) (err error) {
+	err := s.ops.Do(ctx, func(sess coord.Session) (err error) {
 		all, err = readAllUsers(ctx, sess)
 		return err
 	})
@@ -401,7 +353,7 @@ func (s *CredentialStore) Users(ctx context.Context) (map[string]map[string]stri
 // Kafka's AdminZkClient.changeConfigs does. A concurrent write makes it
 // read and edit again.
 func (s *CredentialStore) UpdateUser(ctx context.Context, user string, edit func(cfg map[string]string) error) error {
-	return s.withSession(ctx, func(sess coord.Session) error {
+	return s.ops.Do(ctx, func(sess coord.Session) error {
 		for range casAttempts {
 			uc, err := readUser(ctx, sess, user)
 			if err != nil {

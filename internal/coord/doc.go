@@ -20,4 +20,8 @@
 //	/consumers/<group>/offsets/<topic>/<p>   persistent, next offset to consume
 //
 // Errors are the sentinels of errors.go; implementations wrap them with %w.
+//
+// Redialer holds the session of a component's occasional operations and
+// opens a new one when it has ended (the ACL and SCRAM credential stores'
+// writes use it); it is safe for concurrent use.
 package coord
