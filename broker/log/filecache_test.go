@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tributary/tributary/broker/log/logtest"
 )
@@ -269,4 +271,55 @@ func TestPartitionsUnderDescriptorLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestRemovedSegmentNeverReopensItsPath is the race behind a failure of
+// TestTruncateConcurrentReaders ("fresh view holds bad bytes: magic 0"): a
+// reader holds a reference to a segment whose cached file is closed (idle,
+// evicted), TruncateTo removes the segment and starts a new active segment
+// with the same base offset, and only then does the reader open the
+// segment's file. Opening by path would read the new segment's bytes at the
+// old segment's positions; the removed segment must answer errSegmentGone.
+func TestRemovedSegmentNeverReopensItsPath(t *testing.T) {
+	dir := t.TempDir()
+	files := NewFileCache(1, 0)
+	defer files.Close()
+	var gaps atomic.Bool
+	old, err := createSegment(dir, 100, 4096, time.Now(), files, useOrdinary, &gaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !old.acquire() { // the reader's reference, taken before the cut
+		t.Fatal("acquire of a live segment failed")
+	}
+	// Another segment takes the only slot: old's idle file is closed.
+	other, err := createSegment(dir, 200, 4096, time.Now(), files, useOrdinary, &gaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.openFile(useOrdinary); err != nil {
+		t.Fatal(err)
+	}
+	other.file.release()
+	if got := files.Stats().Evictions; got == 0 {
+		t.Fatalf("old's file was not evicted (stats %+v): the test needs it closed", files.Stats())
+	}
+	if err := old.remove(); err != nil {
+		t.Fatal(err)
+	}
+	// TruncateTo's new active segment, same base offset, same path.
+	fresh, err := createSegment(dir, 100, 4096, time.Now(), files, useOrdinary, &gaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.release()
+	// The reader passed openFile's deleted check before remove ran; what
+	// it does next is acquire the handle.
+	if f, err := old.file.acquire(useOrdinary); !errors.Is(err, errSegmentGone) {
+		if f != nil {
+			old.file.release()
+		}
+		t.Fatalf("removed segment's file acquired again (err %v): it would read %s, the new segment", err, segmentPath(dir, 100, logSuffix))
+	}
+	old.release()
 }

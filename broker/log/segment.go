@@ -142,9 +142,14 @@ func (s *segment) openFile(use fileUse) (*os.File, error) {
 }
 
 // remove unlinks the segment's files; open descriptors keep working for
-// readers that still hold references.
+// readers that still hold references. The file handle stops opening first:
+// a reader that passed openFile's deleted check but finds the file closed
+// in the cache must not open the path again, because a new segment with
+// the same base offset (TruncateTo's new active segment) may be there by
+// then; it gets errSegmentGone and reads the new segment list instead.
 func (s *segment) remove() error {
 	s.deleted.Store(true)
+	s.file.close()
 	var errs []error
 	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
 		if err := os.Remove(segmentPath(s.dir, s.base, suf)); err != nil && !os.IsNotExist(err) {
