@@ -35,8 +35,12 @@ const (
 	DefaultQueuedChunks                      = 2
 	DefaultShutdownTimeout                   = 30 * time.Second
 	DefaultRebalanceBackoff                  = 2 * time.Second
-	DefaultZooKeeperSession                  = 6 * time.Second
-	DefaultAutoOffsetReset                   = "earliest"
+	DefaultStoppedRetry                      = time.Minute
+	// NoStoppedRetry is Config.StoppedRetry for stopped.partition.retry.ms=-1:
+	// a stopped partition waits for the mirror to be restarted.
+	NoStoppedRetry          time.Duration = -1
+	DefaultZooKeeperSession               = 6 * time.Second
+	DefaultAutoOffsetReset                = "earliest"
 	// AuditTopic is mirrored from every source into the target under its own
 	// name, whatever topics and topic.rename say.
 	AuditTopic = "__audit"
@@ -123,6 +127,12 @@ type Config struct {
 	// ShutdownTimeout is shutdown.timeout.ms: how long a stop waits for the
 	// target to acknowledge what is in flight before committing.
 	ShutdownTimeout time.Duration
+	// StoppedRetry is stopped.partition.retry.ms: how long a partition the
+	// target refused a record of stays stopped before the source's
+	// consumer restarts from its committed offsets and tries that record
+	// again (an ACL granted, max.message.bytes raised meanwhile);
+	// NoStoppedRetry never (until the process restarts).
+	StoppedRetry time.Duration
 	// AuditDisable is audit.enable=false. AuditWindow and AuditInterval are
 	// audit.window.ms and audit.interval.ms.
 	AuditDisable  bool
@@ -215,6 +225,9 @@ func (c Config) Validate() error {
 			bad("%s: must be >= 0", d.key)
 		}
 	}
+	if c.StoppedRetry < 0 && c.StoppedRetry != NoStoppedRetry {
+		bad("stopped.partition.retry.ms: must be >= 1, or -1 for never")
+	}
 	for _, n := range []struct {
 		key string
 		v   int64
@@ -254,6 +267,7 @@ func (c Config) withDefaults() Config {
 	or(&c.RebalanceBackoff, DefaultRebalanceBackoff)
 	or(&c.ZooKeeperSessionTimeout, DefaultZooKeeperSession)
 	or(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	or(&c.StoppedRetry, DefaultStoppedRetry)
 	if c.AutoOffsetReset == "" {
 		c.AutoOffsetReset = DefaultAutoOffsetReset
 	}
@@ -313,7 +327,7 @@ var Keys = append(prefixed("target.", network.SecurityKeys),
 	"producer.linger.ms", "producer.batch.size", "producer.compression.type",
 	"consumer.fetch.max.bytes", "consumer.max.partition.fetch.bytes", "consumer.fetch.max.wait.ms",
 	"consumer.queued.max.message.chunks", "rebalance.backoff.ms", "zookeeper.session.timeout.ms",
-	"shutdown.timeout.ms", "audit.enable", "audit.window.ms", "audit.interval.ms",
+	"shutdown.timeout.ms", "stopped.partition.retry.ms", "audit.enable", "audit.window.ms", "audit.interval.ms",
 	"metrics.listen", "instance",
 )
 
@@ -405,6 +419,18 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	c.RebalanceBackoff = ms("rebalance.backoff.ms")
 	c.ZooKeeperSessionTimeout = ms("zookeeper.session.timeout.ms")
 	c.ShutdownTimeout = ms("shutdown.timeout.ms")
+	if v, ok := p.Lookup("stopped.partition.retry.ms"); ok {
+		n, err := properties.ParseInt(v, 64, -1)
+		if err == nil && n == 0 {
+			err = errors.New("must be >= 1, or -1 for never")
+		}
+		if err != nil {
+			p.Reject("stopped.partition.retry.ms", err)
+		}
+		if c.StoppedRetry = time.Duration(n) * time.Millisecond; n < 0 {
+			c.StoppedRetry = NoStoppedRetry
+		}
+	}
 	c.AuditDisable = !p.Bool("audit.enable", true)
 	c.AuditWindow = ms("audit.window.ms")
 	c.AuditInterval = ms("audit.interval.ms")

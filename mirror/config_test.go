@@ -1,10 +1,15 @@
 package mirror
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 func validProps() map[string]string {
@@ -128,5 +133,52 @@ func TestLingerZero(t *testing.T) {
 		if got := max(c.withDefaults().Linger, 0); got != tc.want {
 			t.Errorf("producer.linger.ms=%q: linger %v, want %v", tc.value, got, tc.want)
 		}
+	}
+}
+
+// TestRetriableStops: only refusals an operator fixes without restarting
+// the mirror (ACLs) are retried by stopped.partition.retry.ms.
+func TestRetriableStops(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{kerr.TopicAuthorizationFailed, true},
+		{fmt.Errorf("growing target topic t to 3 partitions: %w", kerr.TopicAuthorizationFailed), true},
+		{kerr.ClusterAuthorizationFailed, true},
+		{kerr.SaslAuthenticationFailed, true},
+		{kerr.MessageTooLarge, false},
+		{fmt.Errorf("%w: a 20000-byte record does not fit", kerr.MessageTooLarge), false},
+		{kerr.InvalidRecord, false},
+		{context.Canceled, false},
+	} {
+		if got := retriable(c.err); got != c.want {
+			t.Errorf("retriable(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+// TestStoppedRetryProperty: stopped.partition.retry.ms, -1 for never;
+// 0 and other negatives name the key.
+func TestStoppedRetryProperty(t *testing.T) {
+	base := map[string]string{"source.dc1.bootstrap.servers": "127.0.0.1:1", "target.bootstrap.servers": "127.0.0.1:2",
+		"group.id": "g", "topics": "a"}
+	for v, want := range map[string]time.Duration{"5000": 5 * time.Second, "-1": NoStoppedRetry} {
+		props := maps.Clone(base)
+		props["stopped.partition.retry.ms"] = v
+		c, _, err := ConfigFromProperties(props)
+		if err != nil || c.StoppedRetry != want {
+			t.Errorf("stopped.partition.retry.ms=%s: %v, %v; want %v", v, c.StoppedRetry, err, want)
+		}
+	}
+	for _, v := range []string{"0", "-2", "soon"} {
+		props := maps.Clone(base)
+		props["stopped.partition.retry.ms"] = v
+		if _, _, err := ConfigFromProperties(props); err == nil || !strings.Contains(err.Error(), "stopped.partition.retry.ms") {
+			t.Errorf("stopped.partition.retry.ms=%s: err %v, want one naming the key", v, err)
+		}
+	}
+	if c := (Config{}).withDefaults(); c.StoppedRetry != DefaultStoppedRetry {
+		t.Errorf("default %v, want %v", c.StoppedRetry, DefaultStoppedRetry)
 	}
 }

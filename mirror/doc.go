@@ -52,7 +52,11 @@
 // for ever, and logged; a record the target can never take (larger than its
 // max.message.bytes) stops its source partition with an error naming
 // topic, partition and offset (ErrPartitionStopped), and that partition's
-// offset is never committed past it. Stopping (ctx end, SIGTERM) stops
+// offset is never committed past it. A partition stopped by a refusal an
+// operator fixes at the target (a missing ACL: retriable) is retried after
+// stopped.partition.retry.ms: the source's consumer drains, commits,
+// leaves its groups and joins again from the commits, every partition of
+// that source starting afresh (retry.go). Stopping (ctx end, SIGTERM) stops
 // fetching, waits up to shutdown.timeout.ms for the target's
 // acknowledgements, commits and leaves the groups.
 //

@@ -83,6 +83,15 @@ type partState struct {
 	// records after it are neither sent nor marked; those before it still are.
 	halted   atomic.Bool
 	haltedAt atomic.Int64
+	// haltedSince is when (unix nanos) it stopped; the source restarts its
+	// consumer to retry after stopped.partition.retry.ms (retry.go).
+	haltedSince atomic.Int64
+	// reported is set when the stop was logged and counted in
+	// tributary_mirror_stopped_partitions (not for a stop by shutdown);
+	// retriable when its cause is one a new consumer can get past once an
+	// operator fixed it (retriable).
+	reported  atomic.Bool
+	retriable atomic.Bool
 	// targetKnown is set once the target producer is known to have the
 	// target partition in its metadata (grow.go).
 	targetKnown atomic.Bool
@@ -329,14 +338,39 @@ func (m *Mirror) halt(ps *partState, off int64, err error) {
 	if ps.halted.Swap(true) {
 		return // logged already, for a later record
 	}
+	ps.haltedSince.Store(time.Now().UnixNano())
 	if errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {
 		return // shutting down: what was not sent is sent by the next owner
 	}
+	retry := retriable(err) && m.cfg.StoppedRetry > 0
+	ps.retriable.Store(retry)
+	ps.reported.Store(true)
 	m.metrics.stopped.Inc()
+	then := "it stays stopped until the mirror restarts"
+	if retry {
+		then = "retried after stopped.partition.retry.ms (" + m.cfg.StoppedRetry.String() + ")"
+	}
 	m.log.Error("partition stopped: the target refused a record",
 		"err", fmt.Errorf("%w: source %s topic %s partition %d offset %d (target topic %s): %v",
 			ErrPartitionStopped, ps.source, ps.topic, ps.partition, off, ps.target, err),
-		"source", ps.source, "topic", ps.topic, "partition", ps.partition, "offset", off)
+		"source", ps.source, "topic", ps.topic, "partition", ps.partition, "offset", off, "then", then)
+}
+
+// retriable reports whether a stop for err may end by itself: the target
+// refused for want of an ACL, which an operator grants, and a new consumer
+// (retryStopped) then sends the refused record again. A record too large
+// is not: raising the target topic's max.message.bytes takes a restart of
+// the mirror, because the producer keeps a partition's batch limit from its
+// first use (franz-go's ProducerBatchMaxBytesFn), and a retry would send
+// the records after the refused one again and again.
+func retriable(err error) bool {
+	for _, code := range []*kerr.Error{kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed,
+		kerr.SaslAuthenticationFailed, kerr.DelegationTokenAuthorizationFailed} {
+		if errors.Is(err, code) {
+			return true
+		}
+	}
+	return false
 }
 
 // drained waits until every record sent for the given partitions of source

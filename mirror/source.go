@@ -42,8 +42,12 @@ type source struct {
 	cfg SourceConfig
 	log *slog.Logger
 
-	meta  *kgo.Client // metadata, configs and end offsets
-	adm   *kadm.Client
+	meta *kgo.Client // metadata, configs and end offsets
+	adm  *kadm.Client
+
+	// group is replaced only by restart, in the discover goroutine, which
+	// is the only one that adds and removes topics; others read it under gmu.
+	gmu   sync.Mutex
 	group group
 
 	lastCommit atomic.Int64 // unix nanos; start time until the first commit
@@ -81,6 +85,9 @@ func (s *source) discover(ctx, intake context.Context) {
 	for {
 		if err := s.refresh(ctx, intake); err != nil && ctx.Err() == nil {
 			s.log.Warn("listing source topics failed; retrying", "err", err, "in", s.m.cfg.TopicRefreshInterval)
+		}
+		if ctx.Err() == nil && intake.Err() == nil {
+			s.retryStopped(ctx, intake)
 		}
 		select {
 		case <-ctx.Done():
@@ -226,7 +233,7 @@ func (m *Mirror) ensureTarget(ctx context.Context, s *source, topic string, part
 // commit.
 func (s *source) updateLag(ctx context.Context) {
 	s.m.metrics.sinceCommit.WithLabelValues(s.cfg.Name).Set(time.Since(time.Unix(0, s.lastCommit.Load())).Seconds())
-	owned := s.group.owned()
+	owned := s.currentGroup().owned()
 	s.m.metrics.lag.DeletePartialMatch(map[string]string{"source": s.cfg.Name})
 	if len(owned) == 0 {
 		return
@@ -254,10 +261,10 @@ func (s *source) updateLag(ctx context.Context) {
 	}
 }
 
-func (s *source) stopIntake() { s.group.stopIntake() }
+func (s *source) stopIntake() { s.currentGroup().stopIntake() }
 
 func (s *source) close(ctx context.Context) error {
-	err := s.group.close(ctx)
+	err := s.currentGroup().close(ctx)
 	s.meta.Close()
 	if err != nil {
 		return fmt.Errorf("mirror: source %s: %w", s.cfg.Name, err)

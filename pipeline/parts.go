@@ -84,10 +84,13 @@ func (p *Pipeline) startMirror(ctx context.Context) (*part, error) {
 		GroupID:              MirrorGroup,
 		TopicRefreshInterval: 2 * time.Second,
 		CommitInterval:       time.Second,
-		AuditWindow:          p.cfg.AuditWindow,
-		AuditInterval:        p.cfg.AuditInterval,
-		Instance:             "pipeline-mirror",
-		Logger:               p.logger.With("part", "mirror"),
+		// A partition stopped by a missing ACL resumes soon after it is
+		// granted (the default is a minute).
+		StoppedRetry:  5 * time.Second,
+		AuditWindow:   p.cfg.AuditWindow,
+		AuditInterval: p.cfg.AuditInterval,
+		Instance:      "pipeline-mirror",
+		Logger:        p.logger.With("part", "mirror"),
 		// A registry per start: a restarted mirror registers its series
 		// again.
 		Registerer: reg,

@@ -15,9 +15,10 @@ import (
 // its target mid-run. The mirror must say so (a TOPIC_AUTHORIZATION_FAILED
 // in its log, tributary_mirror_stopped_partitions > 0), the audit must show
 // the gap (a closed window where the mirror counted less than the
-// producers) and nothing is lost: once the ACL is back and the mirror
-// restarted (it resumes from its last commit), every window completes and
-// the loaded files hold every record exactly once.
+// producers) and nothing is lost: once the ACL is back the mirror retries
+// by itself, without a restart (stopped.partition.retry.ms; it resumes
+// from its last commit), every window completes and the loaded files hold
+// every record exactly once.
 func TestSecureMirrorDenied(t *testing.T) {
 	t.Parallel()
 	logs := &testproc.SyncBuffer{}
@@ -52,7 +53,7 @@ func TestSecureMirrorDenied(t *testing.T) {
 
 // denyMirrorWrite removes the mirror's Write on analytics' page-view
 // topic, waits for the mirror's error and metric and for the audit's gap,
-// then grants it again and restarts the mirror.
+// then grants it again and waits for the mirror to resume by itself.
 func denyMirrorWrite(ctx context.Context, p *Pipeline, logs *testproc.SyncBuffer) error {
 	analytics := p.Cluster(AnalyticsCluster)
 	write := mirrorTargetWrite(p.cfg.Topic)
@@ -100,12 +101,11 @@ func denyMirrorWrite(ctx context.Context, p *Pipeline, logs *testproc.SyncBuffer
 	if err := analytics.CreateACLs(ctx, write); err != nil {
 		return err
 	}
-	// A partition the target refused stays stopped until the mirror
-	// restarts, from the last offsets it committed.
-	if err := p.StopPart("mirror"); err != nil {
-		return fmt.Errorf("stopping the mirror: %w", err)
-	}
-	return p.StartPart(ctx, "mirror")
+	// No restart: the mirror retries the stopped partitions by itself
+	// (stopped.partition.retry.ms), from the offsets it committed.
+	return await(ctx, 2*time.Minute, "the mirror's retry of its stopped partitions, and none stopped after it", func() bool {
+		return strings.Contains(logs.String(), "to retry stopped partitions") && mirrorStopped(p) == 0
+	})
 }
 
 // mirrorRefusalLogged: the mirror logged a partition it stopped on the
