@@ -64,7 +64,11 @@
 //
 // The mirror is audit tier "mirror" in cluster target.name: it counts each
 // record the target acknowledged, per target topic and window of the
-// record's timestamp (not __audit). Prometheus series are registered on
+// record's timestamp (not __audit). A source offset is committed only after
+// the counts of the records before it were published (marks.go): a mirror
+// killed after a commit has published what the commit covers, so the tier
+// never counts less than reached the target (the records repeated after a
+// kill are counted again: a surplus, never a false loss). Prometheus series are registered on
 // Config.Registerer: tributary_mirror_records_total and _bytes_total,
 // _lag_records per owned source partition, _seconds_since_commit,
 // _buffered_records and _buffered_bytes, _stopped_partitions, _rebalances_total.

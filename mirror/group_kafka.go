@@ -107,6 +107,9 @@ func (k *kafkaGroup) revoke(ctx context.Context, cl *kgo.Client, parts map[strin
 		if err := k.s.m.drained(dctx, k.s.cfg.Name, parts); err != nil {
 			k.s.log.Warn("revoked partitions not fully acknowledged; their next owner repeats the rest", "err", err)
 		}
+		if err := k.s.m.releaseMarks(dctx); err != nil {
+			k.s.log.Warn("publishing the audit counts on revoke failed; the next owner repeats what they cover", "err", err)
+		}
 		if err := cl.CommitMarkedOffsets(dctx); err != nil {
 			k.s.log.Warn("commit on revoke failed", "err", err)
 		} else {

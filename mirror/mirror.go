@@ -27,6 +27,10 @@ import (
 // acknowledged: audit.Counter satisfies it.
 type Counter interface {
 	Count(topic string, recordTimestamp time.Time, records, bytes int64)
+	// Flush publishes everything counted so far and waits for it to be
+	// acknowledged: the mirror commits a source offset only after the
+	// counts of the records before it were flushed.
+	Flush(ctx context.Context) error
 	Close(ctx context.Context) error
 }
 
@@ -39,6 +43,7 @@ type Mirror struct {
 	exclude *regexp.Regexp
 	metrics *metrics
 	counter Counter
+	marks   marks
 
 	target *kgo.Client
 	tadm   *kadm.Client
@@ -92,6 +97,9 @@ type partState struct {
 	// operator fixed it (retriable).
 	reported  atomic.Bool
 	retriable atomic.Bool
+	// pending is the latest mark not yet given to the group, held until
+	// the audit counts of the records before it are published (marks.go).
+	pending atomic.Pointer[pendingMark]
 	// targetKnown is set once the target producer is known to have the
 	// target partition in its metadata (grow.go).
 	targetKnown atomic.Bool
@@ -196,6 +204,8 @@ func (m *Mirror) Run(ctx context.Context) error {
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); m.watch(ctx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); m.releaseLoop(ctx) }()
 	m.log.Info("mirror started", "sources", len(m.sources), "target", m.cfg.TargetName, "topics", m.cfg.Topics)
 	<-ctx.Done()
 
@@ -211,6 +221,9 @@ func (m *Mirror) Run(ctx context.Context) error {
 	var errs []error
 	if err := m.target.Flush(dctx); err != nil {
 		errs = append(errs, fmt.Errorf("mirror: waiting for the target to acknowledge in-flight records: %w", err))
+	}
+	if err := m.releaseMarks(dctx); err != nil {
+		errs = append(errs, fmt.Errorf("mirror: publishing the audit counts before the last commit (the offsets since the last published counts stay uncommitted): %w", err))
 	}
 	for _, s := range m.sources {
 		if err := s.close(dctx); err != nil {
@@ -299,13 +312,19 @@ func (m *Mirror) produce(ctx context.Context, ps *partState, off int64, rec *kgo
 		}
 		ps.acked.Store(off + 1)
 		m.lastAck.Store(time.Now().UnixNano())
-		mark(off + 1)
 		size := int64(len(r.Key) + len(r.Value))
 		ps.records.Inc()
 		ps.bytes.Add(float64(size))
-		if m.counter != nil && ps.target != AuditTopic {
+		if m.counter == nil {
+			mark(off + 1)
+			return
+		}
+		// Counted first, marked once the count is published (marks.go):
+		// an offset is never committed before the audit has its record.
+		if ps.target != AuditTopic {
 			m.counter.Count(ps.target, r.Timestamp, 1, size)
 		}
+		ps.pending.Store(&pendingMark{next: off + 1, mark: mark})
 	})
 }
 

@@ -45,6 +45,9 @@ func (s *source) retryStopped(ctx, intake context.Context) {
 	if err := s.m.drained(dctx, s.cfg.Name, old.owned()); err != nil {
 		s.log.Warn("records in flight not all acknowledged before the restart; the new consumer repeats them", "err", err)
 	}
+	if err := s.m.releaseMarks(dctx); err != nil {
+		s.log.Warn("publishing the audit counts before the restart failed; the new consumer repeats what they cover", "err", err)
+	}
 	if err := old.close(dctx); err != nil {
 		s.log.Warn("committing before the restart failed; the new consumer repeats what was not committed", "err", err)
 	} else {
