@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"time"
 )
 
@@ -57,6 +58,10 @@ type Config struct {
 	// fault.
 	NoScheduler bool
 
+	// Faults restricts the schedule to these kinds (KillMirror, ...);
+	// empty: every kind.
+	Faults []string
+
 	// Out receives the progress, the summary table and the final line.
 	Out io.Writer
 	// Logger receives the harness's own warnings; nil discards.
@@ -80,6 +85,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: Duration %v must be positive", ErrInvalidConfig, c.Duration)
 	case c.Rate < 0:
 		return fmt.Errorf("%w: Rate %v must be positive", ErrInvalidConfig, c.Rate)
+	}
+	for _, k := range c.Faults {
+		if !slices.Contains(FaultKinds, k) || (k == KillScheduler && c.NoScheduler) {
+			return fmt.Errorf("%w: no fault kind %q (want one of %q)", ErrInvalidConfig, k, FaultKinds)
+		}
 	}
 	return nil
 }

@@ -28,6 +28,10 @@ const (
 	CutLink       = "link cut, then slow"
 )
 
+// FaultKinds lists every kind.
+var FaultKinds = []string{KillLeader, KillFollower, KillMirror, KillLoader, KillScheduler, KillAudit, KillRegistry,
+	StopBroker, KillZooKeeper, StopDataNode, CutLink}
+
 // injected is one fault of the run.
 type injected struct {
 	at    time.Duration // since the producers started
@@ -59,6 +63,13 @@ func (s *Soak) faultKinds() map[string]faultFunc {
 	}
 	if len(s.schedulers) > 0 {
 		kinds[KillScheduler] = s.killScheduler
+	}
+	if len(s.cfg.Faults) > 0 {
+		only := map[string]faultFunc{}
+		for _, k := range s.cfg.Faults {
+			only[k] = kinds[k]
+		}
+		return only
 	}
 	return kinds
 }
@@ -102,7 +113,7 @@ func (s *Soak) runFaults(ctx context.Context, rng *rand.Rand) {
 		if err != nil {
 			status = " — FAILED: " + err.Error()
 		}
-		s.printf("%5.0fs  fault %d: %s: %s%s\n", at.Seconds(), i+1, kind, what, status)
+		s.printf("%5.0fs  fault %d (at %.0fs): %s: %s%s\n", time.Since(s.started).Seconds(), i+1, at.Seconds(), kind, what, status)
 	}
 }
 
