@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,34 +75,48 @@ func (p *proc) startLocked() error {
 	// Its own process group (a Ctrl-C of the soak reaches the soak only,
 	// which then stops everything in order), and dead with the soak.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return fmt.Errorf("start %s: %w", p.name, err)
-	}
 	exited := make(chan struct{})
-	p.cmd, p.exited, p.down = cmd, exited, false
+	started := make(chan error, 1)
 	go func() {
+		// Pdeathsig fires when the forking OS thread exits, not the
+		// process: this goroutine keeps that thread until the child ends.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			f.Close()
+			started <- fmt.Errorf("start %s: %w", p.name, err)
+			return
+		}
+		started <- nil
 		err := cmd.Wait()
 		f.Close()
 		close(exited)
 		p.mu.Lock()
 		restart := !p.down && !p.closing && p.cmd == cmd
 		p.mu.Unlock()
-		if !restart {
-			return
-		}
-		p.logger.Warn("soak: process exited on its own; restarting it", "process", p.name, "status", err, "log", p.log)
-		time.Sleep(restartDelay)
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if !p.down && !p.closing && p.cmd == cmd {
-			p.restarts++
-			if err := p.startLocked(); err != nil {
-				p.logger.Error("soak: restart failed", "process", p.name, "err", err)
-			}
+		if restart {
+			go p.supervise(cmd, err)
 		}
 	}()
+	if err := <-started; err != nil {
+		return err
+	}
+	p.cmd, p.exited, p.down = cmd, exited, false
 	return nil
+}
+
+// supervise restarts a process that exited on its own.
+func (p *proc) supervise(cmd *exec.Cmd, status error) {
+	p.logger.Warn("soak: process exited on its own; restarting it", "process", p.name, "status", status, "log", p.log)
+	time.Sleep(restartDelay)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.down && !p.closing && p.cmd == cmd {
+		p.restarts++
+		if err := p.startLocked(); err != nil {
+			p.logger.Error("soak: restart failed", "process", p.name, "err", err)
+		}
+	}
 }
 
 // waitReady runs the readiness check, bounded by d.
