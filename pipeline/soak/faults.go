@@ -214,9 +214,13 @@ func (s *Soak) pauseBroker(ctx context.Context, rng *rand.Rand) (string, int, er
 	return fmt.Sprintf("%s stopped %v (session %v)", b.name, d, s.t.session), 0, s.waitInSync(ctx, cluster)
 }
 
-// waitInSync waits until every partition of cluster has its full ISR, so
-// that a fault never takes a second replica of one partition.
-func (s *Soak) waitInSync(ctx context.Context, cluster string) error {
+// waitInSync waits until every partition of topics (default the page-view
+// topic) on cluster has a leader and its full ISR, so that a fault never
+// takes a second replica of one partition.
+func (s *Soak) waitInSync(ctx context.Context, cluster string, topics ...string) error {
+	if len(topics) == 0 {
+		topics = []string{Topic}
+	}
 	cl, err := network.NewClient(network.ClientConfig{Brokers: s.bootstrap(cluster)})
 	if err != nil {
 		return err
@@ -227,23 +231,28 @@ func (s *Soak) waitInSync(ctx context.Context, cluster string) error {
 	defer cancel()
 	var last string
 	for {
-		md, err := adm.Metadata(ctx, Topic)
-		if err == nil {
-			last = ""
-			for _, pd := range md.Topics[Topic].Partitions {
-				if pd.Leader < 0 || len(pd.ISR) < brokersPerCluster {
-					last = fmt.Sprintf("%s/%d leader %d ISR %v", Topic, pd.Partition, pd.Leader, pd.ISR)
+		md, err := adm.Metadata(ctx, topics...)
+		last = ""
+		if err != nil {
+			last = err.Error()
+		}
+		for _, t := range topics {
+			td, ok := md.Topics[t]
+			if err == nil && (!ok || len(td.Partitions) == 0) {
+				last = t + " has no partitions yet"
+			}
+			for _, pd := range td.Partitions {
+				if pd.Leader < 0 || pd.Err != nil || len(pd.ISR) < brokersPerCluster {
+					last = fmt.Sprintf("%s/%d leader %d ISR %v", t, pd.Partition, pd.Leader, pd.ISR)
 				}
 			}
-			if last == "" && len(md.Topics[Topic].Partitions) == DefaultPartitions {
-				return nil
-			}
-		} else {
-			last = err.Error()
+		}
+		if last == "" {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s not back in sync after 3m: %s", cluster, last)
+			return fmt.Errorf("%s not in sync after 3m: %s", cluster, last)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}

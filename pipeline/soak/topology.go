@@ -240,8 +240,7 @@ func (s *Soak) createTopics(ctx context.Context, cluster string) error {
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	topics := map[string]int32{Topic: DefaultPartitions, audit.DefaultTopic: 1}
-	for t, n := range topics {
+	for t, n := range map[string]int32{Topic: DefaultPartitions, audit.DefaultTopic: 1} {
 		for {
 			resp, err := adm.CreateTopic(ctx, n, 3, nil, t)
 			if err == nil {
@@ -256,30 +255,7 @@ func (s *Soak) createTopics(ctx context.Context, cluster string) error {
 			time.Sleep(500 * time.Millisecond) // brokers still registering
 		}
 	}
-	for {
-		md, err := adm.Metadata(ctx, Topic, audit.DefaultTopic)
-		ready := err == nil
-		for t, n := range topics {
-			td, ok := md.Topics[t]
-			if !ready || !ok || len(td.Partitions) < int(n) {
-				ready = false
-				break
-			}
-			for _, pd := range td.Partitions {
-				if pd.Leader < 0 || pd.Err != nil || len(pd.ISR) < 3 {
-					ready = false
-				}
-			}
-		}
-		if ready {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("topics %v have no leaders and full ISRs: %w", topics, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	return s.waitInSync(ctx, cluster, Topic, audit.DefaultTopic)
 }
 
 func (s *Soak) startRegistries(ctx context.Context) error {
