@@ -259,6 +259,7 @@ func (s *Soak) drain(ctx context.Context) (*Result, error) {
 	stats := statsOf(reports)
 	deadline := time.Now().Add(s.cfg.Drain)
 	var last string
+	same := 0
 	for {
 		l, err := s.readLoaded(ctx)
 		done := false
@@ -266,8 +267,17 @@ func (s *Soak) drain(ctx context.Context) (*Result, error) {
 			cmp := l.t.compare(stats, false)
 			ws, werr := s.auditWindows(ctx)
 			closed, complete, _, open := auditTally(ws)
-			last = fmt.Sprintf("%d of %d acknowledged loaded, audit %d of %d closed windows complete, %d open", cmp.present, cmp.acked, complete, closed, open)
-			done = werr == nil && cmp.missing == 0 && open == 0 && closed > 0
+			state := fmt.Sprintf("%d of %d acknowledged loaded, audit %d of %d closed windows complete, %d open", cmp.present, cmp.acked, complete, closed, open)
+			settled := werr == nil && cmp.missing == 0 && open == 0 && closed > 0
+			// Done once complete, or once an incomplete state stayed the
+			// same for a while: a tier's last counts may trail its files.
+			if settled && state == last {
+				same++
+			} else {
+				same = 0
+			}
+			last = state
+			done = settled && (complete == closed || same >= 4)
 		} else {
 			last = err.Error()
 		}

@@ -87,7 +87,7 @@ func TestSoakEveryFault(t *testing.T) {
 // that have a record too many and the record loaded twice.
 func TestSoakCatchesSkippedDedup(t *testing.T) {
 	cfg := soakConfig(t)
-	cfg.Duration = 40 * time.Second
+	cfg.Duration = 30 * time.Second
 	cfg.SkipDedupOnce = true
 	cfg.NoScheduler = true
 	cfg.Faults = []string{KillMirror}
