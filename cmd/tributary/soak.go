@@ -69,6 +69,8 @@ func runSoak(cmd *cobra.Command, o soakOptions) error {
 		return err
 	}
 	switch {
+	case o.secure:
+		return soak.ErrSecureUnsupported
 	case o.duration <= 0:
 		return badFlag("duration", o.duration.String(), "want a positive duration")
 	case o.rate <= 0:
