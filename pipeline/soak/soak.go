@@ -9,6 +9,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -228,7 +229,13 @@ func (s *Soak) checkOnce(ctx context.Context) {
 	s.twiceSeen = max(s.twiceSeen, cmp.twice)
 	s.mu.Unlock()
 	if news {
-		s.problem("%d records loaded more than once: %v", cmp.twice, cmp.problems)
+		var twice []string // records still in flight are not missing yet
+		for _, p := range cmp.problems {
+			if !strings.Contains(p, "missing") {
+				twice = append(twice, p)
+			}
+		}
+		s.problem("%d records loaded more than once: %s", cmp.twice, strings.Join(twice, "; "))
 	}
 	ws, err := s.auditWindows(ctx)
 	closed, complete, _, open := auditTally(ws)
