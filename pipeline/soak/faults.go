@@ -74,10 +74,11 @@ func (s *Soak) faultKinds() map[string]faultFunc {
 	return kinds
 }
 
-// runFaults injects faults until ctx ends and every kind was injected at
-// least once: first every kind in a random order, then random kinds, a
-// random gap apart. A fault being repaired when ctx ends is finished.
-func (s *Soak) runFaults(ctx context.Context, rng *rand.Rand) {
+// runFaults injects faults until produce ends and every kind was injected
+// at least once: first every kind in a random order, then random kinds, a
+// random gap apart; it stops at once when the soak's ctx ends. A fault
+// being repaired then is finished.
+func (s *Soak) runFaults(ctx, produce context.Context, rng *rand.Rand) {
 	kinds := s.faultKinds()
 	var names []string
 	for k := range kinds {
@@ -87,14 +88,17 @@ func (s *Soak) runFaults(ctx context.Context, rng *rand.Rand) {
 	order := rng.Perm(len(names))
 	for i := 0; ; i++ {
 		gap := s.t.gapMin + time.Duration(rng.Int64N(int64(s.t.gapMax-s.t.gapMin)+1))
-		if i >= len(names) && ctx.Err() != nil {
+		if ctx.Err() != nil || (i >= len(names) && produce.Err() != nil) {
 			return
 		}
 		select {
 		case <-ctx.Done():
+			return
+		case <-produce.Done():
 			if i >= len(names) {
 				return
 			}
+			sleep(ctx, gap)
 		case <-time.After(gap):
 		}
 		var kind string
@@ -104,7 +108,7 @@ func (s *Soak) runFaults(ctx context.Context, rng *rand.Rand) {
 			kind = names[rng.IntN(len(names))]
 		}
 		at := time.Since(s.started)
-		what, kills, err := kinds[kind](context.WithoutCancel(ctx), rng)
+		what, kills, err := kinds[kind](context.WithoutCancel(produce), rng)
 		f := injected{at: at, kind: kind, what: what, kills: kills, err: err}
 		s.mu.Lock()
 		s.faults = append(s.faults, f)

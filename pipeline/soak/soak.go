@@ -134,14 +134,14 @@ func (s *Soak) run(ctx context.Context, rng *mrand.Rand) (*Result, error) {
 	go func() { defer wg.Done(); s.sampleEvery(bg) }()
 	go func() { defer wg.Done(); s.checkEvery(bg) }()
 	faultsDone := make(chan struct{})
-	go func() { defer close(faultsDone); s.runFaults(produce, rng) }()
+	go func() { defer close(faultsDone); s.runFaults(ctx, produce, rng) }()
 	<-produce.Done()
 	// A short run produces until every fault kind has been injected.
 	<-faultsDone
-	s.slow.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	s.slow.Wait() // every link healthy before the drain
 	produced := time.Since(s.started)
 	s.printf("%5.0fs  stopping the producers\n", produced.Seconds())
 	for _, p := range s.producers {
