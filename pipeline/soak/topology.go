@@ -66,6 +66,11 @@ func (s *Soak) startZooKeeper(ctx context.Context) error {
 	if s.zkEnv == nil {
 		return errors.New("soak: no free ZooKeeper port offset between 300 and 3000")
 	}
+	// Stopped at the end even if the start fails half-way (or is cancelled).
+	s.cleanups = append(s.cleanups, func() error {
+		_, err := script(context.Background(), s.logPath("zookeeper-script"), s.zkEnv, "bash", zk, "ensemble-stop")
+		return err
+	})
 	out, err := script(ctx, s.logPath("zookeeper-script"), s.zkEnv, "bash", zk, "ensemble-start")
 	if err != nil {
 		return err
@@ -78,10 +83,6 @@ func (s *Soak) startZooKeeper(ctx context.Context) error {
 	if s.zk == "" {
 		return fmt.Errorf("soak: zk.sh ensemble-start printed no ensemble: %q", out)
 	}
-	s.cleanups = append(s.cleanups, func() error {
-		_, err := script(context.Background(), s.logPath("zookeeper-script"), s.zkEnv, "bash", zk, "ensemble-stop")
-		return err
-	})
 	return nil
 }
 
@@ -107,6 +108,12 @@ func (s *Soak) startHDFS(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Stopped at the end even if the start fails half-way (or is
+	// cancelled): stop.sh finds the JVM by its pid file.
+	s.cleanups = append(s.cleanups, func() error {
+		_, err := script(context.Background(), s.logPath("hdfs-script"), nil, "bash", filepath.Join(s.cfg.Repo, "testing", "hdfs", "stop.sh"), s.hdfsDir)
+		return err
+	})
 	out, err := script(ctx, s.logPath("hdfs-script"), nil, "bash", filepath.Join(s.cfg.Repo, "testing", "hdfs", "start.sh"),
 		strconv.Itoa(port), s.hdfsDir, "--datanodes", "2", "--datanode-control")
 	if err != nil {
@@ -114,10 +121,6 @@ func (s *Soak) startHDFS(ctx context.Context) error {
 	}
 	s.hdfsPid, _ = strconv.Atoi(strings.TrimSpace(out))
 	s.hdfs = "127.0.0.1:" + strconv.Itoa(port)
-	s.cleanups = append(s.cleanups, func() error {
-		_, err := script(context.Background(), s.logPath("hdfs-script"), nil, "bash", filepath.Join(s.cfg.Repo, "testing", "hdfs", "stop.sh"), s.hdfsDir)
-		return err
-	})
 	return nil
 }
 
