@@ -139,7 +139,7 @@ func (s *Soak) run(ctx context.Context, rng *mrand.Rand) (*Result, error) {
 	// A short run produces until every fault kind has been injected.
 	<-faultsDone
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("soak: interrupted: %w", err)
 	}
 	s.slow.Wait() // every link healthy before the drain
 	produced := time.Since(s.started)
