@@ -33,7 +33,7 @@ func soakConfig(t *testing.T) Config {
 		Dir:        t.TempDir(),
 		Rate:       50,
 		Seed:       seed,
-		Drain:      4 * time.Minute,
+		Drain:      3 * time.Minute,
 		Out:        testenv.LogWriter(t),
 		Logger:     testenv.Logger(t, 0),
 	}
@@ -48,7 +48,9 @@ func soakConfig(t *testing.T) Config {
 func TestSoakEveryFault(t *testing.T) {
 	cfg := soakConfig(t)
 	cfg.Duration = 30 * time.Second // goes on until every kind happened
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	// Both soaks fit make test's 15-minute package timeout; each takes 3
+	// to 4 minutes on 2 busy cores.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	res, err := Run(ctx, cfg)
 	if err != nil {
@@ -91,7 +93,8 @@ func TestSoakCatchesSkippedDedup(t *testing.T) {
 	cfg.SkipDedupOnce = true
 	cfg.NoScheduler = true
 	cfg.Faults = []string{KillMirror}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	cfg.Drain = 2 * time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	res, err := Run(ctx, cfg)
 	if err != nil {
