@@ -209,7 +209,7 @@ func (pl *partLoad) duplicate(r *kgo.Record) (bool, error) {
 		}
 		key := source + "/" + strconv.Itoa(int(sp))
 		if hw, ok := pl.origins[key]; ok && off <= hw {
-			return true, nil
+			return !skipDedupOnce(), nil
 		}
 		pl.origins[key] = off
 		return false, nil

@@ -25,5 +25,6 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newJobsCommand())
 	root.AddCommand(newLoaderCommand())
 	root.AddCommand(newCertsCommand())
+	root.AddCommand(newSoakCommand())
 	return root
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# start.sh PORT DATADIR [--datanodes N] [--kerberos [--protection P]
-#          [--cipher-suites S]]: starts the test HDFS (Hadoop's
+# start.sh PORT DATADIR [--datanodes N] [--datanode-control] [--kerberos
+#          [--protection P] [--cipher-suites S]]: starts the test HDFS (Hadoop's
 # MiniDFSCluster, see TestHdfs.java) in the background with its NameNode RPC
 # on 127.0.0.1:PORT, waits until it serves and prints only the JVM's PID on
 # stdout. Progress and errors go to stderr; exit 1 if it did not come up
@@ -10,6 +10,10 @@
 # (the URI, present while it serves), tmp/ (the JVM's java.io.tmpdir: Jetty
 # unpacks the web apps there) and dfs/ (the file system: formatted on start,
 # deleted on stop). A DATADIR whose cluster still runs is refused.
+#
+# --datanode-control lets datanode.sh DATADIR stop|start N stop and restart
+# DataNode N while the cluster runs (through DATADIR/datanode.control and
+# DATADIR/datanode.control.state; see TestHdfs.java).
 #
 # --kerberos makes the cluster Kerberized, with a KDC (MiniKdc) in the same
 # JVM (see Kerberos.java): dfs.data.transfer.protection P (authentication,
@@ -50,7 +54,7 @@ die() {
 }
 
 usage() {
-	echo "usage: start.sh PORT DATADIR [--datanodes N] [--kerberos [--protection P] [--cipher-suites S]]" >&2
+	echo "usage: start.sh PORT DATADIR [--datanodes N] [--datanode-control] [--kerberos [--protection P] [--cipher-suites S]]" >&2
 	exit 2
 }
 
@@ -60,6 +64,7 @@ datadir=$(realpath -m "$2")
 shift 2
 datanodes=1
 kerberos=
+datanode_control=
 protection=authentication
 cipher_suites=
 while [ $# -gt 0 ]; do
@@ -68,6 +73,10 @@ while [ $# -gt 0 ]; do
 		[ $# -ge 2 ] || usage
 		datanodes=$2
 		shift 2
+		;;
+	--datanode-control)
+		datanode_control=1
+		shift
 		;;
 	--kerberos)
 		kerberos=1
@@ -197,11 +206,15 @@ fi
 if timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null; then
 	die "port 127.0.0.1:$port is already in use"
 fi
-rm -rf "$datadir/dfs" "$datadir/tmp" "$ready" "$ready.tmp" "$pidfile" \
+rm -rf "$datadir/dfs" "$datadir/tmp" "$ready" "$ready.tmp" "$pidfile" "$datadir/datanode.control" "$datadir/datanode.control.state" \
 	"$datadir/cluster.env" "$datadir/krb5.conf" "$datadir/keytabs" "$datadir/kdc" "$datadir/ssl" "$datadir/conf"
 mkdir -p "$datadir/tmp"
 classpath=$classes:$lib/*
 secure_args=()
+control_args=()
+if [ -n "$datanode_control" ]; then
+	control_args=("-Dtributary.hdfs.datanode.control=$datadir/datanode.control")
+fi
 if [ -n "$kerberos" ]; then
 	# Hadoop loads ssl-server.xml and ssl-client.xml from the classpath; the
 	# JVM writes them into DATADIR/conf, which must exist when it starts.
@@ -215,7 +228,7 @@ fi
 "$java" "-Xmx$heap" -XX:+UseSerialGC -Djava.net.preferIPv4Stack=true \
 	"-Djava.io.tmpdir=$datadir/tmp" \
 	"-Dlog4j.configuration=file:$classes/log4j.properties" \
-	"-Dtributary.hdfs.log.level=$log_level" \
+	"-Dtributary.hdfs.log.level=$log_level" "${control_args[@]}" \
 	-cp "$classpath" "$main_class" "$port" "$datanodes" "$datadir/dfs" "$ready" "${secure_args[@]}" \
 	</dev/null >"$log" 2>&1 &
 pid=$!

@@ -8,11 +8,16 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.HdfsConfiguration;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.hdfs.MiniDFSCluster.DataNodeProperties;
 import org.apache.hadoop.security.UserGroupInformation;
 
 import sun.misc.Signal;
@@ -39,6 +44,15 @@ import sun.misc.Signal;
  * here rather than in a shutdown hook because MiniDFSCluster.shutdown removes
  * shutdown hooks of its own, which the JVM refuses while it runs hooks.
  * Exit 1: the cluster could not start (the cause is in the log).
+ *
+ * With the system property tributary.hdfs.datanode.control=FILE (start.sh
+ * --datanode-control), DataNodes can be stopped and restarted while the
+ * cluster runs: a line "stop N" or "start N" (N from 1) written to FILE is
+ * carried out and FILE removed, and FILE.state then lists "N running" or
+ * "N stopped" per DataNode (see datanode.sh). A stopped DataNode is shut
+ * down abruptly for its clients (its connections drop, its blocks become
+ * unavailable) though its JVM, shared with the NameNode, lives on; it
+ * restarts on its old ports with its old blocks.
  */
 public final class TestHdfs {
     private TestHdfs() {}
@@ -83,6 +97,10 @@ public final class TestHdfs {
         String uri = "hdfs://" + rpc.getAddress().getHostAddress() + ":" + rpc.getPort();
         if (kerberos != null) {
             kerberos.writeEnv(rpc.getAddress().getHostAddress() + ":" + rpc.getPort(), args[6], args[7]);
+        }
+        String control = System.getProperty("tributary.hdfs.datanode.control");
+        if (control != null && !control.isEmpty()) {
+            startDataNodeControl(cluster, Paths.get(control));
         }
         writeAtomically(ready, uri + "\n");
         System.err.printf("TestHdfs: %s serves with %d DataNode(s)%s, up in %.1f s%n",
@@ -133,6 +151,65 @@ public final class TestHdfs {
                 .build();
         cluster.waitActive();
         return cluster;
+    }
+
+    /** Serves datanode.sh's requests on a daemon thread (see the class comment). */
+    static void startDataNodeControl(MiniDFSCluster cluster, Path control) throws IOException {
+        List<String> names = new ArrayList<>();
+        for (int i = 0; i < cluster.getDataNodes().size(); i++) {
+            names.add(cluster.getDataNodes().get(i).getDatanodeId().getXferAddr());
+        }
+        Map<Integer, DataNodeProperties> stopped = new HashMap<>();
+        Path state = control.resolveSibling(control.getFileName() + ".state");
+        writeState(state, names.size(), stopped);
+        Thread t = new Thread(() -> {
+            while (true) {
+                try {
+                    Thread.sleep(200);
+                    if (!Files.exists(control)) {
+                        continue;
+                    }
+                    String req = new String(Files.readAllBytes(control), StandardCharsets.UTF_8).trim();
+                    Files.deleteIfExists(control);
+                    String[] f = req.split("\\s+");
+                    int n = f.length == 2 ? Integer.parseInt(f[1]) : -1;
+                    if (n < 1 || n > names.size()) {
+                        System.err.println("TestHdfs: bad DataNode control request: " + req);
+                    } else if (f[0].equals("stop") && !stopped.containsKey(n)) {
+                        String name = names.get(n - 1);
+                        for (int i = 0; i < cluster.getDataNodes().size(); i++) {
+                            if (cluster.getDataNodes().get(i).getDatanodeId().getXferAddr().equals(name)) {
+                                stopped.put(n, cluster.stopDataNode(i));
+                                System.err.println("TestHdfs: DataNode " + n + " (" + name + ") stopped");
+                                break;
+                            }
+                        }
+                    } else if (f[0].equals("start") && stopped.containsKey(n)) {
+                        cluster.restartDataNode(stopped.remove(n), true);
+                        cluster.waitActive();
+                        System.err.println("TestHdfs: DataNode " + n + " restarted");
+                    } else if (!f[0].equals("stop") && !f[0].equals("start")) {
+                        System.err.println("TestHdfs: bad DataNode control request: " + req);
+                    }
+                    writeState(state, names.size(), stopped);
+                } catch (InterruptedException e) {
+                    return;
+                } catch (Exception e) {
+                    System.err.println("TestHdfs: DataNode control failed:");
+                    e.printStackTrace();
+                }
+            }
+        }, "datanode-control");
+        t.setDaemon(true);
+        t.start();
+    }
+
+    static void writeState(Path state, int n, Map<Integer, DataNodeProperties> stopped) throws IOException {
+        StringBuilder b = new StringBuilder();
+        for (int i = 1; i <= n; i++) {
+            b.append(i).append(stopped.containsKey(i) ? " stopped\n" : " running\n");
+        }
+        writeAtomically(state, b.toString());
     }
 
     static void writeAtomically(Path file, String content) throws IOException {

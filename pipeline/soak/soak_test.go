@@ -1,0 +1,121 @@
+package soak
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testproc"
+)
+
+func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }
+
+// envSeed replays a failed run's schedule: the seed is in its output.
+const envSeed = "SOAK_SEED"
+
+func soakConfig(t *testing.T) Config {
+	t.Helper()
+	var seed int64
+	if v := os.Getenv(envSeed); v != "" {
+		var err error
+		if seed, err = strconv.ParseInt(v, 10, 64); err != nil {
+			t.Fatalf("%s=%q: want a number", envSeed, v)
+		}
+	}
+	return Config{
+		Executable: testproc.Binary(t),
+		Repo:       testenv.RepoRoot(t),
+		Python:     testenv.Python(t),
+		Dir:        t.TempDir(),
+		Rate:       50,
+		Seed:       seed,
+		Drain:      3 * time.Minute,
+		Out:        testenv.LogWriter(t),
+		Logger:     testenv.Logger(t, 0),
+	}
+}
+
+// TestSoakEveryFault is the short soak of make test: every part its own
+// process (real ZooKeeper ensemble, real HDFS with 2 DataNodes, 9
+// brokers, registries, audit, mirrors, loaders, schedulers, load
+// generators), every fault kind at least once, and then every
+// acknowledged record in analytics and in the files exactly once (read
+// with fastavro) and every closed audit window complete.
+func TestSoakEveryFault(t *testing.T) {
+	cfg := soakConfig(t)
+	cfg.Duration = 30 * time.Second // goes on until every kind happened
+	// Both soaks fit make test's 15-minute package timeout; each takes 3
+	// to 4 minutes on 2 busy cores.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range FaultKinds {
+		if res.FaultKind[k] == 0 {
+			t.Errorf("fault kind %q never injected", k)
+		}
+	}
+	// A known mirror bug (its audit counts die with a SIGKILLed mirror
+	// that had committed their offsets) may leave windows short at the
+	// mirror tier only; the soak reports it (make soak fails on it), and
+	// this test checks everything else.
+	var other []string
+	for _, p := range res.Problems {
+		if strings.HasPrefix(p, MirrorUndercount) {
+			t.Logf("known issue: %s", p)
+		} else {
+			other = append(other, p)
+		}
+	}
+	if len(other) > 0 || res.Produced != res.Mirrored || res.Mirrored != res.Loaded || res.LoadedTwice != 0 ||
+		res.Windows == 0 || res.Complete+res.MirrorUndercounted != res.Windows {
+		t.Fatalf("%s\nproblems: %s", res.Line(), strings.Join(other, "\n"))
+	}
+	if res.Produced < int64(cfg.Rate*float64(len(Datacenters))*cfg.Duration.Seconds())/2 {
+		t.Errorf("only %d records produced in %v", res.Produced, res.Producing)
+	}
+	t.Log(res.Line())
+}
+
+// TestSoakCatchesSkippedDedup injects a bug, each loader keeping the first
+// mirror duplicate it recognises, and kills mirrors so that there are
+// duplicates: the soak must fail, naming the audit window and the topic
+// that have a record too many and the record loaded twice.
+func TestSoakCatchesSkippedDedup(t *testing.T) {
+	cfg := soakConfig(t)
+	cfg.Duration = 30 * time.Second
+	cfg.SkipDedupOnce = true
+	cfg.NoScheduler = true
+	cfg.Faults = []string{KillMirror}
+	cfg.Drain = 2 * time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(res.Line())
+	if res.MirrorDuplicates == 0 {
+		t.Fatalf("no mirror duplicates after %d mirror kills: the injected bug had nothing to act on", res.FaultKind[KillMirror])
+	}
+	if res.OK() {
+		t.Fatalf("the soak passed with the loaders' dedup skipped: %s", res.Line())
+	}
+	if res.LoadedTwice == 0 {
+		t.Errorf("no record loaded twice reported: %v", res.Problems)
+	}
+	var window, twice bool
+	for _, p := range res.Problems {
+		window = window || (strings.HasPrefix(p, "audit: incomplete window ") && strings.Contains(p, " of "+Topic+":"))
+		twice = twice || strings.Contains(p, "loaded twice")
+	}
+	if !window || !twice {
+		t.Errorf("problems do not name the window and topic (%v) and the record loaded twice (%v): %s", window, twice, strings.Join(res.Problems, "\n"))
+	}
+}
