@@ -322,8 +322,6 @@ func (s *Soak) startMirrors(ctx context.Context) error {
 		"offset.commit.interval.ms":    "1000",
 		"zookeeper.session.timeout.ms": strconv.FormatInt(s.t.session.Milliseconds(), 10),
 		"audit.window.ms":              strconv.FormatInt(s.t.auditWindow.Milliseconds(), 10),
-		// Often: a SIGKILLed mirror loses the counts it has not published.
-		"audit.interval.ms": "250",
 	}
 	for _, dc := range Datacenters {
 		props["source."+dc+".bootstrap.servers"] = strings.Join(s.viaLink(dc), ",")
