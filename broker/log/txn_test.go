@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -147,9 +148,9 @@ func readCommitted(t testing.TB, l *Log, from, upper int64) []string {
 				}
 			case rb.Attributes&attrTransactional != 0 && skipping[rb.ProducerID]:
 			default:
-				_, vs := logtest.Values(rb.AppendTo(nil))
+				offs, vs := logtest.Values(rb.AppendTo(nil))
 				for i, v := range vs {
-					if off := rb.FirstOffset + int64(i); off >= next && off < upper {
+					if off := offs[i]; off >= next && off < upper {
 						out = append(out, string(v))
 					}
 				}
@@ -168,6 +169,9 @@ func readCommitted(t testing.TB, l *Log, from, upper int64) []string {
 // gets, against a model replaying the same batches.
 func TestTxnAgainstModel(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("TRIBUTARY_TXN_SEED"); s != "" { // to replay a failure
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 31))
 	cfg := Config{SegmentBytes: int64(400 + rng.IntN(2000)), IndexIntervalBytes: 1 + rng.IntN(400), RetentionMs: -1}
@@ -202,7 +206,11 @@ func TestTxnAgainstModel(t *testing.T) {
 	}
 	for step = range 600 {
 		m := replayTxnModel(events)
-		switch op := rng.IntN(100); {
+		op := rng.IntN(100)
+		if os.Getenv("TRIBUTARY_TXN_DEBUG") != "" {
+			t.Logf("step %d op %d end %d segs %d", step, op, l.EndOffset(), len(*l.segs.Load()))
+		}
+		switch {
 		case op < 15:
 			appendData("plain", -1, m)
 		case op < 25:
