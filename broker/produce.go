@@ -22,13 +22,19 @@ import (
 // min.insync.replicas, and otherwise answers once every in-sync replica has
 // the batches (the high watermark passed them), or REQUEST_TIMED_OUT after
 // the request's timeout. Nothing of a partition is written when any of its
-// batches is rejected.
+// batches is rejected. A request with a transactional.id needs Write on it
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); the log judges transactional
+// batches (see broker/log: Transactions).
 func (b *Broker) handleProduce(ctx context.Context, r *request) (reply, error) {
 	req := r.msg.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	resp.SetVersion(req.Version)
 	var snap *cluster.Snapshot // read only when a partition is not served here
 	var pending []pendingAck   // acks=all appends waiting for the ISR
+	// A transactional producer needs Write on its transactional id, as in
+	// Kafka; its batches are then checked by the log (producer id and
+	// epoch, no control batches, see broker/log).
+	txnOK := req.TransactionID == nil || b.authorize(r, acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionID)
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
@@ -39,7 +45,7 @@ func (b *Broker) handleProduce(ctx context.Context, r *request) (reply, error) {
 			sp.Partition = rp.Partition
 			sp.BaseOffset = -1
 			switch {
-			case req.TransactionID != nil:
+			case !txnOK:
 				sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code

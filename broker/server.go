@@ -75,6 +75,9 @@ var apiTable = map[int16]apiSpec{
 	// Reassignment (KIP-455; reassign.go).
 	int16(kmsg.AlterPartitionAssignments):  {0, 0},
 	int16(kmsg.ListPartitionReassignments): {0, 0},
+	// Transactions, the partition side (txnlog.go).
+	int16(kmsg.WriteTxnMarkers):   {0, 1},
+	int16(kmsg.DescribeProducers): {0, 0},
 }
 
 // dispatch runs the handler of r's API; every key of apiTable has one.
@@ -98,6 +101,10 @@ func (b *Broker) dispatch(ctx context.Context, r *request) (reply, error) {
 		return b.handleDeleteTopics(ctx, r)
 	case kmsg.InitProducerID:
 		return b.handleInitProducerID(ctx, r)
+	case kmsg.WriteTxnMarkers:
+		return b.handleWriteTxnMarkers(ctx, r)
+	case kmsg.DescribeProducers:
+		return b.handleDescribeProducers(ctx, r)
 	case kmsg.DescribeConfigs:
 		return b.handleDescribeConfigs(ctx, r)
 	case kmsg.IncrementalAlterConfigs:
