@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,6 +107,11 @@ func TestIdempotentProducerAcrossCleaning(t *testing.T) {
 	before := cleanerCounter(t, b)
 	stop := make(chan struct{})
 	done := make(chan int)
+	// The producer stays at most perCleaning records ahead of the cleanings
+	// done: unpaced, a fast producer makes each cleaning longer than the
+	// last, and a busy machine then sees only a few in the time allowed.
+	const perCleaning = 3000
+	var cleaned atomic.Int64
 	go func() {
 		n := 0
 		for {
@@ -114,6 +120,13 @@ func TestIdempotentProducerAcrossCleaning(t *testing.T) {
 				done <- n
 				return
 			default:
+			}
+			if n >= perCleaning*int(cleaned.Load()+1) {
+				select {
+				case <-stop:
+				case <-time.After(5 * time.Millisecond):
+				}
+				continue
 			}
 			i := n
 			prod.Produce(ctx, &kgo.Record{Key: []byte(keyOf(i)), Value: []byte(valueOf(i))}, func(r *kgo.Record, err error) {
@@ -130,7 +143,12 @@ func TestIdempotentProducerAcrossCleaning(t *testing.T) {
 	}()
 	// Several cleanings while the producer goes on, bounded.
 	const cleanings = 6
-	for cleanerCounter(t, b) < before+cleanings {
+	for {
+		c := cleanerCounter(t, b) - before
+		cleaned.Store(int64(c))
+		if c >= cleanings {
+			break
+		}
 		mu.Lock()
 		failed := len(produceErrs) > 0
 		mu.Unlock()
