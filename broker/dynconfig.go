@@ -30,6 +30,12 @@ type dynamicSettings struct {
 	// leaderRate and followerRate are leader.replication.throttled.rate and
 	// follower.replication.throttled.rate in bytes/s; 0 is unthrottled.
 	leaderRate, followerRate int64
+	// alterLogDirsRate is replica.alter.log.dirs.io.max.bytes.per.second,
+	// Kafka's bound on copying a replica between a broker's log.dirs; 0 is
+	// unthrottled. Kept and described only: replicas do not move between
+	// log.dirs here (AlterReplicaLogDirs is not served), but Kafka's
+	// reassignment tool sets and clears it with the two rates above.
+	alterLogDirsRate int64
 }
 
 // dynamicKey is one broker config alterable at run time.
@@ -94,6 +100,9 @@ var dynamicKeys = sync.OnceValue(func() []dynamicKey {
 		rateKey("follower.replication.throttled.rate",
 			"Bytes/s a follower copies for the out-of-sync replicas follower.replication.throttled.replicas names.",
 			func(d *dynamicSettings) *int64 { return &d.followerRate }),
+		rateKey("replica.alter.log.dirs.io.max.bytes.per.second",
+			"Bytes/s copied between log.dirs when a replica moves from one to another of this broker (accepted; no replica moves between log.dirs here).",
+			func(d *dynamicSettings) *int64 { return &d.alterLogDirsRate }),
 	)
 })
 
