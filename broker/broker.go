@@ -63,6 +63,9 @@ type Broker struct {
 	// throttle bounds replication bandwidth of throttled replicas
 	// (throttle.go).
 	throttle *replicationThrottle
+	// cleaner is the running log cleaner (nil when disabled), reconfigured
+	// by the dynamic broker configs (cleaner.go).
+	cleaner atomic.Pointer[logCleaner]
 
 	pids *producerIDs
 	// fetchers copy the partitions this broker follows (replica_fetcher.go);

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -36,6 +37,12 @@ type dynamicSettings struct {
 	// log.dirs here (AlterReplicaLogDirs is not served), but Kafka's
 	// reassignment tool sets and clears it with the two rates above.
 	alterLogDirsRate int64
+	// server holds the other server.properties keys Kafka lets an
+	// operator change at run time, in their static form: Limits'
+	// max.connections, max.connections.per.ip and its overrides, and
+	// Cleaner's threads, dedupe buffer, I/O rate and backoff. Only those
+	// fields are set; serverKeys lists them.
+	server Config
 }
 
 // dynamicKey is one broker config alterable at run time.
@@ -93,7 +100,7 @@ var dynamicKeys = sync.OnceValue(func() []dynamicKey {
 			kafkaDefault: k.kafkaDefault,
 		})
 	}
-	return append(keys,
+	keys = append(keys,
 		rateKey("leader.replication.throttled.rate",
 			"Bytes/s a leader sends to the out-of-sync followers of the replicas leader.replication.throttled.replicas names.",
 			func(d *dynamicSettings) *int64 { return &d.leaderRate }),
@@ -104,7 +111,80 @@ var dynamicKeys = sync.OnceValue(func() []dynamicKey {
 			"Bytes/s copied between log.dirs when a replica moves from one to another of this broker (accepted; no replica moves between log.dirs here).",
 			func(d *dynamicSettings) *int64 { return &d.alterLogDirsRate }),
 	)
+	return append(keys, serverKeys()...)
 })
+
+// serverKey is a server.properties key applied at run time: its static
+// setter parses the value into dynamicSettings.server, value formats it as
+// DescribeConfigs reports it.
+func serverKey(name string, typ kmsg.ConfigType, kafkaDefault, doc string, value func(c Config) string) dynamicKey {
+	return dynamicKey{
+		name: name, typ: typ, doc: doc, kafkaDefault: kafkaDefault,
+		apply: func(d *dynamicSettings, v string) error {
+			if err := propertySetters[name](&d.server, v); err != nil {
+				return err
+			}
+			return d.server.Limits.Validate()
+		},
+		value: func(d dynamicSettings) string { return value(d.server) },
+	}
+}
+
+// kafkaMaxInt is Kafka's default of the connection limits (Int.MaxValue).
+const kafkaMaxInt = "2147483647"
+
+// serverKeys are the connection limits and the broker-wide cleaner keys,
+// as Kafka's DynamicBrokerConfig and LogCleaner reconfigure them.
+func serverKeys() []dynamicKey {
+	limit := func(n int) string {
+		if n <= 0 {
+			return kafkaMaxInt
+		}
+		return strconv.Itoa(n)
+	}
+	return []dynamicKey{
+		serverKey("max.connections", kmsg.ConfigTypeInt, kafkaMaxInt,
+			"Connections the broker accepts at once; a new one beyond it is closed. Unset: the descriptor budget's share.",
+			func(c Config) string { return limit(c.Limits.MaxConnections) }),
+		serverKey("max.connections.per.ip", kmsg.ConfigTypeInt, kafkaMaxInt,
+			"Connections accepted at once from one address.",
+			func(c Config) string { return limit(c.Limits.MaxConnectionsPerIP) }),
+		serverKey("max.connections.per.ip.overrides", kmsg.ConfigTypeString, "",
+			"Per-host or per-address limits (host:n,...) that replace max.connections.per.ip.",
+			func(c Config) string { return formatPerIPOverrides(c.Limits.MaxConnectionsPerIPOverrides) }),
+		serverKey("log.cleaner.threads", kmsg.ConfigTypeInt, strconv.Itoa(DefaultCleanerThreads),
+			"Log cleaner threads.",
+			func(c Config) string { return strconv.Itoa(c.Cleaner.withDefaults().Threads) }),
+		serverKey("log.cleaner.dedupe.buffer.size", kmsg.ConfigTypeLong, strconv.Itoa(DefaultCleanerDedupeBufferSize),
+			"Bytes of offset map shared by the cleaner threads.",
+			func(c Config) string { return strconv.FormatInt(c.Cleaner.withDefaults().DedupeBufferSize, 10) }),
+		serverKey("log.cleaner.io.max.bytes.per.second", kmsg.ConfigTypeDouble, kafkaMaxDouble,
+			"Bytes/s the cleaner threads read and write together.",
+			func(c Config) string {
+				if f := c.Cleaner.IOMaxBytesPerSecond; f > 0 {
+					return strconv.FormatFloat(f, 'f', -1, 64)
+				}
+				return kafkaMaxDouble
+			}),
+		serverKey("log.cleaner.backoff.ms", kmsg.ConfigTypeLong, strconv.FormatInt(DefaultCleanerBackoff.Milliseconds(), 10),
+			"The cleaner's pause when no log needs cleaning.",
+			func(c Config) string { return strconv.FormatInt(c.Cleaner.withDefaults().Backoff.Milliseconds(), 10) }),
+	}
+}
+
+// kafkaMaxDouble is Kafka's default I/O rate (Double.MaxValue), as Java
+// prints it.
+const kafkaMaxDouble = "1.7976931348623157E308"
+
+// formatPerIPOverrides is max.connections.per.ip.overrides as Kafka writes
+// it, sorted.
+func formatPerIPOverrides(m map[string]int) string {
+	var parts []string
+	for _, host := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, host+":"+strconv.Itoa(m[host]))
+	}
+	return strings.Join(parts, ",")
+}
 
 func findDynamicKey(name string) (dynamicKey, bool) {
 	keys := dynamicKeys()
@@ -135,7 +215,7 @@ func (b *Broker) dynamic() *dynamicConfig {
 }
 
 func (b *Broker) staticSettings() dynamicSettings {
-	return dynamicSettings{topic: b.cfg.topicDefaults()}
+	return dynamicSettings{topic: b.cfg.topicDefaults(), server: Config{Limits: b.cfg.Limits, Cleaner: b.cfg.Cleaner}}
 }
 
 // topicDefaults is what a topic without overrides gets: the broker's log.*
@@ -174,6 +254,24 @@ func (b *Broker) resolveDynamicConfig(snap cluster.Snapshot) {
 	}
 	b.dyn.Store(d)
 	b.throttle.setRates(d.settings.leaderRate, d.settings.followerRate)
+	b.applyServerSettings(d.settings.server)
+}
+
+// applyServerSettings hands the run-time server.properties keys to their
+// owners: the connection limiter and the log cleaner. Each ignores values
+// it already has.
+func (b *Broker) applyServerSettings(c Config) {
+	if b.res != nil {
+		lc := c.Limits.withDefaults()
+		max := b.res.budget.conns
+		if lc.MaxConnections > 0 {
+			max = lc.MaxConnections
+		}
+		b.res.conns.setLimits(max, lc.MaxConnectionsPerIP, lc.MaxConnectionsPerIPOverrides)
+	}
+	if lc := b.cleaner.Load(); lc != nil {
+		lc.reconfigure(c.Cleaner)
+	}
 }
 
 // applyDynamic applies configs to s; the error names the key, in Kafka's
