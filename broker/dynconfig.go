@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/internal/security"
 )
 
 // dynconfig.go holds the dynamic broker configs: the keys of
@@ -43,6 +44,10 @@ type dynamicSettings struct {
 	// Cleaner's threads, dedupe buffer, I/O rate and backoff. Only those
 	// fields are set; serverKeys lists them.
 	server Config
+	// listenerTLS holds the listener.name.<l>.<key> values, by full name,
+	// of security.ReconfigurableTLSKeys: a listener's new certificate.
+	// Replaced on change, never modified.
+	listenerTLS map[string]string
 }
 
 // dynamicKey is one broker config alterable at run time.
@@ -190,9 +195,95 @@ func findDynamicKey(name string) (dynamicKey, bool) {
 	keys := dynamicKeys()
 	i := slices.IndexFunc(keys, func(k dynamicKey) bool { return k.name == name })
 	if i < 0 {
+		if _, _, ok := parseListenerTLSKey(name); ok {
+			return listenerTLSKey(name), true
+		}
 		return dynamicKey{}, false
 	}
 	return keys[i], true
+}
+
+// parseListenerTLSKey splits listener.name.<l>.<key>, key one of
+// security.ReconfigurableTLSKeys.
+func parseListenerTLSKey(name string) (listener, key string, ok bool) {
+	rest, ok := strings.CutPrefix(name, "listener.name.")
+	i := strings.Index(rest, ".ssl.")
+	if !ok || i <= 0 {
+		return "", "", false
+	}
+	listener, key = rest[:i], rest[i+1:]
+	if listener != strings.ToLower(listener) || !slices.Contains(security.ReconfigurableTLSKeys, key) {
+		return "", "", false
+	}
+	return listener, key, true
+}
+
+// listenerTLSKey is the dynamic key of one listener's TLS setting.
+func listenerTLSKey(name string) dynamicKey {
+	return dynamicKey{
+		name: name, typ: kmsg.ConfigTypeString,
+		doc: "A TLS setting of one listener, reloaded without a restart: new connections get the new certificate.",
+		apply: func(d *dynamicSettings, v string) error {
+			m := maps.Clone(d.listenerTLS)
+			if m == nil {
+				m = map[string]string{}
+			}
+			m[name] = v
+			d.listenerTLS = m
+			return nil
+		},
+		value: func(d dynamicSettings) string { return d.listenerTLS[name] },
+	}
+}
+
+// listenerTLSWith is listener's static TLS with the dynamic values of
+// configs (full key names) over it.
+func (b *Broker) listenerTLSWith(listener string, configs map[string]string) security.ServerTLS {
+	s := b.cfg.tlsFor(listener)
+	prefix := security.ListenerPrefix(listener)
+	for _, name := range slices.Sorted(maps.Keys(configs)) {
+		if key, ok := strings.CutPrefix(name, prefix); ok {
+			s, _ = s.WithKey(key, configs[name])
+		}
+	}
+	return s
+}
+
+// checkListenerTLS refuses listener TLS keys at the cluster-default level
+// (a certificate is one broker's, as in Kafka) and, for this broker's own
+// entity, a listener that is not one of its TLS listeners or a key pair
+// and trust that do not load.
+func (b *Broker) checkListenerTLS(entity string, configs map[string]string) (*kerr.Error, string) {
+	for _, name := range slices.Sorted(maps.Keys(configs)) {
+		listener, _, ok := parseListenerTLSKey(name)
+		switch {
+		case !ok:
+			continue
+		case entity == cluster.DefaultBrokerEntity:
+			return kerr.InvalidConfig, "Cannot update these configs at default cluster level, broker id must be specified: " + name
+		case entity != strconv.Itoa(int(b.cfg.BrokerID)):
+			continue
+		}
+		l := b.listenerLower(listener)
+		if l == nil || l.tls == nil {
+			return kerr.InvalidConfig, fmt.Sprintf("%s: broker %d has no TLS listener %s", name, b.cfg.BrokerID, listener)
+		}
+		if _, err := security.NewServer(b.listenerTLSWith(l.name, configs), nil); err != nil {
+			return kerr.InvalidConfig, fmt.Sprintf("Validation of dynamic config update of SSLFactory failed: %s: %v", name, err)
+		}
+	}
+	return nil, ""
+}
+
+// listenerLower returns the bound listener whose lower-cased name is
+// lower (as listener.name.<l>. writes it), or nil.
+func (b *Broker) listenerLower(lower string) *listener {
+	for _, l := range b.listeners {
+		if strings.ToLower(l.name) == lower {
+			return l
+		}
+	}
+	return nil
 }
 
 // dynamicConfig is the effective dynamic configuration of this broker.
@@ -254,13 +345,14 @@ func (b *Broker) resolveDynamicConfig(snap cluster.Snapshot) {
 	}
 	b.dyn.Store(d)
 	b.throttle.setRates(d.settings.leaderRate, d.settings.followerRate)
-	b.applyServerSettings(d.settings.server)
+	b.applyServerSettings(d.settings)
 }
 
 // applyServerSettings hands the run-time server.properties keys to their
 // owners: the connection limiter and the log cleaner. Each ignores values
 // it already has.
-func (b *Broker) applyServerSettings(c Config) {
+func (b *Broker) applyServerSettings(s dynamicSettings) {
+	c := s.server
 	if b.res != nil {
 		lc := c.Limits.withDefaults()
 		max := b.res.budget.conns
@@ -271,6 +363,32 @@ func (b *Broker) applyServerSettings(c Config) {
 	}
 	if lc := b.cleaner.Load(); lc != nil {
 		lc.reconfigure(c.Cleaner)
+	}
+	for _, l := range b.listeners {
+		if l.tls == nil {
+			continue
+		}
+		prefix := security.ListenerPrefix(l.name)
+		own := maps.Collect(func(yield func(string, string) bool) {
+			for k, v := range s.listenerTLS {
+				if strings.HasPrefix(k, prefix) && !yield(k, v) {
+					return
+				}
+			}
+		})
+		if maps.Equal(own, l.dynamicTLS) {
+			continue
+		}
+		l.dynamicTLS = own
+		if err := l.tls.Update(b.listenerTLSWith(l.name, own)); err != nil {
+			b.logger.Error("new listener TLS settings refused; keeping the old ones", "listener", l.name, "configs", own, "err", err)
+			continue
+		}
+		attrs := []any{"listener", l.name, "configs", own}
+		if leaf := l.tls.Leaf().Leaf; leaf != nil {
+			attrs = append(attrs, "subject", leaf.Subject.String(), "serial", leaf.SerialNumber.String(), "not_after", leaf.NotAfter)
+		}
+		b.logger.Info("listener TLS settings updated", attrs...)
 	}
 }
 
@@ -354,13 +472,19 @@ func (b *Broker) alterBrokerConfigs(ctx context.Context, name string,
 		if !replace {
 			maps.Copy(current, b.metadata().BrokerConfigs[entity])
 		}
-		return applyBrokerConfigOps(static, current, ops)
+		if code, msg := applyBrokerConfigOps(static, current, ops); code != nil {
+			return code, msg
+		}
+		return b.checkListenerTLS(entity, current)
 	}
 	written, err := b.member.UpdateBrokerConfigs(ctx, entity, func(configs map[string]string) error {
 		if replace {
 			clear(configs)
 		}
 		if code, msg = applyBrokerConfigOps(static, configs, ops); code != nil {
+			return errConfigRejected
+		}
+		if code, msg = b.checkListenerTLS(entity, configs); code != nil {
 			return errConfigRejected
 		}
 		return nil
@@ -398,6 +522,25 @@ func (d *dynamicConfig) synonyms(k dynamicKey) []configSynonym {
 func (d *dynamicConfig) entry(k dynamicKey) configEntry {
 	syn := d.synonyms(k)
 	return configEntry{name: k.name, value: k.value(d.settings), source: syn[0].source, typ: k.typ, doc: k.doc, synonyms: syn}
+}
+
+// listenerTLSEntries are the listener TLS keys set for this broker or as
+// the cluster default (dynamicKeys does not list them: their names hold a
+// listener's).
+func (d *dynamicConfig) listenerTLSEntries() []configEntry {
+	names := map[string]bool{}
+	for _, m := range []map[string]string{d.own, d.defaults} {
+		for name := range m {
+			if _, _, ok := parseListenerTLSKey(name); ok {
+				names[name] = true
+			}
+		}
+	}
+	var out []configEntry
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		out = append(out, d.entry(listenerTLSKey(name)))
+	}
+	return out
 }
 
 // defaultEntries are the configs of the cluster-wide default entity (the

@@ -2,14 +2,21 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
+	"os"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/internal/pki"
+	"github.com/tributary/tributary/internal/security"
 	"github.com/tributary/tributary/internal/testenv"
 )
 
@@ -22,11 +29,7 @@ func setDefaultBrokerConfig(t *testing.T, ctx context.Context, b *testBroker, ad
 	if value == nil {
 		op = kadm.DeleteConfig
 	}
-	res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: op, Name: key, Value: value}})
-	if err == nil {
-		err = res[0].Err
-	}
-	if err != nil {
+	if err := alterBroker(ctx, adm, kadm.AlterConfig{Op: op, Name: key, Value: value}); err != nil {
 		t.Fatalf("altering %s: %v", key, err)
 	}
 	testenv.WaitFor(t, 30*time.Second, "the broker applying "+key, func() (bool, string) {
@@ -36,6 +39,16 @@ func setDefaultBrokerConfig(t *testing.T, ctx context.Context, b *testBroker, ad
 		}
 		return ok && v == *value, v
 	})
+}
+
+// alterBroker sends one IncrementalAlterConfigs alteration for the
+// brokers ids (none: the cluster-wide default) and returns its error.
+func alterBroker(ctx context.Context, adm *kadm.Client, cfg kadm.AlterConfig, ids ...int32) error {
+	res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{cfg}, ids...)
+	if err == nil {
+		err = res[0].Err
+	}
+	return err
 }
 
 // TestDynamicConnectionLimits: max.connections.per.ip.overrides,
@@ -98,11 +111,7 @@ func TestDynamicConnectionLimits(t *testing.T) {
 	// Bad values name the key and change nothing.
 	for k, v := range map[string]string{"max.connections": "-1", "max.connections.per.ip": "many",
 		"max.connections.per.ip.overrides": "127.0.0.2:-4"} {
-		res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: k, Value: kadm.StringPtr(v)}})
-		if err == nil {
-			err = res[0].Err
-		}
-		if !errors.Is(err, kerr.InvalidConfig) {
+		if err := alterBroker(ctx, adm, kadm.AlterConfig{Name: k, Value: kadm.StringPtr(v)}); !errors.Is(err, kerr.InvalidConfig) {
 			t.Fatalf("%s=%s: %v, want INVALID_CONFIG", k, v, err)
 		}
 	}
@@ -161,13 +170,96 @@ func TestDynamicCleanerConfigs(t *testing.T) {
 			fmt.Sprint(n, rate, share, backoff)
 	})
 
-	if err := func() error {
-		res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "log.cleaner.threads", Value: kadm.StringPtr("0")}})
-		if err == nil {
-			err = res[0].Err
-		}
-		return err
-	}(); !errors.Is(err, kerr.InvalidConfig) {
+	if err := alterBroker(ctx, adm, kadm.AlterConfig{Name: "log.cleaner.threads", Value: kadm.StringPtr("0")}); !errors.Is(err, kerr.InvalidConfig) {
 		t.Fatalf("log.cleaner.threads=0: %v, want INVALID_CONFIG", err)
 	}
+}
+
+// TestDynamicListenerCertificate: listener.name.ssl.ssl.keystore.location
+// altered for this broker switches the SSL listener's certificate for new
+// connections at once (established ones keep working) and deleting it
+// brings the static one back. Refused with INVALID_CONFIG, changing
+// nothing: the cluster-default level (a certificate is one broker's, as in
+// Kafka), a keystore that does not load, an unknown listener, a password.
+func TestDynamicListenerCertificate(t *testing.T) {
+	f := newTLSFiles(t)
+	b := newTestBroker(t, func(c *Config) {
+		c.Listeners = "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"
+		c.TLS = f.serverTLS(security.ClientAuthNone)
+	})
+	ctx := testContext(t, time.Minute)
+	adm := kadm.NewClient(newClient(t, b.Addr()))
+	ssl, id := b.ListenerAddr("SSL"), b.cfg.BrokerID
+	serial := func() string {
+		t.Helper()
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", ssl, f.clientTLS(nil))
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0].SerialNumber.String()
+	}
+	static := f.broker.Cert.SerialNumber.String()
+	if got := serial(); got != static {
+		t.Fatalf("serial %s at start, want %s", got, static)
+	}
+	old := dialTLS(t, ssl, f.clientTLS(nil))
+	healthy(t, old)
+
+	next, err := f.ca.Issue(pki.Options{CommonName: "broker", Hosts: []string{"127.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nextPath, garbage := f.path("broker-next.pem"), f.path("garbage.pem")
+	if err := next.WritePEM(nextPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(garbage, []byte("-----BEGIN CERTIFICATE-----\nnot a certificate\n-----END CERTIFICATE-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const key = "listener.name.ssl.ssl.keystore.location"
+	for _, bad := range []struct {
+		what string
+		cfg  kadm.AlterConfig
+		ids  []int32
+	}{
+		{"the default level", kadm.AlterConfig{Name: key, Value: kadm.StringPtr(nextPath)}, nil},
+		{"a keystore that does not load", kadm.AlterConfig{Name: key, Value: kadm.StringPtr(garbage)}, []int32{id}},
+		{"an unknown listener", kadm.AlterConfig{Name: "listener.name.nosuch.ssl.keystore.location", Value: kadm.StringPtr(nextPath)}, []int32{id}},
+		{"a password", kadm.AlterConfig{Name: "listener.name.ssl.ssl.keystore.password", Value: kadm.StringPtr("secret")}, []int32{id}},
+	} {
+		if err := alterBroker(ctx, adm, bad.cfg, bad.ids...); !errors.Is(err, kerr.InvalidConfig) {
+			t.Fatalf("%s: %v, want INVALID_CONFIG", bad.what, err)
+		}
+	}
+	if d := b.dynamic(); len(d.own) != 0 || len(d.defaults) != 0 {
+		t.Fatalf("refused alterations left %v / %v", d.own, d.defaults)
+	}
+
+	if err := alterBroker(ctx, adm, kadm.AlterConfig{Name: key, Value: kadm.StringPtr(nextPath)}, id); err != nil {
+		t.Fatalf("altering %s: %v", key, err)
+	}
+	testenv.WaitFor(t, 30*time.Second, "new connections getting the new certificate", func() (bool, string) {
+		got := serial()
+		return got == next.Cert.SerialNumber.String(), got
+	})
+	healthy(t, old)
+	rcs, err := adm.DescribeBrokerConfigs(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On(fmt.Sprint(id), nil)
+	if err != nil || !slices.ContainsFunc(rc.Configs, func(c kadm.Config) bool {
+		return c.Key == key && c.MaybeValue() == nextPath && c.Source == kmsg.ConfigSourceDynamicBrokerConfig
+	}) {
+		t.Fatalf("DescribeConfigs does not report %s=%s (DYNAMIC_BROKER_CONFIG): %v %+v", key, nextPath, err, rc.Configs)
+	}
+
+	if err := alterBroker(ctx, adm, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: key}, id); err != nil {
+		t.Fatalf("deleting %s: %v", key, err)
+	}
+	testenv.WaitFor(t, 30*time.Second, "the static certificate back", func() (bool, string) {
+		got := serial()
+		return got == static, got
+	})
 }
