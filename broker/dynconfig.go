@@ -33,10 +33,9 @@ type dynamicSettings struct {
 	// follower.replication.throttled.rate in bytes/s; 0 is unthrottled.
 	leaderRate, followerRate int64
 	// alterLogDirsRate is replica.alter.log.dirs.io.max.bytes.per.second,
-	// Kafka's bound on copying a replica between a broker's log.dirs; 0 is
-	// unthrottled. Kept and described only: replicas do not move between
-	// log.dirs here (AlterReplicaLogDirs is not served), but Kafka's
-	// reassignment tool sets and clears it with the two rates above.
+	// the bound on copying a replica between this broker's log.dirs
+	// (alterreplicalogdirs.go); 0 is unthrottled. Kafka's reassignment
+	// tool sets and clears it with the two rates above.
 	alterLogDirsRate int64
 	// server holds the other server.properties keys Kafka lets an
 	// operator change at run time, in their static form: Limits'
@@ -113,7 +112,7 @@ var dynamicKeys = sync.OnceValue(func() []dynamicKey {
 			"Bytes/s a follower copies for the out-of-sync replicas follower.replication.throttled.replicas names.",
 			func(d *dynamicSettings) *int64 { return &d.followerRate }),
 		rateKey("replica.alter.log.dirs.io.max.bytes.per.second",
-			"Bytes/s copied between log.dirs when a replica moves from one to another of this broker (accepted; no replica moves between log.dirs here).",
+			"Bytes/s copied between log.dirs when a replica moves from one to another of this broker.",
 			func(d *dynamicSettings) *int64 { return &d.alterLogDirsRate }),
 	)
 	return append(keys, serverKeys()...)
