@@ -433,6 +433,10 @@ func applyBrokerConfigOps(static dynamicSettings, configs map[string]string, ops
 		}
 		seen[op.Name] = true
 		if _, ok := findDynamicKey(op.Name); !ok {
+			if strings.HasPrefix(op.Name, "listener.name.") && strings.HasSuffix(op.Name, ".password") {
+				return kerr.InvalidConfig, op.Name + ": dynamic password configs are not supported (Kafka keeps them " +
+					"encrypted with password.encoder.secret); use a keystore without a password or replace the file in place"
+			}
 			return kerr.InvalidConfig, errNotDynamic.Error() + ": " + op.Name
 		}
 		switch op.Op {
