@@ -63,6 +63,12 @@ type Broker struct {
 	// throttle bounds replication bandwidth of throttled replicas
 	// (throttle.go).
 	throttle *replicationThrottle
+	// cleaner is the running log cleaner (nil when disabled), reconfigured
+	// by the dynamic broker configs (cleaner.go).
+	cleaner atomic.Pointer[logCleaner]
+	// logDirMoves are the replicas moving between log.dirs
+	// (alterreplicalogdirs.go).
+	logDirMoves *logDirMoves
 
 	pids *producerIDs
 	// fetchers copy the partitions this broker follows (replica_fetcher.go);
@@ -217,11 +223,15 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, opts ...Opt
 	if b.pids, err = openProducerIDs(filepath.Join(cfg.LogDirs[0], producerIDFile)); err != nil {
 		return nil, err
 	}
+	if err := recoverLogDirMoves(cfg.LogDirs); err != nil {
+		return nil, err
+	}
 	if b.onDisk, err = scanLogDirs(cfg.LogDirs); err != nil {
 		return nil, err
 	}
 	b.fetchers = newFetcherManager(b)
 	b.throttle = newReplicationThrottle(time.Now)
+	b.logDirMoves = newLogDirMoves()
 	b.hwStart = b.loadHWCheckpoints()
 	return b, nil
 }

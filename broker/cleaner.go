@@ -22,43 +22,90 @@ type cleanableLog interface {
 
 // logCleaner runs log.cleaner.threads goroutines that each clean, every
 // round, the dirtiest due log not being cleaned by another thread, and
-// sleep log.cleaner.backoff.ms when none is due.
+// sleep log.cleaner.backoff.ms when none is due. The thread count, dedupe
+// buffer, I/O rate and backoff are dynamic broker configs (reconfigure):
+// a thread beyond a lowered count stops after its current cleaning, as
+// Kafka's cleaner is resized between cleanings.
 type logCleaner struct {
 	b        *Broker
-	cfg      CleanerConfig
 	throttle *ioThrottle
 	mu       sync.Mutex
+	cfg      CleanerConfig
 	busy     map[*partition]bool
+	// running marks the threads started and not yet stopped.
+	running map[int]bool
 	// last is each thread's last cleaning, for the max-* gauges.
-	last []plog.CleanStats
+	last map[int]plog.CleanStats
 }
 
 // startCleaner starts the cleaner threads (stopped by shutdownCtx, waited
-// for by b.wg) unless log.cleaner.enable=false.
+// for by b.wg) unless log.cleaner.enable=false, with the dynamic configs
+// already known applied.
 func (b *Broker) startCleaner() {
 	cfg := b.cfg.Cleaner.withDefaults()
 	if cfg.Disable {
 		return
 	}
 	c := &logCleaner{b: b, cfg: cfg, busy: map[*partition]bool{}, throttle: newIOThrottle(cfg.IOMaxBytesPerSecond),
-		last: make([]plog.CleanStats, cfg.Threads)}
-	b.wg.Add(cfg.Threads)
-	for i := range cfg.Threads {
-		go c.run(b.shutdownCtx, i)
+		running: map[int]bool{}, last: map[int]plog.CleanStats{}}
+	b.cleaner.Store(c)
+	c.reconfigure(b.dynamic().settings.server.Cleaner)
+}
+
+// reconfigure applies the dynamic cleaner settings of next (its other
+// fields are ignored) and starts the threads a higher count needs.
+func (c *logCleaner) reconfigure(next CleanerConfig) {
+	next = next.withDefaults()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cfg.Threads != next.Threads || c.cfg.DedupeBufferSize != next.DedupeBufferSize ||
+		c.cfg.IOMaxBytesPerSecond != next.IOMaxBytesPerSecond || c.cfg.Backoff != next.Backoff {
+		c.b.logger.Info("log cleaner reconfigured", "log.cleaner.threads", next.Threads,
+			"log.cleaner.dedupe.buffer.size", next.DedupeBufferSize,
+			"log.cleaner.io.max.bytes.per.second", next.IOMaxBytesPerSecond, "log.cleaner.backoff.ms", next.Backoff.Milliseconds())
 	}
+	c.cfg.Threads, c.cfg.DedupeBufferSize = next.Threads, next.DedupeBufferSize
+	c.cfg.IOMaxBytesPerSecond, c.cfg.Backoff = next.IOMaxBytesPerSecond, next.Backoff
+	c.throttle.setRate(next.IOMaxBytesPerSecond)
+	if c.b.shutdownCtx.Err() != nil {
+		return
+	}
+	for i := range c.cfg.Threads {
+		if !c.running[i] {
+			c.running[i] = true
+			c.b.wg.Add(1)
+			go c.run(c.b.shutdownCtx, i)
+		}
+	}
+}
+
+// options returns thread's cleaning options and backoff, or false if the
+// thread is beyond the configured count (it is then marked stopped).
+func (c *logCleaner) options(thread int) (plog.CleanOptions, time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if thread >= c.cfg.Threads {
+		delete(c.running, thread)
+		delete(c.last, thread)
+		return plog.CleanOptions{}, 0, false
+	}
+	return plog.CleanOptions{DedupeBufferSize: c.cfg.DedupeBufferSize / int64(c.cfg.Threads), Throttle: c.throttle.wait,
+		StepHook: c.cfg.StepHook}, c.cfg.Backoff, true
 }
 
 func (c *logCleaner) run(ctx context.Context, thread int) {
 	defer c.b.wg.Done()
-	opts := plog.CleanOptions{DedupeBufferSize: c.cfg.DedupeBufferSize / int64(c.cfg.Threads), Throttle: c.throttle.wait,
-		StepHook: c.cfg.StepHook}
 	for {
+		opts, backoff, ok := c.options(thread)
+		if !ok {
+			return
+		}
 		p, l := c.pick()
 		if p == nil {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(c.cfg.Backoff):
+			case <-time.After(backoff):
 				continue
 			}
 		}
@@ -77,7 +124,7 @@ func (c *logCleaner) run(ctx context.Context, thread int) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(c.cfg.Backoff):
+			case <-time.After(backoff):
 			}
 		case st.SegmentsIn > 0:
 			c.observe(thread, st)
@@ -149,8 +196,8 @@ func (c *logCleaner) logStats(p *partition, st plog.CleanStats) {
 
 // ioThrottle is log.cleaner.io.max.bytes.per.second, shared by the threads.
 type ioThrottle struct {
-	rate  float64
 	mu    sync.Mutex
+	rate  float64
 	start time.Time
 	bytes float64
 }
@@ -159,12 +206,22 @@ func newIOThrottle(rate float64) *ioThrottle {
 	return &ioThrottle{rate: rate, start: time.Now()}
 }
 
+// setRate changes the rate; a new rate starts with no history.
+func (t *ioThrottle) setRate(rate float64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if rate != t.rate {
+		t.rate, t.start, t.bytes = rate, time.Now(), 0
+	}
+}
+
 // wait sleeps as long as the cleaner is ahead of its rate.
 func (t *ioThrottle) wait(ctx context.Context, n int64) error {
+	t.mu.Lock()
 	if t.rate <= 0 {
+		t.mu.Unlock()
 		return nil
 	}
-	t.mu.Lock()
 	t.bytes += float64(n)
 	ahead := time.Duration(t.bytes/t.rate*float64(time.Second)) - time.Since(t.start)
 	if time.Since(t.start) > 10*time.Second { // forget old history

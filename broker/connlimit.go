@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"slices"
@@ -14,31 +15,54 @@ import (
 
 // connLimiter enforces max.connections and max.connections.per.ip (with
 // per-host overrides), as Kafka's acceptor does: a connection over a limit
-// is accepted and closed at once. Safe for concurrent use.
+// is accepted and closed at once. The limits are dynamic broker configs:
+// setLimits changes them for the next connection (those open stay, as in
+// Kafka). Safe for concurrent use.
 type connLimiter struct {
+	mu        sync.Mutex
 	max       int // 0 = unlimited
 	perIP     int // 0 = unlimited
 	overrides map[string]int
-
-	mu    sync.Mutex
+	// given is the overrides as configured, before host resolution.
+	given map[string]int
 	total int
 	byIP  map[string]int
 }
 
 func newConnLimiter(max, perIP int, overrides map[string]int) *connLimiter {
-	l := &connLimiter{max: max, perIP: perIP, overrides: map[string]int{}, byIP: map[string]int{}}
-	// Overrides may name hosts; Kafka resolves them once, at start.
+	l := &connLimiter{byIP: map[string]int{}}
+	l.setLimits(max, perIP, overrides)
+	return l
+}
+
+// setLimits replaces the limits; overrides naming hosts are resolved now
+// (Kafka resolves them when it reads the config), unless they are the
+// overrides already in force.
+func (l *connLimiter) setLimits(max, perIP int, overrides map[string]int) {
+	l.mu.Lock()
+	same := l.given != nil && maps.Equal(l.given, overrides)
+	l.max, l.perIP = max, perIP
+	l.mu.Unlock()
+	if same {
+		return
+	}
+	resolved := map[string]int{}
 	for host, n := range overrides {
-		l.overrides[host] = n
+		resolved[host] = n
 		if net.ParseIP(host) == nil {
 			if ips, err := net.LookupIP(host); err == nil {
 				for _, ip := range ips {
-					l.overrides[ip.String()] = n
+					resolved[ip.String()] = n
 				}
 			}
 		}
 	}
-	return l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.overrides, l.given = resolved, maps.Clone(overrides)
+	if l.given == nil {
+		l.given = map[string]int{}
+	}
 }
 
 // limitFor returns the per-IP limit of ip (0 = unlimited).

@@ -161,6 +161,7 @@ func (b *Broker) brokerConfigEntries() []configEntry {
 	for _, k := range dynamicKeys() {
 		out = append(out, dyn.entry(k))
 	}
+	out = append(out, dyn.listenerTLSEntries()...)
 	for _, k := range topicConfigKeys {
 		if k.brokerKey != "" && !isDynamicKey(k.brokerKey) {
 			add(k.brokerKey, k.value(tc), k.kafkaDefault, k.typ)

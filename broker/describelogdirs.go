@@ -16,7 +16,8 @@ import (
 // null) with their size, the bytes of their segment files, and Kafka's
 // offset lag, max(high watermark - log end offset, 0). Every log dir is
 // listed, with its total and usable bytes from v4; a dir holding none of
-// the requested partitions is listed empty, as Kafka does.
+// the requested partitions is listed empty, as Kafka does. A replica
+// moving to another log dir is listed in both, IsFuture in the target.
 func (b *Broker) handleDescribeLogDirs(_ context.Context, r *request) (reply, error) {
 	req := r.msg.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
@@ -46,6 +47,21 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, r *request) (reply, er
 		sp.Partition, sp.Size = p.index, p.log.Size()
 		sp.OffsetLag = max(p.highWatermark()-p.log.EndOffset(), 0)
 		byDir[dir][p.topic] = append(byDir[dir][p.topic], sp)
+	}
+	// Replicas moving to another log dir (AlterReplicaLogDirs) are listed
+	// there too, as Kafka's future replicas: their lag is behind the
+	// current replica's end.
+	for _, mv := range b.futureReplicas() {
+		size, lag, ok := mv.progress()
+		if !ok || wanted != nil && !slices.Contains(wanted[mv.tp.topic], mv.tp.p) {
+			continue
+		}
+		if byDir[mv.target] == nil {
+			byDir[mv.target] = map[string][]kmsg.DescribeLogDirsResponseDirTopicPartition{}
+		}
+		sp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
+		sp.Partition, sp.Size, sp.OffsetLag, sp.IsFuture = mv.tp.p, size, lag, true
+		byDir[mv.target][mv.tp.topic] = append(byDir[mv.target][mv.tp.topic], sp)
 	}
 	for _, dir := range b.cfg.LogDirs {
 		rd := kmsg.NewDescribeLogDirsResponseDir()

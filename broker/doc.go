@@ -83,7 +83,12 @@
 // in-sync followers, which report theirs in every fetch) reaches the
 // requested offset. DescribeLogDirs
 // (describelogdirs.go) lists every local replica under its log.dirs
-// entry; DescribeCluster (describecluster.go) reports what Metadata does
+// entry, and a replica moving to another entry there too as Kafka's future
+// replica. AlterReplicaLogDirs (alterreplicalogdirs.go) moves a replica
+// between log.dirs: a copy in <topic>-<p>.<id>-future, throttled by
+// replica.alter.log.dirs.io.max.bytes.per.second, swapped by the
+// reconciler with two renames that a restart completes or undoes, so a
+// crash leaves one good copy. DescribeCluster (describecluster.go) reports what Metadata does
 // about brokers; the legacy AlterConfigs (alterconfigs_legacy.go) replaces
 // a topic's overrides, validated as IncrementalAlterConfigs validates.
 //
@@ -94,7 +99,19 @@
 // partition and follow its leader, which takes them as followers under the
 // same epoch, and the controller completes the move once they are in the
 // ISR. A broker that is no longer a replica of a partition deletes its
-// data. Replication throttles are not applied yet.
+// data. Replication throttles (throttle.go) bound what out-of-sync
+// followers of the throttled replicas copy.
+//
+// Dynamic broker configs (dynconfig.go; /config/brokers/<id> and
+// <default>, byte for byte what Kafka's ConfigCommand writes) apply
+// without a restart: the topic defaults (log.retention.ms, ...), the
+// replication throttle rates, max.connections, max.connections.per.ip and
+// its overrides (for the next connections), the broker-wide
+// log.cleaner.threads, dedupe buffer, I/O rate and backoff (the cleaner
+// is resized between cleanings), and per broker the listeners' keystores
+// and truststores (listener.name.<l>.ssl.keystore.location, ...: new
+// connections get the new certificate; passwords are refused, as Kafka
+// keeps them encrypted with password.encoder.secret).
 //
 // # Group coordinator
 //

@@ -7,12 +7,14 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/internal/security"
 )
 
 // dynconfig.go holds the dynamic broker configs: the keys of
@@ -30,6 +32,21 @@ type dynamicSettings struct {
 	// leaderRate and followerRate are leader.replication.throttled.rate and
 	// follower.replication.throttled.rate in bytes/s; 0 is unthrottled.
 	leaderRate, followerRate int64
+	// alterLogDirsRate is replica.alter.log.dirs.io.max.bytes.per.second,
+	// the bound on copying a replica between this broker's log.dirs
+	// (alterreplicalogdirs.go); 0 is unthrottled. Kafka's reassignment
+	// tool sets and clears it with the two rates above.
+	alterLogDirsRate int64
+	// server holds the other server.properties keys Kafka lets an
+	// operator change at run time, in their static form: Limits'
+	// max.connections, max.connections.per.ip and its overrides, and
+	// Cleaner's threads, dedupe buffer, I/O rate and backoff. Only those
+	// fields are set; serverKeys lists them.
+	server Config
+	// listenerTLS holds the listener.name.<l>.<key> values, by full name,
+	// of security.ReconfigurableTLSKeys: a listener's new certificate.
+	// Replaced on change, never modified.
+	listenerTLS map[string]string
 }
 
 // dynamicKey is one broker config alterable at run time.
@@ -87,23 +104,185 @@ var dynamicKeys = sync.OnceValue(func() []dynamicKey {
 			kafkaDefault: k.kafkaDefault,
 		})
 	}
-	return append(keys,
+	keys = append(keys,
 		rateKey("leader.replication.throttled.rate",
 			"Bytes/s a leader sends to the out-of-sync followers of the replicas leader.replication.throttled.replicas names.",
 			func(d *dynamicSettings) *int64 { return &d.leaderRate }),
 		rateKey("follower.replication.throttled.rate",
 			"Bytes/s a follower copies for the out-of-sync replicas follower.replication.throttled.replicas names.",
 			func(d *dynamicSettings) *int64 { return &d.followerRate }),
+		rateKey("replica.alter.log.dirs.io.max.bytes.per.second",
+			"Bytes/s copied between log.dirs when a replica moves from one to another of this broker.",
+			func(d *dynamicSettings) *int64 { return &d.alterLogDirsRate }),
 	)
+	return append(keys, serverKeys()...)
 })
+
+// serverKey is a server.properties key applied at run time: its static
+// setter parses the value into dynamicSettings.server, value formats it as
+// DescribeConfigs reports it.
+func serverKey(name string, typ kmsg.ConfigType, kafkaDefault, doc string, value func(c Config) string) dynamicKey {
+	return dynamicKey{
+		name: name, typ: typ, doc: doc, kafkaDefault: kafkaDefault,
+		apply: func(d *dynamicSettings, v string) error {
+			if err := propertySetters[name](&d.server, v); err != nil {
+				return err
+			}
+			return d.server.Limits.Validate()
+		},
+		value: func(d dynamicSettings) string { return value(d.server) },
+	}
+}
+
+// kafkaMaxInt is Kafka's default of the connection limits (Int.MaxValue).
+const kafkaMaxInt = "2147483647"
+
+// serverKeys are the connection limits and the broker-wide cleaner keys,
+// as Kafka's DynamicBrokerConfig and LogCleaner reconfigure them.
+func serverKeys() []dynamicKey {
+	limit := func(n int) string {
+		if n <= 0 {
+			return kafkaMaxInt
+		}
+		return strconv.Itoa(n)
+	}
+	return []dynamicKey{
+		serverKey("max.connections", kmsg.ConfigTypeInt, kafkaMaxInt,
+			"Connections the broker accepts at once; a new one beyond it is closed. Unset: the descriptor budget's share.",
+			func(c Config) string { return limit(c.Limits.MaxConnections) }),
+		serverKey("max.connections.per.ip", kmsg.ConfigTypeInt, kafkaMaxInt,
+			"Connections accepted at once from one address.",
+			func(c Config) string { return limit(c.Limits.MaxConnectionsPerIP) }),
+		serverKey("max.connections.per.ip.overrides", kmsg.ConfigTypeString, "",
+			"Per-host or per-address limits (host:n,...) that replace max.connections.per.ip.",
+			func(c Config) string { return formatPerIPOverrides(c.Limits.MaxConnectionsPerIPOverrides) }),
+		serverKey("log.cleaner.threads", kmsg.ConfigTypeInt, strconv.Itoa(DefaultCleanerThreads),
+			"Log cleaner threads.",
+			func(c Config) string { return strconv.Itoa(c.Cleaner.withDefaults().Threads) }),
+		serverKey("log.cleaner.dedupe.buffer.size", kmsg.ConfigTypeLong, strconv.Itoa(DefaultCleanerDedupeBufferSize),
+			"Bytes of offset map shared by the cleaner threads.",
+			func(c Config) string { return strconv.FormatInt(c.Cleaner.withDefaults().DedupeBufferSize, 10) }),
+		serverKey("log.cleaner.io.max.bytes.per.second", kmsg.ConfigTypeDouble, kafkaMaxDouble,
+			"Bytes/s the cleaner threads read and write together.",
+			func(c Config) string {
+				if f := c.Cleaner.IOMaxBytesPerSecond; f > 0 {
+					return strconv.FormatFloat(f, 'f', -1, 64)
+				}
+				return kafkaMaxDouble
+			}),
+		serverKey("log.cleaner.backoff.ms", kmsg.ConfigTypeLong, strconv.FormatInt(DefaultCleanerBackoff.Milliseconds(), 10),
+			"The cleaner's pause when no log needs cleaning.",
+			func(c Config) string { return strconv.FormatInt(c.Cleaner.withDefaults().Backoff.Milliseconds(), 10) }),
+	}
+}
+
+// kafkaMaxDouble is Kafka's default I/O rate (Double.MaxValue), as Java
+// prints it.
+const kafkaMaxDouble = "1.7976931348623157E308"
+
+// formatPerIPOverrides is max.connections.per.ip.overrides as Kafka writes
+// it, sorted.
+func formatPerIPOverrides(m map[string]int) string {
+	var parts []string
+	for _, host := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, host+":"+strconv.Itoa(m[host]))
+	}
+	return strings.Join(parts, ",")
+}
 
 func findDynamicKey(name string) (dynamicKey, bool) {
 	keys := dynamicKeys()
 	i := slices.IndexFunc(keys, func(k dynamicKey) bool { return k.name == name })
 	if i < 0 {
+		if _, _, ok := parseListenerTLSKey(name); ok {
+			return listenerTLSKey(name), true
+		}
 		return dynamicKey{}, false
 	}
 	return keys[i], true
+}
+
+// parseListenerTLSKey splits listener.name.<l>.<key>, key one of
+// security.ReconfigurableTLSKeys.
+func parseListenerTLSKey(name string) (listener, key string, ok bool) {
+	rest, ok := strings.CutPrefix(name, "listener.name.")
+	i := strings.Index(rest, ".ssl.")
+	if !ok || i <= 0 {
+		return "", "", false
+	}
+	listener, key = rest[:i], rest[i+1:]
+	if listener != strings.ToLower(listener) || !slices.Contains(security.ReconfigurableTLSKeys, key) {
+		return "", "", false
+	}
+	return listener, key, true
+}
+
+// listenerTLSKey is the dynamic key of one listener's TLS setting.
+func listenerTLSKey(name string) dynamicKey {
+	return dynamicKey{
+		name: name, typ: kmsg.ConfigTypeString,
+		doc: "A TLS setting of one listener, reloaded without a restart: new connections get the new certificate.",
+		apply: func(d *dynamicSettings, v string) error {
+			m := maps.Clone(d.listenerTLS)
+			if m == nil {
+				m = map[string]string{}
+			}
+			m[name] = v
+			d.listenerTLS = m
+			return nil
+		},
+		value: func(d dynamicSettings) string { return d.listenerTLS[name] },
+	}
+}
+
+// listenerTLSWith is listener's static TLS with the dynamic values of
+// configs (full key names) over it.
+func (b *Broker) listenerTLSWith(listener string, configs map[string]string) security.ServerTLS {
+	s := b.cfg.tlsFor(listener)
+	prefix := security.ListenerPrefix(listener)
+	for _, name := range slices.Sorted(maps.Keys(configs)) {
+		if key, ok := strings.CutPrefix(name, prefix); ok {
+			s, _ = s.WithKey(key, configs[name])
+		}
+	}
+	return s
+}
+
+// checkListenerTLS refuses listener TLS keys at the cluster-default level
+// (a certificate is one broker's, as in Kafka) and, for this broker's own
+// entity, a listener that is not one of its TLS listeners or a key pair
+// and trust that do not load.
+func (b *Broker) checkListenerTLS(entity string, configs map[string]string) (*kerr.Error, string) {
+	for _, name := range slices.Sorted(maps.Keys(configs)) {
+		listener, _, ok := parseListenerTLSKey(name)
+		switch {
+		case !ok:
+			continue
+		case entity == cluster.DefaultBrokerEntity:
+			return kerr.InvalidConfig, "Cannot update these configs at default cluster level, broker id must be specified: " + name
+		case entity != strconv.Itoa(int(b.cfg.BrokerID)):
+			continue
+		}
+		l := b.listenerLower(listener)
+		if l == nil || l.tls == nil {
+			return kerr.InvalidConfig, fmt.Sprintf("%s: broker %d has no TLS listener %s", name, b.cfg.BrokerID, listener)
+		}
+		if _, err := security.NewServer(b.listenerTLSWith(l.name, configs), nil); err != nil {
+			return kerr.InvalidConfig, fmt.Sprintf("Validation of dynamic config update of SSLFactory failed: %s: %v", name, err)
+		}
+	}
+	return nil, ""
+}
+
+// listenerLower returns the bound listener whose lower-cased name is
+// lower (as listener.name.<l>. writes it), or nil.
+func (b *Broker) listenerLower(lower string) *listener {
+	for _, l := range b.listeners {
+		if strings.ToLower(l.name) == lower {
+			return l
+		}
+	}
+	return nil
 }
 
 // dynamicConfig is the effective dynamic configuration of this broker.
@@ -126,7 +305,7 @@ func (b *Broker) dynamic() *dynamicConfig {
 }
 
 func (b *Broker) staticSettings() dynamicSettings {
-	return dynamicSettings{topic: b.cfg.topicDefaults()}
+	return dynamicSettings{topic: b.cfg.topicDefaults(), server: Config{Limits: b.cfg.Limits, Cleaner: b.cfg.Cleaner}}
 }
 
 // topicDefaults is what a topic without overrides gets: the broker's log.*
@@ -165,6 +344,51 @@ func (b *Broker) resolveDynamicConfig(snap cluster.Snapshot) {
 	}
 	b.dyn.Store(d)
 	b.throttle.setRates(d.settings.leaderRate, d.settings.followerRate)
+	b.applyServerSettings(d.settings)
+}
+
+// applyServerSettings hands the run-time server.properties keys to their
+// owners: the connection limiter and the log cleaner. Each ignores values
+// it already has.
+func (b *Broker) applyServerSettings(s dynamicSettings) {
+	c := s.server
+	if b.res != nil {
+		lc := c.Limits.withDefaults()
+		max := b.res.budget.conns
+		if lc.MaxConnections > 0 {
+			max = lc.MaxConnections
+		}
+		b.res.conns.setLimits(max, lc.MaxConnectionsPerIP, lc.MaxConnectionsPerIPOverrides)
+	}
+	if lc := b.cleaner.Load(); lc != nil {
+		lc.reconfigure(c.Cleaner)
+	}
+	for _, l := range b.listeners {
+		if l.tls == nil {
+			continue
+		}
+		prefix := security.ListenerPrefix(l.name)
+		own := maps.Collect(func(yield func(string, string) bool) {
+			for k, v := range s.listenerTLS {
+				if strings.HasPrefix(k, prefix) && !yield(k, v) {
+					return
+				}
+			}
+		})
+		if maps.Equal(own, l.dynamicTLS) {
+			continue
+		}
+		l.dynamicTLS = own
+		if err := l.tls.Update(b.listenerTLSWith(l.name, own)); err != nil {
+			b.logger.Error("new listener TLS settings refused; keeping the old ones", "listener", l.name, "configs", own, "err", err)
+			continue
+		}
+		attrs := []any{"listener", l.name, "configs", own}
+		if leaf := l.tls.Leaf().Leaf; leaf != nil {
+			attrs = append(attrs, "subject", leaf.Subject.String(), "serial", leaf.SerialNumber.String(), "not_after", leaf.NotAfter)
+		}
+		b.logger.Info("listener TLS settings updated", attrs...)
+	}
 }
 
 // applyDynamic applies configs to s; the error names the key, in Kafka's
@@ -209,6 +433,10 @@ func applyBrokerConfigOps(static dynamicSettings, configs map[string]string, ops
 		}
 		seen[op.Name] = true
 		if _, ok := findDynamicKey(op.Name); !ok {
+			if strings.HasPrefix(op.Name, "listener.name.") && strings.HasSuffix(op.Name, ".password") {
+				return kerr.InvalidConfig, op.Name + ": dynamic password configs are not supported (Kafka keeps them " +
+					"encrypted with password.encoder.secret); use a keystore without a password or replace the file in place"
+			}
 			return kerr.InvalidConfig, errNotDynamic.Error() + ": " + op.Name
 		}
 		switch op.Op {
@@ -247,13 +475,19 @@ func (b *Broker) alterBrokerConfigs(ctx context.Context, name string,
 		if !replace {
 			maps.Copy(current, b.metadata().BrokerConfigs[entity])
 		}
-		return applyBrokerConfigOps(static, current, ops)
+		if code, msg := applyBrokerConfigOps(static, current, ops); code != nil {
+			return code, msg
+		}
+		return b.checkListenerTLS(entity, current)
 	}
 	written, err := b.member.UpdateBrokerConfigs(ctx, entity, func(configs map[string]string) error {
 		if replace {
 			clear(configs)
 		}
 		if code, msg = applyBrokerConfigOps(static, configs, ops); code != nil {
+			return errConfigRejected
+		}
+		if code, msg = b.checkListenerTLS(entity, configs); code != nil {
 			return errConfigRejected
 		}
 		return nil
@@ -291,6 +525,25 @@ func (d *dynamicConfig) synonyms(k dynamicKey) []configSynonym {
 func (d *dynamicConfig) entry(k dynamicKey) configEntry {
 	syn := d.synonyms(k)
 	return configEntry{name: k.name, value: k.value(d.settings), source: syn[0].source, typ: k.typ, doc: k.doc, synonyms: syn}
+}
+
+// listenerTLSEntries are the listener TLS keys set for this broker or as
+// the cluster default (dynamicKeys does not list them: their names hold a
+// listener's).
+func (d *dynamicConfig) listenerTLSEntries() []configEntry {
+	names := map[string]bool{}
+	for _, m := range []map[string]string{d.own, d.defaults} {
+		for name := range m {
+			if _, _, ok := parseListenerTLSKey(name); ok {
+				names[name] = true
+			}
+		}
+	}
+	var out []configEntry
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		out = append(out, d.entry(listenerTLSKey(name)))
+	}
+	return out
 }
 
 // defaultEntries are the configs of the cluster-wide default entity (the

@@ -223,6 +223,9 @@ type listener struct {
 	sasl *sasl.Authenticator
 	// advertised is what clients arriving elsewhere are told.
 	advertised listenerSpec
+	// dynamicTLS are the listener.name.<l>.ssl.* dynamic broker configs
+	// last handed to tls (dynconfig.go); reconciler-owned.
+	dynamicTLS map[string]string
 }
 
 // Name is the listener's name (PLAINTEXT, SSL, INTERNAL, ...).

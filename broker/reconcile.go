@@ -27,6 +27,10 @@ func (b *Broker) runReconciler() {
 		case <-changed:
 		case <-retry:
 			retry = nil
+		case mv := <-b.logDirMoves.swaps:
+			// A replica moving between log.dirs has caught up: swapped
+			// here, where partitions open and close.
+			mv.swapped <- b.swapLogDir(mv)
 		case <-b.shutdownCtx.Done():
 			return
 		}
@@ -199,7 +203,11 @@ func (b *Broker) openLocal(name, id string, p int32, tc topicConfig, overrides m
 		}
 	}
 	if !ok {
-		dir = filepath.Join(b.pickLogDir(), partitionDirName(name, p))
+		logDir := b.preferredLogDir(name, p)
+		if logDir == "" {
+			logDir = b.pickLogDir()
+		}
+		dir = filepath.Join(logDir, partitionDirName(name, p))
 	}
 	part, err := b.openPartition(name, p, dir, tc)
 	if err != nil {

@@ -70,8 +70,10 @@ var apiTable = map[int16]apiSpec{
 	int16(kmsg.ElectLeaders):     {0, 2},
 	int16(kmsg.DeleteRecords):    {0, 2},
 	int16(kmsg.DescribeLogDirs):  {0, 4},
-	int16(kmsg.DescribeCluster):  {0, 1},
-	int16(kmsg.AlterConfigs):     {0, 2},
+	// Moving a replica between log.dirs (alterreplicalogdirs.go).
+	int16(kmsg.AlterReplicaLogDirs): {0, 2},
+	int16(kmsg.DescribeCluster):     {0, 1},
+	int16(kmsg.AlterConfigs):        {0, 2},
 	// Reassignment (KIP-455; reassign.go).
 	int16(kmsg.AlterPartitionAssignments):  {0, 0},
 	int16(kmsg.ListPartitionReassignments): {0, 0},
@@ -153,6 +155,8 @@ func (b *Broker) dispatch(ctx context.Context, r *request) (reply, error) {
 		return b.handleDeleteRecords(ctx, r)
 	case kmsg.DescribeLogDirs:
 		return b.handleDescribeLogDirs(ctx, r)
+	case kmsg.AlterReplicaLogDirs:
+		return b.handleAlterReplicaLogDirs(ctx, r)
 	case kmsg.DescribeCluster:
 		return b.handleDescribeCluster(ctx, r)
 	case kmsg.AlterConfigs:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/internal/kafkatest"
 	"github.com/tributary/tributary/internal/testenv"
@@ -19,8 +20,10 @@ import (
 
 // TestKafka28ReassignZooKeeper runs Kafka 2.8.2's ReassignPartitionsCommand
 // with --zookeeper, which writes /admin/reassign_partitions and watches it
-// go: every replica of a topic moves off broker 2 of 3, and the records
-// produced before are all there.
+// go, with --throttle, which writes the rates into /config/brokers/<id>
+// and the topic's throttled replicas itself: every broker applies the
+// rates, every replica of a topic moves off broker 2 of 3, --verify
+// removes the throttle, and the records produced before are all there.
 func TestKafka28ReassignZooKeeper(t *testing.T) {
 	t.Parallel()
 	tools := testenv.Kafka28Tools(t)
@@ -68,13 +71,35 @@ func TestKafka28ReassignZooKeeper(t *testing.T) {
 	if err := os.WriteFile(plan, []byte(`{"version":1,"partitions":[`+strings.Join(entries, ",")+`]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := mustRun(t, ctx, tools, class, "--zookeeper", c.connect(), "--execute", "--reassignment-json-file", plan)
-	t.Logf("--execute --zookeeper:\n%s", out)
+	out := mustRun(t, ctx, tools, class, "--zookeeper", c.connect(), "--execute", "--throttle", "10000000", "--reassignment-json-file", plan)
+	t.Logf("--execute --zookeeper --throttle 10000000:\n%s", out)
+	// The tool wrote the rates into /config/brokers/<id> itself; every
+	// broker of the move applies them (they stay until --verify).
+	for id := int32(1); id <= 3; id++ {
+		for _, k := range []string{"leader.replication.throttled.rate", "follower.replication.throttled.rate"} {
+			awaitBrokerConfig(t, ctx, c, id, k, "10000000", kmsg.ConfigSourceDynamicBrokerConfig)
+		}
+	}
 	testenv.WaitFor(t, waitTimeout, "--verify --zookeeper reporting every reassignment complete", func() (bool, string) {
 		out = mustRun(t, ctx, tools, class, "--zookeeper", c.connect(), "--verify", "--reassignment-json-file", plan)
 		return strings.Count(out, "is complete") == 3, ""
 	})
 	t.Logf("--verify --zookeeper:\n%s", out)
+	// --verify removed the rates and the topic's throttled replicas.
+	for id := int32(1); id <= 3; id++ {
+		for _, k := range []string{"leader.replication.throttled.rate", "follower.replication.throttled.rate"} {
+			testenv.WaitFor(t, waitTimeout, fmt.Sprintf("broker %d without %s", id, k), func() (bool, string) {
+				v, src, err := describeBrokerConfig(ctx, c.addrs[id], id, k)
+				return err == nil && src != kmsg.ConfigSourceDynamicBrokerConfig, fmt.Sprintf("%s (%v) %v", v, src, err)
+			})
+		}
+	}
+	for _, k := range []string{"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"} {
+		testenv.WaitFor(t, waitTimeout, topic+" without "+k, func() (bool, string) {
+			v, src, err := describeTopicConfig(ctx, c.addrs[1], topic, k)
+			return err == nil && src != kmsg.ConfigSourceDynamicTopicConfig, fmt.Sprintf("%q (%v) %v", v, src, err)
+		})
+	}
 	md, err := kafkatest.MetadataFrom(ctx, c.addrs[1], topic)
 	if err != nil {
 		t.Fatal(err)

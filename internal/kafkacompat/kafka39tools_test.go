@@ -1,14 +1,17 @@
 package kafkacompat
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -409,13 +412,19 @@ func segmentBytes(t *testing.T, dir string) int64 {
 	return n
 }
 
-// checkReassign: kafka-reassign-partitions --generate, --execute and
-// --verify move every replica of a topic off broker 2 of 3 while a
-// producer with acks=all writes to it; every acknowledged record is there
-// afterwards and broker 2 keeps no directory of the topic.
+// checkReassign: kafka-reassign-partitions --generate, --execute
+// --throttle 10000000 and --verify move every replica of a topic off
+// broker 2 of 3 while a producer with acks=all writes to it. The new
+// replicas copy the preloaded bytes no faster than the throttle allows
+// (measured on their files), --verify removes the throttle configs the
+// tool set, every acknowledged record is there afterwards and broker 2
+// keeps no directory of the topic.
 func checkReassign(t *testing.T, ctx context.Context, tools testenv.KafkaTools, c *cluster) {
 	const class = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 	const topic = "compat-reassign"
+	// 12 MB a partition: each new replica's broker copies about 24 MB, a
+	// few seconds at the throttle, well under one unthrottled.
+	const throttle, preloadPerPartition, preloadSize = 10_000_000, 120, 100 << 10
 	adm := kadm.NewClient(c.client(t))
 	if resp, err := adm.CreateTopic(ctx, 6, 2, nil, topic); err != nil || resp.Err != nil {
 		t.Fatalf("create: %v %v", err, resp.Err)
@@ -427,6 +436,35 @@ func checkReassign(t *testing.T, ctx context.Context, tools testenv.KafkaTools, 
 	if n := topicDirCount(t, c.logDir(2), topic); n == 0 {
 		t.Fatalf("broker 2 holds no replica of %s", topic)
 	}
+	acked := map[string][]byte{}
+	pre := c.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	for i := 0; i < preloadPerPartition; i++ {
+		var batch []*kgo.Record
+		for p := int32(0); p < 6; p++ {
+			key := fmt.Sprintf("pre-%d-%d", p, i)
+			acked[key] = preloadValue(key, preloadSize)
+			batch = append(batch, &kgo.Record{Topic: topic, Partition: p, Key: []byte(key), Value: acked[key]})
+		}
+		if err := pre.ProduceSync(ctx, batch...).FirstErr(); err != nil {
+			t.Fatalf("preload: %v", err)
+		}
+	}
+	before := c.topicFrom(t, ctx, topic)
+	sizes := map[int32]int64{}
+	testenv.WaitFor(t, waitTimeout, "every replica holding the preload", func() (bool, string) {
+		for p, d := range before.Partitions {
+			for _, id := range d.Replicas {
+				n := segmentBytes(t, filepath.Join(c.logDir(id), fmt.Sprintf("%s-%d", topic, p)))
+				if id != d.Replicas[0] && n != sizes[p] {
+					return false, fmt.Sprintf("%s-%d: %d bytes on broker %d, %d on %d", topic, p, n, id, sizes[p], d.Replicas[0])
+				}
+				sizes[p] = n
+			}
+		}
+		return true, ""
+	})
+
 	dir := t.TempDir()
 	move := filepath.Join(dir, "move.json")
 	if err := os.WriteFile(move, []byte(`{"version":1,"topics":[{"topic":"`+topic+`"}]}`), 0o644); err != nil {
@@ -438,14 +476,35 @@ func checkReassign(t *testing.T, ctx context.Context, tools testenv.KafkaTools, 
 	if !ok {
 		t.Fatalf("--generate printed\n%s", out)
 	}
+	proposed = strings.TrimSpace(proposed)
+	var planned struct {
+		Partitions []struct {
+			Partition int32   `json:"partition"`
+			Replicas  []int32 `json:"replicas"`
+		} `json:"partitions"`
+	}
+	if err := json.Unmarshal([]byte(proposed), &planned); err != nil {
+		t.Fatalf("--generate's plan: %v\n%s", err, proposed)
+	}
+	// added lists the new replicas: each copies its partition from 0.
+	type replica struct{ broker, partition int32 }
+	var added []replica
+	receives := map[int32]int64{}
+	for _, pp := range planned.Partitions {
+		for _, id := range pp.Replicas {
+			if !slices.Contains(before.Partitions[pp.Partition].Replicas, id) {
+				added = append(added, replica{id, pp.Partition})
+				receives[id] += sizes[pp.Partition]
+			}
+		}
+	}
 	plan := filepath.Join(dir, "plan.json")
-	if err := os.WriteFile(plan, []byte(strings.TrimSpace(proposed)), 0o644); err != nil {
+	if err := os.WriteFile(plan, []byte(proposed), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
 	// Load: acks=all, until stopped; every acknowledged key is kept.
 	cl := c.client(t, kgo.RequiredAcks(kgo.AllISRAcks()))
-	acked := map[string]bool{}
 	var mu sync.Mutex
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -463,27 +522,141 @@ func checkReassign(t *testing.T, ctx context.Context, tools testenv.KafkaTools, 
 				return
 			}
 			mu.Lock()
-			acked[key] = true
+			acked[key] = []byte(key)
 			mu.Unlock()
 		}
 	}()
-	out = mustRun(t, ctx, tools, class, "--bootstrap-server", c.live(), "--execute", "--reassignment-json-file", plan)
-	t.Logf("--execute:\n%s", out)
+	// --execute runs while the test samples the new replicas' files: the
+	// copy starts before the tool exits.
+	start := time.Now()
+	type result struct {
+		stdout, stderr string
+		err            error
+	}
+	executed := make(chan result, 1)
+	go func() {
+		stdout, stderr, err := runTool(t, ctx, tools, "", class, "--bootstrap-server", c.live(), "--execute",
+			"--throttle", strconv.Itoa(throttle), "--reassignment-json-file", plan)
+		executed <- result{stdout, stderr, err}
+	}()
+	var execution *result
+	// Catch-up measured on the new replicas' files: the first and the
+	// last sample that saw them grow.
+	type sample struct {
+		at    time.Time
+		bytes map[int32]int64
+	}
+	var first, last *sample
+	testenv.WaitFor(t, 3*time.Minute, "the reassignment of "+topic+" to finish", func() (bool, string) {
+		s := &sample{at: time.Now(), bytes: map[int32]int64{}}
+		for _, r := range added {
+			s.bytes[r.broker] += segmentBytes(t, filepath.Join(c.logDir(r.broker), fmt.Sprintf("%s-%d", topic, r.partition)))
+		}
+		total := int64(0)
+		for _, n := range s.bytes {
+			total += n
+		}
+		if first == nil && total > 0 {
+			first = s
+		}
+		if last == nil || total > sumBytes(last.bytes) {
+			last = s
+		}
+		if execution == nil {
+			select {
+			case r := <-executed:
+				execution = &r
+				if r.err != nil {
+					return true, ""
+				}
+			default:
+				return false, fmt.Sprintf("--execute running, %d bytes copied", total)
+			}
+		}
+		ongoing, err := adm.ListPartitionReassignments(ctx, nil)
+		if err != nil {
+			return false, err.Error()
+		}
+		n := 0
+		ongoing.Each(func(r kadm.ListPartitionReassignmentsResponse) {
+			if r.Topic == topic {
+				n++
+			}
+		})
+		if n > 0 {
+			return false, fmt.Sprintf("%d partitions moving, %d bytes copied", n, total)
+		}
+		// The controller may not have taken the reassignment up yet.
+		now := c.topicFrom(t, ctx, topic)
+		for _, pp := range planned.Partitions {
+			d := now.Partitions[pp.Partition]
+			if !sameSet(d.Replicas, pp.Replicas) || !sameSet(d.ISR, pp.Replicas) {
+				return false, fmt.Sprintf("partition %d: replicas %v ISR %v, planned %v; %d bytes copied", pp.Partition, d.Replicas, d.ISR, pp.Replicas, total)
+			}
+		}
+		return true, ""
+	})
+	took := time.Since(start)
+	if execution.err != nil {
+		t.Fatalf("--execute --throttle failed (%s)\nstdout:\n%s\nstderr:\n%s", exitStatus(execution.err), execution.stdout, execution.stderr)
+	}
+	t.Logf("--execute --throttle %d:\n%s", throttle, execution.stdout)
+	// The tool set the rates on the brokers of the move; they stay until
+	// --verify.
+	for id := int32(1); id <= 3; id++ {
+		for _, k := range []string{"leader.replication.throttled.rate", "follower.replication.throttled.rate"} {
+			if v, src, err := describeBrokerConfig(ctx, c.addrs[id], id, k); err != nil || v != strconv.Itoa(throttle) || src != kmsg.ConfigSourceDynamicBrokerConfig {
+				t.Fatalf("broker %d after --execute --throttle: %s=%s (%v, %v)", id, k, v, src, err)
+			}
+		}
+	}
+	if first == nil || last == first {
+		t.Fatalf("no sample saw the new replicas grow (first %v, last %v)", first, last)
+	}
+	window := last.at.Sub(first.at).Seconds()
+	for id, want := range receives {
+		// The follower bucket starts full: one second of rate may pass at
+		// once, the rest at most at the rate.
+		floor := time.Duration(float64(want-throttle) / throttle * float64(time.Second))
+		grew := last.bytes[id] - first.bytes[id]
+		t.Logf("broker %d copied %.1f MB for its new replicas: %.2f MB/s between samples %.1f s apart, all in %v (throttle %.0f MB/s)",
+			id, float64(want)/1e6, float64(grew)/1e6/window, window, took.Round(time.Millisecond), float64(throttle)/1e6)
+		if took < floor {
+			t.Fatalf("broker %d copied %d bytes in %v: faster than a %d B/s throttle allows (at least %v)", id, want, took, throttle, floor)
+		}
+		if rate := float64(grew-throttle) / window; rate > 1.1*throttle {
+			t.Fatalf("broker %d copied at %.0f B/s beyond its first second: over the %d B/s throttle", id, rate, throttle)
+		}
+	}
+
 	testenv.WaitFor(t, waitTimeout, "--verify reporting every reassignment complete", func() (bool, string) {
-		out = mustRun(t, ctx, tools, class, "--bootstrap-server", c.live(), "--verify", "--preserve-throttles",
-			"--reassignment-json-file", plan)
+		out = mustRun(t, ctx, tools, class, "--bootstrap-server", c.live(), "--verify", "--reassignment-json-file", plan)
 		return strings.Count(out, "is completed") == 6, ""
 	})
 	t.Logf("--verify:\n%s", out)
 	close(stop)
 	<-done
+	// --verify removed what --execute --throttle set.
+	for id := int32(1); id <= 3; id++ {
+		for _, k := range []string{"leader.replication.throttled.rate", "follower.replication.throttled.rate"} {
+			testenv.WaitFor(t, waitTimeout, fmt.Sprintf("broker %d without %s", id, k), func() (bool, string) {
+				v, src, err := describeBrokerConfig(ctx, c.addrs[id], id, k)
+				return err == nil && src != kmsg.ConfigSourceDynamicBrokerConfig, fmt.Sprintf("%s (%v) %v", v, src, err)
+			})
+		}
+	}
+	for _, k := range []string{"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"} {
+		if v, src, err := describeTopicConfig(ctx, c.addrs[1], topic, k); err != nil || src == kmsg.ConfigSourceDynamicTopicConfig {
+			t.Fatalf("%s after --verify: %s=%q (%v, %v)", topic, k, v, src, err)
+		}
+	}
 	for _, p := range c.topicFrom(t, ctx, topic).Partitions {
 		if slices.Contains(p.Replicas, 2) || slices.Contains(p.ISR, 2) || p.Leader == 2 {
 			t.Fatalf("partition %d still on broker 2: %+v", p.Partition, p)
 		}
 	}
 	testenv.WaitFor(t, waitTimeout, "broker 2 without directories of "+topic, func() (bool, string) { return topicDirCount(t, c.logDir(2), topic) == 0, "" })
-	// Every acknowledged record is readable.
+	// Every acknowledged record is readable, with its value.
 	rd := c.client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	mu.Lock()
 	defer mu.Unlock()
@@ -493,9 +666,43 @@ func checkReassign(t *testing.T, ctx context.Context, tools testenv.KafkaTools, 
 		if ctx.Err() != nil {
 			t.Fatalf("%d of %d acknowledged records not read back", len(missing), len(acked))
 		}
-		fs.EachRecord(func(r *kgo.Record) { delete(missing, string(r.Key)) })
+		fs.EachRecord(func(r *kgo.Record) {
+			if want, ok := acked[string(r.Key)]; ok && !bytes.Equal(r.Value, want) {
+				t.Fatalf("%s-%d@%d: key %s has a value of %d bytes that is not the one produced", topic, r.Partition, r.Offset, r.Key, len(r.Value))
+			}
+			delete(missing, string(r.Key))
+		})
 	}
 	t.Logf("%d acknowledged records, all read back after the move", len(acked))
+}
+
+// preloadValue is n bytes derived from key, without long runs.
+func preloadValue(key string, n int) []byte {
+	b := make([]byte, n)
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	x := h.Sum64() | 1
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		b[i] = byte(x)
+	}
+	return b
+}
+
+// sameSet reports whether a and b hold the same brokers.
+func sameSet(a, b []int32) bool {
+	return len(a) == len(b) && !slices.ContainsFunc(a, func(id int32) bool { return !slices.Contains(b, id) })
+}
+
+// sumBytes adds up a sample's bytes.
+func sumBytes(m map[int32]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 // topicDirCount counts the partition directories of topic in a log dir.

@@ -324,19 +324,35 @@ func checkConfigCommand(t *testing.T, ctx context.Context, tools testenv.KafkaTo
 // describeTopicConfig asks the broker at addr (DescribeConfigs) for one
 // config of topic.
 func describeTopicConfig(ctx context.Context, addr, topic, name string) (string, kmsg.ConfigSource, error) {
+	return describeConfigOn(ctx, addr, name, func(adm *kadm.Client) (kadm.ResourceConfigs, error) {
+		return adm.DescribeTopicConfigs(ctx, topic)
+	})
+}
+
+// describeBrokerConfig asks the broker at addr (DescribeConfigs) for one
+// config of broker id.
+func describeBrokerConfig(ctx context.Context, addr string, id int32, name string) (string, kmsg.ConfigSource, error) {
+	return describeConfigOn(ctx, addr, name, func(adm *kadm.Client) (kadm.ResourceConfigs, error) {
+		return adm.DescribeBrokerConfigs(ctx, id)
+	})
+}
+
+// describeConfigOn returns config name of the one resource describe asks
+// the broker at addr for.
+func describeConfigOn(ctx context.Context, addr, name string, describe func(*kadm.Client) (kadm.ResourceConfigs, error)) (string, kmsg.ConfigSource, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		return "", 0, err
 	}
 	defer cl.Close()
-	rcs, err := kadm.NewClient(cl).DescribeTopicConfigs(ctx, topic)
+	rcs, err := describe(kadm.NewClient(cl))
 	if err != nil {
 		return "", 0, err
 	}
-	rc, err := rcs.On(topic, nil)
-	if err != nil {
-		return "", 0, err
+	if len(rcs) != 1 {
+		return "", 0, fmt.Errorf("%d resources described, want 1", len(rcs))
 	}
+	rc := rcs[0]
 	if rc.Err != nil {
 		return "", 0, rc.Err
 	}

@@ -215,6 +215,59 @@ func (s *Server) Reload() (bool, error) {
 	return true, nil
 }
 
+// ReconfigurableTLSKeys are the keys of a listener's TLS that an operator
+// may change while the broker runs (Kafka's SslConfigs.RECONFIGURABLE_CONFIGS
+// less the passwords, which Kafka keeps encrypted with
+// password.encoder.secret): with the listener.name.<l>. prefix, they are
+// dynamic broker configs.
+var ReconfigurableTLSKeys = []string{
+	"ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.certificate.chain",
+	"ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.certificates",
+}
+
+// WithKey returns s with one of ReconfigurableTLSKeys set to value; false
+// for any other key.
+func (s ServerTLS) WithKey(key, value string) (ServerTLS, bool) {
+	t := &s.TLS
+	switch key {
+	case "ssl.keystore.type":
+		t.KeystoreType = value
+	case "ssl.keystore.location":
+		t.KeystoreLocation = value
+	case "ssl.keystore.certificate.chain":
+		t.KeystoreCertificateChain = value
+	case "ssl.truststore.type":
+		t.TruststoreType = value
+	case "ssl.truststore.location":
+		t.TruststoreLocation = value
+	case "ssl.truststore.certificates":
+		t.TruststoreCertificates = value
+	default:
+		return s, false
+	}
+	return s, true
+}
+
+// Update switches to the key pair and trust of next (its client auth and
+// principal rules are not reconfigurable and are ignored): new handshakes
+// use them at once, established connections keep theirs. If they do not
+// load, the current ones stay and the error says why. Reload then watches
+// next's files.
+func (s *Server) Update(next ServerTLS) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.settings.TLS
+	s.settings.TLS = next.TLS
+	cfg, err := s.load()
+	if err != nil {
+		s.settings.TLS = old
+		return err
+	}
+	s.current.Store(cfg)
+	s.stamp = s.fingerprint()
+	return nil
+}
+
 // Run calls Reload every interval (DefaultReloadInterval if <= 0) until
 // ctx ends, logging what it finds. name labels the log lines.
 func (s *Server) Run(ctx context.Context, name string, interval time.Duration) {
