@@ -71,8 +71,15 @@ type record struct {
 	Config  map[string]string `json:"config"`
 }
 
-// Decode parses an entity node; a node without a config map is empty.
+// Decode parses an entity node; an empty node, or one without a config
+// map, is an empty config.
 func Decode(entityPath string, data []byte) (map[string]string, error) {
+	if len(data) == 0 {
+		// A parent made on the way to a child (users/<u> of
+		// users/<u>/clients/<c>), by Kafka's createRecursive or our
+		// CreateAll, holds nothing.
+		return map[string]string{}, nil
+	}
 	var r record
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrMalformed, entityPath, err)
