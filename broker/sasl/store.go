@@ -206,7 +206,6 @@ type UserConfig struct {
 
 func userEntity(user string) string { return "users/" + SanitizeUser(user) }
 
-
 // readUser reads a user's config; a missing node is an empty config.
 func readUser(ctx context.Context, sess coord.Session, user string) (UserConfig, error) {
 	cfg, version, err := entityconfig.Read(ctx, sess, userEntity(user))
