@@ -65,6 +65,9 @@ func (b *Broker) handleDescribeClientQuotas(ctx context.Context, r *request) (re
 		}
 		return fail(e, err.Error())
 	}
+	// Empty, not null: null is the error case, and Kafka's admin client
+	// reads a null list on success as a failure.
+	resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{}
 	for e, values := range all {
 		if !quotaEntityMatches(e, filters, req.Strict) {
 			continue
