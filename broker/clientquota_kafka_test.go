@@ -233,3 +233,140 @@ func produceCopies(t *testing.T, ctx context.Context, cl *kgo.Client, n int, val
 		t.Fatalf("produce: %v", *err)
 	}
 }
+
+// TestClientQuotasKafka28ZooKeeper: Kafka 2.8's `kafka-configs
+// --zookeeper` writes quota nodes and notifications straight into
+// ZooKeeper; both brokers apply them without a restart (a client over
+// its quota is throttled) and lift them on --delete-config, and what
+// AlterClientQuotas wrote, Kafka's --describe reads from ZooKeeper.
+func TestClientQuotasKafka28ZooKeeper(t *testing.T) {
+	tools := testenv.Kafka28Tools(t)
+	connect, b1, b2 := newZKQuotaBrokers(t)
+	ctx := testContext(t, 4*time.Minute)
+	zk := func(args ...string) string {
+		t.Helper()
+		return runConfigCommand(t, ctx, tools, append([]string{"--zookeeper", connect}, args...)...)
+	}
+	admin := newClient(t, b1.Addr())
+	createTopic(t, ctx, admin, "zk-quota", 1)
+
+	zk("--alter", "--entity-type", "clients", "--entity-name", "zkloader", "--add-config", "producer_byte_rate=65536,request_percentage=150")
+	e := quota.Entity{Client: quota.Named("zkloader")}
+	awaitQuotas(t, ctx, "zkloader's quotas", func(c map[quota.Entity]quota.Values) bool {
+		return c[e][quota.ProducerByteRate] == 65536 && c[e][quota.RequestPercentage] == 150
+	}, b1, b2)
+	cl := newClient(t, b1.Addr(), kgo.ClientID("zkloader"), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.DefaultProduceTopic("zk-quota"))
+	value := bytes.Repeat([]byte("z"), 16<<10)
+	start := time.Now()
+	produceCopies(t, ctx, cl, 2<<20/len(value), value) // 2 MiB; the window lets 10 x 64 KiB through at once
+	if d := time.Since(start); d < 10*time.Second || throttledResponses(t, "produce", "zkloader", b1, b2) == 0 {
+		t.Errorf("2 MiB under a 64 KiB/s quota set in ZooKeeper took %v, throttled %v times", d, throttledResponses(t, "produce", "zkloader", b1, b2))
+	}
+
+	zk("--alter", "--entity-type", "clients", "--entity-name", "zkloader", "--delete-config", "producer_byte_rate,request_percentage")
+	awaitQuotas(t, ctx, "zkloader's quotas removed", func(c map[quota.Entity]quota.Values) bool { return len(c) == 0 }, b1, b2)
+	before := throttledResponses(t, "produce", "zkloader", b1, b2)
+	produceCopies(t, ctx, cl, 2<<20/len(value), value)
+	if after := throttledResponses(t, "produce", "zkloader", b1, b2); after != before {
+		t.Errorf("throttled %v more times after --delete-config", after-before)
+	}
+
+	// Written through the brokers, read by Kafka 2.8 from ZooKeeper.
+	codes := alterQuotas(t, ctx, admin, false,
+		quotaEntry(quotaEntity(quotaEntityUser, "bob", quotaEntityClient, "etl"), quotaOp(quota.ConsumerByteRate, 4096, false)),
+		quotaEntry(quotaEntity(quotaEntityClient, ""), quotaOp(quota.ProducerByteRate, 1<<30, false)))
+	if len(codes) != 2 || codes[0] != 0 || codes[1] != 0 {
+		t.Fatalf("AlterClientQuotas: %v", codes)
+	}
+	if out := zk("--describe", "--entity-type", "users", "--entity-name", "bob", "--entity-type", "clients", "--entity-name", "etl"); !strings.Contains(out, "consumer_byte_rate=4096") {
+		t.Errorf("kafka-configs --zookeeper --describe of bob/etl:\n%s", out)
+	}
+	if out := zk("--describe", "--entity-type", "clients", "--entity-default"); !strings.Contains(out, "producer_byte_rate=1073741824") {
+		t.Errorf("kafka-configs --zookeeper --describe of the default client:\n%s", out)
+	}
+}
+
+// TestClientQuotasSASLUsers: quotas on a SASL user and on a user's client
+// id, set with Kafka 3.9's kafka-configs, throttle that user's SCRAM
+// logins (counted under Kafka's quota tags: user for users/<u>, user and
+// client id for users/<u>/clients/<c>), and the user's SCRAM credentials,
+// which share its node, keep working after the quotas are added and
+// removed.
+func TestClientQuotasSASLUsers(t *testing.T) {
+	tools := testenv.Kafka39Tools(t)
+	b := newSASLBroker(t, nil)
+	ctx := testContext(t, 4*time.Minute)
+	configs := func(args ...string) string {
+		t.Helper()
+		return runConfigCommand(t, ctx, tools, append([]string{"--bootstrap-server", b.ListenerAddr("PLAINTEXT")}, args...)...)
+	}
+	admin := newClient(t, b.ListenerAddr("PLAINTEXT"))
+	createTopic(t, ctx, admin, "user-quota", 1)
+	value := bytes.Repeat([]byte("u"), 16<<10)
+	login := func(client string) *kgo.Client {
+		t.Helper()
+		cl := b.saslClient(t, "SASL_PLAINTEXT", mechanism("SCRAM-SHA-256", "alice", aliceSecret),
+			kgo.ClientID(client), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.DefaultProduceTopic("user-quota"))
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("hello")}).FirstErr(); err != nil {
+			t.Fatalf("alice's SCRAM login as %s: %v", client, err)
+		}
+		return cl
+	}
+	throttled := func(user, client string) float64 {
+		return counterValue(t, b.reg, "tributary_broker_quota_throttled_responses_total",
+			map[string]string{"quota": "produce", "user": user, "client_id": client})
+	}
+
+	configs("--alter", "--entity-type", "users", "--entity-name", "alice", "--add-config", "producer_byte_rate=65536")
+	configs("--alter", "--entity-type", "users", "--entity-name", "alice", "--entity-type", "clients", "--entity-name", "app",
+		"--add-config", "producer_byte_rate=32768")
+	alice, aliceApp := quota.Entity{User: quota.Named("alice")}, quota.Entity{User: quota.Named("alice"), Client: quota.Named("app")}
+	awaitQuotas(t, ctx, "alice's quotas", func(c map[quota.Entity]quota.Values) bool {
+		return c[alice][quota.ProducerByteRate] == 65536 && c[aliceApp][quota.ProducerByteRate] == 32768
+	}, b.testBroker)
+	out := configs("--describe", "--entity-type", "users", "--entity-name", "alice")
+	for _, w := range []string{"producer_byte_rate=65536", "SCRAM-SHA-256=iterations=4096", "SCRAM-SHA-512=iterations=4096"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("kafka-configs --describe of alice lacks %q:\n%s", w, out)
+		}
+	}
+
+	// Over the quota, a request is answered at once with its throttle
+	// time and the connection is then muted (KIP-219): the client's next
+	// request waits it out.
+	throttledNext := func(cl *kgo.Client, n int) time.Duration {
+		t.Helper()
+		produceCopies(t, ctx, cl, n, value)
+		start := time.Now()
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("next")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		d := time.Since(start)
+		t.Logf("the next produce after %d KiB waited %v", n*len(value)>>10, d)
+		return d
+	}
+	// users/alice: 1 MiB at 64 KiB/s over a 10 s span is (102-64)/64 x
+	// 10 s = 6 s of throttle.
+	if d := throttledNext(login("batch"), 1<<20/len(value)); d < 3*time.Second || throttled("alice", "") == 0 {
+		t.Errorf("after 1 MiB under 64 KiB/s alice's next produce took %v, throttled %v times under user=alice", d, throttled("alice", ""))
+	}
+	// users/alice/clients/app: 512 KiB at 32 KiB/s: 6 s again.
+	if d := throttledNext(login("app"), 512<<10/len(value)); d < 3*time.Second || throttled("alice", "app") == 0 {
+		t.Errorf("after 512 KiB under 32 KiB/s alice/app's next produce took %v, throttled %v times under user=alice,client_id=app", d, throttled("alice", "app"))
+	}
+	// An anonymous client on PLAINTEXT is not alice.
+	if produceCopies(t, ctx, newClient(t, b.ListenerAddr("PLAINTEXT"), kgo.ClientID("app"), kgo.DefaultProduceTopic("user-quota")), 64, value); throttled("ANONYMOUS", "app") != 0 {
+		t.Error("an anonymous client was throttled by alice's quota")
+	}
+
+	configs("--alter", "--entity-type", "users", "--entity-name", "alice", "--delete-config", "producer_byte_rate")
+	configs("--alter", "--entity-type", "users", "--entity-name", "alice", "--entity-type", "clients", "--entity-name", "app",
+		"--delete-config", "producer_byte_rate")
+	awaitQuotas(t, ctx, "alice's quotas removed", func(c map[quota.Entity]quota.Values) bool { return len(c) == 0 }, b.testBroker)
+	b.awaitUser(t, ctx, "alice")
+	login("after-removal") // the SCRAM credentials survived both removals
+	out = configs("--describe", "--entity-type", "users", "--entity-name", "alice")
+	if strings.Contains(out, "producer_byte_rate") || !strings.Contains(out, "SCRAM-SHA-512=iterations=4096") {
+		t.Errorf("kafka-configs --describe of alice after removing her quotas:\n%s", out)
+	}
+}

@@ -114,9 +114,9 @@ func TestClientQuotaRequests(t *testing.T) {
 		t.Fatalf("valid alterations: codes %v", got)
 	}
 	want := map[string]map[string]float64{
-		"client-id=loader":             {quota.ProducerByteRate: 1048576, quota.ConsumerByteRate: 2097152},
+		"client-id=loader":               {quota.ProducerByteRate: 1048576, quota.ConsumerByteRate: 2097152},
 		"user=alice,client-id=<default>": {quota.RequestPercentage: 12.5},
-		"user=<default>":               {quota.ControllerMutationRate: 10},
+		"user=<default>":                 {quota.ControllerMutationRate: 10},
 	}
 	check := func(what string) {
 		t.Helper()
