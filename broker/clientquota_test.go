@@ -211,3 +211,54 @@ func TestClientQuotaRequests(t *testing.T) {
 	delete(want, "user=<default>")
 	check("after removing user=<default>'s quota")
 }
+
+// TestRequestPercentageQuota: a client over request_percentage gets
+// throttle_time_ms in its responses (Metadata v3+ here), counted under
+// its entity, and its next request waits the throttle out (the muted
+// connection), while another client's responses carry none.
+func TestRequestPercentageQuota(t *testing.T) {
+	b := newTestBroker(t, nil)
+	ctx := testContext(t, 2*time.Minute)
+	admin := newClient(t, b.ListenerAddr("PLAINTEXT"))
+	if got := alterQuotas(t, ctx, admin, false,
+		quotaEntry(quotaEntity(quotaEntityClient, "busy"), quotaOp(quota.RequestPercentage, 0.0001, false))); len(got) != 1 || got[0] != 0 {
+		t.Fatalf("alter: %v", got)
+	}
+	if err := b.ClientQuotas().Await(ctx, func(c map[quota.Entity]quota.Values) bool { return len(c) == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	// Raw connections, so that every request goes over the one connection
+	// (franz-go spreads requests over several).
+	metadata := func(c *rawConn, client string) (int32, time.Duration) {
+		t.Helper()
+		req := kmsg.NewPtrMetadataRequest()
+		req.Version = 7
+		c.corr++
+		start := time.Now()
+		c.writeRaw(kmsg.NewRequestFormatter(kmsg.FormatterClientID(client)).AppendRequest(nil, req, c.corr))
+		body, err := c.readFrame(30 * time.Second)
+		if err != nil {
+			t.Fatalf("metadata as %s: %v", client, err)
+		}
+		return decodeResponse(t, req, c.corr, body).(*kmsg.MetadataResponse).ThrottleMillis, time.Since(start)
+	}
+	busy, other := dialRaw(t, b.ListenerAddr("PLAINTEXT")), dialRaw(t, b.ListenerAddr("PLAINTEXT"))
+	var throttle int32
+	for i := 0; throttle == 0; i++ {
+		if i == 100 {
+			t.Fatal("100 requests over a 0.0001% request quota, none throttled")
+		}
+		throttle, _ = metadata(busy, "busy")
+	}
+	_, waited := metadata(busy, "busy")
+	t.Logf("throttled %d ms; the next request waited %v", throttle, waited)
+	if waited < time.Duration(throttle)*time.Millisecond*8/10 {
+		t.Errorf("the request after a %d ms throttle was answered after %v", throttle, waited)
+	}
+	if th, _ := metadata(other, "other"); th != 0 {
+		t.Errorf("another client's response carried a %d ms throttle", th)
+	}
+	if n := counterValue(t, b.reg, "tributary_broker_quota_throttled_responses_total", map[string]string{"quota": "request", "client_id": "busy"}); n == 0 {
+		t.Error("no throttled request counted for busy")
+	}
+}
