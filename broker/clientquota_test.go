@@ -262,3 +262,49 @@ func TestRequestPercentageQuota(t *testing.T) {
 		t.Error("no throttled request counted for busy")
 	}
 }
+
+// TestControllerMutationRateQuota: a client id's controller_mutation_rate
+// quota replaces the broker-wide controller.mutation.rate (unlimited
+// here) for that client: once its bucket is in debt, CreateTopics v6+
+// answers THROTTLING_QUOTA_EXCEEDED with the time to wait; another client
+// id creates freely.
+func TestControllerMutationRateQuota(t *testing.T) {
+	b := newTestBroker(t, nil)
+	ctx := testContext(t, 2*time.Minute)
+	admin := newClient(t, b.ListenerAddr("PLAINTEXT"))
+	if got := alterQuotas(t, ctx, admin, false,
+		quotaEntry(quotaEntity(quotaEntityClient, "creator"), quotaOp(quota.ControllerMutationRate, 1, false))); len(got) != 1 || got[0] != 0 {
+		t.Fatalf("alter: %v", got)
+	}
+	if err := b.ClientQuotas().Await(ctx, func(c map[quota.Entity]quota.Values) bool { return len(c) == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	create := func(cl *kgo.Client, topic string, partitions int32) (int16, int32) {
+		t.Helper()
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.Version, req.TimeoutMillis = 6, 30000
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, partitions, 1
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].ErrorCode, resp.ThrottleMillis
+	}
+	creator := newClient(t, b.ListenerAddr("PLAINTEXT"), kgo.ClientID("creator"))
+	// The burst is 1/s x 11 windows; a bucket not in debt grants a whole
+	// request, so 12 partitions go through and leave it in debt.
+	if code, _ := create(creator, "mut-a", 12); code != 0 {
+		t.Fatalf("first creation: %v", kerr.ErrorForCode(code))
+	}
+	if code, throttle := create(creator, "mut-b", 1); code != kerr.ThrottlingQuotaExceeded.Code || throttle <= 0 {
+		t.Fatalf("creation in debt: %v, throttle %d ms; want THROTTLING_QUOTA_EXCEEDED with a wait", kerr.ErrorForCode(code), throttle)
+	}
+	if code, _ := create(admin, "mut-c", 12); code != 0 {
+		t.Errorf("another client id's creation: %v", kerr.ErrorForCode(code))
+	}
+	if code, _ := create(admin, "mut-d", 12); code != 0 {
+		t.Errorf("another client id's second creation: %v", kerr.ErrorForCode(code))
+	}
+}
