@@ -84,6 +84,8 @@ type Broker struct {
 	groupRegistry *group.ZooKeeperRegistry
 	// scram is the SCRAM credential store, made on first use (scram.go).
 	scram scramStore
+	// quotas are the client quotas and their meters (clientquota.go).
+	quotas *clientQuotas
 	// authz is the authorizer (authorize.go); nil allows everything.
 	authz *authorization
 
@@ -205,6 +207,9 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, opts ...Opt
 	}
 	if b.authz, err = newAuthorization(cfg.Authorizer, reg); err != nil {
 		return nil, err
+	}
+	if b.quotas, err = newClientQuotas(cfg.Limits, reg); err != nil {
+		return nil, fmt.Errorf("broker: registering metrics: %w", err)
 	}
 	b.openLog = openStorageLog(logger, b.res.files)
 	for _, o := range opts {
@@ -399,6 +404,10 @@ func (b *Broker) Start(ctx context.Context) error {
 		return err
 	}
 	if err := b.startAuthorizer(ctx); err != nil {
+		b.closeListeners()
+		return err
+	}
+	if err := b.startClientQuotas(ctx); err != nil {
 		b.closeListeners()
 		return err
 	}

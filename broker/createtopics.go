@@ -13,6 +13,7 @@ import (
 
 	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/quota"
 )
 
 // maxPartitionsPerTopic bounds one request's work: each partition is a
@@ -200,12 +201,17 @@ var quotaErrorVersion = map[int16]int16{
 // quota allows it or the request's timeout ends. It returns the wait when
 // the request is refused, 0 when granted.
 func (b *Broker) takeMutationQuota(ctx context.Context, r *request, n int) time.Duration {
-	client := ""
+	// A controller_mutation_rate client quota replaces the broker-wide
+	// rate for the requests it matches (0 blocks, as in Kafka).
+	key, rate := "", b.res.quota.rate
 	if r.clientID != nil {
-		client = *r.clientID
+		key = *r.clientID
+	}
+	if limit, tags, ok := b.quotas.limit(r, quota.ControllerMutationRate); ok {
+		key, rate = "quota\x00"+tags.User+"\x00"+tags.Client, max(limit, 1e-6)
 	}
 	for {
-		wait := b.res.quota.take(client, n)
+		wait := b.res.quota.takeAt(key, rate, n)
 		if wait == 0 || r.version >= quotaErrorVersion[r.key] {
 			return wait
 		}

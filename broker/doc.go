@@ -113,6 +113,24 @@
 // connections get the new certificate; passwords are refused, as Kafka
 // keeps them encrypted with password.encoder.secret).
 //
+// # Client quotas
+//
+// DescribeClientQuotas and AlterClientQuotas (describeclientquotas.go,
+// alterclientquotas.go; v0-1) read and write Kafka's quota nodes in
+// /config/users and /config/clients through broker/quota, whose store,
+// started with the broker and loaded before clients are accepted, follows
+// the change notifications (broker/entityconfig), so quotas written by
+// any broker or by Kafka's `kafka-configs --zookeeper` apply everywhere
+// without a restart. clientquota.go charges requests: Produce its request
+// bytes (producer_byte_rate), a consumer's Fetch its record bytes
+// (consumer_byte_rate), every request but ApiVersions, SASL and replica
+// fetches its handler time (request_percentage), partition creation
+// controller_mutation_rate (quota.go). Over a quota, the response carries
+// throttle_time_ms and the connection is then muted: neither the reader
+// nor the serving goroutine takes another request until the throttle ends
+// (KIP-219); versions before KIP-219 get the response after the throttle.
+// A throttled Fetch is answered without records and not charged.
+//
 // # Group coordinator
 //
 // The partitions of __consumer_offsets are opened and served like any

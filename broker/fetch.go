@@ -72,9 +72,24 @@ type fetchReply struct {
 	slots []fetchSlot
 }
 
-// handleFetch reads every requested partition and, until min_bytes are
-// available or max_wait passes, waits for appends to any of them.
+// handleFetch serves a Fetch under the client quotas (clientquota.go): a
+// consumer's response is capped at its consumer_byte_rate's window and
+// charged to it.
 func (b *Broker) handleFetch(ctx context.Context, r *request) (reply, error) {
+	req := r.msg.(*kmsg.FetchRequest)
+	if limit := b.quotas.fetchCap(r); limit >= 0 && req.ReplicaID < 0 && (req.MaxBytes < 0 || int64(req.MaxBytes) > limit) {
+		req.MaxBytes = int32(min(limit, 1<<31-1))
+	}
+	rep, err := b.serveFetch(ctx, r)
+	if f, ok := rep.(*fetchReply); ok && err == nil {
+		b.throttleFetch(r, f)
+	}
+	return rep, err
+}
+
+// serveFetch reads every requested partition and, until min_bytes are
+// available or max_wait passes, waits for appends to any of them.
+func (b *Broker) serveFetch(ctx context.Context, r *request) (reply, error) {
 	req := r.msg.(*kmsg.FetchRequest)
 	if req.Version >= 7 {
 		// Sessions are never handed out (SessionID 0 in every response), so
@@ -150,14 +165,17 @@ func (b *Broker) handleFetch(ctx context.Context, r *request) (reply, error) {
 			timer = time.NewTimer(left)
 			defer timer.Stop()
 		}
+		waitStart := time.Now()
 		select {
 		case <-w.ch:
 		case <-timer.C:
+			r.waited += time.Since(waitStart)
 			// One last read, so data that landed just now is not missed.
 			rep, _, _ := b.readFetch(req, parts)
 			return rep, nil
 		case <-ctx.Done():
 		}
+		r.waited += time.Since(waitStart)
 	}
 }
 

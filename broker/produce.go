@@ -75,11 +75,17 @@ func (b *Broker) handleProduce(ctx context.Context, r *request) (reply, error) {
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	b.throttleProduce(r)
 	if req.Acks == 0 {
+		if r.throttle > 0 && r.conn != nil {
+			r.conn.mute(r.throttle) // no response to carry it, as in Kafka
+		}
 		return nil, nil
 	}
 	if len(pending) > 0 {
+		waitStart := time.Now()
 		b.awaitAcks(ctx, req, resp, pending)
+		r.waited = time.Since(waitStart)
 	}
 	return kmsgReply{resp}, nil
 }

@@ -80,6 +80,9 @@ var apiTable = map[int16]apiSpec{
 	// Transactions, the partition side (txnlog.go).
 	int16(kmsg.WriteTxnMarkers):   {0, 1},
 	int16(kmsg.DescribeProducers): {0, 0},
+	// Client quotas (KIP-546; broker/quota, clientquota.go).
+	int16(kmsg.DescribeClientQuotas): {0, 1},
+	int16(kmsg.AlterClientQuotas):    {0, 1},
 }
 
 // dispatch runs the handler of r's API; every key of apiTable has one.
@@ -165,6 +168,10 @@ func (b *Broker) dispatch(ctx context.Context, r *request) (reply, error) {
 		return b.handleAlterPartitionReassignments(ctx, r)
 	case kmsg.ListPartitionReassignments:
 		return b.handleListPartitionReassignments(ctx, r)
+	case kmsg.DescribeClientQuotas:
+		return b.handleDescribeClientQuotas(ctx, r)
+	case kmsg.AlterClientQuotas:
+		return b.handleAlterClientQuotas(ctx, r)
 	}
 	return nil, fmt.Errorf("%w: api key %d", ErrUnsupportedRequest, r.key)
 }
@@ -184,6 +191,12 @@ type request struct {
 	// rawSASL marks a SASL token sent without Kafka framing after
 	// SaslHandshake v0; msg is then a SASLAuthenticateRequest v0.
 	rawSASL bool
+	// throttle is the client quotas' throttle of the response, and
+	// waited the time the handler spent waiting rather than working (a
+	// Fetch's long poll), which request_percentage does not charge
+	// (clientquota.go).
+	throttle time.Duration
+	waited   time.Duration
 }
 
 // connection is an accepted client connection and what the handlers know
@@ -204,6 +217,9 @@ type connection struct {
 	// sets it before writing the handshake's response, and the client
 	// sends its token only after reading that.
 	rawSASL atomic.Bool
+	// mutedUntil (Unix nanoseconds) keeps a throttled connection from
+	// being read or served until then (clientquota.go).
+	mutedUntil atomic.Int64
 }
 
 // Principal is the connection's Kafka principal: User:<name> once
@@ -412,6 +428,7 @@ func (b *Broker) serveConn(c *connection) {
 		}
 		act.touch()
 		act.inFlight.Add(-1)
+		c.waitMuted(connCtx)
 	}
 	if answered == 0 && b.shutdownCtx.Err() != nil {
 		resetOnClose(c.Conn)
@@ -438,6 +455,7 @@ func (b *Broker) readRequests(c *connection, reqs chan<- *request, log *slog.Log
 	br := bufio.NewReaderSize(c, 8<<10)
 	var sizeBuf [4]byte
 	for {
+		c.waitMuted(b.shutdownCtx) // a throttled connection is not read from
 		act.armRead(c)
 		// Close cancels shutdownCtx and then sets every connection's read
 		// deadline to now; the arm above may have replaced that deadline,
@@ -562,6 +580,15 @@ func (b *Broker) handle(ctx context.Context, w *connWriter, r *request, log *slo
 		return err
 	}
 	if rep != nil {
+		throttle, clientThrottles := b.applyThrottle(r, rep, time.Since(start)-r.waited)
+		if throttle > 0 && r.conn != nil {
+			if clientThrottles {
+				defer r.conn.mute(throttle) // after the response (KIP-219)
+			} else {
+				r.conn.mute(throttle)
+				r.conn.waitMuted(ctx)
+			}
+		}
 		if _, err := rep.writeFrame(w, r); err != nil {
 			return err
 		}

@@ -25,7 +25,9 @@ const (
 	DefaultZKSessionTimeout = 6 * time.Second
 	DefaultScaleWait        = 30 * time.Second
 	DefaultAuditWindow      = 10 * time.Minute
-	DefaultAuditTopic       = "__audit"
+	// DefaultClientID is client.id's default.
+	DefaultClientID   = "tributary-loader"
+	DefaultAuditTopic = "__audit"
 )
 
 // Config configures a Loader. Zero values mean the defaults; Validate
@@ -36,6 +38,10 @@ type Config struct {
 	Name string
 	// Brokers are the bootstrap servers (`bootstrap.servers`). Required.
 	Brokers []string
+	// ClientID is `client.id` (default DefaultClientID): the client id of
+	// the loader's consumers and audit publisher, which client quotas
+	// (kafka-configs --entity-type clients) name.
+	ClientID string
 	// Security is `security.protocol`, `ssl.*` and `sasl.*`
 	// (network.SecurityFromProperties): how the loader reaches Brokers.
 	Security network.Security
@@ -173,6 +179,9 @@ func (c *Config) fill() {
 	if c.AuditCluster == "" {
 		c.AuditCluster = "analytics"
 	}
+	if c.ClientID == "" {
+		c.ClientID = DefaultClientID
+	}
 	if len(c.AuditBrokers) == 0 {
 		c.AuditBrokers = c.Brokers
 	}
@@ -194,7 +203,7 @@ func (c *Config) fill() {
 // Keys lists every property ConfigFromProperties reads: its own,
 // network.SecurityKeys bare and under audit, and filesys.HDFSKeys.
 var Keys = slices.Concat(network.SecurityKeys, auditSecurityKeys, filesys.HDFSKeys, []string{
-	"name", "bootstrap.servers", "schema.registry.url", "topics", "output.uri", "codec",
+	"name", "bootstrap.servers", "client.id", "schema.registry.url", "topics", "output.uri", "codec",
 	"commit.records", "commit.interval.ms", "max.open.files",
 	"zookeeper.connect", "zookeeper.session.timeout.ms", "scale.members", "scale.wait.ms",
 	"audit.enable", "audit.cluster", "audit.bootstrap.servers", "audit.topic", "audit.window.ms",
@@ -221,6 +230,7 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	ms := func(key string) time.Duration { return p.Duration(key, time.Millisecond, 1) }
 	c.Name = p.String("name")
 	c.Brokers = p.List("bootstrap.servers")
+	c.ClientID = p.String("client.id")
 	c.Registry = serde.ClientConfigFromProperties(p, "")
 	c.RegistryURL = c.Registry.URL
 	c.Topics = p.String("topics")

@@ -25,8 +25,15 @@ func TestConfigFromProperties(t *testing.T) {
 	}
 	if cfg.Name != "hourly" || len(cfg.Brokers) != 2 || cfg.Brokers[1] != "b:9092" || cfg.Codec != "snappy" ||
 		cfg.CommitRecords != 5000 || cfg.CommitInterval != 30*time.Second || cfg.AuditWindow != time.Minute ||
-		cfg.ZooKeeperConnect != "zk:2181/t" || cfg.AuditDisable {
+		cfg.ZooKeeperConnect != "zk:2181/t" || cfg.AuditDisable || cfg.ClientID != "" {
 		t.Errorf("config %+v", cfg)
+	}
+	withID := map[string]string{"client.id": "loader-hourly"}
+	for k, v := range good {
+		withID[k] = v
+	}
+	if c, _, err := loader.ConfigFromProperties(withID); err != nil || c.ClientID != "loader-hourly" {
+		t.Errorf("client.id: %q %v", c.ClientID, err)
 	}
 	for key, val := range map[string]string{
 		"name": "", "bootstrap.servers": "", "schema.registry.url": "", "topics": "(", "output.uri": "",

@@ -74,7 +74,7 @@ func New(ctx context.Context, cfg Config) (*Loader, error) {
 		return nil, fmt.Errorf("schema.registry.url: %w", err)
 	}
 	l.schemas = &schemaCache{reg: reg, m: map[schema.ID]*writerSchema{}}
-	l.kcl, err = network.NewClient(network.ClientConfig{Brokers: cfg.Brokers}.Secured(cfg.Security))
+	l.kcl, err = network.NewClient(network.ClientConfig{Brokers: cfg.Brokers, ClientID: cfg.ClientID}.Secured(cfg.Security))
 	if err != nil {
 		l.Close()
 		return nil, fmt.Errorf("bootstrap.servers: %w", err)
@@ -328,7 +328,7 @@ func (l *Loader) load(ctx context.Context, parts []topicPartition, ends kadm.Lis
 	if len(pls) == 0 {
 		return nil
 	}
-	cl, err := network.NewClient(network.ClientConfig{Brokers: l.cfg.Brokers}.Secured(l.cfg.Security), kgo.ConsumePartitions(consume),
+	cl, err := network.NewClient(network.ClientConfig{Brokers: l.cfg.Brokers, ClientID: l.cfg.ClientID}.Secured(l.cfg.Security), kgo.ConsumePartitions(consume),
 		kgo.FetchMaxBytes(64<<20), kgo.FetchMaxPartitionBytes(8<<20))
 	if err != nil {
 		return err
@@ -436,7 +436,7 @@ func (a *auditPublisher) publish(ctx context.Context, events []AuditEvent) error
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.pub == nil {
-		cl, err := network.NewClient(network.ClientConfig{Brokers: a.cfg.AuditBrokers}.Secured(*a.cfg.AuditSecurity), kgo.AllowAutoTopicCreation())
+		cl, err := network.NewClient(network.ClientConfig{Brokers: a.cfg.AuditBrokers, ClientID: a.cfg.ClientID}.Secured(*a.cfg.AuditSecurity), kgo.AllowAutoTopicCreation())
 		if err != nil {
 			return err
 		}

@@ -28,7 +28,7 @@ func NewAuditCounter(_ context.Context, cfg Config) (Counter, error) {
 		return nil, nil
 	}
 	cfg = cfg.withDefaults()
-	cl, err := network.NewClient(network.ClientConfig{Brokers: cfg.TargetBrokers, Logger: cfg.Logger.With("client", "audit")}.Secured(cfg.TargetSecurity))
+	cl, err := network.NewClient(network.ClientConfig{Brokers: cfg.TargetBrokers, ClientID: cfg.ClientID, Logger: cfg.Logger.With("client", "audit")}.Secured(cfg.TargetSecurity))
 	if err != nil {
 		return nil, fmt.Errorf("mirror: audit client: %w", err)
 	}

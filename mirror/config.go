@@ -44,6 +44,8 @@ const (
 	// AuditTopic is mirrored from every source into the target under its own
 	// name, whatever topics and topic.rename say.
 	AuditTopic = "__audit"
+	// DefaultClientID is client.id's default.
+	DefaultClientID = "tributary-mirror"
 )
 
 // SourceConfig is one source cluster, source.<name>.* in the properties.
@@ -76,6 +78,11 @@ type Config struct {
 	TargetName string
 	// TargetBrokers is target.bootstrap.servers.
 	TargetBrokers []string
+	// ClientID is client.id (default DefaultClientID): the client id of
+	// the mirror's Kafka-group consumers, its target producer and its
+	// audit publisher, which client quotas (kafka-configs --entity-type
+	// clients) name.
+	ClientID string
 	// TargetSecurity is target.security.protocol, target.ssl.* and
 	// target.sasl.*: the target's producer and the audit publisher.
 	TargetSecurity network.Security
@@ -257,6 +264,9 @@ func (c Config) withDefaults() Config {
 	if c.TargetName == "" {
 		c.TargetName = DefaultTargetName
 	}
+	if c.ClientID == "" {
+		c.ClientID = DefaultClientID
+	}
 	if c.TopicRename == "" {
 		c.TopicRename = DefaultTopicRename
 	}
@@ -320,7 +330,7 @@ func (c Config) targetTopic(source, topic string) string {
 // source.NAME.zookeeper.connect and source.NAME. before each of
 // network.SecurityKeys); metrics.listen is the command's.
 var Keys = append(prefixed("target.", network.SecurityKeys),
-	"target.name", "target.bootstrap.servers", "target.replication.factor",
+	"target.name", "target.bootstrap.servers", "target.replication.factor", "client.id",
 	"topics", "topics.exclude", "group.id", "topic.rename", "topic.refresh.interval.ms",
 	"offset.commit.interval.ms", "auto.offset.reset",
 	"buffer.max.records", "buffer.memory",
@@ -380,6 +390,7 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	ms := func(key string) time.Duration { return p.Duration(key, time.Millisecond, 1) }
 	c.TargetName = p.String("target.name")
 	c.TargetBrokers = p.List("target.bootstrap.servers")
+	c.ClientID = p.String("client.id")
 	if sec, err := network.SecurityFromProperties(p, "target."); err != nil {
 		secErrs = append(secErrs, err)
 	} else {

@@ -55,6 +55,14 @@ func TestConfigFromProperties(t *testing.T) {
 	if d.TargetName != "analytics" || d.targetTopic("dc1", "clicks") != "dc1.clicks" || d.targetTopic("dc1", AuditTopic) != AuditTopic {
 		t.Errorf("defaults/rename: %q %q", d.TargetName, d.targetTopic("dc1", "clicks"))
 	}
+	if d.ClientID != DefaultClientID {
+		t.Errorf("default client id %q", d.ClientID)
+	}
+	props["client.id"] = "mirror-dc1"
+	if c, _, err := ConfigFromProperties(props); err != nil || c.withDefaults().ClientID != "mirror-dc1" {
+		t.Errorf("client.id: %q %v", c.ClientID, err)
+	}
+	delete(props, "client.id")
 	m, err := New(c, nil)
 	if err != nil {
 		t.Fatal(err)

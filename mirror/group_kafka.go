@@ -44,7 +44,7 @@ func (k *kafkaGroup) add(intake context.Context, topic string, _ int) {
 		reset = kgo.NewOffset().AtEnd()
 	}
 	log := k.s.log
-	cl, err := network.NewClient(network.ClientConfig{Brokers: k.s.cfg.Brokers, Logger: log}.Secured(k.s.cfg.Security),
+	cl, err := network.NewClient(network.ClientConfig{Brokers: k.s.cfg.Brokers, ClientID: c.ClientID, Logger: log}.Secured(k.s.cfg.Security),
 		kgo.ConsumerGroup(c.GroupID),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(reset),

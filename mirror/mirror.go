@@ -169,7 +169,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.target, err = network.NewClient(network.ClientConfig{Brokers: m.cfg.TargetBrokers, Logger: m.log.With("client", "target")}.Secured(m.cfg.TargetSecurity),
+	m.target, err = network.NewClient(network.ClientConfig{Brokers: m.cfg.TargetBrokers, ClientID: m.cfg.ClientID, Logger: m.log.With("client", "target")}.Secured(m.cfg.TargetSecurity),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(max(m.cfg.Linger, 0)),

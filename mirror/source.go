@@ -59,7 +59,7 @@ type source struct {
 func (s *source) open() error {
 	// The topic refresh lists the topics through this client, whose cached
 	// metadata would otherwise hide a topic's growth for up to 5 s.
-	cl, err := network.NewClient(network.ClientConfig{Brokers: s.cfg.Brokers, Logger: s.log}.Secured(s.cfg.Security),
+	cl, err := network.NewClient(network.ClientConfig{Brokers: s.cfg.Brokers, ClientID: s.m.cfg.ClientID, Logger: s.log}.Secured(s.cfg.Security),
 		kgo.MetadataMinAge(min(s.m.cfg.TopicRefreshInterval, 5*time.Second)))
 	if err != nil {
 		return fmt.Errorf("mirror: source %s: %w", s.cfg.Name, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/tributary/tributary/broker/entityconfig"
 	"github.com/tributary/tributary/internal/coord"
 )
 
@@ -79,14 +80,11 @@ func (m *Member) UpdateBrokerConfigs(ctx context.Context, entity string, update 
 	}
 }
 
-// notifyConfigChange writes Kafka's change notification for entityPath.
-// Members do not need it, so a failure is only logged.
+// notifyConfigChange writes Kafka's change notification for entityPath
+// (entityconfig.Notify). Members do not need it, so a failure is only
+// logged.
 func (m *Member) notifyConfigChange(ctx context.Context, s coord.Session, entityPath string) {
-	data := mustJSON(struct {
-		Version    int    `json:"version"`
-		EntityPath string `json:"entity_path"`
-	}{2, entityPath})
-	if _, err := s.CreateAll(ctx, coord.Join(configChangesPath, configChangePrefix), data, coord.PersistentSequential); err != nil {
+	if err := entityconfig.Notify(ctx, s, entityPath); err != nil {
 		m.log.Warn("cluster: writing a config change notification", "entity_path", entityPath, "err", err)
 	}
 }

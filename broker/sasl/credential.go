@@ -9,9 +9,10 @@ import (
 	"encoding/base64"
 	"fmt"
 	"hash"
-	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/tributary/tributary/broker/entityconfig"
 )
 
 // Mechanism names, as sasl.enabled.mechanisms and SaslHandshake spell them.
@@ -200,24 +201,13 @@ func ParseScramCredential(s string) (ScramCredential, error) {
 // SanitizeUser is Kafka's Sanitizer.sanitize, which names the node of a
 // user under /config/users: URL-encoded UTF-8, with '*' as %2A and space
 // as %20.
-func SanitizeUser(name string) string {
-	var b strings.Builder
-	for _, c := range []byte(name) {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '-', c == '_':
-			b.WriteByte(c)
-		default:
-			fmt.Fprintf(&b, "%%%02X", c)
-		}
-	}
-	return b.String()
-}
+func SanitizeUser(name string) string { return entityconfig.Sanitize(name) }
 
 // DesanitizeUser is Kafka's Sanitizer.desanitize (URLDecoder.decode).
 func DesanitizeUser(node string) (string, error) {
-	s, err := url.QueryUnescape(node)
+	s, err := entityconfig.Desanitize(node)
 	if err != nil {
-		return "", fmt.Errorf("%w: user node %q: %w", ErrMalformedCredential, node, err)
+		return "", fmt.Errorf("%w: user node: %w", ErrMalformedCredential, err)
 	}
 	return s, nil
 }

@@ -2,37 +2,23 @@ package sasl
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/tributary/tributary/broker/entityconfig"
 	"github.com/tributary/tributary/internal/coord"
 )
 
-// Layout in the coordination service (frozen: Kafka's, so that Kafka's
-// ConfigCommand and brokers read and write the same nodes).
-const (
-	usersPath         = "/config/users"
-	configChangesPath = "/config/changes"
-	changePrefix      = "config_change_"
-	// userConfigVersion and changeVersion are the "version" fields Kafka
-	// 2.8 writes in an entity config and in a change notification.
-	userConfigVersion = 1
-	changeVersion     = 2
-)
+// usersPath holds the users' nodes (frozen: Kafka's layout; the node
+// and notification formats are broker/entityconfig's).
+const usersPath = "/config/users"
 
 // retryBackoff spaces reconnections after the store's session is lost.
 const retryBackoff = 500 * time.Millisecond
-
-// casAttempts bounds UpdateUser's compare-and-set retries.
-const casAttempts = 10
 
 // CredentialStore is the SCRAM credentials of every user, as Kafka keeps
 // them in ZooKeeper (see doc.go), through a coord.Session: a cache that is
@@ -133,84 +119,44 @@ func (s *CredentialStore) run(ctx context.Context) {
 	}
 }
 
-// follow arms the watch on /config/changes, loads every user, and then
-// re-reads each user a notification names. Notifications older than the
-// load are covered by it.
+// follow loads every user and then re-reads each user a change
+// notification names (entityconfig.Follow).
 func (s *CredentialStore) follow(ctx context.Context, sess coord.Session) error {
-	if _, err := sess.CreateAll(ctx, configChangesPath, nil, coord.Persistent); err != nil && !errors.Is(err, coord.ErrNodeExists) {
-		return fmt.Errorf("creating %s: %w", configChangesPath, err)
-	}
-	names, _, watch, err := sess.ChildrenW(ctx, configChangesPath)
-	if err != nil {
-		return err
-	}
-	last := maxChangeSeq(names, -1)
-	all, err := readAllUsers(ctx, sess)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.creds = map[string]map[string]ScramCredential{}
-	for user, cfg := range all {
-		s.setLocked(user, cfg)
-	}
-	s.bump()
-	select {
-	case <-s.synced:
-	default:
-		close(s.synced)
-	}
-	s.mu.Unlock()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case ev := <-watch:
-			if ev.Type == coord.EventSessionLost {
-				return coord.ErrSessionExpired
-			}
-		}
-		if names, _, watch, err = sess.ChildrenW(ctx, configChangesPath); err != nil {
+	load := func(ctx context.Context) error {
+		all, err := readAllUsers(ctx, sess)
+		if err != nil {
 			return err
 		}
-		slices.SortFunc(names, func(a, b string) int { return int(changeSeq(a) - changeSeq(b)) })
-		for _, n := range names {
-			seq := changeSeq(n)
-			if seq <= last {
-				continue
-			}
-			if err := s.apply(ctx, sess, n); err != nil {
-				return err
-			}
-			last = seq
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.creds = map[string]map[string]ScramCredential{}
+		for user, cfg := range all {
+			s.setLocked(user, cfg)
 		}
+		s.bump()
+		select {
+		case <-s.synced:
+		default:
+			close(s.synced)
+		}
+		return nil
 	}
+	return entityconfig.Follow(ctx, sess, load, func(ctx context.Context, entityPath string) error {
+		return s.apply(ctx, sess, entityPath)
+	})
 }
 
 // apply re-reads the user a notification names; notifications of other
-// entities (topics, clients, brokers) are not ours.
-func (s *CredentialStore) apply(ctx context.Context, sess coord.Session, name string) error {
-	data, _, err := sess.Get(ctx, coord.Join(configChangesPath, name))
-	if errors.Is(err, coord.ErrNoNode) {
-		return nil // purged already
-	}
-	if err != nil {
-		return err
-	}
-	var n struct {
-		Version    int    `json:"version"`
-		EntityPath string `json:"entity_path"`
-	}
-	if json.Unmarshal(data, &n) != nil || n.Version != changeVersion {
-		return nil // Kafka's brokers skip what they cannot read, too
-	}
-	node, ok := strings.CutPrefix(n.EntityPath, "users/")
-	if !ok || node == "" || strings.Contains(node, "/") { // users/<u>/clients/<c> are quotas
+// entities (topics, clients, brokers, a user's clients' quotas) are not
+// ours.
+func (s *CredentialStore) apply(ctx context.Context, sess coord.Session, entityPath string) error {
+	node, ok := strings.CutPrefix(entityPath, "users/")
+	if !ok || node == "" || strings.Contains(node, "/") || node == entityconfig.DefaultEntity {
 		return nil
 	}
 	user, err := DesanitizeUser(node)
 	if err != nil {
-		s.log.Warn("sasl: ignoring a config change of an unreadable user node", "entity_path", n.EntityPath, "err", err)
+		s.log.Warn("sasl: ignoring a config change of an unreadable user node", "entity_path", entityPath, "err", err)
 		return nil
 	}
 	uc, err := readUser(ctx, sess, user)
@@ -248,21 +194,6 @@ func (s *CredentialStore) setLocked(user string, cfg map[string]string) {
 	}
 }
 
-func changeSeq(name string) int64 {
-	n, err := strconv.ParseInt(strings.TrimPrefix(name, changePrefix), 10, 64)
-	if err != nil || !strings.HasPrefix(name, changePrefix) {
-		return -1
-	}
-	return n
-}
-
-func maxChangeSeq(names []string, from int64) int64 {
-	for _, n := range names {
-		from = max(from, changeSeq(n))
-	}
-	return from
-}
-
 // UserConfig is the entity config of one user: /config/users/<user>.
 // Config holds every key, SCRAM credentials and quotas alike.
 type UserConfig struct {
@@ -273,32 +204,19 @@ type UserConfig struct {
 	Version int32
 }
 
-// userRecord is the JSON of /config/users/<user>.
-type userRecord struct {
-	Version int               `json:"version"`
-	Config  map[string]string `json:"config"`
-}
-
-func userNode(user string) string { return coord.Join(usersPath, SanitizeUser(user)) }
+func userEntity(user string) string { return "users/" + SanitizeUser(user) }
 
 // readUser reads a user's config; a missing node is an empty config.
 func readUser(ctx context.Context, sess coord.Session, user string) (UserConfig, error) {
-	data, st, err := sess.Get(ctx, userNode(user))
-	if errors.Is(err, coord.ErrNoNode) {
-		return UserConfig{User: user, Config: map[string]string{}, Version: -1}, nil
+	cfg, version, err := entityconfig.Read(ctx, sess, userEntity(user))
+	if errors.Is(err, entityconfig.ErrMalformed) {
+		return UserConfig{User: user, Config: map[string]string{}, Version: version},
+			fmt.Errorf("%w: %w", ErrMalformedCredential, err)
 	}
 	if err != nil {
 		return UserConfig{}, err
 	}
-	var r userRecord
-	if err := json.Unmarshal(data, &r); err != nil {
-		return UserConfig{User: user, Config: map[string]string{}, Version: st.Version},
-			fmt.Errorf("%w: %s: %w", ErrMalformedCredential, userNode(user), err)
-	}
-	if r.Config == nil {
-		r.Config = map[string]string{}
-	}
-	return UserConfig{User: user, Config: r.Config, Version: st.Version}, nil
+	return UserConfig{User: user, Config: cfg, Version: version}, nil
 }
 
 func readAllUsers(ctx context.Context, sess coord.Session) (map[string]map[string]string, error) {
@@ -349,38 +267,18 @@ func (s *CredentialStore) Users(ctx context.Context) (map[string]map[string]stri
 
 // UpdateUser reads user's config, lets edit change it (an error from edit
 // is returned as is and nothing is written) and writes it back with a
-// compare-and-set, then the change notification every broker follows, as
-// Kafka's AdminZkClient.changeConfigs does. A concurrent write makes it
-// read and edit again.
+// compare-and-set, then the change notification every broker follows
+// (entityconfig.Update). Keys edit leaves alone (a user's quotas) are
+// kept.
 func (s *CredentialStore) UpdateUser(ctx context.Context, user string, edit func(cfg map[string]string) error) error {
 	return s.ops.Do(ctx, func(sess coord.Session) error {
-		for range casAttempts {
-			uc, err := readUser(ctx, sess, user)
-			if err != nil {
-				return err
-			}
-			cfg := maps.Clone(uc.Config)
-			if err := edit(cfg); err != nil {
-				return err
-			}
-			data, _ := json.Marshal(userRecord{Version: userConfigVersion, Config: cfg})
-			if uc.Version < 0 {
-				_, err = sess.CreateAll(ctx, userNode(user), data, coord.Persistent)
-			} else {
-				_, err = sess.Set(ctx, userNode(user), data, uc.Version)
-			}
-			if errors.Is(err, coord.ErrNodeExists) || errors.Is(err, coord.ErrBadVersion) || errors.Is(err, coord.ErrNoNode) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			note, _ := json.Marshal(map[string]any{"version": changeVersion, "entity_path": "users/" + SanitizeUser(user)})
-			if _, err := sess.CreateAll(ctx, coord.Join(configChangesPath, changePrefix), note, coord.PersistentSequential); err != nil {
-				return fmt.Errorf("sasl: writing the change notification of user %q: %w", user, err)
-			}
-			return nil
+		_, err := entityconfig.Update(ctx, sess, userEntity(user), false, edit)
+		if errors.Is(err, entityconfig.ErrMalformed) {
+			err = fmt.Errorf("%w: %w", ErrMalformedCredential, err)
 		}
-		return fmt.Errorf("sasl: user %q changed concurrently %d times: %w", user, casAttempts, coord.ErrBadVersion)
+		if err != nil {
+			return fmt.Errorf("sasl: updating user %q: %w", user, err)
+		}
+		return nil
 	})
 }
