@@ -19,6 +19,7 @@ import (
 
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/broker/group"
+	"github.com/tributary/tributary/broker/txn"
 	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/security"
 )
@@ -76,6 +77,10 @@ type Broker struct {
 	// its offsets into the coordination service (see groups.go).
 	groups        *group.Coordinator
 	groupRegistry *group.ZooKeeperRegistry
+	// txns is the transaction coordinator; txnMarkers sends its markers
+	// (see txns.go).
+	txns       *txn.Coordinator
+	txnMarkers *txnMarkerWriter
 	// scram is the SCRAM credential store, made on first use (scram.go).
 	scram scramStore
 	// authz is the authorizer (authorize.go); nil allows everything.
@@ -203,6 +208,9 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, opts ...Opt
 	}
 	b.chooseCoordinator()
 	if err := b.newGroupCoordinator(reg); err != nil {
+		return nil, err
+	}
+	if err := b.newTxnCoordinator(); err != nil {
 		return nil, err
 	}
 	b.shutdownCtx, b.shutdownCancel = context.WithCancel(context.Background())

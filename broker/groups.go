@@ -118,24 +118,28 @@ func (b *Broker) newGroupCoordinator(reg prometheus.Registerer) error {
 	}))
 }
 
-// runGroupLoader follows the reconciler: every offsets partition this
-// broker serves is loaded into the coordinator, every one it stopped
-// serving is unloaded.
+// runGroupLoader follows the reconciler: every partition of
+// __consumer_offsets and __transaction_state this broker serves is loaded
+// into its coordinator, every one it stopped serving is unloaded.
 func (b *Broker) runGroupLoader() {
 	defer b.wg.Done()
 	defer func() {
 		b.groups.Close()
+		b.txns.Close()
+		b.txnMarkers.close()
 		if b.groupRegistry != nil {
 			_ = b.groupRegistry.Close()
 		}
 	}()
-	b.wg.Add(1)
+	b.wg.Add(2)
 	go b.runOffsetExpiry()
+	go b.runTxnExpiry()
 	for {
 		b.mu.RLock()
 		ch := b.served
 		b.mu.RUnlock()
 		b.syncGroupPartitions()
+		b.syncTxnPartitions()
 		select {
 		case <-ch:
 		case <-b.shutdownCtx.Done():
@@ -144,26 +148,41 @@ func (b *Broker) runGroupLoader() {
 	}
 }
 
-func (b *Broker) syncGroupPartitions() {
-	t := b.lookup(group.OffsetsTopic)
-	serving := b.groups.Serving()
-	loading := false
-	for p := range b.groups.Partitions() {
+// internalCoordinator is a coordinator over the partitions of an internal
+// topic (the group and the transaction coordinators).
+type internalCoordinator interface {
+	Partitions() int32
+	Serving() map[int32]group.Log
+	Unload(p int32)
+}
+
+// syncCoordinatorPartitions hands c every partition of topic this broker
+// leads (load) and unloads the ones it no longer leads; it reports whether
+// some partition was newly loaded.
+func (b *Broker) syncCoordinatorPartitions(topic string, c internalCoordinator, load func(p int32, l offsetsLog)) (loading bool) {
+	t := b.lookup(topic)
+	serving := c.Serving()
+	for p := range c.Partitions() {
 		var part *partition
 		if t != nil && int(p) < len(t.partitions) {
 			part = t.partitions[p]
 		}
 		if part == nil || !part.leading() {
 			if _, ok := serving[p]; ok {
-				b.groups.Unload(p)
+				c.Unload(p)
 			}
 			continue
 		}
 		if _, ok := serving[p]; !ok {
 			loading = true
 		}
-		b.groups.Load(p, offsetsLog{b: b, p: part})
+		load(p, offsetsLog{b: b, p: part})
 	}
+	return loading
+}
+
+func (b *Broker) syncGroupPartitions() {
+	loading := b.syncCoordinatorPartitions(group.OffsetsTopic, b.groups, func(p int32, l offsetsLog) { b.groups.Load(p, l) })
 	if t, ok := b.metadata().Topics[group.OffsetsTopic]; loading && ok && offsetsTopicNeedsCompaction(t.Configs) {
 		b.wg.Add(1)
 		go func() {
@@ -256,15 +275,26 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 		return b.migrateOffsetsTopic(ctx)
 	}
 	rf := cappedReplication(b.groups.Config().OffsetsReplication, len(snap.Brokers))
-	err = m.CreateTopic(ctx, group.OffsetsTopic, b.groups.Partitions(), rf, b.offsetsTopicConfigs())
+	return b.createInternalTopic(ctx, group.OffsetsTopic, b.groups.Partitions(), rf, b.offsetsTopicConfigs())
+}
+
+// createInternalTopic creates an internal topic of a coordinator (one
+// broker wins the race; the others find it made) and waits until all its
+// partitions have leaders.
+func (b *Broker) createInternalTopic(ctx context.Context, topic string, partitions int32, rf int16, configs map[string]string) error {
+	m, err := b.clusterMember()
+	if err != nil {
+		return err
+	}
+	err = m.CreateTopic(ctx, topic, partitions, rf, configs)
 	if err != nil && !errors.Is(err, cluster.ErrTopicExists) {
 		return err
 	}
 	if err == nil {
-		b.logger.Info("created the offsets topic", "topic", group.OffsetsTopic, "partitions", b.groups.Partitions(), "replication", rf)
+		b.logger.Info("created internal topic", "topic", topic, "partitions", partitions, "replication", rf)
 	}
 	_, err = m.AwaitMetadata(ctx, func(s cluster.Snapshot) bool {
-		t, ok := s.Topics[group.OffsetsTopic]
+		t, ok := s.Topics[topic]
 		if !ok {
 			return false
 		}

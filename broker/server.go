@@ -75,6 +75,12 @@ var apiTable = map[int16]apiSpec{
 	// Reassignment (KIP-455; reassign.go).
 	int16(kmsg.AlterPartitionAssignments):  {0, 0},
 	int16(kmsg.ListPartitionReassignments): {0, 0},
+	// The transaction coordinator (txns.go, broker/txn).
+	int16(kmsg.AddPartitionsToTxn):   {0, 3},
+	int16(kmsg.AddOffsetsToTxn):      {0, 3},
+	int16(kmsg.EndTxn):               {0, 3},
+	int16(kmsg.DescribeTransactions): {0, 0},
+	int16(kmsg.ListTransactions):     {0, 1},
 }
 
 // dispatch runs the handler of r's API; every key of apiTable has one.
@@ -154,6 +160,16 @@ func (b *Broker) dispatch(ctx context.Context, r *request) (reply, error) {
 		return b.handleAlterPartitionReassignments(ctx, r)
 	case kmsg.ListPartitionReassignments:
 		return b.handleListPartitionReassignments(ctx, r)
+	case kmsg.AddPartitionsToTxn:
+		return b.handleAddPartitionsToTxn(ctx, r)
+	case kmsg.AddOffsetsToTxn:
+		return b.handleAddOffsetsToTxn(ctx, r)
+	case kmsg.EndTxn:
+		return b.handleEndTxn(ctx, r)
+	case kmsg.DescribeTransactions:
+		return b.handleDescribeTransactions(ctx, r)
+	case kmsg.ListTransactions:
+		return b.handleListTransactions(ctx, r)
 	}
 	return nil, fmt.Errorf("%w: api key %d", ErrUnsupportedRequest, r.key)
 }
