@@ -168,7 +168,7 @@ func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchReques
 					topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
 				}
 			}
-			code, offs := c.fetchOffsets(rg.Group, topics, rg.Topics == nil)
+			code, offs := c.fetchOffsets(rg.Group, topics, rg.Topics == nil, req.RequireStable)
 			og := kmsg.NewOffsetFetchResponseGroup()
 			og.Group, og.ErrorCode = rg.Group, code
 			for _, t := range offs {
@@ -177,6 +177,7 @@ func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchReques
 				for _, p := range t.partitions {
 					op := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 					op.Partition, op.Offset, op.LeaderEpoch, op.Metadata = p.p, p.c.Offset, p.c.LeaderEpoch, kmsg.StringPtr(p.c.Metadata)
+					op.ErrorCode = p.code
 					ot.Partitions = append(ot.Partitions, op)
 				}
 				og.Topics = append(og.Topics, ot)
@@ -190,7 +191,7 @@ func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchReques
 		topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
 	}
 	// Null topics (v2+) ask for every committed offset.
-	code, offs := c.fetchOffsets(req.Group, topics, req.Topics == nil && req.Version >= 2)
+	code, offs := c.fetchOffsets(req.Group, topics, req.Topics == nil && req.Version >= 2, req.Version >= 7 && req.RequireStable)
 	if req.Version >= 2 {
 		resp.ErrorCode = code
 	}
@@ -214,6 +215,7 @@ func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchReques
 		for _, p := range t.partitions {
 			op := kmsg.NewOffsetFetchResponseTopicPartition()
 			op.Partition, op.Offset, op.LeaderEpoch, op.Metadata = p.p, p.c.Offset, p.c.LeaderEpoch, kmsg.StringPtr(p.c.Metadata)
+			op.ErrorCode = p.code
 			ot.Partitions = append(ot.Partitions, op)
 		}
 		resp.Topics = append(resp.Topics, ot)
@@ -229,11 +231,18 @@ type fetchedTopic struct {
 type fetchedPartition struct {
 	p int32
 	c committed
+	// code is UNSTABLE_OFFSET_COMMIT for a partition an open transaction
+	// commits an offset for, when the request requires stable offsets
+	// (KIP-447): the consumer retries rather than start from an offset
+	// the transaction is about to move.
+	code int16
 }
 
 // fetchOffsets returns the group's offsets for topics (all of them when
 // everything is set), in request order, or an error code for the group.
-func (c *Coordinator) fetchOffsets(id string, topics map[string][]int32, everything bool) (int16, []fetchedTopic) {
+// With stable set, partitions with pending transactional offsets get
+// UNSTABLE_OFFSET_COMMIT.
+func (c *Coordinator) fetchOffsets(id string, topics map[string][]int32, everything, stable bool) (int16, []fetchedTopic) {
 	if id == "" && !everything && len(topics) == 0 {
 		return 0, nil
 	}
@@ -242,8 +251,16 @@ func (c *Coordinator) fetchOffsets(id string, topics map[string][]int32, everyth
 		return code, nil
 	}
 	var snapshot map[string]map[int32]committed
+	unstable := map[TopicPartition]bool{}
 	if g != nil {
 		g.mu.Lock()
+		if stable {
+			for _, offs := range g.pendingTxn {
+				for tp := range offs {
+					unstable[tp] = true
+				}
+			}
+		}
 		snapshot = make(map[string]map[int32]committed, len(g.offsets))
 		for t, ps := range g.offsets {
 			snapshot[t] = make(map[int32]committed, len(ps))
@@ -258,7 +275,7 @@ func (c *Coordinator) fetchOffsets(id string, topics map[string][]int32, everyth
 		for _, t := range sortedKeys(snapshot) {
 			ft := fetchedTopic{topic: t}
 			for _, p := range sortedKeys(snapshot[t]) {
-				ft.partitions = append(ft.partitions, fetchedPartition{p, snapshot[t][p]})
+				ft.partitions = append(ft.partitions, fetchedPartition{p: p, c: snapshot[t][p]})
 			}
 			out = append(out, ft)
 		}
@@ -271,7 +288,11 @@ func (c *Coordinator) fetchOffsets(id string, topics map[string][]int32, everyth
 			if !ok {
 				o = committed{Offset: -1, LeaderEpoch: -1}
 			}
-			ft.partitions = append(ft.partitions, fetchedPartition{p, o})
+			fp := fetchedPartition{p: p, c: o}
+			if unstable[TopicPartition{t, p}] {
+				fp.c, fp.code = committed{Offset: -1, LeaderEpoch: -1}, kerr.UnstableOffsetCommit.Code
+			}
+			ft.partitions = append(ft.partitions, fp)
 		}
 		out = append(out, ft)
 	}
