@@ -77,10 +77,10 @@ type Broker struct {
 	// its offsets into the coordination service (see groups.go).
 	groups        *group.Coordinator
 	groupRegistry *group.ZooKeeperRegistry
-	// txns is the transaction coordinator; txnMarkers sends its markers
+	// txns is the transaction coordinator; markerSender sends its markers
 	// (see txns.go).
-	txns       *txn.Coordinator
-	txnMarkers *txnMarkerWriter
+	txns         *txn.Coordinator
+	markerSender *txnMarkerWriter
 	// scram is the SCRAM credential store, made on first use (scram.go).
 	scram scramStore
 	// authz is the authorizer (authorize.go); nil allows everything.
