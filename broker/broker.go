@@ -97,6 +97,9 @@ type Broker struct {
 	// known.
 	onPrincipal func(listener, principal string)
 
+	// txnMarkers is the TxnMarkerListener (txnlog.go); nil: none.
+	txnMarkers atomic.Pointer[txnMarkerListenerBox]
+
 	// shutdownCtx is cancelled when Close begins, so long-polls return.
 	shutdownCtx    context.Context
 	shutdownCancel context.CancelFunc

@@ -201,6 +201,11 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, parts [][]fetchTarget) (*fetc
 			if req.ReplicaID < 0 {
 				visible = min(hw, end)
 			}
+			committed := req.ReplicaID < 0 && req.IsolationLevel == 1
+			if committed {
+				// read_committed: nothing at or past the last stable offset.
+				visible = p.lastStable(visible)
+			}
 			start := p.log.StartOffset()
 			limit := min(int64(rp.PartitionMaxBytes), remaining)
 			throttled := req.ReplicaID >= 0 && b.leaderThrottled(p, req.ReplicaID)
@@ -247,8 +252,11 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, parts [][]fetchTarget) (*fetc
 				// Read after the log read: every offset returned to a
 				// consumer is below it.
 				sp.HighWatermark = p.highWatermark()
-				sp.LastStableOffset = sp.HighWatermark
+				sp.LastStableOffset = p.lastStable(sp.HighWatermark)
 				sp.LogStartOffset = p.log.StartOffset()
+				if committed {
+					sp.AbortedTransactions = abortedFor(p, rp.FetchOffset, visible)
+				}
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -408,4 +416,22 @@ func fetchEpochCode(p *partition, epoch int32) int16 {
 		return kerr.UnknownLeaderEpoch.Code
 	}
 	return 0
+}
+
+// abortedFor lists the aborted transactions a read_committed consumer
+// needs for records read from offset from up to upper (the last stable
+// offset the read stopped at): possibly more than the batches returned
+// hold, which consumers ignore. Empty, not null, as Kafka's.
+func abortedFor(p *partition, from, upper int64) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	out := []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+	t := p.txnLog()
+	if t == nil || from >= upper {
+		return out
+	}
+	for _, a := range t.AbortedTransactions(from, upper) {
+		at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+		at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+		out = append(out, at)
+	}
+	return out
 }

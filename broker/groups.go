@@ -126,7 +126,7 @@ func (b *Broker) runGroupLoader() {
 	defer func() {
 		b.groups.Close()
 		b.txns.Close()
-		b.txnMarkers.close()
+		b.markerSender.close()
 		if b.groupRegistry != nil {
 			_ = b.groupRegistry.Close()
 		}

@@ -46,6 +46,9 @@ func (b *Broker) handleListOffsets(_ context.Context, r *request) (reply, error)
 				sp.ErrorCode = unservedCode(b.metadata(), rt.Topic, rp.Partition)
 			case req.Version == 0:
 				sp.OldStyleOffsets, sp.ErrorCode = b.offsetsBefore(p, rp.Timestamp, rp.MaxNumOffsets, req.ReplicaID == -1)
+			case rp.Timestamp == listLatest && req.IsolationLevel == 1:
+				// read_committed reads up to the last stable offset.
+				sp.Offset = p.lastStable(p.highWatermark())
 			case rp.Timestamp == listLatest:
 				// What a consumer can read up to: the high watermark.
 				sp.Offset = p.highWatermark()

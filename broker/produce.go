@@ -29,6 +29,10 @@ func (b *Broker) handleProduce(ctx context.Context, r *request) (reply, error) {
 	resp.SetVersion(req.Version)
 	var snap *cluster.Snapshot // read only when a partition is not served here
 	var pending []pendingAck   // acks=all appends waiting for the ISR
+	// A transactional producer needs Write on its transactional id, as in
+	// Kafka; its batches are then checked by the log (producer id and
+	// epoch, no control batches, see broker/log).
+	txnOK := req.TransactionID == nil || b.authorize(r, acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionID)
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
@@ -39,7 +43,7 @@ func (b *Broker) handleProduce(ctx context.Context, r *request) (reply, error) {
 			sp.Partition = rp.Partition
 			sp.BaseOffset = -1
 			switch {
-			case req.TransactionID != nil:
+			case !txnOK:
 				sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code

@@ -81,6 +81,9 @@ var apiTable = map[int16]apiSpec{
 	int16(kmsg.EndTxn):               {0, 3},
 	int16(kmsg.DescribeTransactions): {0, 0},
 	int16(kmsg.ListTransactions):     {0, 1},
+	// Transactions, the partition side (txnlog.go).
+	int16(kmsg.WriteTxnMarkers):   {0, 1},
+	int16(kmsg.DescribeProducers): {0, 0},
 }
 
 // dispatch runs the handler of r's API; every key of apiTable has one.
@@ -104,6 +107,10 @@ func (b *Broker) dispatch(ctx context.Context, r *request) (reply, error) {
 		return b.handleDeleteTopics(ctx, r)
 	case kmsg.InitProducerID:
 		return b.handleInitProducerID(ctx, r)
+	case kmsg.WriteTxnMarkers:
+		return b.handleWriteTxnMarkers(ctx, r)
+	case kmsg.DescribeProducers:
+		return b.handleDescribeProducers(ctx, r)
 	case kmsg.DescribeConfigs:
 		return b.handleDescribeConfigs(ctx, r)
 	case kmsg.IncrementalAlterConfigs:

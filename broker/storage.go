@@ -77,6 +77,9 @@ var storageErrorCodes = []struct {
 	{logErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{logErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{logErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{logErrInvalidRecord, kerr.InvalidRecord},
+	{logErrInvalidTxnState, kerr.InvalidTxnState},
+	{logErrCoordinatorFenced, kerr.TransactionCoordinatorFenced},
 	// A closed log belongs to a topic being deleted or a broker shutting
 	// down: the client should refresh metadata and retry elsewhere.
 	{logErrClosed, kerr.NotLeaderForPartition},

@@ -12,6 +12,9 @@ var (
 	logErrOffsetOutOfRange     = plog.ErrOffsetOutOfRange
 	logErrOutOfOrderSequence   = plog.ErrOutOfOrderSequence
 	logErrInvalidProducerEpoch = plog.ErrInvalidProducerEpoch
+	logErrInvalidRecord        = plog.ErrInvalidRecord
+	logErrInvalidTxnState      = plog.ErrInvalidTxnState
+	logErrCoordinatorFenced    = plog.ErrTransactionCoordinatorFenced
 	logErrClosed               = plog.ErrClosed
 	logErrCorruption           = plog.ErrCorruption
 )

@@ -59,12 +59,12 @@ func init() {
 func (b *Broker) newTxnCoordinator() error {
 	tc := b.cfg.Txn
 	tc.Logger = b.logger.With("component", "txn-coordinator")
-	b.txnMarkers = &txnMarkerWriter{b: b, clients: map[string]*kgo.Client{}}
+	b.markerSender = &txnMarkerWriter{b: b, clients: map[string]*kgo.Client{}}
 	c, err := txn.New(tc, func(ctx context.Context) (int64, error) {
 		ctx, cancel := context.WithTimeout(ctx, producerIDWait)
 		defer cancel()
 		return b.pids.allocate(ctx)
-	}, b.txnMarkers)
+	}, b.markerSender)
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,16 @@ type batchHeader struct {
 	producerEpoch   int16
 	baseSequence    int32
 	recordCount     int32
+	attributes      int16
+	// control is set for a control batch whose marker record parsed (see
+	// parseControl); only then are markerType and coordinatorEpoch valid.
+	control          bool
+	markerType       int16 // markerAbort or markerCommit
+	coordinatorEpoch int32
 }
+
+func (h batchHeader) transactional() bool { return h.attributes&attrTransactional != 0 }
+func (h batchHeader) isControl() bool     { return h.attributes&attrControl != 0 }
 
 func (h batchHeader) lastOffset() int64 { return h.baseOffset + int64(h.lastOffsetDelta) }
 
@@ -65,6 +74,7 @@ func parseHeader(b []byte) batchHeader {
 		producerEpoch:   int16(binary.BigEndian.Uint16(b[offProducerEpoch:])),
 		baseSequence:    int32(binary.BigEndian.Uint32(b[offBaseSequence:])),
 		recordCount:     int32(binary.BigEndian.Uint32(b[offRecordCount:])),
+		attributes:      int16(binary.BigEndian.Uint16(b[offAttributes:])),
 	}
 }
 
@@ -88,6 +98,11 @@ func checkHeader(b []byte, avail int64) (batchHeader, error) {
 	case h.lastOffsetDelta < h.recordCount-1:
 		// More is normal: the cleaner drops records, not offsets.
 		return h, fmt.Errorf("last offset delta %d inconsistent with record count %d", h.lastOffsetDelta, h.recordCount)
+	}
+	if h.isControl() {
+		// The marker's record follows the header; callers that hold only
+		// the header leave control unset.
+		h.markerType, h.coordinatorEpoch, h.control = parseControl(b, h)
 	}
 	return h, nil
 }

@@ -27,6 +27,16 @@ var (
 	// ErrNotBatchBoundary: TruncateTo got an offset inside a batch; nothing
 	// was changed.
 	ErrNotBatchBoundary = errors.New("log: offset is not a batch boundary")
+	// ErrInvalidRecord: Append got a batch only the broker may write (a
+	// control batch) or a transactional batch without a producer id.
+	// Kafka: INVALID_RECORD.
+	ErrInvalidRecord = errors.New("log: invalid record")
+	// ErrInvalidTxnState: a producer with an ongoing transaction sent a
+	// non-transactional batch. Kafka: INVALID_TXN_STATE.
+	ErrInvalidTxnState = errors.New("log: invalid transaction state")
+	// ErrTransactionCoordinatorFenced: a marker from a coordinator epoch
+	// older than the producer's last marker. Kafka: TRANSACTION_COORDINATOR_FENCED.
+	ErrTransactionCoordinatorFenced = errors.New("log: transaction coordinator fenced")
 )
 
 // errSegmentGone is internal: a reader raced with retention deleting its

@@ -37,6 +37,16 @@ type Log struct {
 	rpMu          sync.Mutex // the recovery-point file
 	recoveryPoint int64
 
+	// Transactions (txn.go): the first offset of the oldest ongoing
+	// transaction (-1: none), published after each append; the aborted
+	// transactions by marker offset, all segments', guarded by txnMu.
+	firstUnstable atomic.Int64
+	txnMu         sync.RWMutex
+	aborted       []AbortedTxn
+	// recoveredFrom is the base of the first segment an unclean Open
+	// rescanned (MaxInt64: none); producer state is replayed from there.
+	recoveredFrom int64
+
 	epochs  *epochCache  // leader epochs of the batches; see epoch.go
 	cleaner cleanerState // the log cleaner's checkpoint and lock; see cleaner.go
 	// gaps: segments may have offset gaps (the cleaner ran, or a follower
@@ -76,7 +86,8 @@ func Open(dir string, cfg Config) (*Log, error) {
 		return nil, err
 	}
 	l := &Log{dir: dir, cfg: cfg, logger: cfg.Logger.With("log", dir), files: cfg.Files,
-		stop: make(chan struct{}), lastRollDone: make(chan struct{})}
+		stop: make(chan struct{}), lastRollDone: make(chan struct{}), recoveredFrom: math.MaxInt64}
+	l.firstUnstable.Store(-1)
 	if l.files == nil {
 		l.files = NewFileCache(DefaultMaxOpenFiles, 0)
 	}
@@ -123,7 +134,16 @@ func (l *Log) Size() int64 {
 // idempotent retry of one of a producer's last five batches writes nothing
 // and returns the original offsets with Duplicate set; if several batches
 // are given and one is such a retry, none is written (as Kafka does).
+//
+// Transactional batches (attribute bit 4) need a producer id and open or
+// continue the producer's transaction; control batches are refused
+// (ErrInvalidRecord): markers go through AppendMarker.
 func (l *Log) Append(batch []byte) (AppendResult, error) {
+	return l.appendBatches(batch, false)
+}
+
+// appendBatches is Append; control allows control batches (AppendMarker).
+func (l *Log) appendBatches(batch []byte, control bool) (AppendResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -138,11 +158,17 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 	now := l.cfg.Now()
 	nowMs := now.UnixMilli()
 	var overlay map[int64]*producerEntry
+	var done []completedTxn
 	next := l.active.next
 	var maxTs int64 = -1
 	var records int64
 	for i := range hs {
 		h := &hs[i]
+		if !control {
+			if err := checkClientBatch(*h); err != nil {
+				return AppendResult{}, err
+			}
+		}
 		if h.producerID >= 0 {
 			dup, err := l.producers.check(overlay, *h, nowMs)
 			if err != nil {
@@ -158,13 +184,15 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 			if overlay == nil {
 				overlay = map[int64]*producerEntry{}
 			}
-			update(overlay, l.producers, *h, nowMs)
+			if d, ok := update(overlay, l.producers, *h, nowMs); ok {
+				done = append(done, d)
+			}
 		}
 		next += int64(h.lastOffsetDelta) + 1
 		maxTs = max(maxTs, h.maxTimestamp)
 		records += int64(h.recordCount)
 	}
-	if err := l.commit(batch, hs, overlay, next, maxTs, records, now); err != nil {
+	if err := l.commit(batch, hs, overlay, done, next, maxTs, records, now); err != nil {
 		return AppendResult{}, err
 	}
 	return AppendResult{BaseOffset: hs[0].baseOffset, LastOffset: next - 1, MaxTimestamp: maxTs, LogStartOffset: l.start.Load()}, nil
@@ -174,7 +202,7 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 // offset after the last) and applies their producer state (overlay) and
 // leader epochs: the common tail of Append and AppendReplica. The caller
 // holds l.mu.
-func (l *Log) commit(batch []byte, hs []batchHeader, overlay map[int64]*producerEntry, next, maxTs, records int64, now time.Time) error {
+func (l *Log) commit(batch []byte, hs []batchHeader, overlay map[int64]*producerEntry, done []completedTxn, next, maxTs, records int64, now time.Time) error {
 	if l.broken != nil {
 		return l.broken
 	}
@@ -194,6 +222,8 @@ func (l *Log) commit(batch []byte, hs []batchHeader, overlay map[int64]*producer
 	l.end.Store(next)
 	if overlay != nil {
 		l.producers.apply(overlay)
+		l.recordTxns(done)
+		l.publishTxn()
 	}
 
 	l.unflushed += records
@@ -297,6 +327,7 @@ func (l *Log) roll(now time.Time, base int64) error {
 	// recovery from it cannot bring them back.
 	l.producers.removeStale(now.UnixMilli(), l.start.Load())
 	snapshot := l.producers.encode()
+	aborted := l.abortedIn(old.base, s.base)
 
 	old.acquire() // the background sync's reference
 	prev, done := l.lastRollDone, make(chan struct{})
@@ -307,6 +338,7 @@ func (l *Log) roll(now time.Time, base int64) error {
 		defer close(done)
 		defer old.release()
 		err := errors.Join(l.syncSegment(old), writeIndexes(),
+			l.files.essential(func() error { return writeTxnIndex(l.dir, old.base, aborted) }),
 			l.files.essential(func() error { return writeFileAtomic(snapshotPath(l.dir, s.base), snapshot) }),
 			l.files.essential(func() error { return syncDir(l.dir) }))
 		pruneSnapshots(l.dir)
@@ -397,6 +429,10 @@ func (l *Log) Close() error {
 	var errs []error
 	errs = append(errs, l.syncSegment(l.active), l.sealActive()())
 	end := l.end.Load()
+	if l.broken == nil {
+		aborted := l.abortedIn(l.active.base, math.MaxInt64)
+		errs = append(errs, l.files.essential(func() error { return writeTxnIndex(l.dir, l.active.base, aborted) }))
+	}
 	l.producers.removeStale(l.cfg.Now().UnixMilli(), l.start.Load())
 	if l.broken == nil { // else the state may not match the files; recovery rebuilds it
 		errs = append(errs, l.files.essential(func() error { return l.producers.writeSnapshot(l.dir, end) }))

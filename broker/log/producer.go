@@ -32,29 +32,43 @@ type producerEntry struct {
 	// once and let its retries in as new batches.
 	lastAppendMs int64
 	batches      []producerBatch // oldest first, at most producerWindow
+	// txnFirst is the first offset of the producer's ongoing transaction,
+	// -1 when none; coordEpoch the coordinator epoch of its last marker,
+	// -1 before any (see txn.go).
+	txnFirst   int64
+	coordEpoch int32
+}
+
+func newProducerEntry(epoch int16) *producerEntry {
+	return &producerEntry{epoch: epoch, txnFirst: -1, coordEpoch: -1}
 }
 
 func (e *producerEntry) clone() *producerEntry {
-	return &producerEntry{epoch: e.epoch, lastAppendMs: e.lastAppendMs, batches: append([]producerBatch(nil), e.batches...)}
+	return &producerEntry{epoch: e.epoch, lastAppendMs: e.lastAppendMs, batches: append([]producerBatch(nil), e.batches...),
+		txnFirst: e.txnFirst, coordEpoch: e.coordEpoch}
 }
 
 // producerState is the idempotence state of one partition, guarded by the
 // Log's appender lock.
 type producerState struct {
 	m map[int64]*producerEntry
+	// ongoing maps the producers with an ongoing transaction to its first
+	// offset: the entries of m whose txnFirst >= 0.
+	ongoing map[int64]int64
 	// expireMs is Config.ProducerIDExpiration in milliseconds; negative
 	// means producers are never forgotten for being idle.
 	expireMs int64
 }
 
 func newProducerState(expireMs int64) *producerState {
-	return &producerState{m: map[int64]*producerEntry{}, expireMs: expireMs}
+	return &producerState{m: map[int64]*producerEntry{}, ongoing: map[int64]int64{}, expireMs: expireMs}
 }
 
 // expired reports whether e has been idle for the expiration time at nowMs.
-// A clock that went backwards expires nothing.
+// A clock that went backwards expires nothing, and neither does a producer
+// with an ongoing transaction (as in Kafka: its marker is still to come).
 func (ps *producerState) expired(e *producerEntry, nowMs int64) bool {
-	return ps.expireMs >= 0 && nowMs-e.lastAppendMs >= ps.expireMs
+	return ps.expireMs >= 0 && nowMs-e.lastAppendMs >= ps.expireMs && e.txnFirst < 0
 }
 
 // lookup returns the live entry of pid, nil if unknown or expired. It is the
@@ -76,9 +90,10 @@ func (ps *producerState) lookup(pid, nowMs int64) *producerEntry {
 func (ps *producerState) removeStale(nowMs, logStart int64) int {
 	n := 0
 	for pid, e := range ps.m {
-		below := len(e.batches) > 0 && e.batches[len(e.batches)-1].lastOffset < logStart
+		below := len(e.batches) > 0 && e.batches[len(e.batches)-1].lastOffset < logStart && e.txnFirst < 0
 		if below || ps.expired(e, nowMs) {
 			delete(ps.m, pid)
+			delete(ps.ongoing, pid)
 			n++
 		}
 	}
@@ -110,6 +125,12 @@ func (ps *producerState) check(overlay map[int64]*producerEntry, h batchHeader, 
 		// deleted segments, so any sequence is accepted (Kafka >= 2.5).
 		return nil, nil
 	}
+	if h.isControl() {
+		return nil, checkMarker(e, h)
+	}
+	if err := checkTxnData(e, h); err != nil {
+		return nil, err
+	}
 	lastSeq := incSeq(h.baseSequence, h.lastOffsetDelta)
 	switch {
 	case h.producerEpoch < e.epoch:
@@ -134,21 +155,28 @@ func (ps *producerState) check(overlay map[int64]*producerEntry, h batchHeader, 
 }
 
 // update records the batch h (with its assigned offsets), appended at
-// nowMs, in dst.
-func update(dst map[int64]*producerEntry, src *producerState, h batchHeader, nowMs int64) {
+// nowMs, in dst. For a control batch it reports the transaction the marker
+// completed (see txn.go).
+func update(dst map[int64]*producerEntry, src *producerState, h batchHeader, nowMs int64) (completedTxn, bool) {
 	if h.producerID < 0 {
-		return
+		return completedTxn{}, false
 	}
 	e := dst[h.producerID]
 	if e == nil {
 		if old := src.lookup(h.producerID, nowMs); old != nil {
 			e = old.clone()
 		} else {
-			e = &producerEntry{epoch: h.producerEpoch}
+			e = newProducerEntry(h.producerEpoch)
 		}
 		dst[h.producerID] = e
 	}
 	e.lastAppendMs = max(e.lastAppendMs, nowMs)
+	if h.isControl() {
+		return updateTxnMarker(dst, src, e, h)
+	}
+	if h.transactional() && e.txnFirst < 0 {
+		e.txnFirst = h.baseOffset
+	}
 	if h.producerEpoch != e.epoch {
 		e.epoch, e.batches = h.producerEpoch, e.batches[:0]
 	}
@@ -159,11 +187,17 @@ func update(dst map[int64]*producerEntry, src *producerState, h batchHeader, now
 	if len(e.batches) > producerWindow {
 		e.batches = append(e.batches[:0], e.batches[len(e.batches)-producerWindow:]...)
 	}
+	return completedTxn{}, false
 }
 
 func (ps *producerState) apply(overlay map[int64]*producerEntry) {
 	for pid, e := range overlay {
 		ps.m[pid] = e
+		if e.txnFirst >= 0 {
+			ps.ongoing[pid] = e.txnFirst
+		} else {
+			delete(ps.ongoing, pid)
+		}
 	}
 }
 
@@ -171,17 +205,22 @@ func (ps *producerState) apply(overlay map[int64]*producerEntry) {
 // after every batch below offset. (Older versions named it "<offset>.snapshot",
 // as Kafka names its own, different, producer snapshots; Open renames them.) Frozen format, big-endian:
 //
-//	magic "TRPS" | version uint16 = 2 | producers uint32 |
-//	  per producer: id int64 | epoch int16 | lastAppendMs int64 | batches uint8 |
+//	magic "TRPS" | version uint16 = 3 | producers uint32 |
+//	  per producer: id int64 | epoch int16 | lastAppendMs int64 |
+//	    txnFirstOffset int64 | coordinatorEpoch int32 | batches uint8 |
 //	    per batch: firstSeq int32 | lastSeq int32 | firstOffset int64 | lastOffset int64 | maxTs int64
 //	| crc32c uint32 over everything before it
 //
-// Version 1 (still read) lacks lastAppendMs; its producers are taken as
-// having appended when the snapshot is loaded, so an upgrade never forgets
-// a producer early.
+// txnFirstOffset is the first offset of the producer's ongoing transaction
+// (-1: none), coordinatorEpoch that of its last transaction marker (-1:
+// none). Versions 2 and 1 (still read) lack both (no transaction was ever
+// ongoing then); version 1 also lacks lastAppendMs, its producers are taken
+// as having appended when the snapshot is loaded, so an upgrade never
+// forgets a producer early.
 const (
 	snapshotMagic     = "TRPS"
-	snapshotVersion   = 2
+	snapshotVersion   = 3
+	snapshotVersionV2 = 2
 	snapshotVersionV1 = 1
 )
 
@@ -199,6 +238,8 @@ func (ps *producerState) encode() []byte {
 		b = binary.BigEndian.AppendUint64(b, uint64(id))
 		b = binary.BigEndian.AppendUint16(b, uint16(e.epoch))
 		b = binary.BigEndian.AppendUint64(b, uint64(e.lastAppendMs))
+		b = binary.BigEndian.AppendUint64(b, uint64(e.txnFirst))
+		b = binary.BigEndian.AppendUint32(b, uint32(e.coordEpoch))
 		b = append(b, byte(len(e.batches)))
 		for _, pb := range e.batches {
 			b = binary.BigEndian.AppendUint32(b, uint32(pb.firstSeq))
@@ -222,7 +263,7 @@ func decodeSnapshot(b []byte, expireMs, loadMs int64) (*producerState, error) {
 		return nil, fmt.Errorf("checksum mismatch")
 	}
 	v := binary.BigEndian.Uint16(body[4:])
-	if v != snapshotVersion && v != snapshotVersionV1 {
+	if v != snapshotVersion && v != snapshotVersionV2 && v != snapshotVersionV1 {
 		return nil, fmt.Errorf("version %d", v)
 	}
 	n := binary.BigEndian.Uint32(body[6:])
@@ -233,7 +274,8 @@ func decodeSnapshot(b []byte, expireMs, loadMs int64) (*producerState, error) {
 			return nil, fmt.Errorf("truncated")
 		}
 		id := int64(binary.BigEndian.Uint64(p))
-		e := &producerEntry{epoch: int16(binary.BigEndian.Uint16(p[8:])), lastAppendMs: loadMs}
+		e := newProducerEntry(int16(binary.BigEndian.Uint16(p[8:])))
+		e.lastAppendMs = loadMs
 		p = p[10:]
 		if v >= 2 {
 			if len(p) < 9 {
@@ -241,6 +283,13 @@ func decodeSnapshot(b []byte, expireMs, loadMs int64) (*producerState, error) {
 			}
 			e.lastAppendMs = int64(binary.BigEndian.Uint64(p))
 			p = p[8:]
+		}
+		if v >= 3 {
+			if len(p) < 13 {
+				return nil, fmt.Errorf("truncated")
+			}
+			e.txnFirst, e.coordEpoch = int64(binary.BigEndian.Uint64(p)), int32(binary.BigEndian.Uint32(p[8:]))
+			p = p[12:]
 		}
 		nb := int(p[0])
 		p = p[1:]
@@ -256,6 +305,9 @@ func decodeSnapshot(b []byte, expireMs, loadMs int64) (*producerState, error) {
 			p = p[32:]
 		}
 		ps.m[id] = e
+		if e.txnFirst >= 0 {
+			ps.ongoing[id] = e.txnFirst
+		}
 	}
 	if len(p) != 0 {
 		return nil, fmt.Errorf("%d trailing bytes", len(p))

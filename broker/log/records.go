@@ -14,6 +14,7 @@ import (
 const (
 	attrCodecMask     = 0x07 // 1 gzip, 2 snappy, 3 lz4, 4 zstd
 	attrLogAppendTime = 0x08
+	attrTransactional = 0x10
 	attrControl       = 0x20
 )
 

@@ -246,6 +246,7 @@ func (l *Log) recover(segs []*segment) error {
 		}
 	}
 	l.logger.Info("recovering log after unclean shutdown", "from_segment", segs[first].base, "segments", len(segs)-first)
+	l.recoveredFrom = segs[first].base
 	// The checkpoint may be ahead of or behind the unsynced tail; the
 	// scanned batches decide.
 	l.epochs.truncateFromEnd(segs[first].base)
@@ -348,16 +349,27 @@ func (l *Log) finishRecovery() error {
 // of keeping one that shares a segment with later writes a little longer.
 // Producers already expired or below the log start offset are then dropped,
 // so a snapshot written before they expired does not bring them back.
+//
+// Transactions are rebuilt by the same replay: the snapshot carries each
+// producer's ongoing transaction, and the markers replayed complete them
+// and rebuild the aborted-transaction index of the replayed segments
+// (their .txnindex files are rewritten). After an unclean shutdown the
+// replay starts no later than the first rescanned segment, whose files
+// may not have reached the disk.
 func (l *Log) loadProducers(names []string) error {
 	end := l.end.Load()
 	nowMs := l.cfg.Now().UnixMilli()
-	ps, from, ok := loadSnapshot(l.dir, names, end, l.cfg.producerExpireMs(), nowMs)
+	ps, from, ok := loadSnapshot(l.dir, names, min(end, l.recoveredFrom), l.cfg.producerExpireMs(), nowMs)
 	l.producers = ps
-	defer func() { ps.removeStale(nowMs, l.start.Load()) }()
 	segs := *l.segs.Load()
 	if !ok || from < segs[0].base {
-		from = segs[max(len(segs)-2, 0)].base
+		from = min(segs[max(len(segs)-2, 0)].base, l.recoveredFrom)
 	}
+	l.loadTxnIndexes(names, segs, from)
+	defer func() {
+		ps.removeStale(nowMs, l.start.Load())
+		l.publishTxn()
+	}()
 	if from >= end {
 		return nil
 	}
@@ -376,9 +388,12 @@ func (l *Log) loadProducers(names []string) error {
 		tmp := map[int64]*producerEntry{}
 		_, err = scanSegment(f, s.base, s.size.Load(), s.interval, false, s.allowGaps(), func(h batchHeader) {
 			if h.baseOffset >= from && h.producerID >= 0 {
-				update(tmp, ps, h, appendMs)
+				d, done := update(tmp, ps, h, appendMs)
 				ps.apply(tmp)
 				clear(tmp)
+				if done {
+					l.recordTxns([]completedTxn{d})
+				}
 			}
 		})
 		s.file.release()
@@ -386,5 +401,5 @@ func (l *Log) loadProducers(names []string) error {
 			return err
 		}
 	}
-	return nil
+	return l.writeTxnIndexesFrom(segs, from)
 }

@@ -33,6 +33,7 @@ func (l *Log) AppendReplica(batches []byte) (AppendResult, error) {
 	nowMs := l.cfg.Now().UnixMilli()
 	now := l.cfg.Now()
 	var overlay map[int64]*producerEntry
+	var done []completedTxn
 	next := l.end.Load()
 	var maxTs int64 = -1
 	var records int64
@@ -48,7 +49,9 @@ func (l *Log) AppendReplica(batches []byte) (AppendResult, error) {
 			if overlay == nil {
 				overlay = map[int64]*producerEntry{}
 			}
-			update(overlay, l.producers, *h, nowMs)
+			if d, ok := update(overlay, l.producers, *h, nowMs); ok {
+				done = append(done, d)
+			}
 		}
 		next = h.lastOffset() + 1
 		maxTs = max(maxTs, h.maxTimestamp)
@@ -65,7 +68,7 @@ func (l *Log) AppendReplica(batches []byte) (AppendResult, error) {
 			return AppendResult{}, err
 		}
 	}
-	if err := l.commit(batches, hs, overlay, next, maxTs, records, now); err != nil {
+	if err := l.commit(batches, hs, overlay, done, next, maxTs, records, now); err != nil {
 		return AppendResult{}, err
 	}
 	return AppendResult{BaseOffset: hs[0].baseOffset, LastOffset: next - 1, MaxTimestamp: maxTs, LogStartOffset: l.start.Load()}, nil

@@ -69,6 +69,9 @@ func (l *Log) ApplyRetention() (deletedSegments int, err error) {
 // snapshots on disk may still list the dropped producers: loading applies
 // the same rules, so they do not come back.
 func (l *Log) expireProducers(deletedSegments int) {
+	if deletedSegments > 0 {
+		l.pruneAborted()
+	}
 	if k := l.producers.removeStale(l.cfg.Now().UnixMilli(), l.start.Load()); k > 0 {
 		l.logger.Debug("forgot producer state", "producers", k, "after_deleting_segments", deletedSegments)
 	}

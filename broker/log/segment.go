@@ -146,7 +146,7 @@ func (s *segment) openFile(use fileUse) (*os.File, error) {
 func (s *segment) remove() error {
 	s.deleted.Store(true)
 	var errs []error
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		if err := os.Remove(segmentPath(s.dir, s.base, suf)); err != nil && !os.IsNotExist(err) {
 			errs = append(errs, err)
 		}
@@ -357,7 +357,8 @@ func scanSegment(f *os.File, base, limit, interval int64, verify, gaps bool, eac
 	var pos int64
 	x := newIndexer(base, interval)
 	for pos < limit {
-		hb, err := r.Peek(batchHeaderSize)
+		// A little more than the header: a control batch's marker record.
+		hb, err := r.Peek(int(min(limit-pos, controlPeek)))
 		if err != nil && err != io.EOF {
 			return res, err
 		}

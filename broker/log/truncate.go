@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"time"
@@ -115,13 +116,18 @@ func (l *Log) truncate(segs []*segment, i int, pos, offset int64) error {
 	if !ok || from < l.start.Load() {
 		from = l.start.Load()
 	}
+	// The aborted-transaction index is rebuilt by the same replay.
+	l.dropAbortedFrom(from)
 	replay := func(appendMs int64) func(batchHeader) {
 		tmp := map[int64]*producerEntry{}
 		return func(h batchHeader) {
 			if h.baseOffset >= from && h.baseOffset < offset && h.producerID >= 0 {
-				update(tmp, ps, h, appendMs)
+				d, done := update(tmp, ps, h, appendMs)
 				ps.apply(tmp)
 				clear(tmp)
+				if done {
+					l.recordTxns([]completedTxn{d})
+				}
 			}
 		}
 	}
@@ -147,6 +153,14 @@ func (l *Log) truncate(segs []*segment, i int, pos, offset int64) error {
 	}
 	ps.removeStale(nowMs, l.start.Load())
 	l.producers = ps
+	l.publishTxn()
+	if pos > 0 {
+		cut := segs[i]
+		aborted := l.abortedIn(cut.base, offset)
+		if err := l.files.essential(func() error { return writeTxnIndex(l.dir, cut.base, aborted) }); err != nil {
+			return err
+		}
+	}
 	// Open without a snapshot would read only the new, empty active
 	// segment; this one keeps the rebuilt state across a crash.
 	if err := l.files.essential(func() error { return ps.writeSnapshot(l.dir, offset) }); err != nil {
@@ -384,5 +398,7 @@ func (l *Log) restartAt(offset int64) error {
 		}
 	}
 	l.producers = newProducerState(l.cfg.producerExpireMs())
+	l.publishTxn()
+	l.dropAbortedFrom(math.MinInt64)
 	return l.replaceSegments(nil, *l.segs.Load(), offset, now)
 }

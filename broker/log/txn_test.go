@@ -1,0 +1,377 @@
+package log
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/log/logtest"
+)
+
+// txnEvent is one batch the model appended.
+type txnEvent struct {
+	base   int64
+	count  int64
+	pid    int64
+	epoch  int16
+	seq    int32
+	kind   string // "plain", "idem", "txn", "commit", "abort"
+	values []string
+}
+
+// txnModel is what a log of events must answer, derived by replaying them.
+type txnModel struct {
+	end     int64
+	ongoing map[int64]int64 // pid -> first offset
+	txnVals map[int64][]string
+	visible []struct {
+		off int64
+		v   string
+	} // committed or non-transactional records, by offset
+	aborted  []AbortedTxn // by marker offset (LastStableOffset not compared)
+	nextSeq  map[int64]int32
+	epochs   map[int64]int16
+	coordEps map[int64]int32
+}
+
+func replayTxnModel(events []txnEvent) *txnModel {
+	m := &txnModel{ongoing: map[int64]int64{}, txnVals: map[int64][]string{}, nextSeq: map[int64]int32{},
+		epochs: map[int64]int16{}, coordEps: map[int64]int32{}}
+	type pending struct {
+		off int64
+		v   string
+	}
+	pend := map[int64][]pending{}
+	for _, e := range events {
+		m.end = e.base + e.count
+		switch e.kind {
+		case "plain", "idem":
+			for i, v := range e.values {
+				m.visible = append(m.visible, struct {
+					off int64
+					v   string
+				}{e.base + int64(i), v})
+			}
+		case "txn":
+			if _, ok := m.ongoing[e.pid]; !ok {
+				m.ongoing[e.pid] = e.base
+			}
+			for i, v := range e.values {
+				pend[e.pid] = append(pend[e.pid], pending{e.base + int64(i), v})
+			}
+		case "commit", "abort":
+			first, ok := m.ongoing[e.pid]
+			if !ok {
+				first = e.base
+			}
+			delete(m.ongoing, e.pid)
+			if e.kind == "commit" {
+				for _, p := range pend[e.pid] {
+					m.visible = append(m.visible, struct {
+						off int64
+						v   string
+					}{p.off, p.v})
+				}
+			} else {
+				m.aborted = append(m.aborted, AbortedTxn{ProducerID: e.pid, FirstOffset: first, LastOffset: e.base})
+			}
+			delete(pend, e.pid)
+		}
+		if e.pid >= 0 && e.kind != "commit" && e.kind != "abort" {
+			m.nextSeq[e.pid] = e.seq + int32(e.count)
+			m.epochs[e.pid] = e.epoch
+		}
+	}
+	sort.Slice(m.visible, func(i, j int) bool { return m.visible[i].off < m.visible[j].off })
+	return m
+}
+
+func (m *txnModel) lso() int64 {
+	lso := m.end
+	for _, f := range m.ongoing {
+		lso = min(lso, f)
+	}
+	return lso
+}
+
+// readCommitted reads [from, upper) as a read_committed Kafka consumer
+// does: the log's aborted transactions for the range name the producers
+// whose transactional batches to skip, from each one's first offset until
+// its ABORT marker; control batches are never returned.
+func readCommitted(t testing.TB, l *Log, from, upper int64) []string {
+	t.Helper()
+	aborted := l.AbortedTransactions(from, upper)
+	sort.Slice(aborted, func(i, j int) bool { return aborted[i].FirstOffset < aborted[j].FirstOffset })
+	skipping := map[int64]bool{}
+	var out []string
+	next := from
+	for next < upper {
+		b := readBytes(t, l, next, 64<<10)
+		if len(b) == 0 {
+			t.Fatalf("empty read at %d below %d", next, upper)
+		}
+		for len(b) > 0 && next < upper {
+			var rb kmsg.RecordBatch
+			if err := rb.ReadFrom(b); err != nil {
+				t.Fatalf("decode batch at %d: %v", next, err)
+			}
+			b = b[12+int(rb.Length):]
+			last := rb.FirstOffset + int64(rb.LastOffsetDelta)
+			if last < next {
+				continue
+			}
+			if rb.FirstOffset >= upper {
+				next = upper
+				break
+			}
+			for len(aborted) > 0 && aborted[0].FirstOffset <= last {
+				skipping[aborted[0].ProducerID] = true
+				aborted = aborted[1:]
+			}
+			switch {
+			case rb.Attributes&attrControl != 0:
+				var rec kmsg.Record
+				if err := rec.ReadFrom(rb.Records); err != nil || len(rec.Key) != 4 {
+					t.Fatalf("control batch at %d: %v, key %x", rb.FirstOffset, err, rec.Key)
+				}
+				if binary.BigEndian.Uint16(rec.Key[2:]) == markerAbort {
+					delete(skipping, rb.ProducerID)
+				}
+			case rb.Attributes&attrTransactional != 0 && skipping[rb.ProducerID]:
+			default:
+				_, vs := logtest.Values(rb.AppendTo(nil))
+				for i, v := range vs {
+					if off := rb.FirstOffset + int64(i); off >= next && off < upper {
+						out = append(out, string(v))
+					}
+				}
+			}
+			next = last + 1
+		}
+	}
+	return out
+}
+
+// TestTxnAgainstModel drives a Log with random interleavings of
+// transactional producers (data, commits, aborts, empty transactions), plain
+// and idempotent producers, unclean reopens (crashes), clean reopens and
+// truncations, and checks after every step the last stable offset, the
+// aborted transactions for random ranges, and what a read_committed reader
+// gets, against a model replaying the same batches.
+func TestTxnAgainstModel(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 31))
+	cfg := Config{SegmentBytes: int64(400 + rng.IntN(2000)), IndexIntervalBytes: 1 + rng.IntN(400), RetentionMs: -1}
+	l := newLog(t, cfg)
+	var events []txnEvent
+	txnPids := []int64{100, 101, 102, 103}
+	step := 0
+	appendData := func(kind string, pid int64, m *txnModel) {
+		n := 1 + rng.IntN(4)
+		var rs []logtest.Record
+		var vs []string
+		for i := range n {
+			v := fmt.Sprintf("%s-p%d-s%d-%d", kind, pid, step, i)
+			vs = append(vs, v)
+			rs = append(rs, logtest.Record{Value: []byte(v)})
+		}
+		o := logtest.Options{}
+		ev := txnEvent{count: int64(n), pid: -1, kind: kind, values: vs}
+		if kind != "plain" {
+			ev.pid, ev.epoch, ev.seq = pid, m.epochs[pid], m.nextSeq[pid]
+			o = logtest.Options{ProducerID: pid, Idempotent: true, ProducerEpoch: ev.epoch, BaseSequence: ev.seq}
+			if kind == "txn" {
+				o.Attributes = attrTransactional
+			}
+		}
+		r := mustAppend(t, l, logtest.Batch(o, rs...))
+		if r.BaseOffset != m.end {
+			t.Fatalf("step %d: %s append at %d, model end %d", step, kind, r.BaseOffset, m.end)
+		}
+		ev.base = r.BaseOffset
+		events = append(events, ev)
+	}
+	for step = range 600 {
+		m := replayTxnModel(events)
+		switch op := rng.IntN(100); {
+		case op < 15:
+			appendData("plain", -1, m)
+		case op < 25:
+			appendData("idem", 7, m)
+		case op < 60:
+			appendData("txn", txnPids[rng.IntN(len(txnPids))], m)
+		case op < 80: // a marker, usually for an ongoing transaction
+			pid := txnPids[rng.IntN(len(txnPids))]
+			commit := rng.IntN(2) == 0
+			r, err := l.AppendMarker(pid, m.epochs[pid], 1, commit, -1)
+			if err != nil {
+				t.Fatalf("step %d: marker: %v", step, err)
+			}
+			kind := "abort"
+			if commit {
+				kind = "commit"
+			}
+			events = append(events, txnEvent{base: r.BaseOffset, count: 1, pid: pid, epoch: m.epochs[pid], kind: kind})
+		case op < 87:
+			crash(t, l)
+			var err error
+			if l, err = Open(l.Dir(), Config{SegmentBytes: cfg.SegmentBytes, IndexIntervalBytes: cfg.IndexIntervalBytes, RetentionMs: -1, Logger: quietLogger()}); err != nil {
+				t.Fatalf("step %d: reopen after crash: %v", step, err)
+			}
+			lc := l
+			t.Cleanup(func() { lc.Close() })
+		case op < 92:
+			l = reopen(t, l, cfg)
+		default: // truncate to a random batch boundary, as a follower would
+			if len(events) == 0 {
+				break
+			}
+			k := rng.IntN(len(events))
+			if err := l.TruncateTo(events[k].base); err != nil {
+				t.Fatalf("step %d: truncate to %d: %v", step, events[k].base, err)
+			}
+			events = events[:k]
+		}
+		checkTxnModel(t, l, replayTxnModel(events), rng, step)
+	}
+}
+
+func checkTxnModel(t *testing.T, l *Log, m *txnModel, rng *rand.Rand, step int) {
+	t.Helper()
+	end := l.EndOffset()
+	if end != m.end {
+		t.Fatalf("step %d: end %d, model %d", step, end, m.end)
+	}
+	lso := m.lso()
+	if got := l.LastStableOffset(end); got != lso {
+		t.Fatalf("step %d: LSO %d, model %d (ongoing %v)", step, got, lso, m.ongoing)
+	}
+	if hw := end / 2; l.LastStableOffset(hw) != min(hw, lso) {
+		t.Fatalf("step %d: LSO(hw %d) = %d, want %d", step, hw, l.LastStableOffset(hw), min(hw, lso))
+	}
+	from := rng.Int64N(lso + 1)
+	var want []AbortedTxn
+	for _, a := range m.aborted {
+		if a.LastOffset >= from && a.FirstOffset < lso {
+			want = append(want, a)
+		}
+	}
+	got := l.AbortedTransactions(from, lso)
+	if len(got) != len(want) {
+		t.Fatalf("step %d: aborted in [%d, %d): %+v, model %+v", step, from, lso, got, want)
+	}
+	for i := range got {
+		if got[i].ProducerID != want[i].ProducerID || got[i].FirstOffset != want[i].FirstOffset || got[i].LastOffset != want[i].LastOffset {
+			t.Fatalf("step %d: aborted %d: %+v, model %+v", step, i, got[i], want[i])
+		}
+	}
+	var wantVals []string
+	for _, r := range m.visible {
+		if r.off >= from && r.off < lso {
+			wantVals = append(wantVals, r.v)
+		}
+	}
+	if gotVals := readCommitted(t, l, from, lso); !equalStrings(gotVals, wantVals) {
+		t.Fatalf("step %d: read_committed [%d, %d):\n got %q\nwant %q", step, from, lso, gotVals, wantVals)
+	}
+}
+
+// TestTxnMarkerChecks: markers are fenced by producer and coordinator
+// epochs, clients cannot append control batches, and a transactional
+// batch needs a producer id; an ongoing transaction refuses plain batches
+// of the same producer.
+func TestTxnMarkerChecks(t *testing.T) {
+	l := newLog(t, Config{RetentionMs: -1})
+	txn := logtest.Options{ProducerID: 5, Idempotent: true, ProducerEpoch: 3, Attributes: attrTransactional}
+	mustAppend(t, l, logtest.Batch(txn, logtest.Record{Value: []byte("a")}))
+	if _, err := l.AppendMarker(5, 2, 0, true, -1); !errors.Is(err, ErrInvalidProducerEpoch) {
+		t.Fatalf("marker of an older epoch: %v", err)
+	}
+	if _, err := l.AppendMarker(5, 3, 4, false, -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AppendMarker(5, 3, 3, false, -1); !errors.Is(err, ErrTransactionCoordinatorFenced) {
+		t.Fatalf("marker of an older coordinator epoch: %v", err)
+	}
+	ctl := logtest.Batch(logtest.Options{ProducerID: 5, Idempotent: true, ProducerEpoch: 3, Attributes: attrTransactional | attrControl},
+		logtest.Record{Key: []byte{0, 0, 0, 1}, Value: []byte{0, 0, 0, 0, 0, 9}})
+	if _, err := l.Append(ctl); !errors.Is(err, ErrInvalidRecord) {
+		t.Fatalf("client control batch: %v", err)
+	}
+	if _, err := l.Append(logtest.Batch(logtest.Options{Attributes: attrTransactional}, logtest.Record{Value: []byte("x")})); !errors.Is(err, ErrInvalidRecord) {
+		t.Fatalf("transactional batch without producer id: %v", err)
+	}
+	txn.BaseSequence = 1
+	mustAppend(t, l, logtest.Batch(txn, logtest.Record{Value: []byte("b")}))
+	plain := logtest.Options{ProducerID: 5, Idempotent: true, ProducerEpoch: 3, BaseSequence: 2}
+	if _, err := l.Append(logtest.Batch(plain, logtest.Record{Value: []byte("c")})); !errors.Is(err, ErrInvalidTxnState) {
+		t.Fatalf("plain batch during a transaction: %v", err)
+	}
+	if l.EndOffset() != 3 || l.LastStableOffset(3) != 2 {
+		t.Fatalf("end %d LSO %d, want 3 and 2", l.EndOffset(), l.LastStableOffset(3))
+	}
+	ps := l.Producers()
+	if len(ps) != 1 || ps[0].ProducerID != 5 || ps[0].ProducerEpoch != 3 || ps[0].TxnStartOffset != 2 || ps[0].CoordinatorEpoch != 4 || ps[0].LastSequence != 1 {
+		t.Fatalf("producers %+v", ps)
+	}
+}
+
+// TestTxnIndexFiles: the .txnindex holds Kafka's 34-byte entries for the
+// aborts of its segment, survives a clean reopen, and goes with its segment.
+func TestTxnIndexFiles(t *testing.T) {
+	cfg := Config{SegmentBytes: 300, RetentionMs: -1, RetentionBytes: 1}
+	l := newLog(t, cfg)
+	for i := range 6 {
+		pid := int64(10 + i)
+		mustAppend(t, l, logtest.Batch(logtest.Options{ProducerID: pid, Idempotent: true, Attributes: attrTransactional},
+			logtest.Record{Value: fmt.Appendf(nil, "txn-%d-%s", i, make([]byte, 100))}))
+		if _, err := l.AppendMarker(pid, 0, 0, i%2 == 0, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l = reopen(t, l, Config{SegmentBytes: 300, RetentionMs: -1})
+	names := dirNames(t, l.Dir())
+	var files, entries int
+	for _, base := range listOffsetFiles(names, txnIndexSuffix) {
+		b, err := os.ReadFile(filepath.Join(l.Dir(), fmt.Sprintf("%020d%s", base, txnIndexSuffix)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b)%txnIndexEntrySize != 0 || len(b) == 0 {
+			t.Fatalf("txnindex %d: %d bytes", base, len(b))
+		}
+		files++
+		entries += len(b) / txnIndexEntrySize
+	}
+	if entries != 3 || files == 0 {
+		t.Fatalf("%d txnindex files with %d entries, want 3 aborts", files, entries)
+	}
+	got := l.AbortedTransactions(0, l.EndOffset())
+	if len(got) != 3 || got[0].ProducerID != 11 || got[1].ProducerID != 13 || got[2].ProducerID != 15 {
+		t.Fatalf("aborted after reopen: %+v", got)
+	}
+	l.Close()
+	l = newLog(t, cfg, l.Dir())
+	if _, err := l.ApplyRetention(); err != nil {
+		t.Fatal(err)
+	}
+	for _, base := range listOffsetFiles(dirNames(t, l.Dir()), txnIndexSuffix) {
+		if base < (*l.segs.Load())[0].base {
+			t.Fatalf("txnindex %d outlived its segment", base)
+		}
+	}
+	for _, a := range l.AbortedTransactions(l.StartOffset(), l.EndOffset()) {
+		if a.LastOffset < l.StartOffset() {
+			t.Fatalf("aborted transaction %+v below log start %d", a, l.StartOffset())
+		}
+	}
+}
