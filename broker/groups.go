@@ -18,6 +18,7 @@ import (
 
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/broker/group"
+	plog "github.com/tributary/tributary/broker/log"
 )
 
 // The group coordinator (broker/group) is wired in here: the broker opens
@@ -110,6 +111,8 @@ func (b *Broker) newGroupCoordinator(reg prometheus.Registerer) error {
 		return err
 	}
 	b.groups = c
+	// Markers on __consumer_offsets end pending transactional commits.
+	b.SetTxnMarkerListener(c)
 	return reg.Register(c.Collector(func(topic string, p int32) (int64, bool) {
 		if part := b.partitionOf(topic, p); part != nil {
 			return part.log.EndOffset(), true
@@ -346,7 +349,34 @@ const offsetsCommitTimeout = 5 * time.Second
 // coordinator's broker. Past the timeout the commit stands on the leader
 // and a warning is logged.
 func (l offsetsLog) Append(records []group.Record) error {
-	batch := encodeOffsetsBatch(records, time.Now().UnixMilli())
+	return l.appendBatch(encodeOffsetsBatch(records, time.Now().UnixMilli(), nil))
+}
+
+// AppendTxn is group.TxnLog: the records as one transactional batch of the
+// producer, at the sequence after its last batch in this partition (0
+// for an epoch the partition has not seen), as Kafka's coordinator writes
+// TxnOffsetCommit records. The group coordinator serializes a partition's
+// appends, so the sequence read is the one the log expects.
+func (l offsetsLog) AppendTxn(records []group.Record, producerID int64, producerEpoch int16) error {
+	seq := int32(0)
+	if tl := l.p.txnLog(); tl != nil {
+		for _, pi := range tl.Producers() {
+			if pi.ProducerID == producerID && pi.ProducerEpoch == producerEpoch && pi.LastSequence >= 0 {
+				seq = pi.LastSequence + 1
+				if seq < 0 { // past MaxInt32 sequences wrap to 0
+					seq = 0
+				}
+			}
+		}
+	}
+	err := l.appendBatch(encodeOffsetsBatch(records, time.Now().UnixMilli(), &txnProducer{producerID, producerEpoch, seq}))
+	if errors.Is(err, plog.ErrInvalidProducerEpoch) {
+		return fmt.Errorf("%w: %w", group.ErrProducerFenced, err)
+	}
+	return err
+}
+
+func (l offsetsLog) appendBatch(batch []byte) error {
 	stampLeaderEpoch(batch, l.p.leaderEpoch())
 	res, err := l.p.log.Append(batch)
 	if err != nil {
@@ -419,7 +449,27 @@ func replayBatches(data []byte, from int64, dec kgo.Decompressor, fn func(group.
 		}
 		data = data[size:]
 		next = batch.FirstOffset + int64(batch.LastOffsetDelta) + 1
-		if batch.Attributes&0x20 != 0 { // control batch
+		transactional := batch.Attributes&0x10 != 0
+		if batch.Attributes&0x20 != 0 { // control batch: a transaction marker
+			if batch.FirstOffset < from || batch.NumRecords < 1 {
+				continue
+			}
+			length, n := binary.Varint(batch.Records)
+			if n <= 0 || length < 0 || int64(n)+length > int64(len(batch.Records)) {
+				return next, errRecordFraming
+			}
+			var r kmsg.Record
+			if err := r.ReadFrom(batch.Records[:int64(n)+length]); err != nil {
+				return next, fmt.Errorf("decoding offsets marker: %w", err)
+			}
+			var key kmsg.ControlRecordKey
+			if err := key.ReadFrom(r.Key); err != nil {
+				return next, fmt.Errorf("offsets marker at %d: control key: %w", batch.FirstOffset, err)
+			}
+			commit := key.Type == kmsg.ControlRecordKeyTypeCommit
+			if err := fn(group.Record{ProducerID: batch.ProducerID, Control: true, Commit: commit}); err != nil {
+				return next, err
+			}
 			continue
 		}
 		records := batch.Records
@@ -442,7 +492,11 @@ func replayBatches(data []byte, from int64, dec kgo.Decompressor, fn func(group.
 			if batch.FirstOffset+int64(r.OffsetDelta) < from {
 				continue
 			}
-			if err := fn(group.Record{Key: r.Key, Value: r.Value}); err != nil {
+			rec := group.Record{Key: r.Key, Value: r.Value}
+			if transactional {
+				rec.ProducerID, rec.Transactional = batch.ProducerID, true
+			}
+			if err := fn(rec); err != nil {
 				return next, err
 			}
 		}
@@ -450,8 +504,16 @@ func replayBatches(data []byte, from int64, dec kgo.Decompressor, fn func(group.
 	return next, nil
 }
 
-// encodeOffsetsBatch builds one uncompressed magic-2 batch of records.
-func encodeOffsetsBatch(records []group.Record, now int64) []byte {
+// txnProducer is the producer of a transactional offsets batch.
+type txnProducer struct {
+	id       int64
+	epoch    int16
+	sequence int32
+}
+
+// encodeOffsetsBatch builds one uncompressed magic-2 batch of records,
+// transactional when txn is set.
+func encodeOffsetsBatch(records []group.Record, now int64, txn *txnProducer) []byte {
 	var recs []byte
 	for i, rec := range records {
 		r := kmsg.NewRecord()
@@ -472,6 +534,10 @@ func encodeOffsetsBatch(records []group.Record, now int64) []byte {
 		FirstSequence:        -1,
 		NumRecords:           int32(len(records)),
 		Records:              recs,
+	}
+	if txn != nil {
+		batch.Attributes |= 0x10
+		batch.ProducerID, batch.ProducerEpoch, batch.FirstSequence = txn.id, txn.epoch, txn.sequence
 	}
 	out := batch.AppendTo(nil)
 	binary.BigEndian.PutUint32(out[batchLengthOffset:], uint32(len(out)-batchOverheadNoLen))

@@ -81,6 +81,7 @@ var apiTable = map[int16]apiSpec{
 	int16(kmsg.EndTxn):               {0, 3},
 	int16(kmsg.DescribeTransactions): {0, 0},
 	int16(kmsg.ListTransactions):     {0, 1},
+	int16(kmsg.TxnOffsetCommit):      {0, 3},
 	// Transactions, the partition side (txnlog.go).
 	int16(kmsg.WriteTxnMarkers):   {0, 1},
 	int16(kmsg.DescribeProducers): {0, 0},
@@ -177,6 +178,8 @@ func (b *Broker) dispatch(ctx context.Context, r *request) (reply, error) {
 		return b.handleDescribeTransactions(ctx, r)
 	case kmsg.ListTransactions:
 		return b.handleListTransactions(ctx, r)
+	case kmsg.TxnOffsetCommit:
+		return b.handleTxnOffsetCommit(ctx, r)
 	}
 	return nil, fmt.Errorf("%w: api key %d", ErrUnsupportedRequest, r.key)
 }

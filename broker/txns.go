@@ -196,7 +196,14 @@ func (w *txnMarkerWriter) send(ctx context.Context, addr string, m txn.Marker, t
 	for _, rm := range resp.Markers {
 		for _, rt := range rm.Topics {
 			for _, rp := range rt.Partitions {
-				if e := kerr.ErrorForCode(rp.ErrorCode); e != nil {
+				e := kerr.ErrorForCode(rp.ErrorCode)
+				switch {
+				case e == nil:
+				case e == kerr.TransactionCoordinatorFenced, e == kerr.InvalidProducerEpoch:
+					errs = append(errs, fmt.Errorf("%s-%d: %w: %w", rt.Topic, rp.Partition, txn.ErrMarkersFenced, e))
+				case e == kerr.UnsupportedForMessageFormat:
+					// A log that cannot hold markers: as Kafka, skip it.
+				default:
 					if _, ok := w.b.metadata().Partition(rt.Topic, rp.Partition); !ok {
 						continue // deleted meanwhile
 					}

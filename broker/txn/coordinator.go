@@ -27,11 +27,17 @@ type Marker struct {
 // Markers writes transaction markers to the leaders of their partitions.
 type Markers interface {
 	// WriteMarkers returns nil once every partition of m has the marker
-	// (a partition that no longer exists counts as done); an error makes
-	// the coordinator retry with backoff until ctx ends (the state
-	// partition moved away).
+	// (a partition that no longer exists counts as done). An error
+	// wrapping ErrMarkersFenced (a leader knows a newer coordinator or
+	// producer epoch) stops the completion: this coordinator is stale.
+	// Any other error makes the coordinator retry with backoff until ctx
+	// ends (the state partition moved away).
 	WriteMarkers(ctx context.Context, m Marker) error
 }
+
+// ErrMarkersFenced: a partition leader refused a marker as stale
+// (TRANSACTION_COORDINATOR_FENCED, INVALID_PRODUCER_EPOCH).
+var ErrMarkersFenced = errors.New("txn: markers fenced by a newer coordinator or producer epoch")
 
 // Coordinator is the transaction coordinator of one broker: the
 // transactional ids of the state-topic partitions this broker leads,
@@ -114,6 +120,9 @@ func (c *Coordinator) load(sp *statePartition) {
 	txns := map[string]*metadata{}
 	corrupt := 0
 	err := sp.log.Replay(func(r Record) error {
+		if r.Control || r.Transactional {
+			return nil // none are written here; skipped like Kafka's loader
+		}
 		id, m, err := decodeRecord(r)
 		if err != nil {
 			corrupt++
@@ -478,6 +487,10 @@ func (c *Coordinator) finish(sp *statePartition, prepared *metadata, mk Marker) 
 			break
 		}
 		if sp.ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, ErrMarkersFenced) {
+			c.cfg.Logger.Warn("transaction markers fenced; left to the newer coordinator", "producer_id", mk.ProducerID, "err", err)
 			return
 		}
 		c.cfg.Logger.Warn("writing transaction markers failed; retrying", "producer_id", mk.ProducerID, "err", err)
