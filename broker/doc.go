@@ -106,6 +106,26 @@
 // also written through to /consumers/<group>/offsets in the coordination
 // service (see broker/group for which store is the truth).
 //
+// # Transactions, the partition side
+//
+// A partition leader serves transactional data as Kafka >= 2.5 does
+// (txnlog.go; the storage rules are broker/log's): Produce with a
+// transactional.id needs Write on that TransactionalId, the log checks
+// transactional batches (a producer id, no control batches from clients:
+// INVALID_RECORD; INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE).
+// WriteTxnMarkers (writetxnmarkers.go, ClusterAction) appends each
+// COMMIT/ABORT marker stamped with the leader epoch and answers once the
+// in-sync replicas have it; for __consumer_offsets partitions it then
+// calls the TxnMarkerListener (SetTxnMarkerListener, a no-op by default),
+// through which the group coordinator applies or drops a producer's
+// pending transactional offsets. Fetch with isolation_level
+// read_committed returns data below the last stable offset, reports it,
+// and lists the aborted transactions from the fetch offset to it;
+// ListOffsets latest with read_committed answers the LSO.
+// DescribeProducers (describeproducers.go, Read on the topic) lists a led
+// partition's producers with their ongoing transactions. Followers rebuild
+// the same state from the replicated batches and markers.
+//
 // # Internal topics
 //
 // The broker creates its internal topics on first use, as Kafka does, with

@@ -22,7 +22,9 @@ import (
 // min.insync.replicas, and otherwise answers once every in-sync replica has
 // the batches (the high watermark passed them), or REQUEST_TIMED_OUT after
 // the request's timeout. Nothing of a partition is written when any of its
-// batches is rejected.
+// batches is rejected. A request with a transactional.id needs Write on it
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); the log judges transactional
+// batches (see broker/log: Transactions).
 func (b *Broker) handleProduce(ctx context.Context, r *request) (reply, error) {
 	req := r.msg.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)

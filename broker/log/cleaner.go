@@ -123,11 +123,16 @@ func (l *Log) sections() (segs []*segment, firstDirty, cleanableEnd int64, c Cle
 	nowMs := l.cfg.Now().UnixMilli()
 	cleanableEnd = segs[len(segs)-1].base
 	oldestDirty := int64(math.MaxInt64)
+	unstable := l.firstUnstable.Load() // as Kafka, nothing at or past it is cleaned
 	for i, s := range segs[:len(segs)-1] {
 		end := segs[i+1].base
 		if end <= firstDirty {
 			c.CleanBytes += s.size.Load()
 			continue
+		}
+		if unstable >= 0 && end > unstable {
+			cleanableEnd = s.base
+			break
 		}
 		ts, terr := l.segmentTime(s)
 		if terr != nil {
@@ -223,7 +228,8 @@ func (l *Log) Clean(ctx context.Context, opts CleanOptions) (CleanStats, error) 
 	}
 	om := newOffsetMap(buf)
 	cd := newCodecs()
-	mapEnd, err := l.buildOffsetMap(ctx, opts, cd, om, work, firstDirty, cleanableEnd, &st)
+	ct := l.newCleanTxns()
+	mapEnd, err := l.buildOffsetMap(ctx, opts, cd, om, ct, work, firstDirty, cleanableEnd, &st)
 	if err != nil {
 		return st, err
 	}
@@ -247,7 +253,7 @@ func (l *Log) Clean(ctx context.Context, opts CleanOptions) (CleanStats, error) 
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
-		if err := l.cleanGroup(ctx, opts, cd, om, g, mapEnd, horizon, &gen, &st); err != nil {
+		if err := l.cleanGroup(ctx, opts, cd, om, ct, g, mapEnd, horizon, &gen, &st); err != nil {
 			return st, err
 		}
 	}
@@ -319,7 +325,8 @@ func (l *Log) eachBatch(ctx context.Context, opts CleanOptions, s *segment, fn f
 		if _, err := io.ReadFull(r, b); err != nil {
 			return err
 		}
-		if _, err := checkBatch(b); err != nil {
+		// The whole batch's header: a control batch's marker parsed too.
+		if h, err = checkBatch(b); err != nil {
 			return fmt.Errorf("%w: clean segment %d at byte %d: %v", ErrCorruption, s.base, pos, err)
 		}
 		pos += h.size
@@ -339,7 +346,7 @@ func (l *Log) eachBatch(ctx context.Context, opts CleanOptions, s *segment, fn f
 // buildOffsetMap maps the keys of the dirty records from firstDirty on,
 // below cleanableEnd, until the map is full (at a batch boundary); it
 // returns the offset after the last mapped batch.
-func (l *Log) buildOffsetMap(ctx context.Context, opts CleanOptions, cd *codecs, om *offsetMap, segs []*segment, firstDirty, cleanableEnd int64, st *CleanStats) (int64, error) {
+func (l *Log) buildOffsetMap(ctx context.Context, opts CleanOptions, cd *codecs, om *offsetMap, ct *cleanTxns, segs []*segment, firstDirty, cleanableEnd int64, st *CleanStats) (int64, error) {
 	mapEnd := cleanableEnd
 	var rs []record
 	full := false
@@ -351,7 +358,8 @@ func (l *Log) buildOffsetMap(ctx context.Context, opts CleanOptions, cd *codecs,
 			continue
 		}
 		err := l.eachBatch(ctx, opts, s, func(h batchHeader, b []byte) (bool, error) {
-			if h.lastOffset() < firstDirty || b[offAttributes+1]&attrControl != 0 {
+			// Aborted records never shadow others (Kafka skips them too).
+			if h.lastOffset() < firstDirty || h.isControl() || h.transactional() && ct.isAborted(h) {
 				return false, nil
 			}
 			if len(om.m) > 0 && len(om.m)+int(h.recordCount) > om.capacity {
@@ -381,7 +389,12 @@ func (l *Log) buildOffsetMap(ctx context.Context, opts CleanOptions, cd *codecs,
 
 // cleanGroup writes the retained batches of a group into .cleaned files
 // and swaps them in.
-func (l *Log) cleanGroup(ctx context.Context, opts CleanOptions, cd *codecs, om *offsetMap, g segmentGroup, mapEnd, horizon int64, gen *int64, st *CleanStats) error {
+//
+// Transactions (cleaner_txn.go): batches of aborted transactions are
+// dropped whole; a marker is dropped once no data of its transaction
+// remain and its segment is older than delete.retention.ms, an ABORT's
+// aborted-transaction entry with it.
+func (l *Log) cleanGroup(ctx context.Context, opts CleanOptions, cd *codecs, om *offsetMap, ct *cleanTxns, g segmentGroup, mapEnd, horizon int64, gen *int64, st *CleanStats) error {
 	base := g.segs[0].base
 	out, err := newCleanedSegment(l.dir, base, g.segs[0].interval)
 	if err != nil {
@@ -402,9 +415,25 @@ func (l *Log) cleanGroup(ctx context.Context, opts CleanOptions, cd *codecs, om 
 		err := l.eachBatch(ctx, opts, s, func(h batchHeader, b []byte) (bool, error) {
 			st.BytesRead += h.size
 			st.RecordsRead += int64(h.recordCount)
-			if b[offAttributes+1]&attrControl != 0 || h.baseOffset >= mapEnd {
+			aborted := false
+			switch {
+			case h.isControl() && h.baseOffset >= mapEnd:
+				delete(ct.seen, h.producerID)
+			case h.isControl():
+				if !ct.keepMarker(h, segMs, horizon) {
+					changed = true
+					return false, nil
+				}
+			case h.transactional():
+				aborted = ct.dataBatch(h)
+			}
+			if h.isControl() || h.baseOffset >= mapEnd {
 				st.RecordsWritten += int64(h.recordCount)
 				return false, out.write(h, b, opts, ctx)
+			}
+			if aborted {
+				changed = true
+				return false, nil
 			}
 			raw, err := cd.records(b)
 			if err != nil {
@@ -445,6 +474,7 @@ func (l *Log) cleanGroup(ctx context.Context, opts CleanOptions, cd *codecs, om 
 	if !changed {
 		return nil // nothing to drop: the segment stays as it is
 	}
+	out.txn = l.groupTxnIndex(ct, g)
 	if err := out.finish(mtime); err != nil {
 		return err
 	}
@@ -452,7 +482,11 @@ func (l *Log) cleanGroup(ctx context.Context, opts CleanOptions, cd *codecs, om 
 		out.keep = true
 		return err
 	}
-	return l.swapIn(g, out, gen)
+	if err := l.swapIn(g, out, gen); err != nil || !out.done {
+		return err
+	}
+	l.forgetDropped(ct, g)
+	return nil
 }
 
 // retain decides whether the cleaner keeps record r of the batch h.

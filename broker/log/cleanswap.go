@@ -82,7 +82,8 @@ type cleanedSegment struct {
 	w              *bufio.Writer
 	pos            int64
 	ix             indexer
-	keep, done     bool // keep: a test crash leaves the files; done: swapped in
+	keep, done     bool         // keep: a test crash leaves the files; done: swapped in
+	txn            []AbortedTxn // the group's aborted-transaction index
 }
 
 func cleanedPath(dir string, base int64, suffix string) string {
@@ -129,8 +130,11 @@ func (c *cleanedSegment) finish(mtime time.Time) error {
 	for _, e := range c.ix.tidx {
 		tb = e.appendTo(tb)
 	}
+	// The .txnindex always, empty too: the swap renames it with the others
+	// and so replaces the first segment's (an empty one is removed after).
 	if err := errors.Join(writeFileAtomic(cleanedPath(c.dir, c.base, indexSuffix), ib),
-		writeFileAtomic(cleanedPath(c.dir, c.base, timeIndexSuffix), tb)); err != nil {
+		writeFileAtomic(cleanedPath(c.dir, c.base, timeIndexSuffix), tb),
+		writeFileAtomic(cleanedPath(c.dir, c.base, txnIndexSuffix), encodeTxnIndex(c.txn))); err != nil {
 		return fmt.Errorf("log: write indexes of cleaned segment %d: %w", c.base, err)
 	}
 	if !mtime.IsZero() {
@@ -149,7 +153,7 @@ func (c *cleanedSegment) discard() {
 	if c.done || c.keep {
 		return
 	}
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		os.Remove(cleanedPath(c.dir, c.base, suf))
 	}
 }
@@ -232,7 +236,7 @@ func (l *Log) swapFiles(g segmentGroup, out *cleanedSegment) error {
 	if err := errors.Join(writeFileAtomic(filepath.Join(l.dir, cleanerSwapFile), manifest), syncDir(l.dir)); err != nil {
 		return err
 	}
-	suffixes := []string{indexSuffix, timeIndexSuffix, logSuffix} // the .log last: its .swap commits
+	suffixes := []string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix} // the .log last: its .swap commits
 	for _, suf := range suffixes {
 		if err := os.Rename(cleanedPath(l.dir, base, suf), segmentPath(l.dir, base, suf)+swapSuffix); err != nil {
 			return err
@@ -263,6 +267,9 @@ func (l *Log) swapFiles(g segmentGroup, out *cleanedSegment) error {
 	}
 	if err := syncDir(l.dir); err != nil {
 		return err
+	}
+	if len(out.txn) == 0 {
+		os.Remove(segmentPath(l.dir, base, txnIndexSuffix)) // only segments with aborts have one
 	}
 	return l.cleanStep(stepRenamed)
 }
@@ -302,7 +309,7 @@ func finishCleaning(dir string, names []string) ([]string, error) {
 }
 
 func finishSwap(dir string, names []string, base, end int64) error {
-	suffixes := []string{indexSuffix, timeIndexSuffix, logSuffix}
+	suffixes := []string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix}
 	if _, err := os.Stat(cleanedPath(dir, base, logSuffix)); err == nil {
 		for _, suf := range suffixes {
 			for _, p := range []string{cleanedPath(dir, base, suf), segmentPath(dir, base, suf) + swapSuffix} {

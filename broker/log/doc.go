@@ -35,9 +35,13 @@
 // Close. After a crash the active segment is always rescanned (see below),
 // so its index files are never needed before then.
 //
+//   - NNN.txnindex: the aborted transactions whose ABORT markers the
+//     segment holds, Kafka's 34-byte entries (see Transactions); only
+//     segments with such markers have one.
+//
 // and, for the partition, NNN.tributary-producers (producer idempotence
-// state after every batch below NNN with each producer's last append time,
-// CRC-32C protected, version 2; written at each roll and at Close; our own
+// state after every batch below NNN with each producer's last append time
+// and ongoing transaction, CRC-32C protected, version 3; written at each roll and at Close; our own
 // format, so it does not carry Kafka's ".snapshot" name), recovery-point
 // (offset below which all data was fsynced, with a CRC),
 // leader-epoch-checkpoint (below), log-start-offset (a log start offset
@@ -236,6 +240,50 @@
 // segment waits and retries on the new list. TruncateTo moves the
 // checkpoint back; retention or a truncation during a cleaning makes its
 // swap a no-op.
+//
+// # Transactions
+//
+// A transactional batch (attribute bit 4, with a producer id) opens its
+// producer's transaction at its base offset unless one is ongoing; while
+// it is, a non-transactional batch of the same producer epoch is refused
+// (ErrInvalidTxnState). Control batches (bit 5) come only from
+// AppendMarker, Append refuses them (ErrInvalidRecord): one record, key
+// version int16 0 | type int16 (ABORT 0, COMMIT 1), value version int16 0 |
+// coordinatorEpoch int32 (Kafka's EndTransactionMarker), base sequence -1.
+// A marker ends the producer's transaction (an empty one when none is
+// ongoing, as in Kafka); an older producer epoch is refused
+// (ErrInvalidProducerEpoch), and so is a coordinator epoch older than the
+// producer's last marker's (ErrTransactionCoordinatorFenced). Producers
+// with an ongoing transaction never expire.
+//
+// LastStableOffset(hw) is Kafka's LSO: the first offset of the oldest
+// ongoing transaction, or hw when lower or none is ongoing (Kafka also
+// holds it below markers not yet replicated; here a read_committed reader
+// may read a transaction whose marker only the leader has, which the
+// coordinator then re-sends to any new leader). An ABORT adds (producer,
+// first offset, marker offset, LSO after it) to the aborted-transaction
+// index; AbortedTransactions(from, upper) returns the entries overlapping
+// [from, upper), as Kafka's collectAbortedTxns, from memory. Each segment
+// holding ABORT markers has NNN.txnindex, Kafka's format and name
+// (txnindex.go), written with the other index files when the segment is
+// sealed and at Close, and read at Open; Kafka 2.8's DumpLogSegments reads
+// it. Producer snapshots (version 3) carry each producer's ongoing
+// transaction and last coordinator epoch, and the producer replay of Open
+// and TruncateTo (from the newest snapshot) completes transactions and
+// rebuilds the index of the replayed segments, rewriting their files:
+// truncation rolls both back, retention and DeleteRecordsBefore delete a
+// segment's .txnindex with it. Snapshots are written in roll order after
+// the rolled segment's .txnindex, so the files hold every entry below the
+// snapshot recovery starts from. Producers lists the producers remembered
+// (DescribeProducers).
+//
+// The cleaner (cleaner_txn.go) never cleans at or past the first unstable
+// offset; it drops the batches of aborted transactions whole and leaves
+// their keys out of the offset map; it drops a marker once a pass finds no
+// data of its transaction left and the segment is older than
+// DeleteRetention (Kafka's rule for markers and tombstones), an ABORT's
+// index entry with it. The cleaned group's .txnindex goes through the swap
+// with its other files (an empty one is removed after).
 //
 // # Concurrency
 //

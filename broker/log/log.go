@@ -43,9 +43,6 @@ type Log struct {
 	firstUnstable atomic.Int64
 	txnMu         sync.RWMutex
 	aborted       []AbortedTxn
-	// recoveredFrom is the base of the first segment an unclean Open
-	// rescanned (MaxInt64: none); producer state is replayed from there.
-	recoveredFrom int64
 
 	epochs  *epochCache  // leader epochs of the batches; see epoch.go
 	cleaner cleanerState // the log cleaner's checkpoint and lock; see cleaner.go
@@ -86,7 +83,7 @@ func Open(dir string, cfg Config) (*Log, error) {
 		return nil, err
 	}
 	l := &Log{dir: dir, cfg: cfg, logger: cfg.Logger.With("log", dir), files: cfg.Files,
-		stop: make(chan struct{}), lastRollDone: make(chan struct{}), recoveredFrom: math.MaxInt64}
+		stop: make(chan struct{}), lastRollDone: make(chan struct{})}
 	l.firstUnstable.Store(-1)
 	if l.files == nil {
 		l.files = NewFileCache(DefaultMaxOpenFiles, 0)
@@ -338,11 +335,13 @@ func (l *Log) roll(now time.Time, base int64) error {
 		defer close(done)
 		defer old.release()
 		err := errors.Join(l.syncSegment(old), writeIndexes(),
-			l.files.essential(func() error { return writeTxnIndex(l.dir, old.base, aborted) }),
-			l.files.essential(func() error { return writeFileAtomic(snapshotPath(l.dir, s.base), snapshot) }),
+			l.files.essential(func() error { return writeTxnIndex(l.dir, old.base, aborted) }))
+		// Snapshots in roll order: one at offset X means every .txnindex
+		// below X is written (recovery relies on it, see loadProducers).
+		<-prev
+		err = errors.Join(err, l.files.essential(func() error { return writeFileAtomic(snapshotPath(l.dir, s.base), snapshot) }),
 			l.files.essential(func() error { return syncDir(l.dir) }))
 		pruneSnapshots(l.dir)
-		<-prev
 		if err != nil {
 			l.logger.Error("sync of rolled segment failed", "segment", old.base, "err", err)
 			return

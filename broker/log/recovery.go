@@ -246,7 +246,6 @@ func (l *Log) recover(segs []*segment) error {
 		}
 	}
 	l.logger.Info("recovering log after unclean shutdown", "from_segment", segs[first].base, "segments", len(segs)-first)
-	l.recoveredFrom = segs[first].base
 	// The checkpoint may be ahead of or behind the unsynced tail; the
 	// scanned batches decide.
 	l.epochs.truncateFromEnd(segs[first].base)
@@ -353,17 +352,20 @@ func (l *Log) finishRecovery() error {
 // Transactions are rebuilt by the same replay: the snapshot carries each
 // producer's ongoing transaction, and the markers replayed complete them
 // and rebuild the aborted-transaction index of the replayed segments
-// (their .txnindex files are rewritten). After an unclean shutdown the
-// replay starts no later than the first rescanned segment, whose files
-// may not have reached the disk.
+// (their .txnindex files are rewritten). A snapshot at offset X is only
+// ever written after the batches below X and their .txnindex entries
+// were fsynced (at a roll, Close or TruncateTo), so the files' entries
+// below X are complete. Without a snapshot, a transaction begun before the
+// last two segments is not known to be ongoing (a limitation: Kafka
+// replays from the log start then).
 func (l *Log) loadProducers(names []string) error {
 	end := l.end.Load()
 	nowMs := l.cfg.Now().UnixMilli()
-	ps, from, ok := loadSnapshot(l.dir, names, min(end, l.recoveredFrom), l.cfg.producerExpireMs(), nowMs)
+	ps, from, ok := loadSnapshot(l.dir, names, end, l.cfg.producerExpireMs(), nowMs)
 	l.producers = ps
 	segs := *l.segs.Load()
 	if !ok || from < segs[0].base {
-		from = min(segs[max(len(segs)-2, 0)].base, l.recoveredFrom)
+		from = segs[max(len(segs)-2, 0)].base
 	}
 	l.loadTxnIndexes(names, segs, from)
 	defer func() {
