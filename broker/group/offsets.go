@@ -60,37 +60,17 @@ func (c *Coordinator) OffsetCommit(_ context.Context, req *kmsg.OffsetCommitRequ
 		all(code)
 		return resp
 	}
-	now := c.cfg.Now().UnixMilli()
-	type accepted struct {
-		topic string
-		p     int32
-		c     committed
-	}
-	var records []Record
-	var accept []accepted
+	var parts []commitPart
 	for i, t := range req.Topics {
 		for j, p := range t.Partitions {
-			meta := ""
-			if p.Metadata != nil {
-				meta = *p.Metadata
-			}
-			switch {
-			case len(meta) > int(c.cfg.OffsetMetadataMaxBytes):
-				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
-				continue
-			case c.partitionExists != nil && !c.partitionExists(t.Topic, p.Partition):
-				codes[i][j] = kerr.UnknownTopicOrPartition.Code
-				continue
-			}
 			epoch := p.LeaderEpoch
 			if req.Version < 6 {
 				epoch = -1
 			}
-			cm := committed{Offset: p.Offset, LeaderEpoch: epoch, Metadata: meta, CommitTime: now}
-			records = append(records, offsetRecord(req.Group, t.Topic, p.Partition, cm))
-			accept = append(accept, accepted{t.Topic, p.Partition, cm})
+			parts = append(parts, commitPart{TopicPartition{t.Topic, p.Partition}, p.Offset, epoch, p.Metadata, &codes[i][j]})
 		}
 	}
+	records, accept := c.commitRecords(req.Group, parts)
 	g.mu.Unlock()
 	if len(records) == 0 {
 		return resp
@@ -108,13 +88,13 @@ func (c *Coordinator) OffsetCommit(_ context.Context, req *kmsg.OffsetCommitRequ
 	}
 	g.mu.Lock()
 	for _, a := range accept {
-		g.setOffset(a.topic, a.p, a.c)
+		g.setOffset(a.tp.Topic, a.tp.Partition, a.c)
 	}
 	g.mu.Unlock()
 	if c.registry != nil {
 		offs := make([]RegistryOffset, len(accept))
 		for i, a := range accept {
-			offs[i] = RegistryOffset{TopicPartition: TopicPartition{a.topic, a.p}, Offset: a.c.Offset}
+			offs[i] = RegistryOffset{TopicPartition: a.tp, Offset: a.c.Offset}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultRegistryWriteTimeout)
 		if err := c.registry.Store(ctx, req.Group, offs); err != nil {
@@ -123,6 +103,49 @@ func (c *Coordinator) OffsetCommit(_ context.Context, req *kmsg.OffsetCommitRequ
 		cancel()
 	}
 	return resp
+}
+
+// commitPart is one partition of an OffsetCommit or TxnOffsetCommit
+// request, with where its error code goes.
+type commitPart struct {
+	tp       TopicPartition
+	offset   int64
+	epoch    int32
+	metadata *string
+	code     *int16
+}
+
+// acceptedOffset is an offset a commit will store once appended.
+type acceptedOffset struct {
+	tp TopicPartition
+	c  committed
+}
+
+// commitRecords checks each part (metadata size, the partition's
+// existence; a refused part gets its code) and returns the records of the
+// accepted ones and what they store, stamped with the commit time.
+func (c *Coordinator) commitRecords(group string, parts []commitPart) ([]Record, []acceptedOffset) {
+	now := c.cfg.Now().UnixMilli()
+	var records []Record
+	var accept []acceptedOffset
+	for _, p := range parts {
+		meta := ""
+		if p.metadata != nil {
+			meta = *p.metadata
+		}
+		switch {
+		case len(meta) > int(c.cfg.OffsetMetadataMaxBytes):
+			*p.code = kerr.OffsetMetadataTooLarge.Code
+			continue
+		case c.partitionExists != nil && !c.partitionExists(p.tp.Topic, p.tp.Partition):
+			*p.code = kerr.UnknownTopicOrPartition.Code
+			continue
+		}
+		cm := committed{Offset: p.offset, LeaderEpoch: p.epoch, Metadata: meta, CommitTime: now}
+		records = append(records, offsetRecord(group, p.tp.Topic, p.tp.Partition, cm))
+		accept = append(accept, acceptedOffset{p.tp, cm})
+	}
+	return records, accept
 }
 
 // commitCheck is Kafka's validation of a commit against the group: a

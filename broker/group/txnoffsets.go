@@ -148,36 +148,17 @@ func (c *Coordinator) TxnOffsetCommit(_ context.Context, req *kmsg.TxnOffsetComm
 		all(code)
 		return resp
 	}
-	now := c.cfg.Now().UnixMilli()
-	type accepted struct {
-		tp TopicPartition
-		c  committed
-	}
-	var records []Record
-	var accept []accepted
+	var parts []commitPart
 	for i, t := range req.Topics {
 		for j, p := range t.Partitions {
-			meta := ""
-			if p.Metadata != nil {
-				meta = *p.Metadata
-			}
-			switch {
-			case len(meta) > int(c.cfg.OffsetMetadataMaxBytes):
-				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
-				continue
-			case c.partitionExists != nil && !c.partitionExists(t.Topic, p.Partition):
-				codes[i][j] = kerr.UnknownTopicOrPartition.Code
-				continue
-			}
 			epoch := p.LeaderEpoch
 			if req.Version < 2 {
 				epoch = -1
 			}
-			cm := committed{Offset: p.Offset, LeaderEpoch: epoch, Metadata: meta, CommitTime: now}
-			records = append(records, offsetRecord(req.Group, t.Topic, p.Partition, cm))
-			accept = append(accept, accepted{TopicPartition{t.Topic, p.Partition}, cm})
+			parts = append(parts, commitPart{TopicPartition{t.Topic, p.Partition}, p.Offset, epoch, p.Metadata, &codes[i][j]})
 		}
 	}
+	records, accept := c.commitRecords(req.Group, parts)
 	g.mu.Unlock()
 	if len(records) == 0 {
 		return resp
