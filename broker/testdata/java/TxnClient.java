@@ -46,6 +46,9 @@ public class TxnClient {
                 Map<TopicPartition, OffsetAndMetadata> offsets =
                     Collections.singletonMap(new TopicPartition(input, 0), new OffsetAndMetadata((i + 1) * 10L));
                 a.sendOffsetsToTransaction(offsets, new ConsumerGroupMetadata(group));
+                // abortTransaction drops records still buffered: flush so
+                // that the aborted ones are in the log for read_uncommitted.
+                a.flush();
                 if (i % 2 == 0) {
                     a.commitTransaction();
                 } else {
