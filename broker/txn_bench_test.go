@@ -10,15 +10,15 @@ import (
 )
 
 // BenchmarkTxnProduce: one op is a franz-go transaction of 1,000 records
-// of 100 bytes on a 6-partition topic of one in-process broker, committed
+// of 100 bytes on an auto-created topic of one in-process broker, committed
 // (InitProducerId once; AddPartitionsToTxn, the produces, EndTxn and the
 // markers per op). Reports records/s.
 func BenchmarkTxnProduce(b *testing.B) {
 	tb := newTestBroker(b, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	admin := newClient(b, tb.Addr())
-	if err := admin.ProduceSync(ctx, &kgo.Record{Topic: "warm", Value: []byte("x")}).FirstErr(); err != nil {
+	admin := newClient(b, tb.Addr(), kgo.AllowAutoTopicCreation())
+	if err := admin.ProduceSync(ctx, &kgo.Record{Topic: "txn-bench", Value: []byte("x")}).FirstErr(); err != nil {
 		b.Fatal(err)
 	}
 	cl := newClient(b, tb.Addr(), kgo.TransactionalID("bench"), kgo.AllowAutoTopicCreation(), kgo.ProducerLinger(0))
