@@ -113,6 +113,11 @@ func groupACL(name string, op acl.Operation) acl.Binding {
 	return allowACL(acl.ResourceGroup, name, acl.PatternLiteral, "User:alice", op)
 }
 
+// txnACL grants alice op on the case's transactional id (its topic name).
+func txnACL(op acl.Operation) acl.Binding {
+	return allowACL(acl.ResourceTransactionalID, "", acl.PatternLiteral, "User:alice", op)
+}
+
 func clusterACL(op acl.Operation) acl.Binding {
 	return allowACL(acl.ResourceCluster, acl.ClusterName, acl.PatternLiteral, "User:alice", op)
 }
@@ -374,6 +379,43 @@ func TestAuthorizationMatrix(t *testing.T) {
 				return 0, err
 			}
 			return resp.ErrorCode, nil
+		}},
+		// Transactional ids: the case's topic name is its id.
+		{"InitProducerID/txn", []acl.Binding{txnACL(acl.OpWrite)}, kerr.TransactionalIDAuthorizationFailed, func(cl *kgo.Client, topic, _ string) (int16, error) {
+			req := kmsg.NewPtrInitProducerIDRequest()
+			req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr(topic), 10000
+			resp, err := req.RequestWith(ctx, cl.Broker(1))
+			if err != nil {
+				return 0, err
+			}
+			return resp.ErrorCode, nil
+		}},
+		{"FindCoordinator/txn", []acl.Binding{txnACL(acl.OpDescribe)}, kerr.TransactionalIDAuthorizationFailed, func(cl *kgo.Client, topic, _ string) (int16, error) {
+			req := kmsg.NewPtrFindCoordinatorRequest() // v4: batched keys
+			req.CoordinatorType, req.CoordinatorKeys = 1, []string{topic}
+			resp, err := req.RequestWith(ctx, cl.Broker(1))
+			if err != nil {
+				return 0, err
+			}
+			return resp.Coordinators[0].ErrorCode, nil
+		}},
+		{"EndTxn", []acl.Binding{txnACL(acl.OpWrite)}, kerr.TransactionalIDAuthorizationFailed, func(cl *kgo.Client, topic, _ string) (int16, error) {
+			req := kmsg.NewPtrEndTxnRequest()
+			req.TransactionalID, req.ProducerID, req.ProducerEpoch = topic, 1, 0
+			resp, err := req.RequestWith(ctx, cl.Broker(1))
+			if err != nil {
+				return 0, err
+			}
+			return resp.ErrorCode, nil
+		}},
+		{"DescribeTransactions", []acl.Binding{txnACL(acl.OpDescribe)}, kerr.TransactionalIDAuthorizationFailed, func(cl *kgo.Client, topic, _ string) (int16, error) {
+			req := kmsg.NewPtrDescribeTransactionsRequest()
+			req.TransactionalIDs = []string{topic}
+			resp, err := req.RequestWith(ctx, cl.Broker(1))
+			if err != nil {
+				return 0, err
+			}
+			return resp.TransactionStates[0].ErrorCode, nil
 		}},
 		{"DescribeCluster", []acl.Binding{clusterACL(acl.OpDescribe)}, kerr.ClusterAuthorizationFailed, func(cl *kgo.Client, _, _ string) (int16, error) {
 			resp, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(ctx, cl.Broker(1))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/broker/group"
+	"github.com/tributary/tributary/broker/txn"
 	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/security"
 )
@@ -82,6 +83,10 @@ type Broker struct {
 	// its offsets into the coordination service (see groups.go).
 	groups        *group.Coordinator
 	groupRegistry *group.ZooKeeperRegistry
+	// txns is the transaction coordinator; markerSender sends its markers
+	// (see txns.go).
+	txns         *txn.Coordinator
+	markerSender *txnMarkerWriter
 	// scram is the SCRAM credential store, made on first use (scram.go).
 	scram scramStore
 	// quotas are the client quotas and their meters (clientquota.go).
@@ -217,6 +222,9 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, opts ...Opt
 	}
 	b.chooseCoordinator()
 	if err := b.newGroupCoordinator(reg); err != nil {
+		return nil, err
+	}
+	if err := b.newTxnCoordinator(); err != nil {
 		return nil, err
 	}
 	b.shutdownCtx, b.shutdownCancel = context.WithCancel(context.Background())

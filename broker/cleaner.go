@@ -246,7 +246,7 @@ var errKeylessRecord = errors.New("Compacted topic cannot accept message without
 // key (INVALID_RECORD for a compacted topic, as in Kafka).
 func requireKeys(records []byte, dec kgo.Decompressor) error {
 	_, err := replayBatches(records, 0, dec, func(r group.Record) error {
-		if r.Key == nil {
+		if r.Key == nil && !r.Control {
 			return errKeylessRecord
 		}
 		return nil

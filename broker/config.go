@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/broker/group"
+	"github.com/tributary/tributary/broker/txn"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
 	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/properties"
@@ -146,6 +147,9 @@ type Config struct {
 	// Groups configures the group coordinator (offsets.topic.*, group.*;
 	// see broker/group.Config and groups.go).
 	Groups group.Config
+	// Txn configures the transaction coordinator (transaction.*,
+	// transactional.id.*; see broker/txn.Config and txns.go).
+	Txn txn.Config
 	// Limits bounds connections, open files and topic creation
 	// (connections.max.idle.ms, max.connections*, log.max.open.files,
 	// controller.mutation.rate; see limits.go).

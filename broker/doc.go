@@ -161,6 +161,21 @@
 // partition's producers with their ongoing transactions. Followers rebuild
 // the same state from the replicated batches and markers.
 //
+// # Transaction coordinator
+//
+// The partitions of __transaction_state are served the same way as those
+// of __consumer_offsets: runGroupLoader (groups.go, syncCoordinatorPartitions
+// for both internal topics) loads the ones this broker leads into the
+// transaction coordinator (broker/txn) at their leader epoch, the
+// coordinator epoch of its markers. The first FindCoordinator of key type
+// 1 creates the topic (transaction.state.log.*). txns.go wires the
+// coordinator: producer ids from the broker's blocks, markers sent as
+// WriteTxnMarkers to each partition's leader over the inter-broker
+// listener (txnMarkerWriter), the timeout and expiry loops. One handler
+// file per API: initproducerid.go, addpartitionstotxn.go,
+// addoffsetstotxn.go, endtxn.go, txnoffsetcommit.go (to the group
+// coordinator), describetransactions.go, listtransactions.go.
+//
 // # Internal topics
 //
 // The broker creates its internal topics on first use, as Kafka does, with

@@ -9,6 +9,7 @@ import (
 	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/broker/group"
+	"github.com/tributary/tributary/broker/txn"
 )
 
 // Coordinator key types (frozen by the protocol).
@@ -17,11 +18,11 @@ const (
 	coordinatorTypeTransaction = 1
 )
 
-// handleFindCoordinator answers where a group's coordinator is: the leader
-// of the group's partition of __consumer_offsets (created on first use, as
-// Kafka does). v4 carries a batch of keys. Transactions are not supported,
-// so their coordinators are refused with INVALID_REQUEST, not a retriable
-// code a client would retry forever.
+// handleFindCoordinator answers where a group's coordinator is (key type
+// 0: the leader of the group's partition of __consumer_offsets) or a
+// transactional id's (key type 1: the leader of its partition of
+// __transaction_state); the topics are created on first use, as Kafka
+// does. v4 carries a batch of keys.
 func (b *Broker) handleFindCoordinator(ctx context.Context, r *request) (reply, error) {
 	req := r.msg.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
@@ -35,6 +36,12 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, r *request) (reply, 
 		if req.CoordinatorType == coordinatorTypeGroup && !b.authorizeGroup(r, acl.OpDescribe, key) {
 			c := kmsg.NewFindCoordinatorResponseCoordinator()
 			c.Key, c.NodeID, c.Port, c.ErrorCode = key, -1, -1, errGroupAuth.Code
+			resp.Coordinators = append(resp.Coordinators, c)
+			continue
+		}
+		if req.CoordinatorType == coordinatorTypeTransaction && !b.authorize(r, acl.OpDescribe, acl.ResourceTransactionalID, key) {
+			c := kmsg.NewFindCoordinatorResponseCoordinator()
+			c.Key, c.NodeID, c.Port, c.ErrorCode = key, -1, -1, errTxnAuth.Code
 			resp.Coordinators = append(resp.Coordinators, c)
 			continue
 		}
@@ -60,24 +67,33 @@ func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key, listene
 		c.ErrorCode, c.ErrorMessage = code.Code, kmsg.StringPtr(msg)
 		return c
 	}
+	wctx, cancel := context.WithTimeout(ctx, offsetsTopicWait)
+	defer cancel()
+	var (
+		topic   string
+		index   int32
+		ensure  func(context.Context) error
+		awaitFn func(context.Context, int32) error
+	)
 	switch keyType {
 	case coordinatorTypeGroup:
+		topic, index, ensure, awaitFn = group.OffsetsTopic, b.groups.PartitionFor(key), b.ensureOffsetsTopic, b.groups.AwaitLoaded
 	case coordinatorTypeTransaction:
-		return fail(kerr.InvalidRequest, "transactions are not supported by this broker")
+		if key == "" {
+			return fail(kerr.InvalidRequest, "empty transactional id")
+		}
+		topic, index, ensure, awaitFn = txn.StateTopic, b.txns.PartitionFor(key), b.ensureTxnStateTopic, b.txns.AwaitLoaded
 	default:
 		return fail(kerr.InvalidRequest, "unknown coordinator key type")
 	}
-	wctx, cancel := context.WithTimeout(ctx, offsetsTopicWait)
-	defer cancel()
-	if err := b.ensureOffsetsTopic(wctx); err != nil {
-		b.logger.Warn("offsets topic not available", "err", err)
-		return fail(kerr.CoordinatorNotAvailable, "the offsets topic is not available yet")
+	if err := ensure(wctx); err != nil {
+		b.logger.Warn("coordinator topic not available", "topic", topic, "err", err)
+		return fail(kerr.CoordinatorNotAvailable, topic+" is not available yet")
 	}
 	snap := b.metadata()
-	index := b.groups.PartitionFor(key)
-	p, ok := snap.Partition(group.OffsetsTopic, index)
+	p, ok := snap.Partition(topic, index)
 	if !ok || p.Leader < 0 {
-		return fail(kerr.CoordinatorNotAvailable, "the group's offsets partition has no leader")
+		return fail(kerr.CoordinatorNotAvailable, "the coordinator's partition has no leader")
 	}
 	if p.Leader == b.cfg.BrokerID {
 		// Leading the partition in the metadata is not serving it yet:
@@ -86,8 +102,8 @@ func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key, listene
 		// request NOT_COORDINATOR, and librdkafka then waits seconds
 		// before joining again, past the initial rebalance delay its
 		// group-mates join within.
-		if err := b.groups.AwaitLoaded(wctx, index); err != nil {
-			return fail(kerr.CoordinatorNotAvailable, "the group's offsets partition is still loading")
+		if err := awaitFn(wctx, index); err != nil {
+			return fail(kerr.CoordinatorNotAvailable, "the coordinator's partition is still loading")
 		}
 		host, port, _ := b.endpointOf(cluster.Broker{ID: b.cfg.BrokerID}, listener)
 		c.NodeID, c.Host, c.Port = b.cfg.BrokerID, host, port
@@ -95,11 +111,11 @@ func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key, listene
 	}
 	br, live := snap.Broker(p.Leader)
 	if !live {
-		return fail(kerr.CoordinatorNotAvailable, "the group's coordinator is not live")
+		return fail(kerr.CoordinatorNotAvailable, "the coordinator is not live")
 	}
 	host, port, ok := b.endpointOf(br, listener)
 	if !ok {
-		return fail(kerr.CoordinatorNotAvailable, "the group's coordinator has no listener "+listener)
+		return fail(kerr.CoordinatorNotAvailable, "the coordinator has no listener "+listener)
 	}
 	c.NodeID, c.Host, c.Port = br.ID, host, port
 	return c

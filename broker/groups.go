@@ -18,6 +18,7 @@ import (
 
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/broker/group"
+	plog "github.com/tributary/tributary/broker/log"
 )
 
 // The group coordinator (broker/group) is wired in here: the broker opens
@@ -110,6 +111,8 @@ func (b *Broker) newGroupCoordinator(reg prometheus.Registerer) error {
 		return err
 	}
 	b.groups = c
+	// Markers on __consumer_offsets end pending transactional commits.
+	b.SetTxnMarkerListener(c)
 	return reg.Register(c.Collector(func(topic string, p int32) (int64, bool) {
 		if part := b.partitionOf(topic, p); part != nil {
 			return part.log.EndOffset(), true
@@ -118,24 +121,28 @@ func (b *Broker) newGroupCoordinator(reg prometheus.Registerer) error {
 	}))
 }
 
-// runGroupLoader follows the reconciler: every offsets partition this
-// broker serves is loaded into the coordinator, every one it stopped
-// serving is unloaded.
+// runGroupLoader follows the reconciler: every partition of
+// __consumer_offsets and __transaction_state this broker serves is loaded
+// into its coordinator, every one it stopped serving is unloaded.
 func (b *Broker) runGroupLoader() {
 	defer b.wg.Done()
 	defer func() {
 		b.groups.Close()
+		b.txns.Close()
+		b.markerSender.close()
 		if b.groupRegistry != nil {
 			_ = b.groupRegistry.Close()
 		}
 	}()
-	b.wg.Add(1)
+	b.wg.Add(2)
 	go b.runOffsetExpiry()
+	go b.runTxnExpiry()
 	for {
 		b.mu.RLock()
 		ch := b.served
 		b.mu.RUnlock()
 		b.syncGroupPartitions()
+		b.syncTxnPartitions()
 		select {
 		case <-ch:
 		case <-b.shutdownCtx.Done():
@@ -144,26 +151,41 @@ func (b *Broker) runGroupLoader() {
 	}
 }
 
-func (b *Broker) syncGroupPartitions() {
-	t := b.lookup(group.OffsetsTopic)
-	serving := b.groups.Serving()
-	loading := false
-	for p := range b.groups.Partitions() {
+// internalCoordinator is a coordinator over the partitions of an internal
+// topic (the group and the transaction coordinators).
+type internalCoordinator interface {
+	Partitions() int32
+	Serving() map[int32]group.Log
+	Unload(p int32)
+}
+
+// syncCoordinatorPartitions hands c every partition of topic this broker
+// leads (load) and unloads the ones it no longer leads; it reports whether
+// some partition was newly loaded.
+func (b *Broker) syncCoordinatorPartitions(topic string, c internalCoordinator, load func(p int32, l offsetsLog)) (loading bool) {
+	t := b.lookup(topic)
+	serving := c.Serving()
+	for p := range c.Partitions() {
 		var part *partition
 		if t != nil && int(p) < len(t.partitions) {
 			part = t.partitions[p]
 		}
 		if part == nil || !part.leading() {
 			if _, ok := serving[p]; ok {
-				b.groups.Unload(p)
+				c.Unload(p)
 			}
 			continue
 		}
 		if _, ok := serving[p]; !ok {
 			loading = true
 		}
-		b.groups.Load(p, offsetsLog{b: b, p: part})
+		load(p, offsetsLog{b: b, p: part})
 	}
+	return loading
+}
+
+func (b *Broker) syncGroupPartitions() {
+	loading := b.syncCoordinatorPartitions(group.OffsetsTopic, b.groups, func(p int32, l offsetsLog) { b.groups.Load(p, l) })
 	if t, ok := b.metadata().Topics[group.OffsetsTopic]; loading && ok && offsetsTopicNeedsCompaction(t.Configs) {
 		b.wg.Add(1)
 		go func() {
@@ -256,15 +278,26 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 		return b.migrateOffsetsTopic(ctx)
 	}
 	rf := cappedReplication(b.groups.Config().OffsetsReplication, len(snap.Brokers))
-	err = m.CreateTopic(ctx, group.OffsetsTopic, b.groups.Partitions(), rf, b.offsetsTopicConfigs())
+	return b.createInternalTopic(ctx, group.OffsetsTopic, b.groups.Partitions(), rf, b.offsetsTopicConfigs())
+}
+
+// createInternalTopic creates an internal topic of a coordinator (one
+// broker wins the race; the others find it made) and waits until all its
+// partitions have leaders.
+func (b *Broker) createInternalTopic(ctx context.Context, topic string, partitions int32, rf int16, configs map[string]string) error {
+	m, err := b.clusterMember()
+	if err != nil {
+		return err
+	}
+	err = m.CreateTopic(ctx, topic, partitions, rf, configs)
 	if err != nil && !errors.Is(err, cluster.ErrTopicExists) {
 		return err
 	}
 	if err == nil {
-		b.logger.Info("created the offsets topic", "topic", group.OffsetsTopic, "partitions", b.groups.Partitions(), "replication", rf)
+		b.logger.Info("created internal topic", "topic", topic, "partitions", partitions, "replication", rf)
 	}
 	_, err = m.AwaitMetadata(ctx, func(s cluster.Snapshot) bool {
-		t, ok := s.Topics[group.OffsetsTopic]
+		t, ok := s.Topics[topic]
 		if !ok {
 			return false
 		}
@@ -316,7 +349,34 @@ const offsetsCommitTimeout = 5 * time.Second
 // coordinator's broker. Past the timeout the commit stands on the leader
 // and a warning is logged.
 func (l offsetsLog) Append(records []group.Record) error {
-	batch := encodeOffsetsBatch(records, time.Now().UnixMilli())
+	return l.appendBatch(encodeOffsetsBatch(records, time.Now().UnixMilli(), nil))
+}
+
+// AppendTxn is group.TxnLog: the records as one transactional batch of the
+// producer, at the sequence after its last batch in this partition (0
+// for an epoch the partition has not seen), as Kafka's coordinator writes
+// TxnOffsetCommit records. The group coordinator serializes a partition's
+// appends, so the sequence read is the one the log expects.
+func (l offsetsLog) AppendTxn(records []group.Record, producerID int64, producerEpoch int16) error {
+	seq := int32(0)
+	if tl := l.p.txnLog(); tl != nil {
+		for _, pi := range tl.Producers() {
+			if pi.ProducerID == producerID && pi.ProducerEpoch == producerEpoch && pi.LastSequence >= 0 {
+				seq = pi.LastSequence + 1
+				if seq < 0 { // past MaxInt32 sequences wrap to 0
+					seq = 0
+				}
+			}
+		}
+	}
+	err := l.appendBatch(encodeOffsetsBatch(records, time.Now().UnixMilli(), &txnProducer{producerID, producerEpoch, seq}))
+	if errors.Is(err, plog.ErrInvalidProducerEpoch) {
+		return fmt.Errorf("%w: %w", group.ErrProducerFenced, err)
+	}
+	return err
+}
+
+func (l offsetsLog) appendBatch(batch []byte) error {
 	stampLeaderEpoch(batch, l.p.leaderEpoch())
 	res, err := l.p.log.Append(batch)
 	if err != nil {
@@ -389,7 +449,27 @@ func replayBatches(data []byte, from int64, dec kgo.Decompressor, fn func(group.
 		}
 		data = data[size:]
 		next = batch.FirstOffset + int64(batch.LastOffsetDelta) + 1
-		if batch.Attributes&0x20 != 0 { // control batch
+		transactional := batch.Attributes&0x10 != 0
+		if batch.Attributes&0x20 != 0 { // control batch: a transaction marker
+			if batch.FirstOffset < from || batch.NumRecords < 1 {
+				continue
+			}
+			length, n := binary.Varint(batch.Records)
+			if n <= 0 || length < 0 || int64(n)+length > int64(len(batch.Records)) {
+				return next, errRecordFraming
+			}
+			var r kmsg.Record
+			if err := r.ReadFrom(batch.Records[:int64(n)+length]); err != nil {
+				return next, fmt.Errorf("decoding offsets marker: %w", err)
+			}
+			var key kmsg.ControlRecordKey
+			if err := key.ReadFrom(r.Key); err != nil {
+				return next, fmt.Errorf("offsets marker at %d: control key: %w", batch.FirstOffset, err)
+			}
+			commit := key.Type == kmsg.ControlRecordKeyTypeCommit
+			if err := fn(group.Record{ProducerID: batch.ProducerID, Control: true, Commit: commit}); err != nil {
+				return next, err
+			}
 			continue
 		}
 		records := batch.Records
@@ -412,7 +492,11 @@ func replayBatches(data []byte, from int64, dec kgo.Decompressor, fn func(group.
 			if batch.FirstOffset+int64(r.OffsetDelta) < from {
 				continue
 			}
-			if err := fn(group.Record{Key: r.Key, Value: r.Value}); err != nil {
+			rec := group.Record{Key: r.Key, Value: r.Value}
+			if transactional {
+				rec.ProducerID, rec.Transactional = batch.ProducerID, true
+			}
+			if err := fn(rec); err != nil {
 				return next, err
 			}
 		}
@@ -420,8 +504,16 @@ func replayBatches(data []byte, from int64, dec kgo.Decompressor, fn func(group.
 	return next, nil
 }
 
-// encodeOffsetsBatch builds one uncompressed magic-2 batch of records.
-func encodeOffsetsBatch(records []group.Record, now int64) []byte {
+// txnProducer is the producer of a transactional offsets batch.
+type txnProducer struct {
+	id       int64
+	epoch    int16
+	sequence int32
+}
+
+// encodeOffsetsBatch builds one uncompressed magic-2 batch of records,
+// transactional when txn is set.
+func encodeOffsetsBatch(records []group.Record, now int64, txn *txnProducer) []byte {
 	var recs []byte
 	for i, rec := range records {
 		r := kmsg.NewRecord()
@@ -442,6 +534,10 @@ func encodeOffsetsBatch(records []group.Record, now int64) []byte {
 		FirstSequence:        -1,
 		NumRecords:           int32(len(records)),
 		Records:              recs,
+	}
+	if txn != nil {
+		batch.Attributes |= 0x10
+		batch.ProducerID, batch.ProducerEpoch, batch.FirstSequence = txn.id, txn.epoch, txn.sequence
 	}
 	out := batch.AppendTo(nil)
 	binary.BigEndian.PutUint32(out[batchLengthOffset:], uint32(len(out)-batchOverheadNoLen))

@@ -261,12 +261,18 @@ func TestGroupBadRequests(t *testing.T) {
 		t.Fatalf("after DeleteGroups fetched %+v", o)
 	}
 
-	// Transaction coordinators are refused for good, not "not available".
+	// Unknown coordinator types and empty transactional ids are refused
+	// for good, not "not available".
 	fc := kmsg.NewPtrFindCoordinatorRequest()
 	fc.SetVersion(4)
-	fc.CoordinatorType = 1
+	fc.CoordinatorType = 2
 	fc.CoordinatorKeys = []string{"txn"}
 	if got := c.roundTrip(fc).(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode; got != kerr.InvalidRequest.Code {
-		t.Fatalf("FindCoordinator for a transactional id: error %d", got)
+		t.Fatalf("FindCoordinator of key type 2: error %d", got)
+	}
+	fc.CoordinatorType = 1
+	fc.CoordinatorKeys = []string{""}
+	if got := c.roundTrip(fc).(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode; got != kerr.InvalidRequest.Code {
+		t.Fatalf("FindCoordinator for an empty transactional id: error %d", got)
 	}
 }

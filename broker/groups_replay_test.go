@@ -20,7 +20,7 @@ func TestReplayOffsetsBatches(t *testing.T) {
 	first := encodeOffsetsBatch([]group.Record{
 		{Key: []byte("k0"), Value: []byte("v0")},
 		{Key: []byte("k1")},
-	}, 1000)
+	}, 1000, nil)
 	// A gzip batch of two records at offsets 2 and 3.
 	var raw []byte
 	for i, kv := range [][2]string{{"k2", "v2"}, {"k3", "v3"}} {

@@ -2,7 +2,7 @@ package broker
 
 import (
 	"context"
-	"log/slog"
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -16,9 +16,11 @@ import (
 const producerIDWait = 10 * time.Second
 
 // handleInitProducerID gives an idempotent producer a fresh producer id at
-// epoch 0. Transactions are not supported, so a transactional id is refused.
-// As in Kafka for non-transactional producers, a request carrying an
-// existing id and epoch (v3+, KIP-360) also gets a fresh id.
+// epoch 0; as in Kafka for non-transactional producers, a request carrying
+// an existing id and epoch (v3+, KIP-360) also gets a fresh id. A
+// transactional producer is served by the transaction coordinator
+// (broker/txn): its id's producer id at a bumped epoch, older instances
+// fenced.
 func (b *Broker) handleInitProducerID(ctx context.Context, r *request) (reply, error) {
 	req := r.msg.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
@@ -33,10 +35,16 @@ func (b *Broker) handleInitProducerID(ctx context.Context, r *request) (reply, e
 		return kmsgReply{resp}, nil
 	}
 	if req.TransactionalID != nil {
-		b.authorize(r, acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionalID)
-		b.res.logs.log(slog.LevelInfo, "transactional-refused", "refusing transactional producer: transactions are not supported",
-			"transactional_id", *req.TransactionalID)
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		if !b.authorize(r, acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionalID) {
+			resp.ErrorCode = errTxnAuth.Code
+			return kmsgReply{resp}, nil
+		}
+		pid, epoch, err := b.txns.InitProducerID(ctx, *req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch)
+		if err != nil {
+			resp.ErrorCode = txnErrorCode(err, req.Version, 4)
+			return kmsgReply{resp}, nil
+		}
+		resp.ProducerID, resp.ProducerEpoch = pid, epoch
 		return kmsgReply{resp}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, producerIDWait)
@@ -53,4 +61,18 @@ func (b *Broker) handleInitProducerID(ctx context.Context, r *request) (reply, e
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, 0
 	return kmsgReply{resp}, nil
+}
+
+// txnErrorCode is the code of a transaction coordinator's error as a
+// request of version v gets it: PRODUCER_FENCED (KIP-588) only from
+// fencedSince on, INVALID_PRODUCER_EPOCH before, as Kafka answers.
+func txnErrorCode(err error, v, fencedSince int16) int16 {
+	var ke *kerr.Error
+	if !errors.As(err, &ke) {
+		return kerr.UnknownServerError.Code
+	}
+	if ke == kerr.ProducerFenced && v < fencedSince {
+		return kerr.InvalidProducerEpoch.Code
+	}
+	return ke.Code
 }

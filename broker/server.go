@@ -77,6 +77,13 @@ var apiTable = map[int16]apiSpec{
 	// Reassignment (KIP-455; reassign.go).
 	int16(kmsg.AlterPartitionAssignments):  {0, 0},
 	int16(kmsg.ListPartitionReassignments): {0, 0},
+	// The transaction coordinator (txns.go, broker/txn).
+	int16(kmsg.AddPartitionsToTxn):   {0, 3},
+	int16(kmsg.AddOffsetsToTxn):      {0, 3},
+	int16(kmsg.EndTxn):               {0, 3},
+	int16(kmsg.DescribeTransactions): {0, 0},
+	int16(kmsg.ListTransactions):     {0, 1},
+	int16(kmsg.TxnOffsetCommit):      {0, 3},
 	// Transactions, the partition side (txnlog.go).
 	int16(kmsg.WriteTxnMarkers):   {0, 1},
 	int16(kmsg.DescribeProducers): {0, 0},
@@ -172,6 +179,18 @@ func (b *Broker) dispatch(ctx context.Context, r *request) (reply, error) {
 		return b.handleDescribeClientQuotas(ctx, r)
 	case kmsg.AlterClientQuotas:
 		return b.handleAlterClientQuotas(ctx, r)
+	case kmsg.AddPartitionsToTxn:
+		return b.handleAddPartitionsToTxn(ctx, r)
+	case kmsg.AddOffsetsToTxn:
+		return b.handleAddOffsetsToTxn(ctx, r)
+	case kmsg.EndTxn:
+		return b.handleEndTxn(ctx, r)
+	case kmsg.DescribeTransactions:
+		return b.handleDescribeTransactions(ctx, r)
+	case kmsg.ListTransactions:
+		return b.handleListTransactions(ctx, r)
+	case kmsg.TxnOffsetCommit:
+		return b.handleTxnOffsetCommit(ctx, r)
 	}
 	return nil, fmt.Errorf("%w: api key %d", ErrUnsupportedRequest, r.key)
 }

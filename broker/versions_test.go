@@ -153,8 +153,16 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 		}
 	}
 
-	// InitProducerID: fresh ids every time.
+	// InitProducerID: fresh ids every time; with a transactional id, one
+	// producer id whose epoch each call bumps.
 	seen := map[int64]bool{}
+	txnPID, txnEpoch := int64(-1), int16(-1)
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.SetVersion(3)
+	fc.CoordinatorType, fc.CoordinatorKey = 1, "txn" // creates and loads __transaction_state
+	if resp := c.roundTrip(fc).(*kmsg.FindCoordinatorResponse); resp.ErrorCode != 0 {
+		t.Fatalf("FindCoordinator for transactional id txn: %+v", resp)
+	}
 	for v := spec(kmsg.InitProducerID).min; v <= spec(kmsg.InitProducerID).max; v++ {
 		req := kmsg.NewPtrInitProducerIDRequest()
 		req.SetVersion(v)
@@ -164,9 +172,12 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 		}
 		seen[resp.ProducerID] = true
 		req.TransactionalID = kmsg.StringPtr("txn")
-		if got := c.roundTrip(req).(*kmsg.InitProducerIDResponse).ErrorCode; got == 0 {
-			t.Fatalf("InitProducerID v%d with a transactional id succeeded", v)
+		req.TransactionTimeoutMillis = 10000
+		tresp := c.roundTrip(req).(*kmsg.InitProducerIDResponse)
+		if tresp.ErrorCode != 0 || (txnPID >= 0 && tresp.ProducerID != txnPID) || tresp.ProducerEpoch != txnEpoch+1 || seen[tresp.ProducerID] {
+			t.Fatalf("InitProducerID v%d with a transactional id: %+v (before: id %d epoch %d)", v, tresp, txnPID, txnEpoch)
 		}
+		txnPID, txnEpoch = tresp.ProducerID, tresp.ProducerEpoch
 	}
 
 	// DeleteTopics, each version deleting the topic CreateTopics made.

@@ -81,6 +81,12 @@ type offsetsPartition struct {
 	// loadedAt is when loading finished (ms): offsets read back count as
 	// committed no earlier (see ExpireOffsets).
 	loadedAt int64
+	// txnGroups names, per producer id, the groups holding its pending
+	// transactional offsets; guarded by writeMu. lateMarkers, guarded by
+	// Coordinator.mu, are markers that arrived while loading (applied
+	// after: the replay may have missed them).
+	txnGroups   map[int64]map[string]bool
+	lateMarkers []txnMarker
 }
 
 // Option adjusts a Coordinator.
@@ -131,7 +137,7 @@ func (c *Coordinator) Load(p int32, log Log) {
 		}
 		c.unloadLocked(old)
 	}
-	ps := &offsetsPartition{index: p, log: log, loaded: make(chan struct{}), groups: map[string]*group{}}
+	ps := &offsetsPartition{index: p, log: log, loaded: make(chan struct{}), groups: map[string]*group{}, txnGroups: map[int64]map[string]bool{}}
 	c.parts[p] = ps
 	c.notifyLocked()
 	c.mu.Unlock()
@@ -234,8 +240,13 @@ func (c *Coordinator) unloadLocked(ps *offsetsPartition) {
 func (c *Coordinator) load(ps *offsetsPartition) {
 	start := c.cfg.Now()
 	offsets := map[string]map[TopicPartition]committed{}
+	pending := txnReplay{}
 	var corrupt int
 	err := ps.log.Replay(func(r Record) error {
+		if r.Control {
+			pending.end(r.ProducerID, r.Commit, offsets)
+			return nil
+		}
 		d, err := decodeRecord(r)
 		if err != nil {
 			corrupt++
@@ -245,6 +256,10 @@ func (c *Coordinator) load(ps *offsetsPartition) {
 			return nil
 		}
 		tp := TopicPartition{d.topic, d.partition}
+		if r.Transactional {
+			pending.add(r.ProducerID, d.group, tp, d.value)
+			return nil
+		}
 		if d.value == nil {
 			delete(offsets[d.group], tp)
 			return nil
@@ -298,6 +313,15 @@ func (c *Coordinator) load(ps *offsetsPartition) {
 		}
 		ps.groups[id] = g
 	}
+	c.installPendingLocked(ps, pending)
+	for _, m := range ps.lateMarkers {
+		groups := map[string]*group{}
+		for id := range ps.txnGroups[m.producerID] {
+			groups[id] = ps.groups[id]
+		}
+		c.applyMarker(ps, m, groups)
+	}
+	ps.lateMarkers = nil
 	ps.loadedAt = c.cfg.Now().UnixMilli()
 	close(ps.loaded)
 	c.notifyLocked()

@@ -63,7 +63,7 @@ func (c *Coordinator) expireGroup(ps *offsetsPartition, g *group) int {
 	for _, tp := range gone {
 		g.deleteOffset(tp.Topic, tp.Partition)
 	}
-	removed := len(g.offsets) == 0
+	removed := len(g.offsets) == 0 && len(g.pendingTxn) == 0 // kept while a transaction commits offsets
 	if removed {
 		g.unload()
 		g.deadCode = kerr.CoordinatorNotAvailable.Code // the client finds a fresh group

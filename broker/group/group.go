@@ -109,6 +109,10 @@ type group struct {
 	pending      map[string]*time.Timer
 	nextOrder    uint64
 	offsets      map[string]map[int32]committed
+	// pendingTxn holds, per producer id, the offsets of its open
+	// transaction (TxnOffsetCommit), applied when its COMMIT marker
+	// arrives, dropped at ABORT (txnoffsets.go).
+	pendingTxn map[int64]map[TopicPartition]committed
 	// emptySince is when the group last became Empty (or was created), in
 	// ms by the coordinator's clock: an empty group's offsets expire from
 	// then (Kafka's currentStateTimestamp).

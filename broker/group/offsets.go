@@ -60,37 +60,17 @@ func (c *Coordinator) OffsetCommit(_ context.Context, req *kmsg.OffsetCommitRequ
 		all(code)
 		return resp
 	}
-	now := c.cfg.Now().UnixMilli()
-	type accepted struct {
-		topic string
-		p     int32
-		c     committed
-	}
-	var records []Record
-	var accept []accepted
+	var parts []commitPart
 	for i, t := range req.Topics {
 		for j, p := range t.Partitions {
-			meta := ""
-			if p.Metadata != nil {
-				meta = *p.Metadata
-			}
-			switch {
-			case len(meta) > int(c.cfg.OffsetMetadataMaxBytes):
-				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
-				continue
-			case c.partitionExists != nil && !c.partitionExists(t.Topic, p.Partition):
-				codes[i][j] = kerr.UnknownTopicOrPartition.Code
-				continue
-			}
 			epoch := p.LeaderEpoch
 			if req.Version < 6 {
 				epoch = -1
 			}
-			cm := committed{Offset: p.Offset, LeaderEpoch: epoch, Metadata: meta, CommitTime: now}
-			records = append(records, offsetRecord(req.Group, t.Topic, p.Partition, cm))
-			accept = append(accept, accepted{t.Topic, p.Partition, cm})
+			parts = append(parts, commitPart{TopicPartition{t.Topic, p.Partition}, p.Offset, epoch, p.Metadata, &codes[i][j]})
 		}
 	}
+	records, accept := c.commitRecords(req.Group, parts)
 	g.mu.Unlock()
 	if len(records) == 0 {
 		return resp
@@ -108,13 +88,13 @@ func (c *Coordinator) OffsetCommit(_ context.Context, req *kmsg.OffsetCommitRequ
 	}
 	g.mu.Lock()
 	for _, a := range accept {
-		g.setOffset(a.topic, a.p, a.c)
+		g.setOffset(a.tp.Topic, a.tp.Partition, a.c)
 	}
 	g.mu.Unlock()
 	if c.registry != nil {
 		offs := make([]RegistryOffset, len(accept))
 		for i, a := range accept {
-			offs[i] = RegistryOffset{TopicPartition: TopicPartition{a.topic, a.p}, Offset: a.c.Offset}
+			offs[i] = RegistryOffset{TopicPartition: a.tp, Offset: a.c.Offset}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultRegistryWriteTimeout)
 		if err := c.registry.Store(ctx, req.Group, offs); err != nil {
@@ -123,6 +103,49 @@ func (c *Coordinator) OffsetCommit(_ context.Context, req *kmsg.OffsetCommitRequ
 		cancel()
 	}
 	return resp
+}
+
+// commitPart is one partition of an OffsetCommit or TxnOffsetCommit
+// request, with where its error code goes.
+type commitPart struct {
+	tp       TopicPartition
+	offset   int64
+	epoch    int32
+	metadata *string
+	code     *int16
+}
+
+// acceptedOffset is an offset a commit will store once appended.
+type acceptedOffset struct {
+	tp TopicPartition
+	c  committed
+}
+
+// commitRecords checks each part (metadata size, the partition's
+// existence; a refused part gets its code) and returns the records of the
+// accepted ones and what they store, stamped with the commit time.
+func (c *Coordinator) commitRecords(group string, parts []commitPart) ([]Record, []acceptedOffset) {
+	now := c.cfg.Now().UnixMilli()
+	var records []Record
+	var accept []acceptedOffset
+	for _, p := range parts {
+		meta := ""
+		if p.metadata != nil {
+			meta = *p.metadata
+		}
+		switch {
+		case len(meta) > int(c.cfg.OffsetMetadataMaxBytes):
+			*p.code = kerr.OffsetMetadataTooLarge.Code
+			continue
+		case c.partitionExists != nil && !c.partitionExists(p.tp.Topic, p.tp.Partition):
+			*p.code = kerr.UnknownTopicOrPartition.Code
+			continue
+		}
+		cm := committed{Offset: p.offset, LeaderEpoch: p.epoch, Metadata: meta, CommitTime: now}
+		records = append(records, offsetRecord(group, p.tp.Topic, p.tp.Partition, cm))
+		accept = append(accept, acceptedOffset{p.tp, cm})
+	}
+	return records, accept
 }
 
 // commitCheck is Kafka's validation of a commit against the group: a
@@ -168,7 +191,7 @@ func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchReques
 					topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
 				}
 			}
-			code, offs := c.fetchOffsets(rg.Group, topics, rg.Topics == nil)
+			code, offs := c.fetchOffsets(rg.Group, topics, rg.Topics == nil, req.RequireStable)
 			og := kmsg.NewOffsetFetchResponseGroup()
 			og.Group, og.ErrorCode = rg.Group, code
 			for _, t := range offs {
@@ -177,6 +200,7 @@ func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchReques
 				for _, p := range t.partitions {
 					op := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 					op.Partition, op.Offset, op.LeaderEpoch, op.Metadata = p.p, p.c.Offset, p.c.LeaderEpoch, kmsg.StringPtr(p.c.Metadata)
+					op.ErrorCode = p.code
 					ot.Partitions = append(ot.Partitions, op)
 				}
 				og.Topics = append(og.Topics, ot)
@@ -190,7 +214,7 @@ func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchReques
 		topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
 	}
 	// Null topics (v2+) ask for every committed offset.
-	code, offs := c.fetchOffsets(req.Group, topics, req.Topics == nil && req.Version >= 2)
+	code, offs := c.fetchOffsets(req.Group, topics, req.Topics == nil && req.Version >= 2, req.Version >= 7 && req.RequireStable)
 	if req.Version >= 2 {
 		resp.ErrorCode = code
 	}
@@ -214,6 +238,7 @@ func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchReques
 		for _, p := range t.partitions {
 			op := kmsg.NewOffsetFetchResponseTopicPartition()
 			op.Partition, op.Offset, op.LeaderEpoch, op.Metadata = p.p, p.c.Offset, p.c.LeaderEpoch, kmsg.StringPtr(p.c.Metadata)
+			op.ErrorCode = p.code
 			ot.Partitions = append(ot.Partitions, op)
 		}
 		resp.Topics = append(resp.Topics, ot)
@@ -229,11 +254,18 @@ type fetchedTopic struct {
 type fetchedPartition struct {
 	p int32
 	c committed
+	// code is UNSTABLE_OFFSET_COMMIT for a partition an open transaction
+	// commits an offset for, when the request requires stable offsets
+	// (KIP-447): the consumer retries rather than start from an offset
+	// the transaction is about to move.
+	code int16
 }
 
 // fetchOffsets returns the group's offsets for topics (all of them when
 // everything is set), in request order, or an error code for the group.
-func (c *Coordinator) fetchOffsets(id string, topics map[string][]int32, everything bool) (int16, []fetchedTopic) {
+// With stable set, partitions with pending transactional offsets get
+// UNSTABLE_OFFSET_COMMIT.
+func (c *Coordinator) fetchOffsets(id string, topics map[string][]int32, everything, stable bool) (int16, []fetchedTopic) {
 	if id == "" && !everything && len(topics) == 0 {
 		return 0, nil
 	}
@@ -242,8 +274,16 @@ func (c *Coordinator) fetchOffsets(id string, topics map[string][]int32, everyth
 		return code, nil
 	}
 	var snapshot map[string]map[int32]committed
+	unstable := map[TopicPartition]bool{}
 	if g != nil {
 		g.mu.Lock()
+		if stable {
+			for _, offs := range g.pendingTxn {
+				for tp := range offs {
+					unstable[tp] = true
+				}
+			}
+		}
 		snapshot = make(map[string]map[int32]committed, len(g.offsets))
 		for t, ps := range g.offsets {
 			snapshot[t] = make(map[int32]committed, len(ps))
@@ -258,7 +298,7 @@ func (c *Coordinator) fetchOffsets(id string, topics map[string][]int32, everyth
 		for _, t := range sortedKeys(snapshot) {
 			ft := fetchedTopic{topic: t}
 			for _, p := range sortedKeys(snapshot[t]) {
-				ft.partitions = append(ft.partitions, fetchedPartition{p, snapshot[t][p]})
+				ft.partitions = append(ft.partitions, fetchedPartition{p: p, c: snapshot[t][p]})
 			}
 			out = append(out, ft)
 		}
@@ -271,7 +311,11 @@ func (c *Coordinator) fetchOffsets(id string, topics map[string][]int32, everyth
 			if !ok {
 				o = committed{Offset: -1, LeaderEpoch: -1}
 			}
-			ft.partitions = append(ft.partitions, fetchedPartition{p, o})
+			fp := fetchedPartition{p: p, c: o}
+			if unstable[TopicPartition{t, p}] {
+				fp.c, fp.code = committed{Offset: -1, LeaderEpoch: -1}, kerr.UnstableOffsetCommit.Code
+			}
+			ft.partitions = append(ft.partitions, fp)
 		}
 		out = append(out, ft)
 	}

@@ -8,9 +8,18 @@ import (
 )
 
 // Record is one record of the offsets topic: a key and a value, nil for a
-// tombstone.
+// tombstone. Replay also reports what a record's batch says about
+// transactions: a transactional record (a TxnOffsetCommit's) carries its
+// producer id, and a transaction marker comes as a Control record (no key
+// or value of ours) saying whether the producer's transaction committed.
 type Record struct {
 	Key, Value []byte
+	// ProducerID is the producer of a Transactional or Control record.
+	ProducerID    int64
+	Transactional bool
+	Control       bool
+	// Commit: a Control record is a COMMIT marker (else ABORT).
+	Commit bool
 }
 
 // Record formats (frozen: Kafka's own, so Kafka's tools read our offsets
