@@ -125,13 +125,13 @@ type Summary struct {
 	// CatalogErrors lists failed catalog syncs (the run fails; the next
 	// one syncs again).
 	CatalogErrors []string `json:"catalog_errors,omitempty"`
-	FilesIn   int      `json:"files_in"`
-	FilesOut  int      `json:"files_out"`
-	BytesIn   int64    `json:"bytes_in"`
-	BytesOut  int64    `json:"bytes_out"`
-	Records   int64    `json:"records"`
-	LateFiles int      `json:"late_files,omitempty"`
-	Hours     []string `json:"hours,omitempty"`
+	FilesIn       int      `json:"files_in"`
+	FilesOut      int      `json:"files_out"`
+	BytesIn       int64    `json:"bytes_in"`
+	BytesOut      int64    `json:"bytes_out"`
+	Records       int64    `json:"records"`
+	LateFiles     int      `json:"late_files,omitempty"`
+	Hours         []string `json:"hours,omitempty"`
 	// HoursFailed lists the hours whose compaction failed, with the error.
 	HoursFailed []string `json:"hours_failed,omitempty"`
 }
@@ -332,7 +332,7 @@ func (c *Compactor) recover(h hours.Hour, deleteOK bool) (bool, error) {
 			}
 		}
 	}
-	gens, err := generations(fsys, h)
+	gens, err := hours.Generations(fsys, h)
 	if err != nil {
 		return did, err
 	}
@@ -375,22 +375,6 @@ func (c *Compactor) recover(h hours.Hour, deleteOK bool) (bool, error) {
 		}
 	}
 	return did, nil
-}
-
-// generations lists the hour's generation directories, oldest first.
-func generations(fsys filesys.FS, h hours.Hour) ([]int, error) {
-	list, err := fsys.ReadDir(path.Dir(h.Dir))
-	if err != nil {
-		return nil, err
-	}
-	var out []int
-	for _, fi := range list {
-		if g, ok := hours.ParseGeneration(path.Base(h.Dir), fi.Name()); ok && fi.IsDir() {
-			out = append(out, g)
-		}
-	}
-	sort.Ints(out)
-	return out, nil
 }
 
 // input is one Avro file of an hour.

@@ -192,6 +192,23 @@ func GenerationDir(h Hour, gen int) string {
 	return h.Dir + ".c" + strconv.Itoa(gen)
 }
 
+// Generations lists the hour's generation directories (their numbers),
+// oldest first, whether a manifest names them or not.
+func Generations(fsys filesys.FS, h Hour) ([]int, error) {
+	list, err := fsys.ReadDir(path.Dir(h.Dir))
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, fi := range list {
+		if g, ok := ParseGeneration(path.Base(h.Dir), fi.Name()); ok && fi.IsDir() {
+			out = append(out, g)
+		}
+	}
+	sort.Ints(out)
+	return out, nil
+}
+
 // ParseGeneration reports whether name (a directory entry beside the hour
 // directory named leaf) is one of the hour's generation directories, and
 // which.

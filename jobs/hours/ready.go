@@ -200,4 +200,3 @@ func schemaIDOf(name string) int {
 	}
 	return 0
 }
-
