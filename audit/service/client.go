@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tributary/tributary/audit"
 	"github.com/tributary/tributary/jobs/hours"
 )
 
@@ -54,11 +53,7 @@ func (c *Client) LoaderWindows(ctx context.Context, topic string, from, to time.
 	if err != nil {
 		return nil, err
 	}
-	out := make([]hours.AuditWindow, len(reps))
-	for i, r := range reps {
-		out[i] = hours.AuditWindow{Start: r.WindowStart, End: r.WindowEnd, Producer: r.Producer, Loader: r.Counts[audit.TierLoader]}
-	}
-	return out, nil
+	return loaderWindows(reps), nil
 }
 
 func (c *Client) get(ctx context.Context, path string, v any) error {
