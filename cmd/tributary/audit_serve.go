@@ -14,9 +14,9 @@ import (
 	"github.com/tributary/tributary/audit/service"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/network"
+	"github.com/tributary/tributary/internal/properties"
 	"github.com/tributary/tributary/jobs/compact"
 	"github.com/tributary/tributary/loader"
-	"github.com/tributary/tributary/internal/properties"
 )
 
 type auditServeOptions struct {
