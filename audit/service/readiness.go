@@ -35,15 +35,21 @@ func loaderWindows(reps []WindowReport) []hours.AuditWindow {
 	return out
 }
 
-// storeAudit is the service's own counts as compact.Audit.
-type storeAudit struct{ s *Service }
-
-func (a storeAudit) Windows(_ context.Context, topic string, from, to time.Time) ([]hours.AuditWindow, error) {
-	reps, err := a.s.Windows(topic, from, to)
+// LoaderWindows is Windows as the readiness rule takes it (compact.Audit's
+// shape): each window's producer and loader tier totals.
+func (s *Service) LoaderWindows(_ context.Context, topic string, from, to time.Time) ([]hours.AuditWindow, error) {
+	reps, err := s.Windows(topic, from, to)
 	if err != nil {
 		return nil, err
 	}
 	return loaderWindows(reps), nil
+}
+
+// storeAudit is the service's own counts as compact.Audit.
+type storeAudit struct{ s *Service }
+
+func (a storeAudit) Windows(ctx context.Context, topic string, from, to time.Time) ([]hours.AuditWindow, error) {
+	return a.s.LoaderWindows(ctx, topic, from, to)
 }
 
 // Partitions reports topic's partitions in the loader output (Config.Readiness).
