@@ -12,6 +12,7 @@
 //	<base>/<topic>/<yyyy>/<MM>/<dd>/<HH>/<topic>+<partition>+<first>+<last>+s<schemaID>.avro
 //	<base>/_errors/<topic>/<topic>+<partition>+<first>+<last>.jsonl
 //	<base>/_loader/<job>/<topic>/<partition>/manifests/<seq>.json   (+ <seq>.published)
+//	<base>/_loader/<job>/<topic>/_partitions   the topic's partition count, written at the start of a run
 //	<base>/_loader/<job>/<topic>/<partition>/tmp/<run-id>/...
 //
 // A record goes to the hour (UTC) of its own timestamp, or to its time
@@ -56,6 +57,10 @@
 //  6. prunes manifests older than the newest three.
 //
 // The newest manifest is the partition's offset state: there is no other.
+// CommittedThrough is the smallest watermark over the partitions
+// _partitions counts, a partition without a commit being the zero time, so
+// that no hour closes (and becomes ready) while a partition has committed
+// none of it.
 // Recovery, when a process takes a partition: read the newest manifest,
 // redo its moves, re-publish its audit events unless marked published,
 // then delete everything under tmp/ (uncommitted data of crashed runs),

@@ -153,6 +153,17 @@ func (l *Loader) run(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// Before anything of this run commits, so that a partition without a
+	// commit holds CommittedThrough (and readiness) back.
+	counts := map[string]int32{}
+	for _, tp := range parts {
+		counts[tp.topic] = max(counts[tp.topic], tp.p+1)
+	}
+	for topic, n := range counts {
+		if err := recordPartitions(l.fsys, l.base, l.cfg.Name, topic, n, l.runID); err != nil {
+			return 0, fmt.Errorf("record the partitions of %s: %w", topic, err)
+		}
+	}
 	l.progress.total.Store(int64(len(parts)))
 	l.progress.done.Store(0)
 	ends, err := l.adm.ListEndOffsets(ctx, topicsOf(parts)...)
