@@ -171,7 +171,8 @@ func copyOut(t testing.TB, fsys filesys.FS, dir string, names []string, dst stri
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := filepath.Join(dst, n)
+		// The base name: a generation's files are named ../<HH>.c<N>/... from the hour.
+		p := filepath.Join(dst, path.Base(n))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
