@@ -53,6 +53,9 @@ func TestParseConfigBad(t *testing.T) {
 		{"compact without base", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {loader_job: l}\n", "j1", "args.base"},
 		{"compact bad codec", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {base: /x, loader_job: l, codec: lzo}\n", "j1", "args.codec"},
 		{"compact empty hdfs_config", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {base: /x, loader_job: l, hdfs_config: \"\"}\n", "j1", "args.hdfs_config"},
+		{"compact threshold over 1", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {base: /x, loader_job: l, completeness.threshold: 1.5}\n", "j1", "args.completeness.threshold"},
+		{"compact bad timeout", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {base: /x, loader_job: l, completeness.timeout: soon}\n", "j1", "args.completeness.timeout"},
+		{"compact audit_url not http", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {base: /x, loader_job: l, audit_url: \"audit:8090\"}\n", "j1", "args.audit_url"},
 		{"retention without age", head + "    schedule: \"@hourly\"\n    kind: retention\n    args: {base: /x}\n", "j1", "args.max_age"},
 		{"retention bad topic age", head + "    schedule: \"@hourly\"\n    kind: retention\n    args: {base: /x, topics: {pv: soon}}\n", "j1", "args.topics.pv"},
 		{"unknown argument", head + "    schedule: \"@every 1m\"\n    kind: exec\n    args: {command: [\"true\"], shell: bash}\n", "j1", "args.shell"},
@@ -76,6 +79,36 @@ func TestParseConfigBad(t *testing.T) {
 	}
 	if _, err := ParseConfig([]byte("jobs: []\n")); !errors.Is(err, ErrBadConfig) {
 		t.Errorf("empty jobs list: %v", err)
+	}
+}
+
+// TestReadinessArgsPassedOn: a compact job hands its readiness and
+// catalog arguments to `tributary jobs compact` as flags, retention its
+// catalog_file.
+func TestReadinessArgsPassedOn(t *testing.T) {
+	jobs, err := ParseConfig([]byte(`jobs:
+  - name: c
+    schedule: "@hourly"
+    kind: compact
+    args: {base: /data, loader_job: l, audit_url: "http://audit:8090", completeness.threshold: 0.999, completeness.timeout: 6h, catalog_file: /var/cat.json}
+  - name: r
+    schedule: "@hourly"
+    kind: retention
+    args: {base: /data, max_age: 168h, catalog_file: /var/cat.json}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"c": "--audit-url http://audit:8090 --completeness-threshold 0.999 --completeness-timeout 6h --catalog-file /var/cat.json",
+		"r": "--catalog-file /var/cat.json"}
+	for _, j := range jobs {
+		tk, err := taskFor(j, "tributary", "sum.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(strings.Join(tk.argv, " "), want[j.Name]) {
+			t.Errorf("%s: argv %q lacks %q", j.Name, tk.argv, want[j.Name])
+		}
 	}
 }
 

@@ -155,7 +155,7 @@ jobs:
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := filepath.Join(dir, fmt.Sprintf("h%d-%s", h, nm))
+			p := filepath.Join(dir, fmt.Sprintf("h%d-%s", h, path.Base(nm)))
 			os.WriteFile(p, b, 0o644)
 			files = append(files, p)
 		}

@@ -12,9 +12,15 @@
 //	<base>/<topic>/<yyyy>/<MM>/<dd>/<HH>/<topic>+<partition>+<first>+<last>+s<schemaID>.avro
 //	<base>/_errors/<topic>/<topic>+<partition>+<first>+<last>.jsonl
 //	<base>/_loader/<job>/<topic>/<partition>/manifests/<seq>.json   (+ <seq>.published)
+//	<base>/_loader/<job>/<topic>/_partitions   the topic's partition count, written at the start of a run
 //	<base>/_loader/<job>/<topic>/<partition>/tmp/<run-id>/...
 //
-// A record goes to the hour (UTC) of its own timestamp. A data file holds
+// A record goes to the hour (UTC) of its own timestamp, or to its time
+// partition of partition.duration.ms (Config.PartitionDuration; package
+// hours lays out sub-hour partitions as .../<HH>/<mm>/ and records the
+// duration in <base>/<topic>/_partitioning, which the loader writes before
+// the topic's first file and checks on every start: a topic's duration
+// cannot change). A data file holds
 // records of one partition, one hour and one writer schema (the schema the
 // payload's Confluent frame names, fetched once from the registry and
 // written into the file header); first and last are the offsets of its
@@ -51,6 +57,10 @@
 //  6. prunes manifests older than the newest three.
 //
 // The newest manifest is the partition's offset state: there is no other.
+// CommittedThrough is the smallest watermark over the partitions
+// _partitions counts, a partition without a commit being the zero time, so
+// that no hour closes (and becomes ready) while a partition has committed
+// none of it.
 // Recovery, when a process takes a partition: read the newest manifest,
 // redo its moves, re-publish its audit events unless marked published,
 // then delete everything under tmp/ (uncommitted data of crashed runs),

@@ -169,7 +169,45 @@ type PartitionState struct {
 	Watermark time.Time
 }
 
-// States lists the committed state of every partition of a job.
+// partitionsFile, in a topic's state directory, records how many
+// partitions of the topic the job loads (JSON {"version": 1,
+// "partitions": N}), so that a partition without any commit yet holds
+// CommittedThrough back.
+const partitionsFile = "_partitions"
+
+// recordPartitions writes the topic's partition count if it grew.
+func recordPartitions(fsys filesys.FS, base, job, topic string, n int32, tmpSuffix string) error {
+	name := path.Join(jobDir(base, job), topic, partitionsFile)
+	if have, err := readPartitions(fsys, name); err != nil || have >= n {
+		return err
+	}
+	b, _ := json.Marshal(map[string]int{"version": 1, "partitions": int(n)})
+	tmp := name + "." + tmpSuffix + ".tmp"
+	if err := filesys.WriteFile(fsys, tmp, b); err != nil {
+		return err
+	}
+	return fsys.Rename(tmp, name)
+}
+
+func readPartitions(fsys filesys.FS, name string) (int32, error) {
+	b, err := filesys.ReadFile(fsys, name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var v struct {
+		Partitions int32 `json:"partitions"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return v.Partitions, nil
+}
+
+// States lists the committed state of every partition of a job; a
+// partition the job loads that has no commit yet has a zero state.
 func States(ctx context.Context, fsys filesys.FS, base, job string) ([]PartitionState, error) {
 	dir := jobDir(base, job)
 	topics, err := fsys.ReadDir(dir)
@@ -188,6 +226,11 @@ func States(ctx context.Context, fsys filesys.FS, base, job string) ([]Partition
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", path.Join(dir, td.Name()), err)
 		}
+		n, err := readPartitions(fsys, path.Join(dir, td.Name(), partitionsFile))
+		if err != nil {
+			return nil, err
+		}
+		committed := map[int32]bool{}
 		for _, pd := range parts {
 			p, err := strconv.ParseInt(pd.Name(), 10, 32)
 			if err != nil || !pd.IsDir() {
@@ -209,12 +252,19 @@ func States(ctx context.Context, fsys filesys.FS, base, job string) ([]Partition
 				st.MaxTimestamp = time.UnixMilli(m.MaxTimestampMs).UTC()
 			}
 			out = append(out, st)
+			committed[m.Partition] = true
+		}
+		for p := int32(0); p < n; p++ {
+			if !committed[p] {
+				out = append(out, PartitionState{Topic: td.Name(), Partition: p})
+			}
 		}
 	}
 	return out, nil
 }
 
-// CommittedThrough returns, for compaction's "closed hour" rule, the
+// CommittedThrough returns, for compaction's "closed hour" rule (a
+// partition the job loads without any commit yet counts as the zero time), the
 // smallest over the job's partitions of the partition's watermark: the
 // largest record timestamp committed, or the time the partition was last
 // found fully loaded, whichever is later. An hour H is closed when

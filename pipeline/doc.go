@@ -68,6 +68,19 @@
 //
 //	pipeline: P produced, M mirrored, L loaded exactly once, audit complete in C of W closed windows
 //
+// # Readiness and compaction
+//
+// With Config.CompactInterval a "compact" part runs package compact over
+// the output that often: closed partitions (of Config.PartitionDuration,
+// the loader's partition.duration.ms; the demo uses a minute) become ready
+// (_SUCCESS) once the in-process audit service's counts prove them
+// complete, and ready ones are compacted into Parquet. Compaction passes
+// and Verify's reading of the files take turns (filesMu). After the proof,
+// Verify runs passes until every partition is ready and compacted (or the
+// drain time and two minutes are up) and Demo prints, after the summary:
+//
+//	readiness: R of P partitions ready (audit-proved), C compacted
+//
 // # Stopping and faults
 //
 // Close stops the producers (waiting for their acknowledgements), then the

@@ -28,6 +28,8 @@ func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }
 
 var summaryLine = regexp.MustCompile(`^pipeline: (\d+) produced, (\d+) mirrored, (\d+) loaded exactly once, audit complete in (\d+) of (\d+) closed windows$`)
 
+var readinessLine = regexp.MustCompile(`^readiness: (\d+) of (\d+) partitions ready \(audit-proved\), (\d+) compacted$`)
+
 // TestDemoEmbedded runs what `make demo` runs, shorter: the pipeline on
 // embedded defaults (in-process coordination, local files) with the
 // loader as a scheduled job of the jobs scheduler (a `tributary loader
@@ -38,12 +40,13 @@ var summaryLine = regexp.MustCompile(`^pipeline: (\d+) produced, (\d+) mirrored,
 func TestDemoEmbedded(t *testing.T) {
 	t.Parallel()
 	logs := &testproc.SyncBuffer{}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	var out testproc.SyncBuffer
 	res, err := Demo(ctx, Config{
 		Dir: t.TempDir(), Rate: 100, AuditWindow: 5 * time.Second, AuditInterval: time.Second,
 		LoadInterval: 2 * time.Second, LoaderScheduled: true, Executable: testproc.Binary(t),
+		PartitionDuration: time.Minute, CompactInterval: 3 * time.Second,
 		Logger: testLogger(t, logs),
 	}, DemoOptions{Duration: 20 * time.Second, Progress: 5 * time.Second}, &out)
 	t.Logf("demo output:\n%s", out.String())
@@ -68,9 +71,15 @@ func TestDemoEmbedded(t *testing.T) {
 		t.Errorf("the audit service's producer tier counted %d, the producers %d", sum, res.Produced)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	m := summaryLine.FindStringSubmatch(lines[len(lines)-1])
+	m := summaryLine.FindStringSubmatch(lines[len(lines)-2])
 	if m == nil || m[1] != strconv.FormatInt(res.Produced, 10) || m[3] != m[1] || m[4] != m[5] {
-		t.Errorf("last line %q; want the summary of %+v", lines[len(lines)-1], res)
+		t.Errorf("line before the last %q; want the summary of %+v", lines[len(lines)-2], res)
+	}
+	// Every 1-minute partition became ready on the audit's proof and was
+	// compacted, and the read-back (before and during compaction) was exact.
+	r := readinessLine.FindStringSubmatch(lines[len(lines)-1])
+	if r == nil || r[1] != r[2] || r[3] != r[2] || r[2] == "0" || res.Readiness == nil || strconv.Itoa(res.Readiness.Partitions) != r[2] {
+		t.Errorf("last line %q; want every partition ready and compacted (%+v)", lines[len(lines)-1], res.Readiness)
 	}
 	for _, want := range []string{"cluster dc1", "cluster dc2", "cluster analytics", "schema registry    http://",
 		"audit dashboard    http://", "scheduled job \"pageviews-hourly\"", "== audit report", "== loaded files", "{datacenter: dc"} {

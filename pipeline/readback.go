@@ -31,7 +31,8 @@ type Readback struct {
 	// Latencies are, per record, its file's modification time (the file is
 	// closed just before the loader commits it) minus the record's event
 	// time: an end-to-end produce-to-loaded latency, bounded below by the
-	// commit step's own duration.
+	// commit step's own duration. Records read from compacted (Parquet)
+	// files, written later, are left out.
 	Latencies []time.Duration
 
 	seen map[string]*seqSet // producer -> seqs seen
@@ -102,7 +103,9 @@ func (rb *Readback) readFile(fsys filesys.FS, d hours.Data) error {
 		s.add(seq)
 		lf.Records++
 		rb.Records++
-		rb.Latencies = append(rb.Latencies, lf.ModTime.Sub(ts))
+		if d.Format == hours.Avro {
+			rb.Latencies = append(rb.Latencies, lf.ModTime.Sub(ts))
+		}
 		if len(rb.Sample) < sampleSize {
 			rb.Sample = append(rb.Sample, m)
 		}

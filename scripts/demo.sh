@@ -5,8 +5,9 @@
 # producer each, a mirror into the analytics cluster, a scheduled loader
 # writing Avro files, and the audit service. Then it stops the producers,
 # waits for everything to be loaded and audited, and prints the audit
-# report, the loaded files, records read back from them and, last, one
-# summary line. Run through `make demo`, which builds bin/tributary first.
+# report, the loaded files, records read back from them, one summary line
+# and, last, the readiness line (1-minute partitions become ready on the
+# audit's proof and are compacted while one watches). Run through `make demo`, which builds bin/tributary first.
 # Exits non-zero unless every record was loaded exactly once and every
 # closed audit window is complete.
 #

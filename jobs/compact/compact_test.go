@@ -90,29 +90,39 @@ func TestCompactHDFS(t *testing.T) {
 	compactAndCompare(t, fsys, base, "snappy")
 }
 
+// TestReaderRuleLateFile: a late file that does not decode fails the
+// hour's recompaction, named in the error, and leaves the hour as it was:
+// readers see the Parquet of generation 1 and the late file, the catalog
+// keeps generation 1.
 func TestReaderRuleLateFile(t *testing.T) {
 	fsys, base := filesys.Local(), t.TempDir()
 	dirs := writeHours(t, fsys, base, "pv", hour0, 1, 2, 10)
-	c, err := New(Config{FS: fsys, Base: base, ClosedThrough: func(context.Context) (time.Time, error) { return hour0.Add(2 * time.Hour), nil }})
+	cat := &memCatalog{}
+	c, err := New(Config{FS: fsys, Base: base, Catalog: cat, ClosedThrough: func(context.Context) (time.Time, error) { return hour0.Add(2 * time.Hour), nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	// A late Avro file landing after compaction stays visible next to the Parquet.
 	late := "pv+1+99999+99999+s7.avro"
 	if err := filesys.WriteFile(fsys, path.Join(dirs[0], late), []byte("x")); err != nil {
 		t.Fatal(err)
 	}
+	sum, err := c.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "pv/2026/03/01/10") || sum.LateFiles != 1 || sum.HoursRecompacted != 0 {
+		t.Errorf("run with a corrupt late file: %+v, %v: want the hour's failure reported", sum, err)
+	}
 	names, _ := hours.DataFiles(fsys, dirs[0])
 	sort.Strings(names)
-	if len(names) != 2 || names[0] != late || !strings.HasSuffix(names[1], ".parquet") {
-		t.Errorf("data files %v: want the Parquet file and the late Avro file", names)
+	if len(names) != 2 || names[0] != "../10.c1/pv+s7+000.parquet" || names[1] != late {
+		t.Errorf("data files %v: want generation 1's Parquet file and the late Avro file", names)
 	}
-	sum, err := c.Run(context.Background())
-	if err != nil || sum.LateFiles != 1 {
-		t.Errorf("second run %+v, %v: want the late file reported", sum, err)
+	if p := cat.parts["pv"]; len(p) != 1 || !strings.HasSuffix(p[0].Location, "10.c1") {
+		t.Errorf("catalog %+v: want generation 1", p)
+	}
+	if gs, _ := hours.Generations(fsys, hours.Hour{Dir: dirs[0]}); len(gs) != 1 {
+		t.Errorf("generations %v after the failed recompaction (and its next run's recovery)", gs)
 	}
 }
 
