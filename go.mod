@@ -3,7 +3,8 @@ module github.com/tributary/tributary
 go 1.26.8
 
 require (
-	github.com/apache/thrift v0.14.2
+	github.com/apache/thrift v0.22.0
+	github.com/beltran/gohive v1.8.1
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/colinmarc/hdfs/v2 v2.4.0
