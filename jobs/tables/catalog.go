@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/url"
 	"path"
 	"slices"
 	"strings"
@@ -348,9 +349,7 @@ func (m *Metastore) newTable(topic, table string, cols []*hms.FieldSchema, schem
 	} else if len(plans) > 0 {
 		loc = plans[0].sd.Location
 		for _, p := range plans[1:] {
-			for !strings.HasPrefix(p.sd.Location+"/", loc+"/") {
-				loc = path.Dir(loc)
-			}
+			loc = commonDir(loc, p.sd.Location)
 		}
 	}
 	// The table's own format is Avro: a reader then uses each partition's
@@ -371,7 +370,15 @@ func (m *Metastore) ensureDatabase(ctx context.Context, db string) error {
 	if err = m.conn.check(err); err == nil || !isNoSuchObject(err) {
 		return err
 	}
-	err = m.conn.check(cl.CreateDatabase(ctx, &hms.Database{Name: db, Parameters: map[string]string{}}))
+	// The Thrift struct always sends a location (an empty one is refused):
+	// put the database where the metastore would, <warehouse>/<db>.db, the
+	// warehouse being where its default database lives.
+	def, err := cl.GetDatabase(ctx, DefaultDatabase)
+	if err = m.conn.check(err); err != nil {
+		return fmt.Errorf("get database %s (for the warehouse location): %w", DefaultDatabase, err)
+	}
+	loc := strings.TrimSuffix(def.LocationUri, "/") + "/" + db + ".db"
+	err = m.conn.check(cl.CreateDatabase(ctx, &hms.Database{Name: db, LocationUri: loc, Parameters: map[string]string{}}))
 	if err != nil {
 		var exists *hms.AlreadyExistsException
 		if errors.As(err, &exists) {
@@ -410,7 +417,33 @@ func sameCols(a, b []*hms.FieldSchema) bool {
 }
 
 func samePartition(a, b *hms.StorageDescriptor) bool {
-	return a != nil && a.SerdeInfo != nil && a.Location == b.Location && a.InputFormat == b.InputFormat &&
+	return a != nil && a.SerdeInfo != nil && sameLocation(a.Location, b.Location) && a.InputFormat == b.InputFormat &&
 		a.SerdeInfo.SerializationLib == b.SerdeInfo.SerializationLib &&
 		a.SerdeInfo.Parameters[schemaLiteral] == b.SerdeInfo.Parameters[schemaLiteral] && sameCols(a.Cols, b.Cols)
+}
+
+// commonDir returns the deepest directory holding both locations (URIs of
+// one file system: their scheme and authority are the first's).
+func commonDir(a, b string) string {
+	i := strings.Index(a, "://")
+	prefix, pa := a, ""
+	if j := strings.Index(a[i+3:], "/"); i >= 0 && j >= 0 {
+		prefix, pa = a[:i+3+j], a[i+3+j:]
+	}
+	pb := strings.TrimPrefix(b, prefix)
+	for pa != "/" && !strings.HasPrefix(pb+"/", pa+"/") {
+		pa = path.Dir(pa)
+	}
+	return prefix + pa
+}
+
+// sameLocation compares locations as the metastore keeps them: it stores
+// file:///x of an added partition as file:/x.
+func sameLocation(a, b string) bool {
+	ua, errA := url.Parse(a)
+	ub, errB := url.Parse(b)
+	if errA != nil || errB != nil {
+		return a == b
+	}
+	return ua.Scheme == ub.Scheme && ua.Host == ub.Host && path.Clean("/"+ua.Path) == path.Clean("/"+ub.Path)
 }

@@ -94,3 +94,24 @@ func TestEvolveAddsColumnsAndRefusesTypeChanges(t *testing.T) {
 		}
 	}
 }
+
+func TestCommonDir(t *testing.T) {
+	for _, c := range [][3]string{
+		{"file:///a/t/2026/11/30/10", "file:///a/t/2026/12/01/00", "file:///a/t/2026"},
+		{"hdfs://nn:8020/base/t/2026/11/30/10", "hdfs://nn:8020/base/t/2026/11/30/11", "hdfs://nn:8020/base/t/2026/11/30"},
+		{"hdfs://nn:8020/x/1", "hdfs://nn:8020/y/1", "hdfs://nn:8020/"},
+	} {
+		if got := commonDir(c[0], c[1]); got != c[2] {
+			t.Errorf("commonDir(%s, %s) = %s, want %s", c[0], c[1], got, c[2])
+		}
+	}
+}
+
+func TestSameLocation(t *testing.T) {
+	if !sameLocation("file:///a/b/", "file:/a/b") || !sameLocation("hdfs://nn:1/a", "hdfs://nn:1/a/") {
+		t.Fatal("equal locations differ")
+	}
+	if sameLocation("hdfs://nn:1/a", "hdfs://nn:2/a") || sameLocation("hdfs://nn:1/a", "file:///a") || sameLocation("file:///a/v1", "file:///a") {
+		t.Fatal("different locations equal")
+	}
+}
