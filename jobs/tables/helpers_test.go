@@ -130,7 +130,7 @@ func writeLoaderFile(t *testing.T, fsys filesys.FS, base, topic string, hour tim
 func compactThrough(t *testing.T, fsys filesys.FS, base, topic string, through time.Time) compact.Summary {
 	t.Helper()
 	c, err := compact.New(compact.Config{FS: fsys, Base: base, Topics: []string{topic}, Delay: time.Nanosecond,
-		ClosedThrough: func(context.Context) (time.Time, error) { return through.Add(-time.Nanosecond), nil }})
+		ClosedThrough: func(context.Context) (time.Time, error) { return through.Add(time.Nanosecond), nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
