@@ -13,6 +13,7 @@
 # hms.ready (the thrift:// URI, present while it serves) and tmp/. A DATADIR
 # whose metastore still runs is refused.
 #
+# `start.sh --fetch` only fills the cache (scripts/install-deps.sh runs it).
 # The first start fetches the jars with Maven (dependency:copy-dependencies
 # of pom.xml, about 140 jars, 110 MB) and the Derby schema scripts (only the
 # -bin tarball carries them) into a cache keyed by a hash of pom.xml, so
@@ -37,10 +38,17 @@ die() {
 	exit 1
 }
 
-[ $# -eq 2 ] || { echo "usage: start.sh PORT DATADIR" >&2; exit 2; }
+fetch_only=
+if [ $# -eq 1 ] && [ "$1" = --fetch ]; then
+	fetch_only=1
+	set -- 0 .
+fi
+[ $# -eq 2 ] || { echo "usage: start.sh PORT DATADIR | start.sh --fetch" >&2; exit 2; }
 port=$1
 datadir=$(realpath -m "$2")
-[[ $port =~ ^[0-9]+$ ]] && [ "$port" -ge 1 ] && [ "$port" -le 65535 ] || die "PORT $port: want 1..65535"
+if [ -z "$fetch_only" ]; then
+	[[ $port =~ ^[0-9]+$ ]] && [ "$port" -ge 1 ] && [ "$port" -le 65535 ] || die "PORT $port: want 1..65535"
+fi
 heap=${TRIBUTARY_HMS_HEAP:-512m}
 timeout=${TRIBUTARY_HMS_START_TIMEOUT:-120}
 cache=${TRIBUTARY_HMS_CACHE:-$(cd "$here/../.." && pwd)/.cache/hive-metastore}
@@ -123,6 +131,8 @@ if [ ! -f "$dist/.complete" ]; then
 	rm -f "$tmp"/*.tar.gz
 	publish "$tmp" "$dist"
 fi
+
+[ -z "$fetch_only" ] || exit 0
 
 mkdir -p "$datadir"
 pidfile=$datadir/hms.pid
