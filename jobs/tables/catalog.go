@@ -150,7 +150,7 @@ type plan struct {
 }
 
 func (m *Metastore) sync(ctx context.Context, topic string, want []Partition) error {
-	if err := checkPartitions(topic, want); err != nil {
+	if err := checkPartitions(topic, want, m.cfg.FileSystem != ""); err != nil {
 		return err
 	}
 	db, table := m.cfg.Database, m.cfg.Table(topic)
@@ -272,7 +272,7 @@ func (m *Metastore) sync(ctx context.Context, topic string, want []Partition) er
 }
 
 // checkPartitions refuses a want the table cannot show.
-func checkPartitions(topic string, want []Partition) error {
+func checkPartitions(topic string, want []Partition, barePaths bool) error {
 	seen := map[string]bool{}
 	for _, p := range want {
 		bad := func(why string) error {
@@ -289,8 +289,8 @@ func checkPartitions(topic string, want []Partition) error {
 			return bad(fmt.Sprintf("start is not a multiple of %v", p.Duration))
 		case p.Format != "avro" && p.Format != "parquet":
 			return bad(fmt.Sprintf("format %q: want avro or parquet", p.Format))
-		case !strings.Contains(p.Location, "://"):
-			return bad("location is not a URI (hdfs://namenode:port/... or file:///...)")
+		case !strings.Contains(p.Location, "://") && (!barePaths || !strings.HasPrefix(p.Location, "/")):
+			return bad("location is neither a URI (hdfs://namenode:port/... or file:///...) nor, with Config.FileSystem set, an absolute path")
 		case p.SchemaID <= 0:
 			return bad("no schema id")
 		}
@@ -323,7 +323,11 @@ func (m *Metastore) plans(ctx context.Context, topic string, want []Partition) (
 		if err != nil {
 			return nil, fmt.Errorf("tables: topic %s: schema %d: %w", topic, p.SchemaID, err)
 		}
-		out = append(out, plan{value: PartitionValue(p.Start, p.Duration), sd: storage(p.Format, strings.TrimSuffix(p.Location, "/"), cols, text)})
+		loc := p.Location
+		if !strings.Contains(loc, "://") {
+			loc = strings.TrimSuffix(m.cfg.FileSystem, "/") + loc
+		}
+		out = append(out, plan{value: PartitionValue(p.Start, p.Duration), sd: storage(p.Format, strings.TrimSuffix(loc, "/"), cols, text)})
 	}
 	return out, nil
 }

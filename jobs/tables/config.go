@@ -39,6 +39,11 @@ type Config struct {
 	// DialTimeout bounds connecting to one metastore (default 5s);
 	// CallTimeout bounds each call's reads and writes (default 30s).
 	DialTimeout, CallTimeout time.Duration
+	// FileSystem is the URI (scheme://authority, e.g. hdfs://namenode:8020)
+	// of the file system that partition locations given as absolute paths
+	// are on: the loader's output.uri without its path. Empty: locations
+	// must be URIs.
+	FileSystem string
 	// TableLocation returns the location of a topic's table (the directory
 	// above its partitions, a URI); nil means the longest common directory
 	// of the partitions wanted when the table is created.
@@ -95,6 +100,11 @@ func (c Config) Validate() error {
 	}
 	if validName.MatchString(strings.ToLower(c.Database)) {
 		return fmt.Errorf("%w: hive.database=%q: a Hive name has only letters, digits and _", ErrBadConfig, c.Database)
+	}
+	if c.FileSystem != "" {
+		if u, err := url.Parse(c.FileSystem); err != nil || u.Scheme == "" || (u.Path != "" && u.Path != "/") {
+			return fmt.Errorf("%w: file system %q is not scheme://authority", ErrBadConfig, c.FileSystem)
+		}
 	}
 	if c.DialTimeout < 0 || c.CallTimeout < 0 {
 		return fmt.Errorf("%w: negative timeout", ErrBadConfig)

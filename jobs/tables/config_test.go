@@ -63,24 +63,30 @@ func TestPartitionValue(t *testing.T) {
 func TestCheckPartitionsRefusesMalformedWants(t *testing.T) {
 	h := time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC)
 	ok := Partition{Topic: "t", Start: h, Duration: time.Hour, Location: "hdfs://nn:8020/x", Format: "avro", SchemaID: 1}
-	if err := checkPartitions("t", []Partition{ok}); err != nil {
+	if err := checkPartitions("t", []Partition{ok}, false); err != nil {
 		t.Fatal(err)
+	}
+	bare := ok
+	bare.Location = "/base/t/2026/03/04/05"
+	if err := checkPartitions("t", []Partition{bare}, true); err != nil {
+		t.Fatalf("an absolute path with a file system: %v", err)
 	}
 	for name, mod := range map[string]func(*Partition){
 		"unaligned":   func(p *Partition) { p.Start = h.Add(time.Minute) },
 		"format":      func(p *Partition) { p.Format = "orc" },
 		"bare path":   func(p *Partition) { p.Location = "/x" },
+		"relative":    func(p *Partition) { p.Location = "x/y" },
 		"no schema":   func(p *Partition) { p.SchemaID = 0 },
 		"other topic": func(p *Partition) { p.Topic = "u" },
 		"duration":    func(p *Partition) { p.Duration = 0 },
 	} {
 		p := ok
 		mod(&p)
-		if err := checkPartitions("t", []Partition{p}); !errors.Is(err, ErrBadPartition) {
+		if err := checkPartitions("t", []Partition{p}, false); !errors.Is(err, ErrBadPartition) {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}
-	if err := checkPartitions("t", []Partition{ok, ok}); !errors.Is(err, ErrBadPartition) {
+	if err := checkPartitions("t", []Partition{ok, ok}, false); !errors.Is(err, ErrBadPartition) {
 		t.Errorf("twice: err = %v", err)
 	}
 }
