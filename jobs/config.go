@@ -267,10 +267,11 @@ func (s Spec) EffectiveBackoff() time.Duration {
 
 // argKinds lists each kind's argument keys and whether they are required.
 var argKinds = map[Kind]map[string]bool{
-	KindLoader:    {"config": true},
-	KindExec:      {"command": true, "env": false, "dir": false},
-	KindCompact:   {"base": true, "loader_job": true, "topics": false, "delay": false, "codec": false, "target_file_size": false, "hdfs_config": false},
-	KindRetention: {"base": true, "max_age": false, "topics": false, "hdfs_config": false},
+	KindLoader: {"config": true},
+	KindExec:   {"command": true, "env": false, "dir": false},
+	KindCompact: {"base": true, "loader_job": true, "topics": false, "delay": false, "codec": false, "target_file_size": false, "hdfs_config": false,
+		"audit_url": false, "completeness.threshold": false, "completeness.timeout": false, "catalog_file": false},
+	KindRetention: {"base": true, "max_age": false, "topics": false, "hdfs_config": false, "catalog_file": false},
 }
 
 func argErr(key string, format string, a ...any) error {
@@ -328,6 +329,11 @@ func validateArgs(kind Kind, args map[string]any) error {
 			}
 		}
 	case KindCompact:
+		if v, ok := args["catalog_file"]; ok {
+			if s, _ := v.(string); s == "" {
+				return argErr("catalog_file", "%v: must be a path", v)
+			}
+		}
 		if s, ok := args["base"].(string); !ok || s == "" {
 			return argErr("base", "must be a non-empty URI (hdfs://host:port/path or a local path)")
 		}
@@ -354,7 +360,27 @@ func validateArgs(kind Kind, args map[string]any) error {
 				return argErr("target_file_size", "%v: must be a positive size like 134217728, 128MB or 1GiB", v)
 			}
 		}
+		if v, ok := args["audit_url"]; ok {
+			if s, _ := v.(string); !strings.HasPrefix(s, "http://") && !strings.HasPrefix(s, "https://") {
+				return argErr("audit_url", "%v: must be the audit service's http://host:port", v)
+			}
+		}
+		if v, ok := args["completeness.threshold"]; ok {
+			if f, err := strconv.ParseFloat(fmt.Sprint(v), 64); err != nil || f <= 0 || f > 1 {
+				return argErr("completeness.threshold", "%v: must be a fraction in (0, 1], e.g. 0.999", v)
+			}
+		}
+		if v, ok := args["completeness.timeout"]; ok {
+			if d, err := durationArg(v); err != nil || d <= 0 {
+				return argErr("completeness.timeout", "%v: must be a positive duration like 6h", v)
+			}
+		}
 	case KindRetention:
+		if v, ok := args["catalog_file"]; ok {
+			if s, _ := v.(string); s == "" {
+				return argErr("catalog_file", "%v: must be a path", v)
+			}
+		}
 		if s, ok := args["base"].(string); !ok || s == "" {
 			return argErr("base", "must be a non-empty URI (hdfs://host:port/path or a local path)")
 		}

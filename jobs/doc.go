@@ -77,11 +77,14 @@
 //
 // # Compaction and readers
 //
-// Package compact turns closed hours of the loader's Avro output into
-// Parquet; package hours states the rule every reader of the output must
-// follow (summarised: an hour without a "_compacted" marker is its loader
-// files; with it, the Parquet files its manifest names plus loader files
-// it does not name) and names, parses and lists the files for everyone, which makes each hour visible either as Avro or as
-// Parquet, never both nor neither, at every step of a compaction and
-// after a crash at any of them. Package retention deletes old hours.
+// Package compact marks the loader's closed hours ready (_SUCCESS) once
+// the audit service proves them complete, turns ready hours into Parquet
+// in a generation directory of their own and syncs a table catalog;
+// package hours states the rule every reader of the output must follow
+// (an hour without a "_compacted" marker is its loader files; with it, the
+// Parquet files of the generation its manifest names plus loader files it
+// does not name) and names, parses and lists the files for everyone, which
+// makes each hour visible either as Avro or as Parquet, never both nor
+// neither, at every step of a compaction and after a crash at any of them.
+// Package retention deletes old hours.
 package jobs

@@ -82,9 +82,19 @@ func taskFor(j Job, exe, summary string) (task, error) {
 		if v, ok := a["hdfs_config"]; ok {
 			argv = append(argv, "--hdfs-config", v.(string))
 		}
+		for _, k := range []struct{ arg, flag string }{{"audit_url", "--audit-url"},
+			{"completeness.threshold", "--completeness-threshold"}, {"completeness.timeout", "--completeness-timeout"},
+			{"catalog_file", "--catalog-file"}} {
+			if v, ok := a[k.arg]; ok {
+				argv = append(argv, k.flag, fmt.Sprint(v))
+			}
+		}
 		return task{argv: argv}, nil
 	case KindRetention:
 		argv := []string{exe, "jobs", "retention", "--base", a["base"].(string), "--summary-json", summary}
+		if v, ok := a["catalog_file"]; ok {
+			argv = append(argv, "--catalog-file", v.(string))
+		}
 		if v, ok := a["hdfs_config"]; ok {
 			argv = append(argv, "--hdfs-config", v.(string))
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/properties"
+	"github.com/tributary/tributary/jobs/hours"
 )
 
 // Defaults.
@@ -65,6 +66,12 @@ type Config struct {
 	// CommitInterval is, for Serve, the time between load cycles, each of
 	// which commits (`commit.interval.ms`).
 	CommitInterval time.Duration
+	// PartitionDuration is partition.duration.ms (kafka-connect-hdfs's
+	// TimeBasedPartitioner): the length of the time partitions records go
+	// to by their timestamps, default an hour (package hours: a sub-hour
+	// duration adds a /<mm> level; a topic's duration is fixed by its
+	// first load).
+	PartitionDuration time.Duration
 	// MaxOpenFiles bounds the files a partition keeps open at once
 	// (`max.open.files`); past it the least recently used one is closed
 	// (the next record of its hour and schema starts a new file).
@@ -139,6 +146,11 @@ func (c Config) Validate() error {
 	case c.AuditWindow < 0:
 		return bad("audit.window.ms must be positive")
 	}
+	if c.PartitionDuration != 0 {
+		if err := hours.ValidDuration(c.PartitionDuration); err != nil {
+			return bad("partition.duration.ms: %v", err)
+		}
+	}
 	if _, err := regexp.Compile(c.Topics); err != nil {
 		return bad("topics: %v", err)
 	}
@@ -160,6 +172,9 @@ func (c *Config) fill() {
 	}
 	if c.MaxOpenFiles == 0 {
 		c.MaxOpenFiles = DefaultMaxOpenFiles
+	}
+	if c.PartitionDuration == 0 {
+		c.PartitionDuration = time.Hour
 	}
 	if c.ZKSessionTimeout == 0 {
 		c.ZKSessionTimeout = DefaultZKSessionTimeout
@@ -195,7 +210,7 @@ func (c *Config) fill() {
 // network.SecurityKeys bare and under audit, and filesys.HDFSKeys.
 var Keys = slices.Concat(network.SecurityKeys, auditSecurityKeys, filesys.HDFSKeys, []string{
 	"name", "bootstrap.servers", "schema.registry.url", "topics", "output.uri", "codec",
-	"commit.records", "commit.interval.ms", "max.open.files",
+	"commit.records", "commit.interval.ms", "max.open.files", "partition.duration.ms",
 	"zookeeper.connect", "zookeeper.session.timeout.ms", "scale.members", "scale.wait.ms",
 	"audit.enable", "audit.cluster", "audit.bootstrap.servers", "audit.topic", "audit.window.ms",
 })
@@ -230,6 +245,7 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	c.CommitRecords = p.Int64("commit.records", 1)
 	c.CommitInterval = ms("commit.interval.ms")
 	c.MaxOpenFiles = p.Int("max.open.files", 1)
+	c.PartitionDuration = ms("partition.duration.ms")
 	c.ZooKeeperConnect = p.String("zookeeper.connect")
 	c.ZKSessionTimeout = ms("zookeeper.session.timeout.ms")
 	c.ScaleMembers = p.Int("scale.members", 1)

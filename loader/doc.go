@@ -14,7 +14,12 @@
 //	<base>/_loader/<job>/<topic>/<partition>/manifests/<seq>.json   (+ <seq>.published)
 //	<base>/_loader/<job>/<topic>/<partition>/tmp/<run-id>/...
 //
-// A record goes to the hour (UTC) of its own timestamp. A data file holds
+// A record goes to the hour (UTC) of its own timestamp, or to its time
+// partition of partition.duration.ms (Config.PartitionDuration; package
+// hours lays out sub-hour partitions as .../<HH>/<mm>/ and records the
+// duration in <base>/<topic>/_partitioning, which the loader writes before
+// the topic's first file and checks on every start: a topic's duration
+// cannot change). A data file holds
 // records of one partition, one hour and one writer schema (the schema the
 // payload's Confluent frame names, fetched once from the registry and
 // written into the file header); first and last are the offsets of its

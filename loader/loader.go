@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	"github.com/tributary/tributary/client/serde"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/network"
+	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/schema"
 )
 
@@ -43,6 +45,8 @@ type Loader struct {
 	progress  *Progress
 	runID     string
 	crashSeen atomic.Int64
+	// layouts holds the topics whose partitioning marker was checked.
+	layouts sync.Map
 }
 
 // New connects to the output file system, the cluster, the registry and,
@@ -460,4 +464,46 @@ func (a *auditPublisher) close() {
 	if a.cl != nil {
 		a.cl.Close()
 	}
+}
+
+// ensurePartitioning checks that topic's layout has partition.duration.ms
+// (package hours: the topic's _partitioning marker, absent for hours) and
+// writes the marker for a topic loaded for the first time with another
+// duration, before any of its files.
+func (l *Loader) ensurePartitioning(topic string) error {
+	if _, ok := l.layouts.Load(topic); ok {
+		return nil
+	}
+	want := l.cfg.PartitionDuration
+	have, err := hours.Partitioning(l.fsys, l.base, topic)
+	if err != nil {
+		return err
+	}
+	marker := path.Join(l.base, topic, hours.PartitioningFile)
+	exists, err := filesys.Exists(l.fsys, marker)
+	if err != nil {
+		return err
+	}
+	switch {
+	case have == want:
+	case exists:
+		return fmt.Errorf("%w: partition.duration.ms %d: topic %s is laid out in partitions of %d ms (%s)",
+			ErrConfig, want.Milliseconds(), topic, have.Milliseconds(), marker)
+	default:
+		if list, err := hours.List(l.fsys, l.base, topic); err != nil {
+			return err
+		} else if len(list) > 0 {
+			return fmt.Errorf("%w: partition.duration.ms %d: topic %s already has hourly partitions under %s",
+				ErrConfig, want.Milliseconds(), topic, path.Join(l.base, topic))
+		}
+		tmp := marker + "." + l.runID + ".tmp"
+		if err := filesys.WriteFile(l.fsys, tmp, hours.EncodePartitioning(want)); err != nil {
+			return err
+		}
+		if err := l.fsys.Rename(tmp, marker); err != nil {
+			return err
+		}
+	}
+	l.layouts.Store(topic, true)
+	return nil
 }

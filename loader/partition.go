@@ -21,9 +21,10 @@ import (
 	"github.com/tributary/tributary/schema"
 )
 
-// bucketKey names the output file a record goes to: its hour and schema.
+// bucketKey names the output file a record goes to: its time partition
+// (an hour unless partition.duration.ms) and schema.
 type bucketKey struct {
-	hour int64 // Unix seconds of the hour's start
+	hour int64 // Unix seconds of the partition's start
 	id   schema.ID
 }
 
@@ -101,6 +102,9 @@ func (l *Loader) recoverPartition(ctx context.Context, topic string, p int32) (*
 	if err != nil {
 		return nil, err
 	}
+	if err := l.ensurePartitioning(topic); err != nil {
+		return nil, err
+	}
 	pl := &partLoad{l: l, topic: topic, partition: p, prev: m, end: -1}
 	if m != nil {
 		if err := l.applyMoves(m); err != nil {
@@ -173,7 +177,7 @@ func (pl *partLoad) add(ctx context.Context, r *kgo.Record) error {
 	if err := sc.parsed.Validate(payload); err != nil {
 		return pl.bad(r, fmt.Sprintf("does not decode with schema %d: %v", id, err))
 	}
-	f, err := pl.file(bucketKey{hour: r.Timestamp.UTC().Truncate(time.Hour).Unix(), id: id}, sc.text, r.Offset)
+	f, err := pl.file(bucketKey{hour: r.Timestamp.UTC().Truncate(pl.l.cfg.PartitionDuration).Unix(), id: id}, sc.text, r.Offset)
 	if err != nil {
 		return err
 	}
@@ -358,7 +362,7 @@ func parallel(n int, fn func(i int) error) error {
 func (pl *partLoad) finalName(f *dataFile) string {
 	name := hours.LoaderFile{Topic: pl.topic, Partition: pl.partition, First: f.first, Last: f.last,
 		SchemaID: uint32(f.key.id), Format: pl.l.format.format()}.Name()
-	return path.Join(hours.Dir(pl.l.base, pl.topic, time.Unix(f.key.hour, 0)), name)
+	return path.Join(hours.DirFor(pl.l.base, pl.topic, time.Unix(f.key.hour, 0), pl.l.cfg.PartitionDuration), name)
 }
 
 // watermarkStep is the least advance of the watermark worth a commit

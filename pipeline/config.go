@@ -89,6 +89,13 @@ type Config struct {
 	// LoadInterval is the time between loader commits; default
 	// DefaultLoadInterval.
 	LoadInterval time.Duration
+	// PartitionDuration is the loader's partition.duration.ms; 0 means
+	// an hour.
+	PartitionDuration time.Duration
+	// CompactInterval, when positive, runs readiness and compaction
+	// (package compact, with the audit service's counts) over the output
+	// this often, and Verify reports the partitions' Readiness.
+	CompactInterval time.Duration
 	// Executable is the tributary binary the jobs scheduler runs loader
 	// jobs with; default os.Executable(). Only LoaderScheduled uses it.
 	Executable string
@@ -177,6 +184,8 @@ func (c Config) Validate() error {
 		return bad("audit interval %v: must be positive", c.AuditInterval)
 	case c.LoadInterval < 0:
 		return bad("load interval %v: must be positive", c.LoadInterval)
+	case c.CompactInterval < 0:
+		return bad("compact interval %v: must be positive", c.CompactInterval)
 	case strings.ContainsAny(c.Topic, "/ ") || strings.HasPrefix(c.Topic, "__"):
 		return bad("topic %q: not a valid data topic", c.Topic)
 	case !strings.HasPrefix(c.HDFSPath, "/"):

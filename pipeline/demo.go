@@ -49,6 +49,8 @@ type Result struct {
 	Producers    []ProducerStats
 	Readback     *Readback
 	AuditWindows []WindowReport
+	// Readiness counts the partitions by state (with Config.CompactInterval).
+	Readiness *Readiness
 }
 
 // Summary is the demo's last line.
@@ -170,6 +172,9 @@ func (p *Pipeline) Verify(ctx context.Context, drain time.Duration) (*Result, er
 				err = errors.Join(err, rerr)
 			}
 		}
+		if err == nil && p.cfg.CompactInterval > 0 {
+			res.Readiness, err = p.finalReadiness(ctx, time.Until(deadline)+2*time.Minute)
+		}
 		if err == nil {
 			res.finish(p)
 			return res, nil
@@ -204,6 +209,8 @@ func (p *Pipeline) checkAudit(ctx context.Context, res *Result) error {
 // readBack reads the loaded files into res and checks them against what
 // was produced.
 func (p *Pipeline) readBack(ctx context.Context, res *Result, produced []ProducerStats) error {
+	p.filesMu.Lock()
+	defer p.filesMu.Unlock()
 	rb, err := ReadLoaded(ctx, p.fsys, p.base, p.cfg.Topic)
 	if err != nil {
 		return err
@@ -295,6 +302,9 @@ func (r *Result) Print(out io.Writer, p *Pipeline) {
 			r.Latency50.Round(time.Millisecond), r.Latency99.Round(time.Millisecond), r.LatencyMax.Round(time.Millisecond), dups)
 	}
 	fmt.Fprintln(out, r.Summary())
+	if r.Readiness != nil {
+		fmt.Fprintln(out, r.Readiness)
+	}
 }
 
 // fileOrder sorts loaded files by directory, then partition and first

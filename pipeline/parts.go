@@ -25,19 +25,20 @@ func (p *Pipeline) startLoader(ctx context.Context) (*part, error) {
 		return nil, err
 	}
 	l, err := loader.New(ctx, loader.Config{
-		Name:           LoaderJob,
-		Brokers:        cc.Brokers,
-		Security:       cc.Security(),
-		RegistryURL:    p.RegistryURL(),
-		Registry:       p.registryClient("loader"),
-		Topics:         regexp.QuoteMeta(p.cfg.Topic),
-		OutputURI:      p.cfg.OutputURI(),
-		HDFS:           p.cfg.HDFSOptions,
-		CommitInterval: p.cfg.LoadInterval,
-		AuditCluster:   AnalyticsCluster,
-		AuditWindow:    p.cfg.AuditWindow,
-		Instance:       "pipeline-loader",
-		Logger:         p.logger.With("part", "loader"),
+		Name:              LoaderJob,
+		Brokers:           cc.Brokers,
+		Security:          cc.Security(),
+		RegistryURL:       p.RegistryURL(),
+		Registry:          p.registryClient("loader"),
+		Topics:            regexp.QuoteMeta(p.cfg.Topic),
+		OutputURI:         p.cfg.OutputURI(),
+		HDFS:              p.cfg.HDFSOptions,
+		CommitInterval:    p.cfg.LoadInterval,
+		PartitionDuration: p.cfg.PartitionDuration,
+		AuditCluster:      AnalyticsCluster,
+		AuditWindow:       p.cfg.AuditWindow,
+		Instance:          "pipeline-loader",
+		Logger:            p.logger.With("part", "loader"),
 	})
 	if err != nil {
 		return nil, err

@@ -46,9 +46,12 @@ type Pipeline struct {
 	fsys     filesys.FS
 	base     string
 
+	// filesMu keeps compaction passes and reading the output apart.
+	filesMu sync.Mutex
+
 	mu        sync.Mutex
 	producers []*producerRun
-	parts     map[string]*part // "mirror", "loader", "audit"
+	parts     map[string]*part // "mirror", "loader", "audit", "compact"
 	closed    bool
 	stopped   []ProducerStats // producers stopped by StopProducers
 	loaderDup int64           // duplicates the loader dropped (mirror re-sends)
@@ -115,7 +118,7 @@ func Start(ctx context.Context, cfg Config) (_ *Pipeline, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("output %s: %w", cfg.OutputURI(), err)
 	}
-	for _, name := range []string{"audit", "loader", "mirror"} {
+	for _, name := range []string{"audit", "loader", "mirror", "compact"} {
 		if err := p.StartPart(ctx, name); err != nil {
 			return nil, err
 		}
@@ -374,6 +377,8 @@ func (p *Pipeline) StartPart(ctx context.Context, name string) error {
 		pt, err = p.startLoader(ctx)
 	case "audit":
 		pt, err = p.startAudit(ctx)
+	case "compact":
+		pt, err = p.startCompact(ctx)
 	default:
 		return fmt.Errorf("pipeline: no part %q", name)
 	}
@@ -436,7 +441,7 @@ func (p *Pipeline) Close() error {
 	p.mu.Unlock()
 	var errs []error
 	p.StopProducers()
-	for _, name := range []string{"mirror", "loader", "audit"} {
+	for _, name := range []string{"compact", "mirror", "loader", "audit"} {
 		if err := p.StopPart(name); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		}

@@ -30,6 +30,9 @@ func (p *Pipeline) startScheduledLoader(ctx context.Context) (*part, error) {
 		"audit.cluster":       AnalyticsCluster,
 		"audit.window.ms":     fmt.Sprint(p.cfg.AuditWindow.Milliseconds()),
 	}
+	if p.cfg.PartitionDuration > 0 {
+		props["partition.duration.ms"] = fmt.Sprint(p.cfg.PartitionDuration.Milliseconds())
+	}
 	maps.Copy(props, p.cfg.HDFSOptions.Properties())
 	if p.secure != nil {
 		// The loader's own user, its password read from its file.

@@ -74,6 +74,9 @@ type Config struct {
 	Gatherer   prometheus.Gatherer
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Readiness, when set, serves the loader output's partition states
+	// (GET /api/topics/{topic}/partitions).
+	Readiness *Readiness
 }
 
 // Validate checks the configuration.

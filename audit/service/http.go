@@ -55,6 +55,7 @@ func (s *Service) Handler() http.Handler {
 		}
 		writeJSON(w, reps)
 	})
+	mux.HandleFunc("GET /api/topics/{topic}/partitions", s.handlePartitions)
 	mux.HandleFunc("GET /api/topics/{topic}/windows/{start}", func(w http.ResponseWriter, r *http.Request) {
 		start, err := parseTime(r.PathValue("start"))
 		if err != nil || start.IsZero() {

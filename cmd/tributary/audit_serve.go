@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,8 +12,11 @@ import (
 
 	"github.com/tributary/tributary/audit"
 	"github.com/tributary/tributary/audit/service"
+	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/properties"
+	"github.com/tributary/tributary/jobs/compact"
+	"github.com/tributary/tributary/loader"
 )
 
 type auditServeOptions struct {
@@ -26,6 +31,10 @@ type auditServeOptions struct {
 	retention      time.Duration
 	topic          string
 	logLevel       string
+	loaderOutput   string
+	loaderJob      string
+	loaderDelay    time.Duration
+	hdfsConfig     string
 }
 
 func newAuditServeCommand() *cobra.Command {
@@ -52,12 +61,19 @@ func newAuditServeCommand() *cobra.Command {
 			}
 			reg := prometheus.NewRegistry()
 			cfg.Registerer, cfg.Gatherer = reg, reg
+			ctx, cancel := signalContext(cmd)
+			defer cancel()
+			if o.loaderOutput != "" {
+				closeFS, err := o.readiness(ctx, &cfg)
+				if err != nil {
+					return err
+				}
+				defer closeFS()
+			}
 			svc, err := service.New(cfg)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := signalContext(cmd)
-			defer cancel()
 			return svc.Run(ctx)
 		},
 	}
@@ -75,7 +91,31 @@ func newAuditServeCommand() *cobra.Command {
 	fs.DurationVar(&o.retention, "retention", service.DefaultRetention, "keep windows (and their event ids) this long after they start; older events are skipped")
 	fs.StringVar(&o.topic, "audit-topic", audit.DefaultTopic, "the audit topic")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.loaderOutput, "loader-output", "", "the loader's output.uri: serve its partitions' readiness at /api/topics/{topic}/partitions")
+	fs.StringVar(&o.loaderJob, "loader-job", "", "the loader job (its name) whose commits close partitions (with --loader-output)")
+	fs.DurationVar(&o.loaderDelay, "loader-delay", compact.DefaultDelay, "the compact job's delay past a partition's end")
+	fs.StringVar(&o.hdfsConfig, "hdfs-config", "", "properties file with the HDFS client keys of --loader-output")
 	return cmd
+}
+
+// readiness opens the loader output for the partitions endpoint.
+func (o *auditServeOptions) readiness(ctx context.Context, cfg *service.Config) (func(), error) {
+	if o.loaderJob == "" {
+		return nil, errors.New("--loader-job is required with --loader-output")
+	}
+	hdfsOpts, err := readHDFSConfig(o.hdfsConfig)
+	if err != nil {
+		return nil, err
+	}
+	fsys, base, err := filesys.OpenWith(ctx, o.loaderOutput, hdfsOpts.WithLogger(cfg.Logger))
+	if err != nil {
+		return nil, fmt.Errorf("--loader-output: %w", err)
+	}
+	cfg.Readiness = &service.Readiness{FS: fsys, Base: base, Delay: o.loaderDelay,
+		ClosedThrough: func(ctx context.Context) (time.Time, error) {
+			return loader.CommittedThrough(ctx, fsys, base, o.loaderJob)
+		}}
+	return func() { fsys.Close() }, nil
 }
 
 // auditSecurity loads the ssl.* and authentication.* keys of path; nil

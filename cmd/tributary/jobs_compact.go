@@ -13,10 +13,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/tributary/tributary/audit/service"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/jobs"
 	"github.com/tributary/tributary/jobs/compact"
+	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/jobs/retention"
 	"github.com/tributary/tributary/loader"
 )
@@ -33,16 +36,22 @@ type jobsCompactOptions struct {
 	summary       string
 	logLevel      string
 	hdfsConfig    string
+	auditURL      string
+	threshold     float64
+	timeout       time.Duration
+	catalogFile   string
 }
 
 func newJobsCompactCommand() *cobra.Command {
 	var o jobsCompactOptions
 	cmd := &cobra.Command{
 		Use:   "compact --base URI --loader-job NAME",
-		Short: "Compact closed hours of the loader's Avro output into Parquet (what a compact job runs)",
-		Long: "For each topic and closed hour (the loader job has committed past the hour's end plus --delay), " +
-			"write the hour's Avro files as Parquet and swap them in atomically; first finish or undo what a " +
-			"crashed earlier run left. Prints a JSON summary.",
+		Short: "Mark ready hours (_SUCCESS) and compact them into Parquet (what a compact job runs)",
+		Long: "For each topic: finish or undo what a crashed earlier run left; mark each closed hour (the loader job " +
+			"has committed past the hour's end plus --delay) ready once the audit service proves it complete " +
+			"(--audit-url, --completeness-threshold) or --completeness-timeout passed (ready-incomplete); write each " +
+			"ready hour's Avro files as Parquet into a generation directory and switch to it atomically, merging " +
+			"late files into a new generation. Prints a JSON summary.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runJobsCompact(cmd, o) },
 	}
@@ -57,7 +66,42 @@ func newJobsCompactCommand() *cobra.Command {
 	f.StringVar(&o.summary, "summary-json", "", "also write the JSON summary to this file")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&o.hdfsConfig, "hdfs-config", "", "properties file with the HDFS client keys of --base (Kerberos: hdfs.authentication.kerberos, connect.hdfs.principal, ...; the loader's file serves)")
+	addReadinessFlags(f, &o.auditURL, &o.threshold, &o.timeout)
+	f.StringVar(&o.catalogFile, "catalog-file", "", "keep the published partitions (ready hours, their locations) in this local JSON file")
 	return cmd
+}
+
+// addReadinessFlags adds the flags of the readiness rule (compact, loader hours).
+func addReadinessFlags(f *pflag.FlagSet, auditURL *string, threshold *float64, timeout *time.Duration) {
+	f.StringVar(auditURL, "audit-url", "", "the audit service (http://host:port): an hour is ready once its counts prove it complete; without it a closed hour is ready")
+	f.Float64Var(threshold, "completeness-threshold", compact.DefaultThreshold, "completeness.threshold: the loader's count must reach this fraction of the producers' in every audit window of the hour (Gobblin: 0.999)")
+	f.DurationVar(timeout, "completeness-timeout", compact.DefaultTimeout, "completeness.timeout: past an hour's end plus this, publish it ready-incomplete with its shortfall")
+}
+
+// auditSource is the readiness check's view of the audit service at url ("" none).
+func auditSource(url string) (compact.Audit, error) {
+	if url == "" {
+		return nil, nil
+	}
+	c, err := service.NewClient(url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("--audit-url: %w", err)
+	}
+	return auditWindows{c}, nil
+}
+
+type auditWindows struct{ c *service.Client }
+
+func (a auditWindows) Windows(ctx context.Context, topic string, from, to time.Time) ([]hours.AuditWindow, error) {
+	return a.c.LoaderWindows(ctx, topic, from, to)
+}
+
+// catalogOf is the catalog a job syncs ("" none).
+func catalogOf(file string) compact.Catalog {
+	if file == "" {
+		return nil
+	}
+	return &compact.FileCatalog{Path: file}
 }
 
 func runJobsCompact(cmd *cobra.Command, o jobsCompactOptions) error {
@@ -96,8 +140,13 @@ func runJobsCompact(cmd *cobra.Command, o jobsCompactOptions) error {
 		}
 		closed = func(context.Context) (time.Time, error) { return t, nil }
 	}
+	audit, err := auditSource(o.auditURL)
+	if err != nil {
+		return err
+	}
 	cfg := compact.Config{FS: fsys, Base: base, ClosedThrough: closed, Delay: o.delay, Codec: o.codec,
-		TargetFileSize: size, Logger: logger}
+		TargetFileSize: size, Logger: logger, Audit: audit, Threshold: o.threshold, Timeout: o.timeout,
+		Catalog: catalogOf(o.catalogFile)}
 	if o.topics != "" {
 		cfg.Topics = strings.Split(o.topics, ",")
 	}
@@ -142,6 +191,7 @@ type jobsRetentionOptions struct {
 	summary    string
 	logLevel   string
 	hdfsConfig string
+	catalog    string
 }
 
 func newJobsRetentionCommand() *cobra.Command {
@@ -159,6 +209,7 @@ func newJobsRetentionCommand() *cobra.Command {
 	f.StringVar(&o.summary, "summary-json", "", "also write the JSON summary to this file")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&o.hdfsConfig, "hdfs-config", "", "properties file with the HDFS client keys of --base (Kerberos: hdfs.authentication.kerberos, connect.hdfs.principal, ...; the loader's file serves)")
+	f.StringVar(&o.catalog, "catalog-file", "", "drop expired hours from the published partitions in this local JSON file (as compact --catalog-file)")
 	return cmd
 }
 
@@ -190,7 +241,8 @@ func runJobsRetention(cmd *cobra.Command, o jobsRetentionOptions) error {
 		return fmt.Errorf("--base: %w", err)
 	}
 	defer fsys.Close()
-	sum, err := retention.Run(ctx, retention.Config{FS: fsys, Base: base, MaxAge: o.maxAge, Topics: ages, Logger: logger})
+	sum, err := retention.Run(ctx, retention.Config{FS: fsys, Base: base, MaxAge: o.maxAge, Topics: ages, Logger: logger,
+		Catalog: catalogOf(o.catalog)})
 	if err != nil {
 		return err
 	}

@@ -58,7 +58,7 @@ func newLoaderCommand() *cobra.Command {
 	runCmd.Flags().StringVar(&run.summaryJSON, "summary-json", "", "also write the run summary as one JSON object to this file (\"-\": stdout)")
 	runCmd.Flags().StringVar(&run.progress, "progress", "auto", "auto (a bar on a terminal, else a log line per partition commit), bar or log")
 	serveCmd.Flags().StringVar(&serve.metrics, "metrics-listen", "", "serve Prometheus /metrics on this address (e.g. 127.0.0.1:9102)")
-	cmd.AddCommand(runCmd, serveCmd)
+	cmd.AddCommand(runCmd, serveCmd, newLoaderHoursCommand())
 	return cmd
 }
 

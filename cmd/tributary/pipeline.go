@@ -38,9 +38,11 @@ type pipelineOptions struct {
 	secure        bool
 
 	// demo only
-	duration time.Duration
-	drain    time.Duration
-	progress time.Duration
+	partitionDuration time.Duration
+	compactInterval   time.Duration
+	duration          time.Duration
+	drain             time.Duration
+	progress          time.Duration
 }
 
 func newPipelineCommand() *cobra.Command {
@@ -110,6 +112,8 @@ func newPipelineDemoCommand() *cobra.Command {
 	cmd.Flags().DurationVar(&o.duration, "duration", pipeline.DefaultDemoDuration, "how long the producers run")
 	cmd.Flags().DurationVar(&o.drain, "drain-timeout", pipeline.DefaultDemoDrain, "how long to wait, after the producers stop, for everything to be loaded and audited")
 	cmd.Flags().DurationVar(&o.progress, "progress", 10*time.Second, "print a progress line this often (0: never)")
+	cmd.Flags().DurationVar(&o.partitionDuration, "partition-duration", time.Minute, "the loader's partition.duration.ms: short, so partitions become ready and compacted within the demo")
+	cmd.Flags().DurationVar(&o.compactInterval, "compact-interval", 10*time.Second, "run readiness (_SUCCESS from the audit counts) and compaction this often (0: never)")
 	return cmd
 }
 
@@ -170,26 +174,28 @@ func (o pipelineOptions) config(cmd *cobra.Command) (pipeline.Config, func(), er
 		return pipeline.Config{}, nil, err
 	}
 	cfg := pipeline.Config{
-		HDFSOptions:     hdfsOpts,
-		Dir:             o.dir,
-		Datacenters:     dcs,
-		Brokers:         o.brokers,
-		Partitions:      o.partitions,
-		Host:            o.host,
-		Port:            o.port,
-		RegistryAddr:    o.registry,
-		DashboardAddr:   o.dashboard,
-		ZooKeeper:       o.zookeeper,
-		HDFS:            o.hdfs,
-		HDFSPath:        o.hdfsPath,
-		Topic:           o.topic,
-		Rate:            o.rate,
-		AuditWindow:     o.auditWindow,
-		AuditInterval:   o.auditInterval,
-		LoadInterval:    o.loadInterval,
-		LoaderScheduled: scheduled,
-		Secure:          o.secure,
-		Logger:          textLogger(logOut, level),
+		HDFSOptions:       hdfsOpts,
+		Dir:               o.dir,
+		Datacenters:       dcs,
+		Brokers:           o.brokers,
+		Partitions:        o.partitions,
+		Host:              o.host,
+		Port:              o.port,
+		RegistryAddr:      o.registry,
+		DashboardAddr:     o.dashboard,
+		ZooKeeper:         o.zookeeper,
+		HDFS:              o.hdfs,
+		HDFSPath:          o.hdfsPath,
+		Topic:             o.topic,
+		Rate:              o.rate,
+		AuditWindow:       o.auditWindow,
+		AuditInterval:     o.auditInterval,
+		LoadInterval:      o.loadInterval,
+		PartitionDuration: o.partitionDuration,
+		CompactInterval:   o.compactInterval,
+		LoaderScheduled:   scheduled,
+		Secure:            o.secure,
+		Logger:            textLogger(logOut, level),
 	}
 	if err := cfg.Validate(); err != nil {
 		closeLog()

@@ -30,6 +30,8 @@ const (
 	DefaultDelay          = 10 * time.Minute
 	DefaultTargetFileSize = 128 << 20
 	DefaultCodec          = "zstd"
+	DefaultThreshold      = 1.0
+	DefaultTimeout        = 24 * time.Hour
 )
 
 // flushRows is how many decoded rows a Parquet writer holds before shredding them.
@@ -57,6 +59,23 @@ type Config struct {
 	// TargetFileSize is the approximate size of each Parquet file; an
 	// hour with more data gets several. Default DefaultTargetFileSize.
 	TargetFileSize int64
+	// Audit gives the audit service's producer and loader counts; a closed
+	// hour becomes ready once they prove it complete (see doc.go). Nil: a
+	// closed hour is ready at once (basis "unaudited").
+	Audit Audit
+	// Threshold is completeness.threshold: the loader tier's count must be
+	// at least Threshold x the producer's in every audit window overlapping
+	// the hour. Default 1.0 (Gobblin uses 0.999).
+	Threshold float64
+	// Timeout is completeness.timeout: past an hour's end plus Timeout a
+	// closed hour the audit does not prove complete is published
+	// ready-incomplete with its shortfall. Default DefaultTimeout.
+	Timeout time.Duration
+	// Catalog receives the published partitions (the ready hours, at their
+	// locations) after each change; nil: no table catalog.
+	Catalog Catalog
+	// Now is the clock (default time.Now).
+	Now func() time.Time
 	// CrashAt > 0 SIGKILLs the process at that file-system step (tests).
 	CrashAt int
 	Logger  *slog.Logger
@@ -80,6 +99,12 @@ func (c Config) Validate() error {
 	if c.TargetFileSize < 0 {
 		errs = append(errs, fmt.Errorf("%w: negative target file size", ErrBadConfig))
 	}
+	if c.Threshold < 0 || c.Threshold > 1 {
+		errs = append(errs, fmt.Errorf("%w: completeness.threshold %v: want a fraction in (0, 1]", ErrBadConfig, c.Threshold))
+	}
+	if c.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("%w: negative completeness.timeout", ErrBadConfig))
+	}
 	return errors.Join(errs...)
 }
 
@@ -88,15 +113,25 @@ type Summary struct {
 	ClosedThrough  time.Time `json:"closed_through"`
 	HoursCompacted int       `json:"hours_compacted"`
 	HoursRecovered int       `json:"hours_recovered"`
-	// HoursOpen counts hours not compacted yet because they are not closed.
-	HoursOpen int      `json:"hours_open"`
-	FilesIn   int      `json:"files_in"`
-	FilesOut  int      `json:"files_out"`
-	BytesIn   int64    `json:"bytes_in"`
-	BytesOut  int64    `json:"bytes_out"`
-	Records   int64    `json:"records"`
-	LateFiles int      `json:"late_files,omitempty"`
-	Hours     []string `json:"hours,omitempty"`
+	// HoursOpen counts hours not compacted yet because they are not ready.
+	HoursOpen int `json:"hours_open"`
+	// HoursReady lists the hours that became ready in this run, and
+	// HoursIncomplete those published ready-incomplete (with shortfalls).
+	HoursReady      []string `json:"hours_ready,omitempty"`
+	HoursIncomplete []string `json:"hours_incomplete,omitempty"`
+	// HoursRecompacted counts compacted hours whose late files were merged
+	// into a new generation (or moved out of the old mixed layout).
+	HoursRecompacted int `json:"hours_recompacted,omitempty"`
+	// CatalogErrors lists failed catalog syncs (the run fails; the next
+	// one syncs again).
+	CatalogErrors []string `json:"catalog_errors,omitempty"`
+	FilesIn       int      `json:"files_in"`
+	FilesOut      int      `json:"files_out"`
+	BytesIn       int64    `json:"bytes_in"`
+	BytesOut      int64    `json:"bytes_out"`
+	Records       int64    `json:"records"`
+	LateFiles     int      `json:"late_files,omitempty"`
+	Hours         []string `json:"hours,omitempty"`
 	// HoursFailed lists the hours whose compaction failed, with the error.
 	HoursFailed []string `json:"hours_failed,omitempty"`
 }
@@ -123,6 +158,15 @@ func New(cfg Config) (*Compactor, error) {
 	if cfg.TargetFileSize == 0 {
 		cfg.TargetFileSize = DefaultTargetFileSize
 	}
+	if cfg.Threshold == 0 {
+		cfg.Threshold = DefaultThreshold
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -140,8 +184,11 @@ func (c *Compactor) step(what string) {
 	}
 }
 
-// Run first finishes or undoes whatever an earlier, crashed run left in any
-// hour, then compacts every closed hour that is not compacted yet.
+// Run, for each topic: syncs the catalog with the files (so that it never
+// points at what recovery deletes), finishes or undoes whatever an earlier,
+// crashed run left in any hour, marks the hours that became ready
+// (_SUCCESS) and syncs, then compacts every ready hour not compacted yet
+// and recompacts compacted hours with late files.
 func (c *Compactor) Run(ctx context.Context) (Summary, error) {
 	var sum Summary
 	c.steps = 0
@@ -157,98 +204,175 @@ func (c *Compactor) Run(ctx context.Context) (Summary, error) {
 		}
 	}
 	for _, topic := range topics {
-		list, err := hours.List(c.cfg.FS, c.cfg.Base, topic)
-		if err != nil {
+		if err := c.runTopic(ctx, topic, closed, &sum); err != nil {
 			return sum, err
 		}
-		for _, h := range list {
-			if err := ctx.Err(); err != nil {
-				return sum, err
-			}
-			recovered, err := c.recover(h)
-			if err != nil {
-				return sum, fmt.Errorf("compact: recover %s: %w", h, err)
-			}
-			if recovered {
-				sum.HoursRecovered++
-			}
-			if h.End().Add(c.cfg.Delay).After(closed) {
-				sum.HoursOpen++
-				continue
-			}
-			if err := c.compactHour(ctx, h, &sum); err != nil {
-				if ctx.Err() != nil {
-					return sum, err
-				}
-				// One bad hour (a corrupt file, an unmappable schema) must
-				// not hold the others back; it stays Avro and the run fails.
-				c.log.Error("compaction of an hour failed; it stays Avro", "hour", h.String(), "err", err)
-				sum.HoursFailed = append(sum.HoursFailed, h.String()+": "+err.Error())
-			}
-		}
 	}
+	var errs []string
 	if len(sum.HoursFailed) > 0 {
-		return sum, fmt.Errorf("compact: %d hours failed: %s", len(sum.HoursFailed), strings.Join(sum.HoursFailed, "; "))
+		errs = append(errs, fmt.Sprintf("%d hours failed: %s", len(sum.HoursFailed), strings.Join(sum.HoursFailed, "; ")))
+	}
+	if len(sum.CatalogErrors) > 0 {
+		errs = append(errs, "catalog: "+strings.Join(sum.CatalogErrors, "; "))
+	}
+	if len(errs) > 0 {
+		return sum, fmt.Errorf("compact: %s", strings.Join(errs, "; "))
 	}
 	return sum, nil
 }
 
+func (c *Compactor) runTopic(ctx context.Context, topic string, closed time.Time, sum *Summary) error {
+	list, err := hours.List(c.cfg.FS, c.cfg.Base, topic)
+	if err != nil {
+		return err
+	}
+	// The catalog first learns the truth of the files, so that recovery
+	// may delete what a crashed run replaced after its commit point.
+	synced := c.sync(ctx, topic, sum) == nil
+	for _, h := range list {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		recovered, err := c.recover(h, synced)
+		if err != nil {
+			return fmt.Errorf("compact: recover %s: %w", h, err)
+		}
+		if recovered {
+			sum.HoursRecovered++
+		}
+	}
+	marked, err := c.markReady(ctx, topic, list, closed, sum)
+	if err != nil {
+		return err
+	}
+	if marked > 0 {
+		synced = c.sync(ctx, topic, sum) == nil
+	}
+	if !synced {
+		// Swapping now would leave the catalog pointing at what the swap
+		// deletes; the hours wait for a run that reaches the catalog.
+		return nil
+	}
+	for _, h := range list {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		st, err := hours.ReadSuccess(c.cfg.FS, h.Dir)
+		if err != nil {
+			return err
+		}
+		if st == nil {
+			sum.HoursOpen++
+			continue
+		}
+		if err := c.compactHour(ctx, h, sum); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			// One bad hour (a corrupt file, an unmappable schema) must
+			// not hold the others back; it stays as it was and the run fails.
+			c.log.Error("compaction of an hour failed; it stays as it was", "hour", h.String(), "err", err)
+			sum.HoursFailed = append(sum.HoursFailed, h.String()+": "+err.Error())
+		}
+	}
+	return nil
+}
+
+// sync gives the catalog the topic's published partitions, as the files
+// say; a failure is recorded in the summary.
+func (c *Compactor) sync(ctx context.Context, topic string, sum *Summary) error {
+	if c.cfg.Catalog == nil {
+		return nil
+	}
+	err := SyncCatalog(ctx, c.cfg.Catalog, c.cfg.FS, c.cfg.Base, topic, nil)
+	if err != nil {
+		c.log.Error("catalog sync failed; replaced files are kept until a sync succeeds", "topic", topic, "err", err)
+		sum.CatalogErrors = append(sum.CatalogErrors, topic+": "+err.Error())
+		return err
+	}
+	c.step("sync catalog " + topic)
+	return nil
+}
+
 func (c *Compactor) exists(name string) (bool, error) { return filesys.Exists(c.cfg.FS, name) }
 
-// recover brings an hour to a clean state: committed (marker present) means
-// finish deleting inputs and staging; otherwise drop every staged output.
-// Reports whether there was anything to do.
-func (c *Compactor) recover(h hours.Hour) (bool, error) {
+// recover brings an hour to a clean state. Committed (marker present):
+// finish deleting the inputs, the replaced generation and the old layout's
+// outputs, but only once the catalog was synced (deleteOK), since it may
+// still point at them. Uncommitted: drop every staged output and
+// generation directory. Reports whether there was anything to do.
+func (c *Compactor) recover(h hours.Hour, deleteOK bool) (bool, error) {
 	fsys := c.cfg.FS
 	did := false
+	remove := func(name, what string) error {
+		err := fsys.RemoveAll(name)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		c.step("recover: remove " + what)
+		did = true
+		return nil
+	}
 	m, err := hours.ReadManifest(fsys, h.Dir)
 	if err != nil {
 		return false, err
 	}
-	if ok, err := c.exists(path.Join(h.Dir, hours.MarkerTmp)); err != nil {
+	list, err := fsys.ReadDir(h.Dir)
+	if err != nil {
 		return false, err
-	} else if ok {
-		if err := fsys.Remove(path.Join(h.Dir, hours.MarkerTmp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return false, err
-		}
-		c.step("remove " + hours.MarkerTmp)
-		did = true
 	}
-	if m != nil {
-		for _, in := range m.Inputs {
-			err := fsys.Remove(path.Join(h.Dir, in.Name))
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			if err != nil {
+	names := map[string]bool{}
+	for _, fi := range list {
+		names[fi.Name()] = true
+	}
+	for _, tmp := range []string{hours.MarkerTmp, hours.SuccessTmp} {
+		if names[tmp] {
+			if err := remove(path.Join(h.Dir, tmp), tmp); err != nil {
 				return did, err
 			}
-			c.step("recover: remove input " + in.Name)
-			did = true
 		}
-	} else {
-		list, err := fsys.ReadDir(h.Dir)
-		if err != nil {
-			return did, err
-		}
-		for _, fi := range list {
-			if _, err := hours.ParseCompactedFile(fi.Name()); err == nil && !fi.IsDir() {
-				if err := fsys.Remove(path.Join(h.Dir, fi.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return did, err
-				}
-				c.step("recover: remove staged " + fi.Name())
-				did = true
+	}
+	gens, err := hours.Generations(fsys, h)
+	if err != nil {
+		return did, err
+	}
+	current := 0
+	if m != nil && m.Version != hours.ManifestV1 {
+		current = m.Generation
+	}
+	for _, g := range gens {
+		// A newer generation than the committed one was never published;
+		// an older one may still be in the catalog until it is synced.
+		if g > current || (g < current && deleteOK) {
+			if err := remove(hours.GenerationDir(h, g), fmt.Sprintf("generation %d", g)); err != nil {
+				return did, err
 			}
 		}
 	}
-	if ok, err := c.exists(path.Join(h.Dir, hours.TmpDir)); err != nil {
-		return did, err
-	} else if ok {
-		if err := fsys.RemoveAll(path.Join(h.Dir, hours.TmpDir)); err != nil {
+	if m == nil || (m.Version != hours.ManifestV1 && deleteOK) {
+		// Uncommitted outputs of the old layout, or its outputs replaced by
+		// a generation directory.
+		for _, fi := range list {
+			if _, err := hours.ParseCompactedFile(fi.Name()); err == nil && !fi.IsDir() {
+				if err := remove(path.Join(h.Dir, fi.Name()), "staged "+fi.Name()); err != nil {
+					return did, err
+				}
+			}
+		}
+	}
+	if m != nil && deleteOK {
+		for _, in := range m.Inputs {
+			if names[in.Name] {
+				if err := remove(path.Join(h.Dir, in.Name), "input "+in.Name); err != nil {
+					return did, err
+				}
+			}
+		}
+	}
+	if names[hours.TmpDir] {
+		if err := remove(path.Join(h.Dir, hours.TmpDir), hours.TmpDir); err != nil {
 			return did, err
 		}
-		c.step("recover: remove " + hours.TmpDir)
-		did = true
 	}
 	return did, nil
 }
@@ -262,11 +386,9 @@ type input struct {
 	records int64
 }
 
-// compactHour turns a closed, uncompacted hour's Avro files into Parquet.
-// The steps, each a crash point: write the outputs in _compact_tmp; move
-// them into the hour (ignored by readers while there is no marker); write
-// _compacted.tmp and rename it to _compacted, the commit point; delete the
-// inputs; remove _compact_tmp.
+// compactHour turns a ready hour's Avro files into Parquet in a new
+// generation directory, with the previous generation's outputs (copied) if
+// it was compacted before; see doc.go for the steps.
 func (c *Compactor) compactHour(ctx context.Context, h hours.Hour, sum *Summary) error {
 	fsys := c.cfg.FS
 	m, err := hours.ReadManifest(fsys, h.Dir)
@@ -277,24 +399,25 @@ func (c *Compactor) compactHour(ctx context.Context, h hours.Hour, sum *Summary)
 	if err != nil {
 		return err
 	}
+	done := map[string]bool{}
+	if m != nil {
+		for _, in := range m.Inputs {
+			done[in.Name] = true
+		}
+	}
 	var ins []*input
 	for _, fi := range list {
-		if lf, err := hours.ParseLoaderFile(fi.Name()); err == nil && !fi.IsDir() && lf.Format == hours.Avro {
+		if lf, err := hours.ParseLoaderFile(fi.Name()); err == nil && !fi.IsDir() && lf.Format == hours.Avro && !done[fi.Name()] {
 			ins = append(ins, &input{file: lf, name: fi.Name(), size: fi.Size()})
 		}
 	}
-	if m != nil {
-		// Already compacted; Avro files here now came late. They stay
-		// visible (the reader rule) and are reported.
-		sum.LateFiles += len(ins)
-		return nil
+	if len(ins) == 0 && (m == nil || m.Version != hours.ManifestV1) {
+		return nil // nothing new (a compacted hour without late files)
 	}
-	if len(ins) == 0 {
-		return nil
+	if m != nil {
+		sum.LateFiles += len(ins)
 	}
 	sortInputs(ins)
-	// Group by writer schema, in order of first appearance: one set of
-	// Parquet files per schema (see doc.go).
 	for _, in := range ins {
 		s, err := c.readSchema(path.Join(h.Dir, in.name))
 		if err != nil {
@@ -313,25 +436,46 @@ func (c *Compactor) compactHour(ctx context.Context, h hours.Hour, sum *Summary)
 		}
 		groups[i] = append(groups[i], in)
 	}
-	tmp := path.Join(h.Dir, hours.TmpDir)
-	if err := fsys.MkdirAll(tmp); err != nil {
+	gen := 1
+	if m != nil && m.Version != hours.ManifestV1 {
+		gen = m.Generation + 1
+	}
+	loc := hours.GenerationDir(h, gen)
+	if err := fsys.MkdirAll(loc); err != nil {
 		return err
 	}
+	// The previous generation's outputs, copied, so the new location
+	// holds the whole hour; their numbers are taken.
 	var outs []hours.File
+	next := map[uint32]int{}
+	if m != nil {
+		for _, o := range m.Outputs {
+			if err := c.copyFile(path.Join(m.OutputDir(h), o.Name), path.Join(loc, o.Name)); err != nil {
+				return err
+			}
+			c.step("copy " + o.Name)
+			outs = append(outs, o)
+			if cf, err := hours.ParseCompactedFile(o.Name); err == nil {
+				next[cf.SchemaID] = max(next[cf.SchemaID], cf.Seq+1)
+			}
+		}
+	}
 	for _, g := range groups {
-		o, err := c.writeGroup(ctx, h, tmp, g)
+		o, err := c.writeGroup(ctx, h, loc, g, next[g[0].file.SchemaID])
 		if err != nil {
 			return err
 		}
+		next[g[0].file.SchemaID] += len(o)
 		outs = append(outs, o...)
 	}
-	for _, o := range outs {
-		if err := fsys.Rename(path.Join(tmp, o.Name), path.Join(h.Dir, o.Name)); err != nil {
-			return err
-		}
-		c.step("move " + o.Name)
+	if err := c.copyFile(path.Join(h.Dir, hours.SuccessMarker), path.Join(loc, hours.SuccessMarker)); err != nil {
+		return err
 	}
-	man := hours.Manifest{Version: hours.ManifestVersion, CompactedAt: time.Now().UTC(), Outputs: outs}
+	c.step("copy " + hours.SuccessMarker)
+	man := hours.Manifest{Version: hours.ManifestVersion, CompactedAt: c.cfg.Now().UTC(), Generation: gen, Outputs: outs}
+	if m != nil {
+		man.Inputs = append(man.Inputs, m.Inputs...)
+	}
 	var recs int64
 	for _, in := range ins {
 		man.Inputs = append(man.Inputs, hours.File{Name: in.name, Size: in.size, Records: in.records, SchemaID: in.schemaID()})
@@ -346,6 +490,11 @@ func (c *Compactor) compactHour(ctx context.Context, h hours.Hour, sum *Summary)
 		return err
 	}
 	c.step("commit " + hours.Marker)
+	// The catalog switches to the new location before anything it may
+	// point at is deleted; if it cannot, recovery deletes after a later sync.
+	if err := c.sync(ctx, h.Topic, sum); err != nil {
+		return fmt.Errorf("committed generation %d, replaced files kept: %w", gen, err)
+	}
 	for _, in := range ins {
 		if err := fsys.Remove(path.Join(h.Dir, in.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
@@ -353,11 +502,26 @@ func (c *Compactor) compactHour(ctx context.Context, h hours.Hour, sum *Summary)
 		c.step("remove input " + in.name)
 		sum.BytesIn += in.size
 	}
-	if err := fsys.RemoveAll(tmp); err != nil {
-		return err
+	if m != nil {
+		if m.Version == hours.ManifestV1 {
+			for _, o := range m.Outputs {
+				if err := fsys.Remove(path.Join(h.Dir, o.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return err
+				}
+				c.step("remove old-layout output " + o.Name)
+			}
+		} else {
+			if err := fsys.RemoveAll(m.OutputDir(h)); err != nil {
+				return err
+			}
+			c.step(fmt.Sprintf("remove generation %d", m.Generation))
+		}
 	}
-	c.step("remove " + hours.TmpDir)
-	sum.HoursCompacted++
+	if m == nil {
+		sum.HoursCompacted++
+	} else {
+		sum.HoursRecompacted++
+	}
 	sum.FilesIn += len(ins)
 	sum.FilesOut += len(outs)
 	sum.Records += recs
@@ -365,8 +529,27 @@ func (c *Compactor) compactHour(ctx context.Context, h hours.Hour, sum *Summary)
 		sum.BytesOut += o.Size
 	}
 	sum.Hours = append(sum.Hours, h.String())
-	c.log.Info("compacted hour", "hour", h.String(), "avro_files", len(ins), "parquet_files", len(outs), "records", recs)
+	c.log.Info("compacted hour", "hour", h.String(), "generation", gen, "avro_files", len(ins), "parquet_files", len(outs), "records", recs)
 	return nil
+}
+
+// copyFile copies src to dst (a compaction output into a new generation,
+// the _SUCCESS marker).
+func (c *Compactor) copyFile(src, dst string) error {
+	r, err := c.cfg.FS.Open(src)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	w, err := c.cfg.FS.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, bufio.NewReaderSize(r, 1<<20)); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
 }
 
 func (in *input) schemaID() string { return strconv.FormatUint(uint64(in.file.SchemaID), 10) }
@@ -421,9 +604,9 @@ type parquetFile struct {
 	rows int64
 }
 
-// writeGroup writes the Parquet files of one schema group into tmp,
+// writeGroup writes the Parquet files of one schema group into tmp, numbered from seq0,
 // starting a new file when the current one reaches the target size.
-func (c *Compactor) writeGroup(ctx context.Context, h hours.Hour, tmp string, g []*input) ([]hours.File, error) {
+func (c *Compactor) writeGroup(ctx context.Context, h hours.Hour, tmp string, g []*input, seq0 int) ([]hours.File, error) {
 	root, m, err := c.mapping(g[0].schema)
 	if err != nil {
 		return nil, err
@@ -432,7 +615,7 @@ func (c *Compactor) writeGroup(ctx context.Context, h hours.Hour, tmp string, g 
 	var outs []hours.File
 	var cur *parquetFile
 	open := func() error {
-		name := hours.CompactedFile{Topic: h.Topic, SchemaID: g[0].file.SchemaID, Seq: len(outs)}.Name()
+		name := hours.CompactedFile{Topic: h.Topic, SchemaID: g[0].file.SchemaID, Seq: seq0 + len(outs)}.Name()
 		wc, err := c.cfg.FS.Create(path.Join(tmp, name))
 		if err != nil {
 			return err

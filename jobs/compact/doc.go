@@ -2,15 +2,40 @@
 // Parquet files (github.com/xitongsys/parquet-go) and swaps them in
 // atomically for readers that follow the rule of package hours.
 //
-// # Which hours
+// # Which hours: readiness
 //
-// An hour H of a topic is closed once Config.ClosedThrough (the loader's
-// loader.CommittedThrough: the smallest over the loader job's partitions
-// of the largest committed record timestamp) is at least H's end plus
-// Config.Delay. Only closed hours without a _compacted marker are
-// compacted. Avro files that land in an hour after its compaction (records
-// later than the delay) stay visible beside the Parquet files and are
-// counted as late_files in the summary; they are not compacted again.
+// An hour H (a time partition of the topic: package hours) is closed once
+// Config.ClosedThrough (the loader's loader.CommittedThrough: the smallest
+// over the loader job's partitions of the largest committed record
+// timestamp) is at least H's end plus Config.Delay. A closed hour becomes
+// ready, and gets its _SUCCESS marker (package hours), when Config.Audit
+// (the audit service) reports, for every audit window overlapping H, the
+// loader tier's count >= Config.Threshold (completeness.threshold, default
+// 1.0; Gobblin's KafkaAuditCountVerifier uses 0.999) x the producer tier's
+// count, with some producer count at all. Otherwise it waits; once
+// Config.Timeout (completeness.timeout, default 24h) has passed since H's
+// end, it is published ready-incomplete, the shortfall (the sum over the
+// windows of producer - loader, where positive) recorded in _SUCCESS and
+// the summary, and logged. Without an Audit a closed hour is ready at once
+// (basis "unaudited"). Windows longer than the partition count records
+// outside it too: keep audit.window.ms at most partition.duration.ms.
+//
+// Only ready hours are compacted. Avro files that land in a compacted hour
+// (records later than the delay) are merged by the next run into a new
+// generation (recompaction, below) and counted as late_files.
+//
+// # Catalog
+//
+// Config.Catalog (a table catalog, e.g. a Hive Metastore) is given, with
+// Sync, exactly the partitions package hours says are published: every
+// ready hour at its location (the hour directory while Avro, its
+// committed generation directory once Parquet). A run syncs each topic
+// first (so the catalog learns the outcome of a crashed run before
+// recovery deletes anything it may point at), after marking hours ready,
+// and after each swap's commit point, before the replaced files are
+// deleted. A failed sync fails the run, and the topic's swaps and the
+// deletion of replaced files wait for a run whose sync succeeds; nothing
+// is registered twice, since Sync states the whole truth.
 //
 // # Schema mapping (Avro writer schema -> Parquet)
 //
@@ -61,19 +86,27 @@
 //
 // For each hour, every step below is one file-system operation and a
 // crash point (EnvCrashAt makes the process SIGKILL itself at step N, for
-// the tests):
+// the tests); generation G is 1, or the committed one + 1:
 //
-//  1. write each Parquet file into <hour>/_compact_tmp/ (not data: "_" prefix);
-//  2. rename each into <hour>/ (readers ignore *.parquet without a marker);
-//  3. write <hour>/_compacted.tmp (the manifest: inputs and outputs, format
-//     version 1) and rename it to <hour>/_compacted: the commit point;
-//  4. delete the Avro inputs (readers already ignore them);
-//  5. remove _compact_tmp.
+//  1. readiness: write <hour>/_SUCCESS.tmp and rename it to _SUCCESS, then
+//     sync the catalog;
+//  2. copy generation G-1's outputs (if any) into <hour>.c<G>/, then write
+//     each new Parquet file there (readers ignore an uncommitted
+//     generation), then copy _SUCCESS there;
+//  3. write <hour>/_compacted.tmp (the manifest, format version 2:
+//     generation G, every input so far and every output) and rename it to
+//     <hour>/_compacted: the commit point;
+//  4. sync the catalog (the partition now at <hour>.c<G>, Parquet);
+//  5. delete the new Avro inputs, then generation G-1 (or, for an hour of
+//     the old layout, the Parquet files beside its Avro).
 //
-// Every run first recovers every hour: with a _compacted marker it
-// finishes steps 4-5 (deleting the inputs the manifest names); without
-// one it removes _compact_tmp, _compacted.tmp and any compaction output
-// (hours.CompactedFile) in the hour, undoing steps 1-3 so that the hour is compacted afresh.
+// Every run first recovers every hour: it removes _compacted.tmp and
+// _SUCCESS.tmp and every generation newer than the committed one (never
+// published); with a marker, once the catalog was synced, it finishes
+// step 5 (deleting the inputs the manifest names, older generations and
+// the old layout's outputs). Without a marker it removes every generation
+// and compaction output, undoing steps 2-3 so that the hour is compacted
+// afresh.
 //
 // # Concurrency
 //

@@ -1,35 +1,86 @@
 // Package hours owns the loader's output layout: it names, parses and lists
 // the data files for everyone (the loader, compaction, retention and every
-// reader; nobody else formats or parses these names), and it is the rule by
-// which a reader decides which files of an hour are its data, before,
-// during and after compaction. Package hours/rows reads the files.
+// reader; nobody else formats or parses these names), it is the rule by
+// which a reader decides which files of a partition are its data, before,
+// during and after compaction, and it reads the partitions' readiness.
+// Package hours/rows reads the files.
 //
-// Layout (written by the loader, frozen):
+// # Layout (written by the loader, frozen)
 //
 //	<base>/<topic>/<yyyy>/<MM>/<dd>/<HH>/<topic>+<partition>+<firstOffset>+<lastOffset>+s<schemaID>.<format>
 //
 // (LoaderFile; Dir gives the hour directory) by the records' timestamps in
-// UTC; the loader's only format is "avro". Compaction writes
-// <topic>+s<schemaID>+<nnn>.parquet (CompactedFile). Names starting with
-// "_" or "." are not data (<base>/_loader, <base>/_errors, an hour's
-// _compact_tmp, ...).
+// UTC; the loader's only format is "avro". The hour is the default time
+// partition. A topic loaded with another partition.duration.ms (as
+// kafka-connect-hdfs's TimeBasedPartitioner names it; ValidDuration: whole
+// minutes dividing the hour, or whole hours dividing the day) says so in
+// its marker <base>/<topic>/_partitioning (JSON {"version": 1,
+// "partition_duration_ms": N}, written by the loader before its first
+// file of the topic; Partitioning reads it). Partitions of an hour or more
+// keep the hour layout (<HH> is the partition's first hour); shorter ones
+// add the minute of their start:
 //
-// Compaction (package compact) turns an hour's Avro files into Parquet and
-// leaves a permanent marker, the hour's manifest "_compacted" (JSON, format
-// version 1, frozen), written by an atomic rename. The reader rule, which
-// every reader of the layout must follow:
+//	<base>/<topic>/<yyyy>/<MM>/<dd>/<HH>/<mm>/...
 //
-//   - An hour without "_compacted": its data are its loader files (names
-//     that parse as LoaderFile). A compaction output there (a
-//     CompactedFile name) is staged, uncommitted, and is ignored.
-//   - An hour with "_compacted": its data are the Parquet files the
-//     manifest names as outputs, plus any loader file the manifest does not
-//     name as an input (a late file written after compaction). The inputs
-//     still present are being deleted and are ignored.
+// (DirFor). Hour describes one partition of either kind, Duration and End
+// included. Names starting with "_" or "." are not data (<base>/_loader,
+// <base>/_errors, a partition's _SUCCESS and _compacted, ...).
 //
-// So a reader sees either the Avro files or the Parquet files of an hour,
-// never both and never neither, whatever step a compaction crashed at.
-// HourData, TopicData and DataFiles implement the rule.
+// # Readiness
+//
+// A partition is ready once its directory holds "_SUCCESS" (Hadoop's
+// convention, which downstream schedulers watch), written by an atomic
+// rename of _SUCCESS.tmp by package compact when the audit proved the
+// partition complete, or at completeness.timeout with its shortfall
+// (Success: JSON, format version 1, frozen). StatusOf and Statuses give a
+// partition's state: loading (the loader has not committed past its end
+// plus the delay), waiting-for-audit, ready, ready-incomplete, compacted.
+// Published lists what a table catalog holds: every ready partition at its
+// location (below), in one format.
+//
+// # Compaction generations
+//
+// Compaction (package compact) writes a partition's Parquet files, named
+// <topic>+s<schemaID>+<nnn>.parquet (CompactedFile), into a generation
+// directory beside the partition directory, never inside it:
+//
+//	<base>/<topic>/<yyyy>/<MM>/<dd>/<HH>.c<N>/     (or .../<HH>/<mm>.c<N>/)
+//
+// (GenerationDir), so that a reader of a partition location (Hive, Spark,
+// Trino list every file of a location in one format and fail on a
+// subdirectory) sees only Avro in the partition directory and only Parquet
+// in a generation directory. The generation directory's name is not hidden
+// ("_" or "."), since Hadoop's FileInputFormat drops a hidden input path.
+// Compaction commits with the partition's manifest "_compacted" (JSON,
+// written by an atomic rename; format version 2 names the generation;
+// version 1, written by older compactions, has its outputs in the hour
+// directory beside the Avro). Files the loader writes into a compacted
+// partition (records later than the delay) are late files: they stay in
+// the partition directory, the "late location", until a later compaction
+// (a recompaction) writes generation N+1 with generation N's outputs and
+// theirs, and commits it the same way.
+//
+// # The reader rule
+//
+// Every reader of the layout must follow it:
+//
+//   - A partition without "_compacted": its data are its loader files
+//     (names that parse as LoaderFile) in its directory. Generation
+//     directories and CompactedFile names are staged, uncommitted, and
+//     ignored.
+//   - With "_compacted" version 2: the Parquet files the manifest names as
+//     outputs, in generation directory GenerationDir(h, Generation), plus
+//     any loader file in the partition directory the manifest does not
+//     name as an input (a late file). Other generations are being deleted
+//     or were never committed, and are ignored.
+//   - With "_compacted" version 1: the outputs in the hour directory plus
+//     its loader files the manifest does not name as inputs.
+//
+// So a reader sees an hour's records exactly once, whatever step a
+// compaction crashed at. HourData, TopicData and DataFiles implement the
+// rule; Status.Location is the directory a table catalog registers: the
+// partition directory (Avro) until compacted, then the committed
+// generation directory (Parquet), whose late files wait for recompaction.
 //
 // Functions here only read; they are safe for concurrent use.
 package hours

@@ -11,3 +11,7 @@ var (
 	// another format version or names an output that is not there.
 	ErrCorruptManifest = errors.New("hours: corrupt compaction manifest")
 )
+
+// ErrCorruptLayout: a topic's _partitioning marker or an hour's _SUCCESS
+// marker does not parse.
+var ErrCorruptLayout = errors.New("hours: corrupt layout marker")

@@ -38,7 +38,7 @@ func TestReaderRule(t *testing.T) {
 	if err != nil || len(list) != 1 || !list[0].Start.Equal(start) || list[0].Dir != dir {
 		t.Fatalf("hours %+v, %v", list, err)
 	}
-	m, _ := json.Marshal(Manifest{Version: ManifestVersion, Inputs: []File{{Name: in1}, {Name: in2}}, Outputs: []File{{Name: out}}})
+	m, _ := json.Marshal(Manifest{Version: ManifestV1, Inputs: []File{{Name: in1}, {Name: in2}}, Outputs: []File{{Name: out}}})
 	if err := filesys.WriteFile(fsys, path.Join(dir, Marker), m); err != nil {
 		t.Fatal(err)
 	}

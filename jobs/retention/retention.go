@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/jobs/compact"
 	"github.com/tributary/tributary/jobs/hours"
 )
 
@@ -28,6 +29,10 @@ type Config struct {
 	// Now is the clock; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Catalog, when set, is synced before expired hours are deleted, with
+	// the published partitions of the files less those hours (so it never
+	// points at a deleted location).
+	Catalog compact.Catalog
 }
 
 // Validate checks the configuration.
@@ -51,7 +56,7 @@ func (c Config) Validate() error {
 
 // Removed is one deleted hour.
 type Removed struct {
-	Hour  string `json:"hour"` // topic/yyyy/MM/dd/HH
+	Hour  string `json:"hour"` // topic/yyyy/MM/dd/HH[/mm]
 	Files int    `json:"files"`
 	Bytes int64  `json:"bytes"`
 }
@@ -97,16 +102,37 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			return sum, err
 		}
 		touched := map[string]bool{}
+		var expired []hours.Hour
+		skip := map[string]bool{}
 		for _, h := range list {
+			if !h.End().Add(age).After(t0) {
+				expired = append(expired, h)
+				skip[h.Dir] = true
+			}
+		}
+		if len(expired) > 0 && cfg.Catalog != nil {
+			if err := compact.SyncCatalog(ctx, cfg.Catalog, cfg.FS, cfg.Base, topic, skip); err != nil {
+				return sum, fmt.Errorf("retention: %s: catalog sync before deleting %d hours: %w", topic, len(expired), err)
+			}
+		}
+		for _, h := range expired {
 			if err := ctx.Err(); err != nil {
 				return sum, err
 			}
-			if h.End().Add(age).After(t0) {
-				continue
-			}
-			files, bytes, err := size(cfg.FS, h.Dir)
+			files, bytes, err := size(cfg.FS, h)
 			if err != nil {
 				return sum, err
+			}
+			// Generation directories first: a crash in between leaves the
+			// hour listed, and the next run deletes the rest.
+			gens, err := hours.Generations(cfg.FS, h)
+			if err != nil {
+				return sum, err
+			}
+			for _, gen := range gens {
+				if err := cfg.FS.RemoveAll(hours.GenerationDir(h, gen)); err != nil {
+					return sum, fmt.Errorf("retention: remove %s generation %d: %w", h, gen, err)
+				}
 			}
 			if err := cfg.FS.RemoveAll(h.Dir); err != nil {
 				return sum, fmt.Errorf("retention: remove %s: %w", h, err)
@@ -134,18 +160,29 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	return sum, nil
 }
 
-// size counts an hour's data files and bytes (markers and staging aside).
-func size(fsys filesys.FS, dir string) (int, int64, error) {
-	list, err := fsys.ReadDir(dir)
+// size counts an hour's data files and bytes (markers and staging aside),
+// its generation directories' included.
+func size(fsys filesys.FS, h hours.Hour) (int, int64, error) {
+	gens, err := hours.Generations(fsys, h)
 	if err != nil {
 		return 0, 0, err
 	}
+	dirs := []string{h.Dir}
+	for _, g := range gens {
+		dirs = append(dirs, hours.GenerationDir(h, g))
+	}
 	var n int
 	var b int64
-	for _, fi := range list {
-		if !fi.IsDir() && hours.IsData(fi.Name()) {
-			n++
-			b += fi.Size()
+	for _, dir := range dirs {
+		list, err := fsys.ReadDir(dir)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, fi := range list {
+			if !fi.IsDir() && hours.IsData(fi.Name()) {
+				n++
+				b += fi.Size()
+			}
 		}
 	}
 	return n, b, nil
