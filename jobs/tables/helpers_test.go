@@ -125,11 +125,12 @@ func writeLoaderFile(t *testing.T, fsys filesys.FS, base, topic string, hour tim
 	}
 }
 
-// compactThrough compacts, with jobs/compact, every hour of topic that
-// ends at or before through.
-func compactThrough(t *testing.T, fsys filesys.FS, base, topic string, through time.Time) compact.Summary {
+// compactThrough runs jobs/compact over topic with every hour that ends at
+// or before through closed (no audit: a closed hour is ready at once), its
+// table catalog cat.
+func compactThrough(t *testing.T, fsys filesys.FS, base, topic string, through time.Time, cat compact.Catalog) compact.Summary {
 	t.Helper()
-	c, err := compact.New(compact.Config{FS: fsys, Base: base, Topics: []string{topic}, Delay: time.Nanosecond,
+	c, err := compact.New(compact.Config{FS: fsys, Base: base, Topics: []string{topic}, Delay: time.Nanosecond, Catalog: cat,
 		ClosedThrough: func(context.Context) (time.Time, error) { return through.Add(time.Nanosecond), nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -141,6 +142,18 @@ func compactThrough(t *testing.T, fsys filesys.FS, base, topic string, through t
 		t.Fatal(err)
 	}
 	return sum
+}
+
+// compactCatalog is a Metastore as jobs/compact's Catalog (its copy of
+// this package's contract, until it uses this package's types).
+type compactCatalog struct{ m *Metastore }
+
+func (c compactCatalog) Sync(ctx context.Context, topic string, want []compact.Partition) error {
+	out := make([]Partition, len(want))
+	for i, p := range want {
+		out[i] = Partition(p)
+	}
+	return c.m.Sync(ctx, topic, out)
 }
 
 // hourPartition returns the wanted Partition of an hour as jobs/hours's
@@ -164,9 +177,9 @@ func hourPartition(t *testing.T, fsys filesys.FS, base, uri, topic string, hour 
 	return Partition{Topic: topic, Start: hour, Duration: time.Hour, Location: uri + dir, Format: string(format), SchemaID: schemaID}
 }
 
-func newTestMetastore(t *testing.T, uri, db string, reg *testRegistry, opts Options) *Metastore {
+func newTestMetastore(t *testing.T, uri, db, fileSystem string, reg *testRegistry, opts Options) *Metastore {
 	t.Helper()
-	m, err := New(Config{URIs: []string{uri}, Database: db, DialTimeout: 3 * time.Second}, reg.client, opts)
+	m, err := New(Config{URIs: []string{uri}, Database: db, DialTimeout: 3 * time.Second, FileSystem: fileSystem}, reg.client, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

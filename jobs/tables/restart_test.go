@@ -49,7 +49,7 @@ func TestSyncAcrossMetastoreRestart(t *testing.T) {
 	const topic = "restart.events"
 	id := reg.register(t, topic+"-value", eventV1)
 	metrics := prometheus.NewRegistry()
-	m := newTestMetastore(t, hms.URI, "restart_test", reg, Options{Logger: testenv.Logger(t, -4), Metrics: metrics})
+	m := newTestMetastore(t, hms.URI, "restart_test", "", reg, Options{Logger: testenv.Logger(t, -4), Metrics: metrics})
 
 	start := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	parts := localPartitions(t, topic, start, 4, id)

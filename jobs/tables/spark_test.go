@@ -18,6 +18,7 @@ import (
 
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/jobs/compact"
 	"github.com/tributary/tributary/jobs/hours"
 )
 
@@ -165,7 +166,7 @@ func TestSparkReadsRegisteredHours(t *testing.T) {
 	const topic = "dc.events"
 	table := db + ".dc_events"
 	metrics := prometheus.NewRegistry()
-	m := newTestMetastore(t, uri, db, reg, Options{Logger: testenv.Logger(t, 0), Metrics: metrics})
+	m := newTestMetastore(t, uri, db, hdfsURI, reg, Options{Logger: testenv.Logger(t, 0), Metrics: metrics})
 	t.Cleanup(func() { dropDatabase(t, m, db) })
 
 	v1 := reg.register(t, topic+"-value", eventV1)
@@ -187,10 +188,30 @@ func TestSparkReadsRegisteredHours(t *testing.T) {
 	syncOK(t, m, topic, want(3, v1, v1, v1))
 	beforeCompaction := testenv.SparkSQL(t, uri, fmt.Sprintf(groupBy, table))
 
-	// Hours 0 and 1 compacted into Parquet; hour 3 written with v2.
-	if sum := compactThrough(t, fsys, base, topic, hour(2)); sum.HoursCompacted != 2 {
+	// Hours 0 and 1 closed: jobs/compact makes them ready, compacts them
+	// into Parquet and syncs the catalog, which then holds those two (the
+	// ready ones) at their Parquet locations.
+	if sum := compactThrough(t, fsys, base, topic, hour(2), compactCatalog{m}); sum.HoursCompacted != 2 {
 		t.Fatalf("compaction: %+v, want 2 hours", sum)
 	}
+	published, err := compact.Published(fsys, base, topic, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(published) != 2 {
+		t.Fatalf("published after compaction: %v", published)
+	}
+	got := registered(t, m, topic)
+	if len(got) != 2 {
+		t.Fatalf("registered after compaction: %v", got)
+	}
+	for _, p := range published {
+		if r := got[PartitionValue(p.Start, p.Duration)]; p.Format != "parquet" || !strings.HasPrefix(r, "ParquetHiveSerDe "+hdfsURI+p.Location+" ") {
+			t.Fatalf("hour %v published as %s at %s, registered as %q", p.Start, p.Format, p.Location, r)
+		}
+	}
+	// Hours 2 and 3 (3 written with v2) registered as Avro beside them.
+	var data []hours.Data
 	v2 := reg.register(t, topic+"-value", eventV2)
 	evs3 := hourEvents(3, 9, "eu-west", false)
 	writeHour(t, fsys, base, topic, hour(3), v2, eventV2, evs3)
@@ -266,7 +287,7 @@ func TestSparkReadsRegisteredHours(t *testing.T) {
 
 	// DuckDB reads a compacted hour's Parquet files (copied off HDFS) with the same counts.
 	local := t.TempDir()
-	data, err := hours.HourData(fsys, hours.Hour{Topic: topic, Start: hour(1), Dir: hours.Dir(base, topic, hour(1))})
+	data, err = hours.HourData(fsys, hours.Hour{Topic: topic, Start: hour(1), Dir: hours.Dir(base, topic, hour(1))})
 	if err != nil {
 		t.Fatal(err)
 	}
