@@ -196,21 +196,31 @@ func syncOK(t *testing.T, m *Metastore, topic string, want []Partition) {
 	}
 }
 
+// call runs fn on m's connection, failing t on an error.
+func call(t *testing.T, m *Metastore, fn func(context.Context, *hms.ThriftHiveMetastoreClient) error) {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := m.conn.get(ctx)
+	if err == nil {
+		err = m.conn.check(fn(ctx, cl))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // registered lists the table's partitions as the metastore has them:
 // value -> serde class, location and column names.
 func registered(t *testing.T, m *Metastore, topic string) map[string]string {
 	t.Helper()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ctx := context.Background()
-	cl, err := m.conn.get(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	parts, err := cl.GetPartitions(ctx, m.cfg.Database, m.cfg.Table(topic), -1)
-	if err = m.conn.check(err); err != nil {
-		t.Fatal(err)
-	}
+	var parts []*hms.Partition
+	call(t, m, func(ctx context.Context, cl *hms.ThriftHiveMetastoreClient) (err error) {
+		parts, err = cl.GetPartitions(ctx, m.cfg.Database, m.cfg.Table(topic), -1)
+		return err
+	})
 	out := map[string]string{}
 	for _, p := range parts {
 		var cols []string
@@ -229,17 +239,11 @@ func registered(t *testing.T, m *Metastore, topic string) map[string]string {
 // tableColumns returns the table's columns as "name type".
 func tableColumns(t *testing.T, m *Metastore, topic string) []string {
 	t.Helper()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ctx := context.Background()
-	cl, err := m.conn.get(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := cl.GetTableReq(ctx, &hms.GetTableRequest{DbName: m.cfg.Database, TblName: m.cfg.Table(topic)})
-	if err = m.conn.check(err); err != nil {
-		t.Fatal(err)
-	}
+	var res *hms.GetTableResult_
+	call(t, m, func(ctx context.Context, cl *hms.ThriftHiveMetastoreClient) (err error) {
+		res, err = cl.GetTableReq(ctx, &hms.GetTableRequest{DbName: m.cfg.Database, TblName: m.cfg.Table(topic)})
+		return err
+	})
 	var out []string
 	for _, c := range res.Table.Sd.Cols {
 		out = append(out, c.Name+" "+c.Type)
