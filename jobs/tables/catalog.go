@@ -204,6 +204,9 @@ func (m *Metastore) sync(ctx context.Context, topic string, want []Partition) er
 		}
 	}
 
+	if tbl == nil && len(plans) == 0 && m.cfg.TableLocation == nil {
+		return nil // nothing to show yet, and no location for a table
+	}
 	if tbl == nil {
 		if err := m.ensureDatabase(ctx, db); err != nil {
 			return fmt.Errorf("tables: topic %s: %w", topic, err)

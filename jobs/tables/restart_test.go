@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	hms "github.com/beltran/gohive/hive_metastore"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -44,25 +45,36 @@ func localPartitions(t *testing.T, topic string, start time.Time, n, schemaID in
 // partitions are never registered twice; the reconcile also alters and
 // drops.
 func TestSyncAcrossMetastoreRestart(t *testing.T) {
-	hms := testenv.StartHiveMetastore(t, "")
+	own := testenv.StartHiveMetastore(t, "")
 	reg := newTestRegistry(t)
 	const topic = "restart.events"
 	id := reg.register(t, topic+"-value", eventV1)
 	metrics := prometheus.NewRegistry()
-	m := newTestMetastore(t, hms.URI, "restart_test", "", reg, Options{Logger: testenv.Logger(t, -4), Metrics: metrics})
+	m := newTestMetastore(t, own.URI, "restart_test", "", reg, Options{Logger: testenv.Logger(t, -4), Metrics: metrics})
 
 	start := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	parts := localPartitions(t, topic, start, 4, id)
+	// Nothing ready yet: no table (it would have no location).
+	syncOK(t, m, topic, nil)
+	m.mu.Lock()
+	cl, err := m.conn.get(context.Background())
+	if err == nil {
+		_, err = cl.GetTableReq(context.Background(), &hms.GetTableRequest{DbName: "restart_test", TblName: "restart_events"})
+	}
+	m.mu.Unlock()
+	if !isNoSuchObject(err) {
+		t.Fatalf("a sync wanting nothing: get table: %v, want no such table", err)
+	}
 	syncOK(t, m, topic, parts[:2])
 	syncOK(t, m, topic, parts[:2]) // idempotent
 	if got := registered(t, m, topic); len(got) != 2 {
 		t.Fatalf("after the first syncs: %v", got)
 	}
 
-	hms.Stop(t)
+	own.Stop(t)
 	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	err := m.Sync(ctx, topic, parts[:3])
+	err = m.Sync(ctx, topic, parts[:3])
 	cancel()
 	took := time.Since(began)
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), topic) || !strings.Contains(err.Error(), "127.0.0.1") {
@@ -76,7 +88,7 @@ func TestSyncAcrossMetastoreRestart(t *testing.T) {
 		t.Fatalf("unavailable syncs counted %v, want 1", n)
 	}
 
-	hms.Start(t)
+	own.Start(t)
 	syncOK(t, m, topic, parts[:3])
 	syncOK(t, m, topic, parts[:3])
 	got := registered(t, m, topic)
@@ -111,8 +123,8 @@ func TestSyncAcrossMetastoreRestart(t *testing.T) {
 	if _, err := os.Stat(strings.TrimPrefix(parts[1].Location, "file://")); err != nil {
 		t.Fatalf("the dropped partition's directory: %v", err)
 	}
-	if n := testutil.ToFloat64(m.metrics.syncs.WithLabelValues(topic, "ok")); n != 5 {
-		t.Fatalf("ok syncs counted %v, want 5", n)
+	if n := testutil.ToFloat64(m.metrics.syncs.WithLabelValues(topic, "ok")); n != 6 {
+		t.Fatalf("ok syncs counted %v, want 6", n)
 	}
 }
 

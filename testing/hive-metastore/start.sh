@@ -27,7 +27,8 @@
 #   TRIBUTARY_HMS_WAREHOUSE       the warehouse root (default file://DATADIR/warehouse;
 #                                 an hdfs://host:port/dir works: HDFS client jars are in)
 #   TRIBUTARY_HMS_HEAP            -Xmx, default 512m
-#   TRIBUTARY_HMS_START_TIMEOUT   seconds to wait for the metastore, default 120
+#   TRIBUTARY_HMS_START_TIMEOUT   seconds to wait for the metastore to serve once its
+#                                 JVM runs (the schema tool's run not counted), default 120
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -160,7 +161,7 @@ java_opts=("-Xms64m" "-Xmx$heap" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava
 	--add-opens=java.base/java.net=ALL-UNNAMED --add-opens=java.base/java.nio=ALL-UNNAMED)
 classpath=$datadir/conf:$lib/*
 
-began=$SECONDS
+schema_began=$SECONDS
 if [ ! -d "$datadir/metastore_db" ]; then
 	# METASTORE_HOME: where the schema tool finds scripts/metastore/upgrade/derby.
 	if ! METASTORE_HOME=$dist "$java" "${java_opts[@]}" -cp "$classpath" \
@@ -176,6 +177,7 @@ fi
 	</dev/null >"$log" 2>&1 &
 pid=$!
 echo "$pid" >"$pidfile"
+began=$SECONDS
 
 fail() {
 	tail -n 60 "$log" >&2
@@ -187,7 +189,7 @@ fail() {
 until timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null; do
 	alive "$pid" || fail "the metastore exited before it served on 127.0.0.1:$port (log: $log)"
 	# A fatal init error leaves the JVM alive (non-daemon threads).
-	if grep -q "Metastore Thrift Server threw an exception" "$log"; then
+	if grep -qs "Metastore Thrift Server threw an exception" "$log"; then
 		fail "the metastore failed to start (log: $log)"
 	fi
 	[ $((SECONDS - began)) -lt "$timeout" ] ||
@@ -195,5 +197,5 @@ until timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null; do
 	sleep 0.2
 done
 echo "thrift://127.0.0.1:$port" >"$ready"
-echo "hive-metastore start.sh: thrift://127.0.0.1:$port up in $((SECONDS - began))s, pid $pid, log $log" >&2
+echo "hive-metastore start.sh: thrift://127.0.0.1:$port up in $((SECONDS - schema_began))s, pid $pid, log $log" >&2
 echo "$pid"
