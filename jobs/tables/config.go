@@ -17,7 +17,7 @@ const (
 	DefaultTableName     = "${topic}"
 	DefaultCompatibility = "BACKWARD"
 	DefaultDialTimeout   = 5 * time.Second
-	DefaultCallTimeout   = 30 * time.Second
+	DefaultCallTimeout   = 2 * time.Minute
 )
 
 // Config says where tables are registered. Zero values mean defaults.
@@ -37,7 +37,8 @@ type Config struct {
 	// by adding columns.
 	Compatibility string
 	// DialTimeout bounds connecting to one metastore (default 5s);
-	// CallTimeout bounds each call's reads and writes (default 30s).
+	// CallTimeout bounds each call's reads and writes (default 2m; Hive's
+	// own client waits 600s: a metastore on a busy Derby can take long).
 	DialTimeout, CallTimeout time.Duration
 	// FileSystem is the URI (scheme://authority, e.g. hdfs://namenode:8020)
 	// of the file system that partition locations given as absolute paths
