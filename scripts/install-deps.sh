@@ -3,7 +3,8 @@
 # ZooKeeper, netcat-openbsd for ZooKeeper's four-letter words, Chromium for
 # the dashboard test, Burrow and Maven for the Kafka-tools compatibility
 # tests), the independent Avro/Parquet readers (a Python virtualenv with
-# fastavro, pyarrow and confluent-kafka in .cache/venv), Apache Kafka 2.8.2's command-line
+# fastavro, pyarrow, confluent-kafka, PySpark 3.5.9 and DuckDB in .cache/venv), the test
+# Hive Metastore's jars (testing/hive-metastore), Apache Kafka 2.8.2's command-line
 # tools (jars from Maven Central in .cache/kafka-2.8/lib), Apache Kafka 3.9's
 # broker and tools (.cache/kafka/lib, through scripts/kafka.sh fetch) and the
 # Go modules.
@@ -51,8 +52,10 @@ fi
 
 # The readers tests use to check what we write: someone else's code, not ours.
 venv=.cache/venv
-py_pkgs=(fastavro pyarrow 'confluent-kafka[schemaregistry]')
-if ! "$venv/bin/python3" -c 'import fastavro, pyarrow; from confluent_kafka.schema_registry import SchemaRegistryClient' 2>/dev/null; then
+# PySpark 3.5 (Spark SQL with Hive support: the newest whose built-in Hive
+# client speaks to the test metastore's 3.1) and DuckDB read the tables.
+py_pkgs=(fastavro pyarrow 'confluent-kafka[schemaregistry]' pyspark==3.5.9 duckdb)
+if ! "$venv/bin/python3" -c 'import fastavro, pyarrow, duckdb; from confluent_kafka.schema_registry import SchemaRegistryClient; import pyspark; assert pyspark.__version__ == "3.5.9"' 2>/dev/null; then
 	echo "install-deps: making $venv with ${py_pkgs[*]}"
 	if [ ! -x "$venv/bin/pip" ]; then
 		rm -rf "$venv"
@@ -100,6 +103,15 @@ fi
 if ! fetch_log=$(bash scripts/kafka.sh fetch 2>&1); then
 	echo "$fetch_log" >&2
 	echo "install-deps: fetching Apache Kafka 3.9's jars failed (see above)" >&2
+	exit 1
+fi
+
+# The test Hive Metastore's jars and Derby schema scripts
+# (testing/hive-metastore, cached under .cache/hive-metastore by a hash of
+# its pom): fetched now so that `make test` starts it offline.
+if ! fetch_log=$(bash testing/hive-metastore/start.sh --fetch 2>&1); then
+	echo "$fetch_log" >&2
+	echo "install-deps: fetching the test Hive Metastore's jars failed (see above)" >&2
 	exit 1
 fi
 

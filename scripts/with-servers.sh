@@ -16,6 +16,9 @@
 #     transfer protection; their cluster.env files (addresses, principals, keytabs, krb5.conf):
 #       privacy with AES/CTR/NoPadding  TRIBUTARY_TEST_HDFS_SECURE_PRIVACY_ENV (port 19001 + offset)
 #       authentication                  TRIBUTARY_TEST_HDFS_SECURE_AUTHENTICATION_ENV (19002 + offset)
+#   - a Hive Metastore (standalone 3.1.3 on Derby, testing/hive-metastore), its warehouse on
+#     that HDFS                       TRIBUTARY_TEST_HIVE_METASTORE=thrift://127.0.0.1:19083
+#                                   (19083 + TRIBUTARY_TEST_PORT_OFFSET)
 # and the reader/browser the tests check output with:
 #   TRIBUTARY_TEST_PYTHON (.cache/venv, fastavro + pyarrow, made by install-deps.sh)
 #
@@ -28,6 +31,8 @@ hdfs_scripts=${TRIBUTARY_HDFS_SCRIPTS:-$repo/testing/hdfs}
 hdfs_port=$((19000 + ${TRIBUTARY_TEST_PORT_OFFSET:-0}))
 privacy_port=$((19001 + ${TRIBUTARY_TEST_PORT_OFFSET:-0}))
 authentication_port=$((19002 + ${TRIBUTARY_TEST_PORT_OFFSET:-0}))
+hms_scripts=$repo/testing/hive-metastore
+hms_port=$((19083 + ${TRIBUTARY_TEST_PORT_OFFSET:-0}))
 # The HDFS clusters' data directories under the state dir.
 hdfs_dirs=(hdfs hdfs-privacy hdfs-authentication)
 if [ $# -eq 0 ]; then
@@ -49,6 +54,7 @@ for old in "${TMPDIR:-/tmp}"/tributary-servers.*; do
 	for dir in "${hdfs_dirs[@]}"; do
 		[ -f "$old/$dir/minihdfs.pid" ] && { bash "$hdfs_scripts/stop.sh" "$old/$dir" || true; }
 	done
+	[ -f "$old/hive-metastore/hms.pid" ] && { bash "$hms_scripts/stop.sh" "$old/hive-metastore" || true; }
 	rm -rf "$old"
 done
 
@@ -69,6 +75,9 @@ stop_servers() {
 			bash "$hdfs_scripts/stop.sh" "$state/$dir" >/dev/null 2>&1 &
 		fi
 	done
+	if [ -f "$state/hive-metastore/hms.pid" ]; then
+		bash "$hms_scripts/stop.sh" "$state/hive-metastore" >/dev/null 2>&1 &
+	fi
 	wait
 	# Belt and braces: no process started from our state dir may outlive us,
 	# whatever a test did to the pid files.
@@ -117,9 +126,9 @@ if [ ! -f "$hdfs_scripts/start.sh" ]; then
 	echo "with-servers: $hdfs_scripts/start.sh not found (TRIBUTARY_HDFS_SCRIPTS; the default is testing/hdfs in the repository)" >&2
 	exit 1
 fi
-for port in "$hdfs_port" "$privacy_port" "$authentication_port"; do
+for port in "$hdfs_port" "$privacy_port" "$authentication_port" "$hms_port"; do
 	if python3 -c "import socket,sys; s=socket.socket(); sys.exit(s.connect_ex(('127.0.0.1', $port)) != 0)"; then
-		echo "with-servers: port $port (HDFS) is already in use on 127.0.0.1 (set TRIBUTARY_TEST_PORT_OFFSET)" >&2
+		echo "with-servers: port $port (HDFS or the Hive Metastore) is already in use on 127.0.0.1 (set TRIBUTARY_TEST_PORT_OFFSET)" >&2
 		exit 1
 	fi
 done
@@ -138,13 +147,25 @@ privacy_pid=$!
 bash "$hdfs_scripts/start.sh" "$authentication_port" "$state/hdfs-authentication" --kerberos \
 	--protection authentication >"$state/hdfs-authentication.pid" 2>"$state/hdfs-authentication.err" &
 authentication_pid=$!
+# The metastore keeps its warehouse on the plain HDFS: it starts once that
+# HDFS serves (its start.sh waits, bounded, and writes minihdfs.ready).
+mkdir -p "$state/hive-metastore"
+(
+	while [ ! -s "$state/hdfs/minihdfs.ready" ]; do
+		kill -0 "$hdfs_pid" 2>/dev/null || { echo "with-servers: no HDFS for the Hive Metastore" >&2; exit 1; }
+		sleep 0.2
+	done
+	TRIBUTARY_HMS_WAREHOUSE=hdfs://127.0.0.1:$hdfs_port/hive/warehouse \
+		exec bash "$hms_scripts/start.sh" "$hms_port" "$state/hive-metastore"
+) >"$state/hive-metastore.pid" 2>"$state/hive-metastore.err" &
+hms_pid=$!
 failed=
-for pid in "$standalone_pid" "$ensemble_pid" "$hdfs_pid" "$privacy_pid" "$authentication_pid"; do
+for pid in "$standalone_pid" "$ensemble_pid" "$hdfs_pid" "$privacy_pid" "$authentication_pid" "$hms_pid"; do
 	wait "$pid" || failed=1
 done
 if [ -n "$failed" ]; then
 	cat "$state/standalone.err" "$state/ensemble.err" "$state/hdfs.err" \
-		"$state/hdfs-privacy.err" "$state/hdfs-authentication.err" >&2
+		"$state/hdfs-privacy.err" "$state/hdfs-authentication.err" "$state/hive-metastore.err" >&2
 	echo "with-servers: could not start the test servers (see above)" >&2
 	exit 1
 fi
@@ -155,10 +176,11 @@ source "$state/ensemble.env"
 export TRIBUTARY_TEST_HDFS=127.0.0.1:$hdfs_port
 export TRIBUTARY_TEST_HDFS_SECURE_PRIVACY_ENV=$state/hdfs-privacy/cluster.env
 export TRIBUTARY_TEST_HDFS_SECURE_AUTHENTICATION_ENV=$state/hdfs-authentication/cluster.env
+export TRIBUTARY_TEST_HIVE_METASTORE=thrift://127.0.0.1:$hms_port
 if [ -x "$repo/.cache/venv/bin/python3" ]; then
 	export TRIBUTARY_TEST_PYTHON=$repo/.cache/venv/bin/python3
 fi
-echo "with-servers: ZooKeeper standalone $TRIBUTARY_TEST_ZK and ensemble $TRIBUTARY_TEST_ZK_ENSEMBLE, HDFS $TRIBUTARY_TEST_HDFS, Kerberized HDFS 127.0.0.1:$privacy_port (privacy) and 127.0.0.1:$authentication_port (authentication) up in $((SECONDS - start))s" >&2
+echo "with-servers: ZooKeeper standalone $TRIBUTARY_TEST_ZK and ensemble $TRIBUTARY_TEST_ZK_ENSEMBLE, HDFS $TRIBUTARY_TEST_HDFS, Kerberized HDFS 127.0.0.1:$privacy_port (privacy) and 127.0.0.1:$authentication_port (authentication), Hive Metastore $TRIBUTARY_TEST_HIVE_METASTORE up in $((SECONDS - start))s" >&2
 
 # In the background and waited for, so that a TERM or INT reaches our trap
 # at once instead of after CMD ends. `<&0` keeps CMD's stdin (a background

@@ -304,3 +304,21 @@ func (c *RegistryClient) SubjectVersion(ctx context.Context, subject string, ver
 	c.mu.Unlock()
 	return rs, nil
 }
+
+// Latest fetches the latest live version of a subject, never from the cache
+// (a subject gains versions): its id and text. A subject without versions
+// is an error matching ErrRegistry (40401).
+func (c *RegistryClient) Latest(ctx context.Context, subject string) (id int, schema string, err error) {
+	var out struct {
+		ID         int    `json:"id"`
+		Schema     string `json:"schema"`
+		SchemaType string `json:"schemaType"`
+	}
+	if err := c.do(ctx, http.MethodGet, "/subjects/"+url.PathEscape(subject)+"/versions/latest", nil, &out); err != nil {
+		return 0, "", err
+	}
+	if out.SchemaType != "" && out.SchemaType != "AVRO" {
+		return 0, "", fmt.Errorf("%w: %s's latest version is %s, not AVRO", ErrInvalidSchema, subject, out.SchemaType)
+	}
+	return out.ID, out.Schema, nil
+}

@@ -1,6 +1,10 @@
 // Package testenv finds the real servers and programs that integration tests
 // drive: ZooKeeper (a standalone server and a 3-node ensemble), HDFS (plain,
-// and Kerberized with its KDC: SecureHDFS), kcat, and Apache Kafka. `make test` starts the servers (scripts/with-servers.sh) and
+// and Kerberized with its KDC: SecureHDFS), a Hive Metastore (HiveMetastore,
+// or one of the test's own that it may stop: StartHiveMetastore), kcat, and
+// Apache Kafka; and the readers that check what the tests wrote: Spark SQL
+// with Hive support (SparkSQL, several queries per Spark session) and
+// DuckDB, from the TRIBUTARY_TEST_PYTHON virtualenv. `make test` starts the servers (scripts/with-servers.sh) and
 // exports their addresses through the environment; this package reads them.
 //
 // A test that needs a server calls the matching helper, which fails the test

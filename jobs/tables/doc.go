@@ -1,0 +1,64 @@
+// Package tables registers the loader's output as tables in a Hive
+// Metastore, as kafka-connect-hdfs's hive.integration does, so that Spark
+// SQL, Hive, Trino and every other metastore client can query it.
+//
+// # Contract
+//
+// A Catalog's Sync(ctx, topic, want) makes the topic's table show exactly
+// the partitions in want: it adds the missing ones, alters those whose
+// location, format or writer schema changed (an hour switched from Avro to
+// Parquet by compaction) and drops the others (retention). Sync is a
+// reconcile: calling it again with the same want changes nothing, an
+// interrupted Sync is finished by the next one, and partitions are added
+// with add_partitions' ifNotExists, so nothing is registered twice. The
+// caller (hour readiness) decides which partitions are wanted; package
+// jobs/hours decides where their files are. A location is a URI, or an
+// absolute path of Config.FileSystem. A topic's table is created by its
+// first Sync that wants a partition (or with Config.TableLocation set).
+//
+// # Tables (frozen: readers' queries depend on it)
+//
+// One EXTERNAL table per topic, named by hive.table.name (${topic}
+// replaced, lower-cased, characters other than letters, digits and _ as
+// _), in hive.database (created if missing). One partition column,
+// PartitionColumn "hour" (string, the partition's start in UTC as
+// 2006-01-02-15; -04 and -05 minutes and seconds appended for shorter
+// partition.duration.ms). The columns are those of the latest schema of
+// the topic's value subject (<topic>-value) in the schema registry, mapped
+// as Hive's AvroSerDe maps Avro (see columns): records as struct, arrays,
+// maps, a union with null as its other branch, other unions as uniontype,
+// date, timestamp-millis and decimal as Hive's types. The table's serde is
+// Avro with avro.schema.literal set to that schema, and its columns are
+// also given explicitly (a standalone metastore cannot derive them).
+//
+// Each partition has its own columns, serde and formats: Avro partitions
+// the AvroSerDe with their writer schema as avro.schema.literal, Parquet
+// partitions the ParquetHiveSerDe. A reader decodes each partition as it
+// was written and shows the table's newer columns as null; Spark does so
+// with its default settings, because the table's own format is Avro.
+//
+// # Schema evolution
+//
+// schema.compatibility BACKWARD (the default) or FULL: a newer schema
+// version that adds fields adds columns at the end of the table; a column
+// the newer schema drops stays (read as null). A version that changes a
+// column's type (or a partition whose writer schema does) is refused with
+// ErrIncompatible, naming the topic, the field and both types, before
+// anything is changed, and the topic's tributary_tables_schema_blocked
+// gauge is 1 until a Sync succeeds: registration of that topic stops, it
+// is never skipped silently. Nested changes inside a struct column count as
+// a type change.
+//
+// # Metastore
+//
+// The metastore's Thrift API (the generated client of
+// github.com/beltran/gohive/hive_metastore): a plain socket, buffered
+// transport and binary protocol, hive.metastore.uris tried in order, each
+// dial bounded by Config.DialTimeout and each call by Config.CallTimeout.
+// A transport failure closes the connection and is ErrUnavailable; the
+// next Sync dials again. Only calls Hive 3.1 and 4 both serve are used
+// (get_table_req, not get_table).
+//
+// A Metastore is safe for concurrent use; its calls are serialised on one
+// connection.
+package tables

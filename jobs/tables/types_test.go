@@ -1,0 +1,117 @@
+package tables
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestColumnsMapAvroToHive(t *testing.T) {
+	const schema = `{
+ "type": "record", "name": "PageView", "namespace": "com.example",
+ "fields": [
+  {"name": "User", "type": "string"},
+  {"name": "seq", "type": "long"},
+  {"name": "count", "type": "int"},
+  {"name": "score", "type": "double"},
+  {"name": "ratio", "type": "float"},
+  {"name": "ok", "type": "boolean"},
+  {"name": "referrer", "type": ["null", "string"], "default": null},
+  {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+  {"name": "ts_us", "type": ["null", {"type": "long", "logicalType": "timestamp-micros"}]},
+  {"name": "day", "type": {"type": "int", "logicalType": "date"}},
+  {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2}},
+  {"name": "tags", "type": {"type": "array", "items": "string"}},
+  {"name": "attrs", "type": {"type": "map", "values": "long"}},
+  {"name": "device", "type": {"type": "record", "name": "Device", "fields": [
+     {"name": "os", "type": {"type": "enum", "name": "OS", "symbols": ["LINUX", "IOS"]}},
+     {"name": "id", "type": {"type": "fixed", "name": "DeviceID", "size": 4}}]}},
+  {"name": "prev", "type": ["null", "Device"], "default": null},
+  {"name": "os2", "type": "com.example.OS"},
+  {"name": "extra", "type": ["null", "string", "long"], "default": null},
+  {"name": "payload", "type": "bytes"},
+  {"name": "series", "type": {"type": "map", "values": {"type": "array", "items": ["null", "long"]}}}
+ ]}`
+	cols, err := columns(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cols {
+		got = append(got, c.Name+" "+c.Type)
+	}
+	want := []string{
+		"user string", "seq bigint", "count int", "score double", "ratio float", "ok boolean",
+		"referrer string", "ts timestamp", "ts_us bigint", "day date", "price decimal(10,2)",
+		"tags array<string>", "attrs map<string,bigint>",
+		"device struct<os:string,id:binary>", "prev struct<os:string,id:binary>", "os2 string",
+		"extra uniontype<string,bigint>", "payload binary", "series map<string,array<bigint>>",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("columns:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestColumnsRefuseWhatHiveCannotHold(t *testing.T) {
+	for name, schema := range map[string]string{
+		"recursive":    `{"type":"record","name":"Node","fields":[{"name":"next","type":["null","Node"]}]}`,
+		"not a record": `"string"`,
+		"unknown name": `{"type":"record","name":"R","fields":[{"name":"x","type":"other.Type"}]}`,
+		"case clash":   `{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"A","type":"int"}]}`,
+		"null only":    `{"type":"record","name":"R","fields":[{"name":"a","type":"null"}]}`,
+	} {
+		if _, err := columns(schema); !errors.Is(err, ErrUnsupportedSchema) {
+			t.Errorf("%s: err = %v, want ErrUnsupportedSchema", name, err)
+		}
+	}
+}
+
+func TestEvolveAddsColumnsAndRefusesTypeChanges(t *testing.T) {
+	v1, _ := columns(`{"type":"record","name":"R","fields":[{"name":"a","type":"long"},{"name":"b","type":"string"}]}`)
+	v2, _ := columns(`{"type":"record","name":"R","fields":[{"name":"c","type":["null","int"]},{"name":"a","type":"long"}]}`)
+	got, err := evolve("t", v1, v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range got {
+		names = append(names, c.Name+":"+c.Type)
+	}
+	// Old columns keep their places (readers match Avro and Parquet
+	// partitions to the table by position), new ones are appended; b,
+	// which v2 dropped, stays.
+	if strings.Join(names, ",") != "a:bigint,b:string,c:int" {
+		t.Fatalf("evolved columns %v", names)
+	}
+	v3, _ := columns(`{"type":"record","name":"R","fields":[{"name":"a","type":"string"}]}`)
+	_, err = evolve("clicks", got, v3)
+	if !errors.Is(err, ErrIncompatible) {
+		t.Fatalf("type change: err = %v", err)
+	}
+	for _, part := range []string{"clicks", "field a", "bigint", "string"} {
+		if !strings.Contains(err.Error(), part) {
+			t.Errorf("error %q does not name %q", err, part)
+		}
+	}
+}
+
+func TestCommonDir(t *testing.T) {
+	for _, c := range [][3]string{
+		{"file:///a/t/2026/11/30/10", "file:///a/t/2026/12/01/00", "file:///a/t/2026"},
+		{"hdfs://nn:8020/base/t/2026/11/30/10", "hdfs://nn:8020/base/t/2026/11/30/11", "hdfs://nn:8020/base/t/2026/11/30"},
+		{"hdfs://nn:8020/x/1", "hdfs://nn:8020/y/1", "hdfs://nn:8020/"},
+	} {
+		if got := commonDir(c[0], c[1]); got != c[2] {
+			t.Errorf("commonDir(%s, %s) = %s, want %s", c[0], c[1], got, c[2])
+		}
+	}
+}
+
+func TestSameLocation(t *testing.T) {
+	if !sameLocation("file:///a/b/", "file:/a/b") || !sameLocation("hdfs://nn:1/a", "hdfs://nn:1/a/") {
+		t.Fatal("equal locations differ")
+	}
+	if sameLocation("hdfs://nn:1/a", "hdfs://nn:2/a") || sameLocation("hdfs://nn:1/a", "file:///a") || sameLocation("file:///a/v1", "file:///a") {
+		t.Fatal("different locations equal")
+	}
+}
