@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// This file is the contract of package jobs/tables (the table catalog,
-// built on another branch): when that package is merged, delete this file
-// and use tables.Partition and tables.Catalog in its place.
+// The contract between compaction (and retention) and a table catalog:
+// package jobs/tables implements Catalog in a Hive Metastore (its
+// Partition and Catalog are these types); FileCatalog keeps one in a local
+// JSON file.
 
 // Partition is one published time partition of a topic, as the files say
 // (the jobs/hours rule).

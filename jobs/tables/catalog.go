@@ -15,22 +15,20 @@ import (
 
 	hms "github.com/beltran/gohive/hive_metastore"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tributary/tributary/jobs/compact"
 )
 
-// Partition is one time partition of a topic as a table should show it.
-type Partition struct {
-	Topic    string
-	Start    time.Time     // UTC, a multiple of Duration since the epoch
-	Duration time.Duration // partition.duration.ms
-	Location string        // the directory a reader lists: every data file in it, only data, one format
-	Format   string        // "avro" or "parquet"
-	SchemaID int           // registry id of the schema the files were written with (latest for the hour)
-}
-
-// Catalog makes a topic's table show exactly the wanted partitions.
-type Catalog interface {
-	Sync(ctx context.Context, topic string, want []Partition) error // add missing, alter changed, drop absent; idempotent
-}
+// Partition is one time partition of a topic as a table should show it,
+// and Catalog what makes a topic's table show exactly the wanted
+// partitions (Sync: add missing, alter changed, drop absent; idempotent).
+// Both are defined by their caller, package jobs/compact, which publishes
+// what the files say (the jobs/hours rule); a Metastore is a
+// compact.Catalog.
+type (
+	Partition = compact.Partition
+	Catalog   = compact.Catalog
+)
 
 // Schemas is what a Metastore needs of the schema registry;
 // *serde.RegistryClient is one.

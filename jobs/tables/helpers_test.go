@@ -144,18 +144,6 @@ func compactThrough(t *testing.T, fsys filesys.FS, base, topic string, through t
 	return sum
 }
 
-// compactCatalog is a Metastore as jobs/compact's Catalog (its copy of
-// this package's contract, until it uses this package's types).
-type compactCatalog struct{ m *Metastore }
-
-func (c compactCatalog) Sync(ctx context.Context, topic string, want []compact.Partition) error {
-	out := make([]Partition, len(want))
-	for i, p := range want {
-		out[i] = Partition(p)
-	}
-	return c.m.Sync(ctx, topic, out)
-}
-
 // hourPartition returns the wanted Partition of an hour as jobs/hours's
 // reader rule finds its data: the directory of its data files and their
 // format (all of one format, or the test fails).

@@ -191,7 +191,7 @@ func TestSparkReadsRegisteredHours(t *testing.T) {
 	// Hours 0 and 1 closed: jobs/compact makes them ready, compacts them
 	// into Parquet and syncs the catalog, which then holds those two (the
 	// ready ones) at their Parquet locations.
-	if sum := compactThrough(t, fsys, base, topic, hour(2), compactCatalog{m}); sum.HoursCompacted != 2 {
+	if sum := compactThrough(t, fsys, base, topic, hour(2), m); sum.HoursCompacted != 2 {
 		t.Fatalf("compaction: %+v, want 2 hours", sum)
 	}
 	published, err := compact.Published(fsys, base, topic, nil)
