@@ -13,7 +13,7 @@ RACE_PKGS := ./broker/... ./client/... ./internal/coord/... ./audit/... ./mirror
 RACE_RE   := ^$(MODULE)/(broker|client|internal/coord|audit|mirror|loader|jobs|internal/filesys)(/|$$)
 # Packages with ZooKeeper-ensemble tests (built without -race, see test-unit).
 ENSEMBLE_PKGS := ./broker/... ./client/... ./internal/coord/...
-TEST_TIMEOUT ?= 15m
+TEST_TIMEOUT ?= 25m
 # Extra `go test` flags, e.g. make test TEST_FLAGS='-run TestEnsemble -v'.
 TEST_FLAGS ?=
 # bench-vs-kafka: records per run and runs per system (medians are reported).
