@@ -270,8 +270,9 @@ var argKinds = map[Kind]map[string]bool{
 	KindLoader: {"config": true},
 	KindExec:   {"command": true, "env": false, "dir": false},
 	KindCompact: {"base": true, "loader_job": true, "topics": false, "delay": false, "codec": false, "target_file_size": false, "hdfs_config": false,
-		"audit_url": false, "completeness.threshold": false, "completeness.timeout": false, "catalog_file": false},
-	KindRetention: {"base": true, "max_age": false, "topics": false, "hdfs_config": false, "catalog_file": false},
+		"audit_url": false, "completeness.threshold": false, "completeness.timeout": false, "catalog_file": false,
+		"tables_config": false},
+	KindRetention: {"base": true, "max_age": false, "topics": false, "hdfs_config": false, "catalog_file": false, "tables_config": false},
 }
 
 func argErr(key string, format string, a ...any) error {
@@ -329,10 +330,8 @@ func validateArgs(kind Kind, args map[string]any) error {
 			}
 		}
 	case KindCompact:
-		if v, ok := args["catalog_file"]; ok {
-			if s, _ := v.(string); s == "" {
-				return argErr("catalog_file", "%v: must be a path", v)
-			}
+		if err := catalogArgs(args); err != nil {
+			return err
 		}
 		if s, ok := args["base"].(string); !ok || s == "" {
 			return argErr("base", "must be a non-empty URI (hdfs://host:port/path or a local path)")
@@ -376,10 +375,8 @@ func validateArgs(kind Kind, args map[string]any) error {
 			}
 		}
 	case KindRetention:
-		if v, ok := args["catalog_file"]; ok {
-			if s, _ := v.(string); s == "" {
-				return argErr("catalog_file", "%v: must be a path", v)
-			}
+		if err := catalogArgs(args); err != nil {
+			return err
 		}
 		if s, ok := args["base"].(string); !ok || s == "" {
 			return argErr("base", "must be a non-empty URI (hdfs://host:port/path or a local path)")
@@ -478,4 +475,23 @@ func ParseSize(s string) (int64, error) {
 		}
 	}
 	return n, nil
+}
+
+// catalogArgs checks the catalog arguments of compact and retention jobs:
+// catalog_file (a local JSON file) or tables_config (the properties of a
+// Hive Metastore catalog), paths, at most one of them.
+func catalogArgs(args map[string]any) error {
+	for _, k := range []string{"catalog_file", "tables_config"} {
+		if v, ok := args[k]; ok {
+			if s, _ := v.(string); s == "" {
+				return argErr(k, "%v: must be a path", v)
+			}
+		}
+	}
+	if _, ok := args["catalog_file"]; ok {
+		if _, ok := args["tables_config"]; ok {
+			return argErr("tables_config", "give catalog_file or tables_config, not both")
+		}
+	}
+	return nil
 }

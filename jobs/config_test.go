@@ -164,3 +164,39 @@ func TestSchedulesAreUTC(t *testing.T) {
 		}
 	}
 }
+
+// TestTablesConfigPassedOn: tables_config reaches compact and retention as
+// --tables-config; with catalog_file too the job is refused, naming it.
+func TestTablesConfigPassedOn(t *testing.T) {
+	jobs, err := ParseConfig([]byte(`jobs:
+  - name: c
+    schedule: "@hourly"
+    kind: compact
+    args: {base: /data, loader_job: l, tables_config: /etc/tributary/tables.properties}
+  - name: r
+    schedule: "@hourly"
+    kind: retention
+    args: {base: /data, max_age: 168h, tables_config: /etc/tributary/tables.properties}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		tk, err := taskFor(j, "tributary", "sum.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(strings.Join(tk.argv, " "), "--tables-config /etc/tributary/tables.properties") {
+			t.Errorf("%s: argv %q lacks --tables-config", j.Name, tk.argv)
+		}
+	}
+	_, err = ParseConfig([]byte(`jobs:
+  - name: c
+    schedule: "@hourly"
+    kind: compact
+    args: {base: /data, loader_job: l, tables_config: /t.properties, catalog_file: /c.json}
+`))
+	if err == nil || !strings.Contains(err.Error(), "tables_config") {
+		t.Errorf("both catalogs: err %v, want one naming tables_config", err)
+	}
+}

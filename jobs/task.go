@@ -84,7 +84,7 @@ func taskFor(j Job, exe, summary string) (task, error) {
 		}
 		for _, k := range []struct{ arg, flag string }{{"audit_url", "--audit-url"},
 			{"completeness.threshold", "--completeness-threshold"}, {"completeness.timeout", "--completeness-timeout"},
-			{"catalog_file", "--catalog-file"}} {
+			{"catalog_file", "--catalog-file"}, {"tables_config", "--tables-config"}} {
 			if v, ok := a[k.arg]; ok {
 				argv = append(argv, k.flag, fmt.Sprint(v))
 			}
@@ -94,6 +94,9 @@ func taskFor(j Job, exe, summary string) (task, error) {
 		argv := []string{exe, "jobs", "retention", "--base", a["base"].(string), "--summary-json", summary}
 		if v, ok := a["catalog_file"]; ok {
 			argv = append(argv, "--catalog-file", v.(string))
+		}
+		if v, ok := a["tables_config"]; ok {
+			argv = append(argv, "--tables-config", v.(string))
 		}
 		if v, ok := a["hdfs_config"]; ok {
 			argv = append(argv, "--hdfs-config", v.(string))

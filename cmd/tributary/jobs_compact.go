@@ -40,6 +40,7 @@ type jobsCompactOptions struct {
 	threshold     float64
 	timeout       time.Duration
 	catalogFile   string
+	tablesConfig  string
 }
 
 func newJobsCompactCommand() *cobra.Command {
@@ -68,6 +69,7 @@ func newJobsCompactCommand() *cobra.Command {
 	f.StringVar(&o.hdfsConfig, "hdfs-config", "", "properties file with the HDFS client keys of --base (Kerberos: hdfs.authentication.kerberos, connect.hdfs.principal, ...; the loader's file serves)")
 	addReadinessFlags(f, &o.auditURL, &o.threshold, &o.timeout)
 	f.StringVar(&o.catalogFile, "catalog-file", "", "keep the published partitions (ready hours, their locations) in this local JSON file")
+	f.StringVar(&o.tablesConfig, "tables-config", "", "register ready and compacted hours in a Hive Metastore: a properties file with hive.integration=true, hive.metastore.uris, hive.database, hive.table.name, schema.compatibility and schema.registry.url (kafka-connect-hdfs's keys)")
 	return cmd
 }
 
@@ -94,14 +96,6 @@ type auditWindows struct{ c *service.Client }
 
 func (a auditWindows) Windows(ctx context.Context, topic string, from, to time.Time) ([]hours.AuditWindow, error) {
 	return a.c.LoaderWindows(ctx, topic, from, to)
-}
-
-// catalogOf is the catalog a job syncs ("" none).
-func catalogOf(file string) compact.Catalog {
-	if file == "" {
-		return nil
-	}
-	return &compact.FileCatalog{Path: file}
 }
 
 func runJobsCompact(cmd *cobra.Command, o jobsCompactOptions) error {
@@ -144,9 +138,14 @@ func runJobsCompact(cmd *cobra.Command, o jobsCompactOptions) error {
 	if err != nil {
 		return err
 	}
+	catalog, closeCatalog, err := catalogOf(o.catalogFile, o.tablesConfig, o.base, logger)
+	if err != nil {
+		return err
+	}
+	defer closeCatalog()
 	cfg := compact.Config{FS: fsys, Base: base, ClosedThrough: closed, Delay: o.delay, Codec: o.codec,
 		TargetFileSize: size, Logger: logger, Audit: audit, Threshold: o.threshold, Timeout: o.timeout,
-		Catalog: catalogOf(o.catalogFile)}
+		Catalog: catalog}
 	if o.topics != "" {
 		cfg.Topics = strings.Split(o.topics, ",")
 	}
@@ -185,13 +184,14 @@ func writeSummary(cmd *cobra.Command, file string, v any) error {
 
 // jobsRetentionOptions are the flags of `tributary jobs retention`.
 type jobsRetentionOptions struct {
-	base       string
-	maxAge     time.Duration
-	topicAge   []string
-	summary    string
-	logLevel   string
-	hdfsConfig string
-	catalog    string
+	base         string
+	maxAge       time.Duration
+	topicAge     []string
+	summary      string
+	logLevel     string
+	hdfsConfig   string
+	catalog      string
+	tablesConfig string
 }
 
 func newJobsRetentionCommand() *cobra.Command {
@@ -210,6 +210,7 @@ func newJobsRetentionCommand() *cobra.Command {
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&o.hdfsConfig, "hdfs-config", "", "properties file with the HDFS client keys of --base (Kerberos: hdfs.authentication.kerberos, connect.hdfs.principal, ...; the loader's file serves)")
 	f.StringVar(&o.catalog, "catalog-file", "", "drop expired hours from the published partitions in this local JSON file (as compact --catalog-file)")
+	f.StringVar(&o.tablesConfig, "tables-config", "", "drop expired hours' partitions from the Hive Metastore tables (as compact --tables-config)")
 	return cmd
 }
 
@@ -241,8 +242,13 @@ func runJobsRetention(cmd *cobra.Command, o jobsRetentionOptions) error {
 		return fmt.Errorf("--base: %w", err)
 	}
 	defer fsys.Close()
+	catalog, closeCatalog, err := catalogOf(o.catalog, o.tablesConfig, o.base, logger)
+	if err != nil {
+		return err
+	}
+	defer closeCatalog()
 	sum, err := retention.Run(ctx, retention.Config{FS: fsys, Base: base, MaxAge: o.maxAge, Topics: ages, Logger: logger,
-		Catalog: catalogOf(o.catalog)})
+		Catalog: catalog})
 	if err != nil {
 		return err
 	}

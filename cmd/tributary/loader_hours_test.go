@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/tributary/tributary/client/serde"
 	"github.com/tributary/tributary/internal/brokertest"
+	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/jobs/compact"
 	"github.com/tributary/tributary/schema/registry"
@@ -104,5 +106,103 @@ func TestLoaderHoursCommand(t *testing.T) {
 	if len(lines) != 4 || !strings.HasPrefix(lines[0], "PARTITION") || !strings.Contains(lines[1], "compacted") ||
 		!strings.Contains(lines[1], past.Format("views/2006/01/02/15")) || !strings.Contains(lines[3], "loading") {
 		t.Fatalf("table:\n%s", table)
+	}
+}
+
+// TestJobsCompactRegistersHiveTables: `tributary jobs compact
+// --tables-config` (kafka-connect-hdfs's hive.* keys) registers the hours
+// it publishes in the real Hive Metastore of make test, and Spark SQL
+// reads through the table exactly what was produced into each hour: the
+// closed hours as Parquet partitions after compaction. `jobs retention
+// --tables-config` then drops the expired hour's partition with its files.
+func TestJobsCompactRegistersHiveTables(t *testing.T) {
+	metastore := testenv.HiveMetastore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	b := brokertest.New(t)
+	reg, err := registry.New(registry.NewMemStore(), registry.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(reg.Handler())
+	defer srv.Close()
+	rc, _ := serde.NewRegistryClient(serde.ClientConfig{URL: srv.URL})
+	ser := serde.NewSerializer(rc, serde.SerializerConfig{})
+	b.CreateTopic(t, "views", 1)
+	cl := b.Client(t)
+	const sch = `{"type":"record","name":"View","fields":[{"name":"n","type":"long"},{"name":"page","type":"string"}]}`
+	now := time.Now().UTC()
+	// Hour A ended 3 to 4 hours ago (past retention's 150 minutes), hour B
+	// 1 to 2 hours ago (kept), whatever the minute now.
+	past := now.Truncate(time.Hour).Add(-4 * time.Hour)
+	hourB := now.Truncate(time.Hour).Add(-2 * time.Hour)
+	want := map[string][2]int64{} // hour partition value -> count, sum of n
+	for i := range 40 {
+		ts := past.Add(time.Duration(i) * 4 * time.Minute) // 15 records in hour A
+		switch {
+		case i >= 35:
+			ts = now // the current hour: loading, never registered
+		case i >= 15:
+			ts = hourB.Add(time.Duration(i-15) * 3 * time.Minute) // 20 in hour B
+		}
+		v, err := ser.Encode(ctx, "views-value", sch, map[string]any{"n": int64(i), "page": fmt.Sprintf("/p/%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "views", Value: v, Timestamp: ts}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if i < 35 {
+			h := ts.Truncate(time.Hour).Format("2006-01-02-15")
+			w := want[h]
+			want[h] = [2]int64{w[0] + 1, w[1] + int64(i)}
+		}
+	}
+	out, dir := t.TempDir(), t.TempDir()
+	conf := testproc.WriteProperties(t, dir, "loader.properties", map[string]string{"name": "hourly",
+		"bootstrap.servers": b.Addr(), "schema.registry.url": srv.URL, "topics": "views",
+		"output.uri": "file://" + out, "audit.enable": "false"})
+	db := fmt.Sprintf("trib_cmd_%d", time.Now().UnixNano())
+	tablesConf := testproc.WriteProperties(t, dir, "tables.properties", map[string]string{
+		"hive.integration": "true", "hive.metastore.uris": metastore, "hive.database": db,
+		"schema.registry.url": srv.URL})
+	run := func(args ...string) {
+		t.Helper()
+		cmd := newRootCommand()
+		cmd.SetArgs(args)
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		if err := cmd.ExecuteContext(ctx); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+	}
+	run("loader", "run", "--config", conf, "--log-level", "warn")
+	run("jobs", "compact", "--base", out, "--loader-job", "hourly", "--delay", "1m", "--tables-config", tablesConf, "--log-level", "warn")
+	// Hour A is past retention's age: its partition goes with its files.
+	run("jobs", "retention", "--base", out, "--max-age", "150m", "--tables-config", tablesConf, "--log-level", "warn")
+	oldest := past.Format("2006-01-02-15")
+	kept := map[string][2]int64{}
+	for h, w := range want {
+		if h != oldest {
+			kept[h] = w
+		}
+	}
+	rows := testenv.SparkSQL(t, metastore,
+		fmt.Sprintf("SHOW PARTITIONS %s.views", db),
+		fmt.Sprintf("SELECT hour, count(*) AS n, sum(n) AS s, count(DISTINCT page) AS d FROM %s.views GROUP BY hour ORDER BY hour", db),
+		fmt.Sprintf("DROP DATABASE %s CASCADE", db))
+	if len(rows[0]) != len(kept) {
+		t.Errorf("partitions %v, want the %d hours kept (%v)", rows[0], len(kept), kept)
+	}
+	got := map[string][2]int64{}
+	for _, r := range rows[1] {
+		n, s, d := r["n"].(float64), r["s"].(float64), r["d"].(float64)
+		if n != d {
+			t.Errorf("hour %v: %v rows, %v distinct pages", r["hour"], n, d)
+		}
+		got[fmt.Sprint(r["hour"])] = [2]int64{int64(n), int64(s)}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(kept) {
+		t.Errorf("Spark through the table: %v, want (count, sum) per hour %v", got, kept)
 	}
 }

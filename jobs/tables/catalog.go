@@ -436,7 +436,7 @@ func commonDir(a, b string) string {
 		prefix, pa = a[:i+3+j], a[i+3+j:]
 	}
 	pb := strings.TrimPrefix(b, prefix)
-	for pa != "/" && !strings.HasPrefix(pb+"/", pa+"/") {
+	for pa != "/" && pa != "." && pa != "" && !strings.HasPrefix(pb+"/", pa+"/") {
 		pa = path.Dir(pa)
 	}
 	return prefix + pa
