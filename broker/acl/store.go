@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/tributary/tributary/internal/coord"
 )
@@ -30,9 +29,6 @@ const (
 	aclVersion    = 1
 	changeVersion = 1
 )
-
-// retryBackoff spaces reconnections after the store's session is lost.
-const retryBackoff = 500 * time.Millisecond
 
 // casAttempts bounds the compare-and-set retries of one pattern's update.
 const casAttempts = 10
@@ -195,22 +191,7 @@ func (s *Store) Close() error {
 
 func (s *Store) run(ctx context.Context) {
 	defer close(s.done)
-	for ctx.Err() == nil {
-		sess, err := s.connect(ctx)
-		if err == nil {
-			err = s.follow(ctx, sess)
-			_ = sess.Close()
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		s.log.Warn("acl: ACL cache lost its session; reconnecting", "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(retryBackoff):
-		}
-	}
+	coord.FollowSessions(ctx, "acl: ACL cache", s.connect, s.follow, s.log)
 }
 
 // ensurePaths makes the roots Kafka's AclAuthorizer makes at start.

@@ -9,14 +9,10 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/tributary/tributary/broker/entityconfig"
 	"github.com/tributary/tributary/internal/coord"
 )
-
-// retryBackoff spaces reconnections after the store's session is lost.
-const retryBackoff = 500 * time.Millisecond
 
 // Values are one entity's quotas, by key.
 type Values map[string]float64
@@ -118,22 +114,7 @@ func (s *Store) Await(ctx context.Context, cond func(cached map[Entity]Values) b
 
 func (s *Store) run(ctx context.Context) {
 	defer close(s.done)
-	for ctx.Err() == nil {
-		sess, err := s.connect(ctx)
-		if err == nil {
-			err = s.follow(ctx, sess)
-			_ = sess.Close()
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		s.log.Warn("quota: client quota cache lost its session; reconnecting", "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(retryBackoff):
-		}
-	}
+	coord.FollowSessions(ctx, "quota: client quota cache", s.connect, s.follow, s.log)
 }
 
 func (s *Store) follow(ctx context.Context, sess coord.Session) error {

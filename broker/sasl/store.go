@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/tributary/tributary/broker/entityconfig"
 	"github.com/tributary/tributary/internal/coord"
@@ -16,9 +15,6 @@ import (
 // usersPath holds the users' nodes (frozen: Kafka's layout; the node
 // and notification formats are broker/entityconfig's).
 const usersPath = "/config/users"
-
-// retryBackoff spaces reconnections after the store's session is lost.
-const retryBackoff = 500 * time.Millisecond
 
 // CredentialStore is the SCRAM credentials of every user, as Kafka keeps
 // them in ZooKeeper (see doc.go), through a coord.Session: a cache that is
@@ -101,22 +97,7 @@ func (s *CredentialStore) bump() {
 // run keeps the cache: a session at a time, reconnecting after a loss.
 func (s *CredentialStore) run(ctx context.Context) {
 	defer close(s.done)
-	for ctx.Err() == nil {
-		sess, err := s.connect(ctx)
-		if err == nil {
-			err = s.follow(ctx, sess)
-			_ = sess.Close()
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		s.log.Warn("sasl: SCRAM credential cache lost its session; reconnecting", "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(retryBackoff):
-		}
-	}
+	coord.FollowSessions(ctx, "sasl: SCRAM credential cache", s.connect, s.follow, s.log)
 }
 
 // follow loads every user and then re-reads each user a change

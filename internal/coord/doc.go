@@ -23,5 +23,7 @@
 //
 // Redialer holds the session of a component's occasional operations and
 // opens a new one when it has ended (the ACL and SCRAM credential stores'
-// writes use it); it is safe for concurrent use.
+// writes use it); it is safe for concurrent use. FollowSessions keeps a
+// cache following the tree across sessions: a new session after each loss,
+// spaced by FollowBackoff (the ACL, SCRAM credential and quota caches).
 package coord
