@@ -1,25 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/tributary/tributary/client/serde"
-	"github.com/tributary/tributary/internal/brokertest"
 	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/schema/registry"
 )
 
 // TestLoaderHoursCommand loads two past hours and the current one, and
@@ -29,17 +20,8 @@ import (
 func TestLoaderHoursCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b := brokertest.New(t)
-	reg, err := registry.New(registry.NewMemStore(), registry.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(reg.Handler())
-	defer srv.Close()
-	rc, _ := serde.NewRegistryClient(serde.ClientConfig{URL: srv.URL})
-	ser := serde.NewSerializer(rc, serde.SerializerConfig{})
-	b.CreateTopic(t, "views", 1)
-	cl := b.Client(t)
+	f := newLoaderFixture(t)
+	f.broker.CreateTopic(t, "views", 1)
 	const sch = `{"type":"record","name":"View","fields":[{"name":"n","type":"long"}]}`
 	now := time.Now().UTC()
 	past := now.Truncate(time.Hour).Add(-3 * time.Hour)
@@ -48,29 +30,13 @@ func TestLoaderHoursCommand(t *testing.T) {
 		if i >= 20 {
 			ts = now
 		}
-		v, err := ser.Encode(ctx, "views-value", sch, map[string]any{"n": int64(i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "views", Value: v, Timestamp: ts}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
+		f.produce(ctx, t, "views", sch, map[string]any{"n": int64(i)}, ts)
 	}
-	out, dir := t.TempDir(), t.TempDir()
-	conf := testproc.WriteProperties(t, dir, "loader.properties", map[string]string{"name": "hourly",
-		"bootstrap.servers": b.Addr(), "schema.registry.url": srv.URL, "topics": "views",
-		"output.uri": "file://" + out, "audit.enable": "false"})
+	out := t.TempDir()
+	conf := f.writeProps(t, "loader.properties", f.loaderProps("views", out))
 	run := func(args ...string) string {
 		t.Helper()
-		var stdout bytes.Buffer
-		cmd := newRootCommand()
-		cmd.SetArgs(args)
-		cmd.SetOut(&stdout)
-		cmd.SetErr(io.Discard)
-		if err := cmd.ExecuteContext(ctx); err != nil {
-			t.Fatalf("%v: %v\n%s", args, err, stdout.String())
-		}
-		return stdout.String()
+		return mustRun(t, "", args...).stdout
 	}
 	hoursJSON := func() []compact.HourReport {
 		t.Helper()
@@ -91,7 +57,7 @@ func TestLoaderHoursCommand(t *testing.T) {
 	if rep := hoursJSON(); states(rep) != "waiting-for-audit waiting-for-audit loading" || rep[0].Files != 1 || rep[0].Format != "avro" {
 		t.Fatalf("before compaction: %s %+v", states(rep), rep)
 	}
-	catalog := filepath.Join(dir, "catalog.json")
+	catalog := filepath.Join(f.dir, "catalog.json")
 	run("jobs", "compact", "--base", out, "--loader-job", "hourly", "--delay", "1m", "--catalog-file", catalog, "--log-level", "warn")
 	rep := hoursJSON()
 	if states(rep) != "compacted compacted loading" || rep[1].Format != "parquet" || !strings.HasSuffix(rep[1].Location, ".c1") {
@@ -119,17 +85,8 @@ func TestJobsCompactRegistersHiveTables(t *testing.T) {
 	metastore := testenv.HiveMetastore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	b := brokertest.New(t)
-	reg, err := registry.New(registry.NewMemStore(), registry.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(reg.Handler())
-	defer srv.Close()
-	rc, _ := serde.NewRegistryClient(serde.ClientConfig{URL: srv.URL})
-	ser := serde.NewSerializer(rc, serde.SerializerConfig{})
-	b.CreateTopic(t, "views", 1)
-	cl := b.Client(t)
+	f := newLoaderFixture(t)
+	f.broker.CreateTopic(t, "views", 1)
 	const sch = `{"type":"record","name":"View","fields":[{"name":"n","type":"long"},{"name":"page","type":"string"}]}`
 	now := time.Now().UTC()
 	// Hour A ended 3 to 4 hours ago (past retention's 150 minutes), hour B
@@ -145,35 +102,24 @@ func TestJobsCompactRegistersHiveTables(t *testing.T) {
 		case i >= 15:
 			ts = hourB.Add(time.Duration(i-15) * 3 * time.Minute) // 20 in hour B
 		}
-		v, err := ser.Encode(ctx, "views-value", sch, map[string]any{"n": int64(i), "page": fmt.Sprintf("/p/%d", i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "views", Value: v, Timestamp: ts}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
+		f.produce(ctx, t, "views", sch, map[string]any{"n": int64(i), "page": fmt.Sprintf("/p/%d", i)}, ts)
 		if i < 35 {
 			h := ts.Truncate(time.Hour).Format("2006-01-02-15")
 			w := want[h]
 			want[h] = [2]int64{w[0] + 1, w[1] + int64(i)}
 		}
 	}
-	out, dir := t.TempDir(), t.TempDir()
-	conf := testproc.WriteProperties(t, dir, "loader.properties", map[string]string{"name": "hourly",
-		"bootstrap.servers": b.Addr(), "schema.registry.url": srv.URL, "topics": "views",
-		"output.uri": "file://" + out, "audit.enable": "false"})
+	out := t.TempDir()
+	conf := f.writeProps(t, "loader.properties", f.loaderProps("views", out))
 	db := fmt.Sprintf("trib_cmd_%d", time.Now().UnixNano())
-	tablesConf := testproc.WriteProperties(t, dir, "tables.properties", map[string]string{
+	tablesConf := f.writeProps(t, "tables.properties", map[string]string{
 		"hive.integration": "true", "hive.metastore.uris": metastore, "hive.database": db,
-		"schema.registry.url": srv.URL})
+		"schema.registry.url": f.registryURL})
 	run := func(args ...string) {
 		t.Helper()
-		cmd := newRootCommand()
-		cmd.SetArgs(args)
-		cmd.SetOut(io.Discard)
-		cmd.SetErr(io.Discard)
-		if err := cmd.ExecuteContext(ctx); err != nil {
-			t.Fatalf("%v: %v", args, err)
+		// The metastore's first calls may be slow on a busy machine.
+		if res := runCLI(t, 3*time.Minute, "", args...); res.err != nil {
+			t.Fatalf("tributary %s: %v\nstderr: %s", strings.Join(args, " "), res.err, res.stderr)
 		}
 	}
 	run("loader", "run", "--config", conf, "--log-level", "warn")

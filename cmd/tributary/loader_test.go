@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -20,49 +18,79 @@ import (
 	"github.com/tributary/tributary/schema/registry"
 )
 
+// loaderFixture is what the loader and jobs commands read in these tests:
+// a broker, a schema registry, and a producer of Avro values with schema
+// IDs.
+type loaderFixture struct {
+	broker      *brokertest.Cluster
+	registryURL string
+	ser         *serde.Serializer
+	cl          *kgo.Client
+	dir         string // for properties files
+}
+
+func newLoaderFixture(t *testing.T) *loaderFixture {
+	t.Helper()
+	reg, err := registry.New(registry.NewMemStore(), registry.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(reg.Handler())
+	t.Cleanup(srv.Close)
+	rc, err := serde.NewRegistryClient(serde.ClientConfig{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := brokertest.New(t)
+	return &loaderFixture{broker: b, registryURL: srv.URL, ser: serde.NewSerializer(rc, serde.SerializerConfig{}),
+		cl: b.Client(t), dir: t.TempDir()}
+}
+
+// produce writes value, encoded with schema under topic's value subject,
+// with timestamp ts (the zero time: the producer's clock).
+func (f *loaderFixture) produce(ctx context.Context, t *testing.T, topic, schema string, value map[string]any, ts time.Time) {
+	t.Helper()
+	v, err := f.ser.Encode(ctx, topic+"-value", schema, value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: v, Timestamp: ts}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// loaderProps are the properties of a loader job "hourly" reading topics
+// into out, without audit; a test adds or changes keys.
+func (f *loaderFixture) loaderProps(topics, out string) map[string]string {
+	return map[string]string{"name": "hourly", "bootstrap.servers": f.broker.Addr(), "schema.registry.url": f.registryURL,
+		"topics": topics, "output.uri": "file://" + out, "audit.enable": "false"}
+}
+
+// writeProps writes props as the properties file name in the fixture's
+// directory and returns its path.
+func (f *loaderFixture) writeProps(t *testing.T, name string, props map[string]string) string {
+	return testproc.WriteProperties(t, f.dir, name, props)
+}
+
 // TestLoaderRunCommand runs `tributary loader run` on a properties file:
 // exit 0, the summary line, the --summary-json file, the data; then a bad
 // configuration fails naming the key.
 func TestLoaderRunCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b := brokertest.New(t)
-	reg, err := registry.New(registry.NewMemStore(), registry.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(reg.Handler())
-	defer srv.Close()
-	rc, _ := serde.NewRegistryClient(serde.ClientConfig{URL: srv.URL})
-	ser := serde.NewSerializer(rc, serde.SerializerConfig{})
-	b.CreateTopic(t, "clicks", 2)
-	cl := b.Client(t)
+	f := newLoaderFixture(t)
+	f.broker.CreateTopic(t, "clicks", 2)
 	const sch = `{"type":"record","name":"Click","fields":[{"name":"n","type":"long"}]}`
 	for i := range 100 {
-		v, err := ser.Encode(ctx, "clicks-value", sch, map[string]any{"n": int64(i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "clicks", Value: v}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
+		f.produce(ctx, t, "clicks", sch, map[string]any{"n": int64(i)}, time.Time{})
 	}
 	out := t.TempDir()
-	dir := t.TempDir()
-	props := map[string]string{"name": "hourly", "bootstrap.servers": b.Addr(), "schema.registry.url": srv.URL,
-		"topics": "click.*", "output.uri": "file://" + out, "audit.enable": "false"}
-	conf := testproc.WriteProperties(t, dir, "loader.properties", props)
-	summary := filepath.Join(dir, "summary.json")
-	var stdout bytes.Buffer
-	cmd := newRootCommand()
-	cmd.SetArgs([]string{"loader", "run", "--config", conf, "--summary-json", summary, "--log-level", "warn"})
-	cmd.SetOut(&stdout)
-	cmd.SetErr(io.Discard)
-	if err := cmd.ExecuteContext(ctx); err != nil {
-		t.Fatalf("loader run: %v\n%s", err, stdout.String())
-	}
-	if !strings.Contains(stdout.String(), "loader hourly: 100 records, ") {
-		t.Errorf("summary line missing: %q", stdout.String())
+	props := f.loaderProps("click.*", out)
+	conf := f.writeProps(t, "loader.properties", props)
+	summary := filepath.Join(f.dir, "summary.json")
+	res := mustRun(t, "", "loader", "run", "--config", conf, "--summary-json", summary, "--log-level", "warn")
+	if !strings.Contains(res.stdout, "loader hourly: 100 records, ") {
+		t.Errorf("summary line missing: %q", res.stdout)
 	}
 	var sum struct{ Records, Files, Bytes, Errors int64 }
 	raw, err := os.ReadFile(summary)
@@ -81,12 +109,8 @@ func TestLoaderRunCommand(t *testing.T) {
 	}
 
 	props["commit.records"] = "lots"
-	conf = testproc.WriteProperties(t, dir, "bad.properties", props)
-	cmd = newRootCommand()
-	cmd.SetArgs([]string{"loader", "run", "--config", conf})
-	cmd.SetOut(io.Discard)
-	cmd.SetErr(io.Discard)
-	if err := cmd.ExecuteContext(ctx); err == nil || !strings.Contains(err.Error(), "commit.records") {
-		t.Errorf("bad config: %v, want an error naming commit.records", err)
+	conf = f.writeProps(t, "bad.properties", props)
+	if res := runCLI(t, time.Minute, "", "loader", "run", "--config", conf); res.err == nil || !strings.Contains(res.err.Error(), "commit.records") {
+		t.Errorf("bad config: %v, want an error naming commit.records", res.err)
 	}
 }
