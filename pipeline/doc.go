@@ -5,7 +5,8 @@
 // cluster's records to Avro container files on the local disk or HDFS;
 // the schema registry; and the audit service comparing what every tier
 // counted. It backs `tributary pipeline up` and `tributary pipeline demo`
-// (make demo), and the soak tests inject faults through it.
+// (make demo) and the pipeline tests; the multi-process soak is
+// pipeline/soak.
 //
 // # Parts
 //
