@@ -118,6 +118,7 @@ func (c Config) withDefaults() Config {
 // once.
 type timing struct {
 	gapMin, gapMax   time.Duration // between faults
+	gapFromOnset     bool          // the gap runs from a fault's onset, not its repair
 	down             time.Duration // a killed process stays down this long
 	cutMin, cutMax   time.Duration // a link cut
 	slowMin, slowMax time.Duration // then the slow link
@@ -130,13 +131,13 @@ type timing struct {
 
 func timingFor(d time.Duration) timing {
 	t := timing{
-		gapMin: 30 * time.Second, gapMax: 60 * time.Second, down: 10 * time.Second,
+		gapMin: 30 * time.Second, gapMax: 60 * time.Second, gapFromOnset: true, down: 10 * time.Second,
 		cutMin: 30 * time.Second, cutMax: 90 * time.Second, slowMin: 2 * time.Minute, slowMax: 4 * time.Minute,
 		auditWindow: 30 * time.Second, loadEvery: 30 * time.Second, check: time.Minute, sampleEvery: time.Minute,
 		session: 6 * time.Second,
 	}
 	if d < 10*time.Minute {
-		t.gapMin, t.gapMax, t.down = 3*time.Second, 6*time.Second, 3*time.Second
+		t.gapMin, t.gapMax, t.gapFromOnset, t.down = 3*time.Second, 6*time.Second, false, 3*time.Second
 		t.cutMin, t.cutMax, t.slowMin, t.slowMax = 8*time.Second, 12*time.Second, 15*time.Second, 25*time.Second
 		t.auditWindow, t.loadEvery, t.check, t.sampleEvery = 10*time.Second, 10*time.Second, 30*time.Second, 20*time.Second
 	}

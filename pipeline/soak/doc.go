@@ -36,7 +36,8 @@
 //
 // # Faults
 //
-// One fault at a time, a random gap apart (30–60 s; 3–6 s in a run
+// One fault at a time, onsets a random gap apart (30–60 s, or at once
+// when the previous fault's repair took longer; 3–6 s after the repair in a run
 // shorter than 10 minutes), every kind once in a random order first, then
 // random kinds; a short run produces until every kind has happened. The
 // schedule comes from a seed, printed at the start (SOAK_SEED replays it;

@@ -75,8 +75,8 @@ func (s *Soak) faultKinds() map[string]faultFunc {
 }
 
 // runFaults injects faults until produce ends and every kind was injected
-// at least once: first every kind in a random order, then random kinds, a
-// random gap apart; it stops at once when the soak's ctx ends. A fault
+// at least once: first every kind in a random order, then random kinds,
+// a random gap apart; it stops at once when the soak's ctx ends. A fault
 // being repaired then is finished.
 func (s *Soak) runFaults(ctx, produce context.Context, rng *rand.Rand) {
 	kinds := s.faultKinds()
@@ -86,8 +86,15 @@ func (s *Soak) runFaults(ctx, produce context.Context, rng *rand.Rand) {
 	}
 	slices.Sort(names)
 	order := rng.Perm(len(names))
+	// In a long run onsets are a random gap apart, counted from the
+	// previous fault's onset (a fault every 30-60 s), not from its repair:
+	// one whose repair took longer than the gap is followed at once. A short
+	// run counts the gap from the repair, so that its scaled-down gaps still
+	// leave the pipeline a moment between faults.
+	next := time.Now()
 	for i := 0; ; i++ {
 		gap := s.t.gapMin + time.Duration(rng.Int64N(int64(s.t.gapMax-s.t.gapMin)+1))
+		next = next.Add(gap)
 		if ctx.Err() != nil || (i >= len(names) && produce.Err() != nil) {
 			return
 		}
@@ -98,8 +105,11 @@ func (s *Soak) runFaults(ctx, produce context.Context, rng *rand.Rand) {
 			if i >= len(names) {
 				return
 			}
-			sleep(ctx, gap)
-		case <-time.After(gap):
+			sleep(ctx, time.Until(next))
+		case <-time.After(time.Until(next)):
+		}
+		if now := time.Now(); !s.t.gapFromOnset || next.Before(now) {
+			next = now
 		}
 		var kind string
 		if i < len(names) {
