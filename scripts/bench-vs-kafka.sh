@@ -110,6 +110,11 @@ die() {
 }
 say() { echo "bench-vs-kafka: $*" >&2; }
 
+# start_tributary, stop_tributary, bench_setup (dir, traps), median,
+# table_header and table_row.
+# shellcheck source=scripts/bench-lib.sh
+. "$here/bench-lib.sh"
+
 for v in records runs e2e_records; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, not '${!v}'"
 done
@@ -121,31 +126,7 @@ done
 [[ $rf3_warmup_records =~ ^[0-9]+$ ]] || die "BENCH_RF3_WARMUP_RECORDS must be a number, not '$rf3_warmup_records'"
 command -v kcat >/dev/null || die "kcat not found: run \`make deps\`"
 
-if [ -n "${BENCH_DIR:-}" ]; then
-	mkdir -p "$BENCH_DIR"
-	dir=$(realpath "$BENCH_DIR")
-else
-	dir=$(mktemp -d "${TMPDIR:-/tmp}/tributary-bench.XXXXXX")
-fi
-export TRIBUTARY_KAFKA_DIR=$dir/kafka
-export TRIBUTARY_KAFKA_DATA=$dir/kafka-data
-tributary_pid=
-
-stop_tributary() {
-	local deadline
-	[ -n "$tributary_pid" ] || return 0
-	kill -TERM "$tributary_pid" 2>/dev/null || true
-	deadline=$((SECONDS + 30))
-	while kill -0 "$tributary_pid" 2>/dev/null; do
-		if [ $SECONDS -ge $deadline ]; then
-			say "tributary broker ignored SIGTERM for 30s; killing it"
-			kill -KILL "$tributary_pid" 2>/dev/null || true
-		fi
-		sleep 0.1
-	done
-	wait "$tributary_pid" 2>/dev/null || true
-	tributary_pid=
-}
+bench_setup tributary-bench
 
 # The replicated clusters: Kafka node N runs scripts/kafka.sh with its own
 # state dir, node id and a port offset of 2N (client 19092+2N, controller
@@ -266,22 +247,8 @@ EOF
 	done
 }
 
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	stop_tributary
-	bash "$here/kafka.sh" stop || true
-	stop_rf3
-	if [ -n "${BENCH_KEEP:-}" ] || [ -n "${BENCH_DIR:-}" ]; then
-		say "logs and raw results kept in $dir"
-	else
-		rm -rf "$dir"
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# bench_cleanup (bench-lib.sh) runs it after stopping the single brokers.
+bench_stop_extra() { stop_rf3; }
 
 say "load at the start: $(uptime)"
 say "building bin/tributary"
@@ -314,41 +281,18 @@ else
 fi
 
 say "starting tributary broker on $tributary_addr"
-mkdir -p "$dir/tributary" "$dir/tributary-data"
-cat >"$dir/tributary/server.properties" <<EOF
-broker.id=1
-listeners=PLAINTEXT://$tributary_addr
-log.dirs=$dir/tributary-data
-num.partitions=1
-group.initial.rebalance.delay.ms=0
-EOF
-check_ports=("$tributary_addr")
+# As scripts/kafka.sh configures Kafka: the Java consumer's group joins at once.
+tributary_props=(group.initial.rebalance.delay.ms=0)
 if [ "$secure" = 1 ]; then
-	check_ports+=("$tributary_sec_addr")
-	sed -i "s|^listeners=.*|listeners=PLAINTEXT://$tributary_addr,SASL_SSL://$tributary_sec_addr|" "$dir/tributary/server.properties"
-	cat >>"$dir/tributary/server.properties" <<EOF
-ssl.keystore.type=PEM
-ssl.keystore.location=$sec/broker.pem
-listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-512
-EOF
+	if nc -z -w 1 "${tributary_sec_addr%:*}" "${tributary_sec_addr##*:}" >/dev/null 2>&1; then
+		die "port $tributary_sec_addr is already in use (or set TRIBUTARY_TEST_PORT_OFFSET)"
+	fi
+	# A repeated key's last value wins: the listeners replace start_tributary's.
+	tributary_props+=("listeners=PLAINTEXT://$tributary_addr,SASL_SSL://$tributary_sec_addr"
+		ssl.keystore.type=PEM "ssl.keystore.location=$sec/broker.pem"
+		listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-512)
 fi
-for a in "${check_ports[@]}"; do
-	if nc -z -w 1 "${a%:*}" "${a##*:}" >/dev/null 2>&1; then
-		die "port $a is already in use (or set TRIBUTARY_TEST_PORT_OFFSET)"
-	fi
-done
-"$bin" broker --config "$dir/tributary/server.properties" </dev/null >"$dir/tributary/broker.log" 2>&1 &
-tributary_pid=$!
-deadline=$((SECONDS + 60))
-until kcat -L -b "$tributary_addr" -m 3 2>/dev/null | grep -q ' 1 brokers:'; do
-	if ! kill -0 "$tributary_pid" 2>/dev/null; then
-		tail -n 30 "$dir/tributary/broker.log" >&2
-		tributary_pid=
-		die "tributary broker exited before serving on $tributary_addr"
-	fi
-	[ $SECONDS -lt $deadline ] || die "tributary broker not serving on $tributary_addr after 60s"
-	sleep 0.2
-done
+start_tributary "$tributary_addr" tributary "${tributary_props[@]}"
 
 if [ "$secure" = 1 ]; then
 	# Through the PLAINTEXT listener: nobody can log in before the user exists.
@@ -653,22 +597,16 @@ if [ "$rf3" = 1 ]; then
 	result_prefix=
 fi
 
-# median FIELD_FN FIELD SYSTEM KIND: median over the runs.
-median() {
+# runs_median FIELD_FN FIELD SYSTEM KIND: median over the runs.
+runs_median() {
 	local fn=$1 field=$2 system=$3 kind=$4 run
 	for run in $(seq 1 "$runs"); do
 		"$fn" "$dir/results/$system.$kind.$run" "$field"
-	done | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+	done | median
 }
 
 row() {
-	local label=$1 fn=$2 field=$3 kind=$4 k t
-	k=$(median "$fn" "$field" kafka "$kind")
-	t=$(median "$fn" "$field" tributary "$kind")
-	awk -v l="$label" -v k="$k" -v t="$t" 'BEGIN {
-		r = (k > 0) ? sprintf("%.2fx", t / k) : "n/a"
-		printf "| %-30s | %12.2f | %12.2f | %7s |\n", l, k, t, r
-	}'
+	table_row "$1" "$(runs_median "$2" "$3" kafka "$4")" "$(runs_median "$2" "$3" tributary "$4")"
 }
 
 echo
@@ -683,8 +621,7 @@ fi
 echo "ratio = tributary / kafka (throughput: higher is better; latency: lower is better)"
 echo "load at the end: $(uptime)"
 echo
-printf '| %-30s | %12s | %12s | %7s |\n' metric kafka tributary ratio
-printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..32})" "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..9})"
+table_header
 row "produce records/s" perf_field 2 produce
 row "produce MB/s" perf_field 3 produce
 row "produce p99 ms" perf_field 8 produce
@@ -734,10 +671,10 @@ fi
 # system, their ratio per system, and ours over Kafka's under SASL_SSL.
 secure_row() {
 	local label=$1 fn=$2 field=$3 kind=$4 kp ks tp ts
-	kp=$(median "$fn" "$field" kafka "$kind")
-	ks=$(median "$fn" "$field" kafka "sec-$kind")
-	tp=$(median "$fn" "$field" tributary "$kind")
-	ts=$(median "$fn" "$field" tributary "sec-$kind")
+	kp=$(runs_median "$fn" "$field" kafka "$kind")
+	ks=$(runs_median "$fn" "$field" kafka "sec-$kind")
+	tp=$(runs_median "$fn" "$field" tributary "$kind")
+	ts=$(runs_median "$fn" "$field" tributary "sec-$kind")
 	awk -v l="$label" -v kp="$kp" -v ks="$ks" -v tp="$tp" -v ts="$ts" '
 		function ratio(a, b) { return (b > 0) ? sprintf("%.2fx", a / b) : "n/a" }
 		BEGIN {
