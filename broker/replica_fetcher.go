@@ -305,15 +305,22 @@ func nextBackoff(d time.Duration) time.Duration {
 	return min(max(2*d, 50*time.Millisecond), time.Second)
 }
 
-// errLeaderBehind marks an answer of a leader that does not serve the
-// partition yet (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION) or is
-// at an older leader epoch than ours (UNKNOWN_LEADER_EPOCH): its metadata
-// lags ours by the time its reconciler takes to open the log. A follower
-// hears of a new partition about when its leader does, so this is the
-// usual first answer for a new replicated partition, whose first records
-// wait for the followers: the retries start at 2 ms (nextBehindBackoff)
-// instead of nextBackoff's 50.
+// errLeaderBehind marks an answer about a new partition (an empty log that
+// never had a record: newPartition) of a leader that does not serve it yet
+// (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION) or is at an older
+// leader epoch than ours (UNKNOWN_LEADER_EPOCH): its metadata lags ours by
+// the time its reconciler takes to open the log. A follower hears of a new
+// partition about when its leader does, so this is the usual first answer
+// for a new replicated partition, whose first records wait for the
+// followers: the retries start at 2 ms (nextBehindBackoff) instead of
+// nextBackoff's 50. Partitions with data keep nextBackoff's pace (a leader
+// change after a broker failure is not sped up).
 var errLeaderBehind = errors.New("the leader does not serve the partition at our epoch yet")
+
+// newPartition reports whether p's log is empty and never had a record.
+func newPartition(p *partition) bool {
+	return p.log.EndOffset() == 0 && p.log.StartOffset() == 0
+}
 
 // leaderBehind reports whether code is one of errLeaderBehind's.
 func leaderBehind(code int16) bool {
@@ -387,9 +394,9 @@ func (f *fetcher) truncateAll(ctx context.Context, leader *kgo.Broker, parts []f
 			continue
 		}
 		if a.ErrorCode != 0 {
-			if firstErr == nil || (errors.Is(firstErr, errLeaderBehind) && !leaderBehind(a.ErrorCode)) {
+			if firstErr == nil || (errors.Is(firstErr, errLeaderBehind) && !(leaderBehind(a.ErrorCode) && newPartition(p))) {
 				firstErr = kerr.ErrorForCode(a.ErrorCode)
-				if leaderBehind(a.ErrorCode) {
+				if leaderBehind(a.ErrorCode) && newPartition(p) {
 					firstErr = fmt.Errorf("%w: %w", errLeaderBehind, firstErr)
 				}
 			}
@@ -509,7 +516,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, leader *kgo.Broker, parts []fol
 			}
 			if !f.applyFetched(fp, rp) {
 				progressed = false
-				behind = behind && leaderBehind(rp.ErrorCode)
+				behind = behind && leaderBehind(rp.ErrorCode) && newPartition(fp.p)
 			}
 		}
 	}
