@@ -380,26 +380,29 @@ run_kcat() {
 		'BEGIN { s = t1 - t0; c = (c1 - c0) / hz; printf "%d %.3f %.1f %.3f %.4f\n", n, s, n / s, c, c * 1e6 / n }' >"$out"
 }
 
-# run_java_consume SYSTEM ADDR RUN TOPIC: Kafka's kafka-consumer-perf-test
-# reads BENCH_RECORDS records of TOPIC with a group of its own; its output
-# goes to $dir/results/SYSTEM.javacons.RUN, the broker's CPU-seconds per
-# million records to the same with .cpu.
+# run_java_consume SYSTEM ADDR RUN TOPIC [N]: Kafka's kafka-consumer-perf-test
+# reads N (default BENCH_RECORDS) records of TOPIC with a group of its own;
+# its output goes to $dir/results/SYSTEM.javacons.RUN, the broker's
+# CPU-seconds per million records to the same with .cpu. --timeout is the
+# longest wait for a record, the group join included: the first group of a
+# Kafka broker waits for __consumer_offsets to be created (50 partitions),
+# which is why the warm-up runs it once per system.
 run_java_consume() {
-	local system=$1 addr=$2 run=$3 topic=$4 out pid c0 c1
+	local system=$1 addr=$2 run=$3 topic=$4 n=${5:-$records} out pid c0 c1
 	out=$dir/results/$system.javacons.$run
 	say "run $run/$runs: Kafka ConsumerPerformance against $system"
 	pid=$(broker_pid "$system")
 	c0=$(cpu_ticks "$pid")
 	if ! bash "$here/kafka.sh" run org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "$addr" \
-		--topic "$topic" --messages "$records" --timeout 30000 --group "bench-javacons-r$run" \
+		--topic "$topic" --messages "$n" --timeout 120000 --group "bench-javacons-r$run" \
 		>"$out" 2>"$out.err"; then
 		cat "$out" "$out.err" >&2
 		die "ConsumerPerformance against $system ($addr) failed"
 	fi
 	c1=$(cpu_ticks "$pid")
-	awk -v b="$c0" -v a="$c1" -v hz="$clk_tck" -v n="$records" 'BEGIN { printf "%.4f\n", (a - b) / hz / n * 1e6 }' >"$out.cpu"
-	[ "$(consume_field "$out" 5)" = "$records" ] ||
-		die "ConsumerPerformance against $system consumed $(consume_field "$out" 5) of $records records"
+	awk -v b="$c0" -v a="$c1" -v hz="$clk_tck" -v n="$n" 'BEGIN { printf "%.4f\n", (a - b) / hz / n * 1e6 }' >"$out.cpu"
+	[ "$(consume_field "$out" 5)" = "$n" ] ||
+		die "ConsumerPerformance against $system consumed $(consume_field "$out" 5) of $n records"
 }
 
 # field FILE N: field N of the one line of FILE.
@@ -494,6 +497,10 @@ if [ "$warmup_records" -gt 0 ]; then
 		both "$proto" warmup consume --topic bench-warmup --records "$warmup_records" \
 			--record-size 100 --partitions 6 --timeout-ms 30000
 	done
+	if [ "$java_consumer" = 1 ]; then
+		run_java_consume kafka "$kafka_addr" warmup bench-warmup "$warmup_records"
+		run_java_consume tributary "$tributary_addr" warmup bench-warmup "$warmup_records"
+	fi
 fi
 
 for run in $(seq 1 "$runs"); do
