@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
@@ -266,8 +267,10 @@ func (f *fetcher) run(ctx context.Context) {
 		}
 		leaderBroker := cl.SeedBrokers()[0]
 		if err := f.truncateAll(ctx, leaderBroker, parts); err != nil {
-			b.res.logs.log(slog.LevelInfo, "replica-truncate-"+strconv.Itoa(int(f.leader)), "asking the leader for epoch end offsets", "leader", f.leader, "err", err)
-			backoff = nextBackoff(backoff)
+			if !errors.Is(err, errLeaderBehind) {
+				b.res.logs.log(slog.LevelInfo, "replica-truncate-"+strconv.Itoa(int(f.leader)), "asking the leader for epoch end offsets", "leader", f.leader, "err", err)
+			}
+			backoff = backoffAfter(backoff, err)
 			continue
 		}
 		// Again: the partitions just reconciled are fetched in this
@@ -288,10 +291,10 @@ func (f *fetcher) run(ctx context.Context) {
 			continue
 		}
 		if err != nil || !ok {
-			if err != nil && ctx.Err() == nil {
+			if err != nil && ctx.Err() == nil && !errors.Is(err, errLeaderBehind) {
 				b.res.logs.log(slog.LevelInfo, "replica-fetch-"+strconv.Itoa(int(f.leader)), "fetching from the leader", "leader", f.leader, "err", err)
 			}
-			backoff = nextBackoff(backoff)
+			backoff = backoffAfter(backoff, err)
 			continue
 		}
 		backoff = 0
@@ -300,6 +303,45 @@ func (f *fetcher) run(ctx context.Context) {
 
 func nextBackoff(d time.Duration) time.Duration {
 	return min(max(2*d, 50*time.Millisecond), time.Second)
+}
+
+// errLeaderBehind marks an answer about a new partition (an empty log that
+// never had a record: newPartition) of a leader that does not serve it yet
+// (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION) or is at an older
+// leader epoch than ours (UNKNOWN_LEADER_EPOCH): its metadata lags ours by
+// the time its reconciler takes to open the log. A follower hears of a new
+// partition about when its leader does, so this is the usual first answer
+// for a new replicated partition, whose first records wait for the
+// followers: the retries start at 2 ms (nextBehindBackoff) instead of
+// nextBackoff's 50. Partitions with data keep nextBackoff's pace (a leader
+// change after a broker failure is not sped up).
+var errLeaderBehind = errors.New("the leader does not serve the partition at our epoch yet")
+
+// newPartition reports whether p's log is empty and never had a record.
+func newPartition(p *partition) bool {
+	return p.log.EndOffset() == 0 && p.log.StartOffset() == 0
+}
+
+// leaderBehind reports whether code is one of errLeaderBehind's.
+func leaderBehind(code int16) bool {
+	switch code {
+	case kerr.NotLeaderForPartition.Code, kerr.UnknownTopicOrPartition.Code, kerr.UnknownLeaderEpoch.Code:
+		return true
+	}
+	return false
+}
+
+// nextBehindBackoff doubles from 2 ms up to nextBackoff's ceiling.
+func nextBehindBackoff(d time.Duration) time.Duration {
+	return min(max(2*d, 2*time.Millisecond), time.Second)
+}
+
+// backoffAfter is the back-off after err (or a fetch that made no progress).
+func backoffAfter(d time.Duration, err error) time.Duration {
+	if errors.Is(err, errLeaderBehind) {
+		return nextBehindBackoff(d)
+	}
+	return nextBackoff(d)
 }
 
 // truncateAll reconciles the logs marked for truncation with the leader's.
@@ -352,8 +394,11 @@ func (f *fetcher) truncateAll(ctx context.Context, leader *kgo.Broker, parts []f
 			continue
 		}
 		if a.ErrorCode != 0 {
-			if firstErr == nil {
+			if firstErr == nil || (errors.Is(firstErr, errLeaderBehind) && !(leaderBehind(a.ErrorCode) && newPartition(p))) {
 				firstErr = kerr.ErrorForCode(a.ErrorCode)
+				if leaderBehind(a.ErrorCode) && newPartition(p) {
+					firstErr = fmt.Errorf("%w: %w", errLeaderBehind, firstErr)
+				}
 			}
 			continue
 		}
@@ -459,7 +504,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, leader *kgo.Broker, parts []fol
 	if resp.ErrorCode != 0 {
 		return false, kerr.ErrorForCode(resp.ErrorCode)
 	}
-	progressed := true
+	progressed, behind := true, true
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {
 			fp, ok := byKey[rt.Topic][rp.Partition]
@@ -471,8 +516,13 @@ func (f *fetcher) fetchOnce(ctx context.Context, leader *kgo.Broker, parts []fol
 			}
 			if !f.applyFetched(fp, rp) {
 				progressed = false
+				behind = behind && leaderBehind(rp.ErrorCode) && newPartition(fp.p)
 			}
 		}
+	}
+	if !progressed && behind {
+		// Only partitions the leader does not serve yet held it back.
+		return false, errLeaderBehind
 	}
 	return progressed, nil
 }

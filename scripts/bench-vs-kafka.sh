@@ -10,6 +10,17 @@
 #                  broker's CPU seconds per million records (/proc/PID/stat)
 #   kcat -C -e     the same records back with kcat (librdkafka's defaults):
 #                  wall time to every partition's end, broker CPU likewise
+#   Java consumer  the same records back with Kafka's own
+#                  kafka-consumer-perf-test (org.apache.kafka.tools.
+#                  ConsumerPerformance of the 3.9 jars, a group of one
+#                  consumer, the Java client's defaults), broker CPU likewise;
+#                  nMsg.sec counts from before the group join, fetch.nMsg.sec
+#                  from after it
+#   transactions   unless BENCH_TXN=0: bench produce --transactional-id with
+#                  --txn-records 1000 (one committed transaction per 1,000
+#                  records, acks=all), then the same records consumed with
+#                  --isolation-level read_committed and read_uncommitted,
+#                  broker CPU per million records for each
 #   bench e2e      BENCH_E2E_RECORDS records at BENCH_E2E_THROUGHPUT records/s:
 #                  latency at a fixed rate both can carry; unthrottled, it would
 #                  only measure the producer's queue (-1 for that anyway)
@@ -34,7 +45,11 @@
 #   BENCH_WARMUP_RECORDS  produced and consumed once per system before the
 #                         measured runs, so that neither is measured cold (a JVM
 #                         before its JIT warms up); 0 to skip (default 200000)
-#   BENCH_JAVA_TOOLS=1    also runs Kafka's own ProducerPerformance against both
+#   BENCH_JAVA_TOOLS=1    also runs Kafka's own ProducerPerformance against both,
+#                         plain (acks=1) and transactional (acks=all,
+#                         --transactional-id, --transaction-duration-ms 100)
+#   BENCH_JAVA_CONSUMER=0 skips the Java consumer rows (default 1: run them)
+#   BENCH_TXN=0           skips the transactional rows (default 1: run them)
 #   BENCH_RF3=0           skips the replicated rows (default 1: run them)
 #   BENCH_SECURE=0        skips the SASL_SSL rows (default 1: run them)
 #   BENCH_RF3_WARMUP_RECORDS  produced once per replicated system before its
@@ -52,8 +67,11 @@
 # dir, on one topic per system of 6 partitions, replication factor 3 and
 # min.insync.replicas=2:
 #   bench produce  BENCH_RECORDS records of 100 bytes, acks=all, unthrottled
+#   bench e2e      BENCH_E2E_RECORDS at BENCH_E2E_THROUGHPUT records/s, acks=all,
+#                  into a second topic of replication factor 3 and a third of
+#                  replication factor 1 on the same three brokers
 # after one unmeasured warm-up produce per system (BENCH_RF3_WARMUP_RECORDS)
-# into the same topic. One topic, not one per run: the first produce into a
+# into the same topic (and a tenth of an e2e run into each e2e topic). One topic, not one per run: the first produce into a
 # new replicated topic waits for the followers to start fetching it (seen:
 # ours up to ~0.8 s, a large part of a short run), which is not the steady
 # state this row compares.
@@ -76,6 +94,8 @@ e2e_throughput=${BENCH_E2E_THROUGHPUT:-20000}
 warmup_records=${BENCH_WARMUP_RECORDS:-200000}
 rf3=${BENCH_RF3:-1}
 rf3_warmup_records=${BENCH_RF3_WARMUP_RECORDS:-1000000}
+java_consumer=${BENCH_JAVA_CONSUMER:-1}
+txn=${BENCH_TXN:-1}
 offset=${TRIBUTARY_TEST_PORT_OFFSET:-0}
 kafka_addr=127.0.0.1:$((19092 + offset))
 tributary_addr=127.0.0.1:$((19192 + offset))
@@ -90,40 +110,23 @@ die() {
 }
 say() { echo "bench-vs-kafka: $*" >&2; }
 
+# start_tributary, stop_tributary, bench_setup (dir, traps), median,
+# table_header and table_row.
+# shellcheck source=scripts/bench-lib.sh
+. "$here/bench-lib.sh"
+
 for v in records runs e2e_records; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, not '${!v}'"
 done
 [[ $warmup_records =~ ^[0-9]+$ ]] || die "BENCH_WARMUP_RECORDS must be a number, not '$warmup_records'"
 [[ $rf3 =~ ^[01]$ ]] || die "BENCH_RF3 must be 0 or 1, not '$rf3'"
 [[ $secure =~ ^[01]$ ]] || die "BENCH_SECURE must be 0 or 1, not '$secure'"
+[[ $java_consumer =~ ^[01]$ ]] || die "BENCH_JAVA_CONSUMER must be 0 or 1, not '$java_consumer'"
+[[ $txn =~ ^[01]$ ]] || die "BENCH_TXN must be 0 or 1, not '$txn'"
 [[ $rf3_warmup_records =~ ^[0-9]+$ ]] || die "BENCH_RF3_WARMUP_RECORDS must be a number, not '$rf3_warmup_records'"
 command -v kcat >/dev/null || die "kcat not found: run \`make deps\`"
 
-if [ -n "${BENCH_DIR:-}" ]; then
-	mkdir -p "$BENCH_DIR"
-	dir=$(realpath "$BENCH_DIR")
-else
-	dir=$(mktemp -d "${TMPDIR:-/tmp}/tributary-bench.XXXXXX")
-fi
-export TRIBUTARY_KAFKA_DIR=$dir/kafka
-export TRIBUTARY_KAFKA_DATA=$dir/kafka-data
-tributary_pid=
-
-stop_tributary() {
-	local deadline
-	[ -n "$tributary_pid" ] || return 0
-	kill -TERM "$tributary_pid" 2>/dev/null || true
-	deadline=$((SECONDS + 30))
-	while kill -0 "$tributary_pid" 2>/dev/null; do
-		if [ $SECONDS -ge $deadline ]; then
-			say "tributary broker ignored SIGTERM for 30s; killing it"
-			kill -KILL "$tributary_pid" 2>/dev/null || true
-		fi
-		sleep 0.1
-	done
-	wait "$tributary_pid" 2>/dev/null || true
-	tributary_pid=
-}
+bench_setup tributary-bench
 
 # The replicated clusters: Kafka node N runs scripts/kafka.sh with its own
 # state dir, node id and a port offset of 2N (client 19092+2N, controller
@@ -232,6 +235,7 @@ broker.id=$n
 listeners=PLAINTEXT://$addr
 log.dirs=$dir/tributary-rf3-$n-data
 num.partitions=1
+group.initial.rebalance.delay.ms=0
 zookeeper.connect=$zk_addr
 EOF
 		"$bin" broker --config "$dir/tributary-rf3-$n/server.properties" </dev/null \
@@ -243,23 +247,10 @@ EOF
 	done
 }
 
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	stop_tributary
-	bash "$here/kafka.sh" stop || true
-	stop_rf3
-	if [ -n "${BENCH_KEEP:-}" ] || [ -n "${BENCH_DIR:-}" ]; then
-		say "logs and raw results kept in $dir"
-	else
-		rm -rf "$dir"
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# bench_cleanup (bench-lib.sh) runs it after stopping the single brokers.
+bench_stop_extra() { stop_rf3; }
 
+say "load at the start: $(uptime)"
 say "building bin/tributary"
 "${MAKE:-make}" --no-print-directory -s build
 
@@ -290,40 +281,18 @@ else
 fi
 
 say "starting tributary broker on $tributary_addr"
-mkdir -p "$dir/tributary" "$dir/tributary-data"
-cat >"$dir/tributary/server.properties" <<EOF
-broker.id=1
-listeners=PLAINTEXT://$tributary_addr
-log.dirs=$dir/tributary-data
-num.partitions=1
-EOF
-check_ports=("$tributary_addr")
+# As scripts/kafka.sh configures Kafka: the Java consumer's group joins at once.
+tributary_props=(group.initial.rebalance.delay.ms=0)
 if [ "$secure" = 1 ]; then
-	check_ports+=("$tributary_sec_addr")
-	sed -i "s|^listeners=.*|listeners=PLAINTEXT://$tributary_addr,SASL_SSL://$tributary_sec_addr|" "$dir/tributary/server.properties"
-	cat >>"$dir/tributary/server.properties" <<EOF
-ssl.keystore.type=PEM
-ssl.keystore.location=$sec/broker.pem
-listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-512
-EOF
+	if nc -z -w 1 "${tributary_sec_addr%:*}" "${tributary_sec_addr##*:}" >/dev/null 2>&1; then
+		die "port $tributary_sec_addr is already in use (or set TRIBUTARY_TEST_PORT_OFFSET)"
+	fi
+	# A repeated key's last value wins: the listeners replace start_tributary's.
+	tributary_props+=("listeners=PLAINTEXT://$tributary_addr,SASL_SSL://$tributary_sec_addr"
+		ssl.keystore.type=PEM "ssl.keystore.location=$sec/broker.pem"
+		listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-512)
 fi
-for a in "${check_ports[@]}"; do
-	if nc -z -w 1 "${a%:*}" "${a##*:}" >/dev/null 2>&1; then
-		die "port $a is already in use (or set TRIBUTARY_TEST_PORT_OFFSET)"
-	fi
-done
-"$bin" broker --config "$dir/tributary/server.properties" </dev/null >"$dir/tributary/broker.log" 2>&1 &
-tributary_pid=$!
-deadline=$((SECONDS + 60))
-until kcat -L -b "$tributary_addr" -m 3 2>/dev/null | grep -q ' 1 brokers:'; do
-	if ! kill -0 "$tributary_pid" 2>/dev/null; then
-		tail -n 30 "$dir/tributary/broker.log" >&2
-		tributary_pid=
-		die "tributary broker exited before serving on $tributary_addr"
-	fi
-	[ $SECONDS -lt $deadline ] || die "tributary broker not serving on $tributary_addr after 60s"
-	sleep 0.2
-done
+start_tributary "$tributary_addr" tributary "${tributary_props[@]}"
 
 if [ "$secure" = 1 ]; then
 	# Through the PLAINTEXT listener: nobody can log in before the user exists.
@@ -375,7 +344,7 @@ perf_field() {
 cpu_field() { cat "$1.cpu" || die "no CPU figure for $1"; }
 
 # consume_field FILE N: field N of the CSV line after kafka-consumer-perf-test's
-# header (4 MB.sec, 6 nMsg.sec).
+# header (4 MB.sec, 5 nMsg, 6 nMsg.sec; the Java tool's 10 fetch.nMsg.sec).
 consume_field() {
 	awk -F', *' -v n="$2" -v f="$1" '
 		/^start\.time/ { header = 1; next }
@@ -409,6 +378,31 @@ run_kcat() {
 	c1=$(cpu_ticks "$pid")
 	awk -v n="$records" -v t0="$t0" -v t1="$t1" -v c0="$c0" -v c1="$c1" -v hz="$clk_tck" \
 		'BEGIN { s = t1 - t0; c = (c1 - c0) / hz; printf "%d %.3f %.1f %.3f %.4f\n", n, s, n / s, c, c * 1e6 / n }' >"$out"
+}
+
+# run_java_consume SYSTEM ADDR RUN TOPIC [N]: Kafka's kafka-consumer-perf-test
+# reads N (default BENCH_RECORDS) records of TOPIC with a group of its own;
+# its output goes to $dir/results/SYSTEM.javacons.RUN, the broker's
+# CPU-seconds per million records to the same with .cpu. --timeout is the
+# longest wait for a record, the group join included: the first group of a
+# Kafka broker waits for __consumer_offsets to be created (50 partitions),
+# which is why the warm-up runs it once per system.
+run_java_consume() {
+	local system=$1 addr=$2 run=$3 topic=$4 n=${5:-$records} out pid c0 c1
+	out=$dir/results/$system.javacons.$run
+	say "run $run/$runs: Kafka ConsumerPerformance against $system"
+	pid=$(broker_pid "$system")
+	c0=$(cpu_ticks "$pid")
+	if ! bash "$here/kafka.sh" run org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "$addr" \
+		--topic "$topic" --messages "$n" --timeout 120000 --group "bench-javacons-r$run" \
+		>"$out" 2>"$out.err"; then
+		cat "$out" "$out.err" >&2
+		die "ConsumerPerformance against $system ($addr) failed"
+	fi
+	c1=$(cpu_ticks "$pid")
+	awk -v b="$c0" -v a="$c1" -v hz="$clk_tck" -v n="$n" 'BEGIN { printf "%.4f\n", (a - b) / hz / n * 1e6 }' >"$out.cpu"
+	[ "$(consume_field "$out" 5)" = "$n" ] ||
+		die "ConsumerPerformance against $system consumed $(consume_field "$out" 5) of $n records"
 }
 
 # field FILE N: field N of the one line of FILE.
@@ -448,14 +442,16 @@ run_bench() {
 	fi
 }
 
-# run_java_perf SYSTEM ADDR RUN: Kafka's own ProducerPerformance, for reference.
+# run_java_perf SYSTEM ADDR RUN [KIND ACKS ARGS...]: Kafka's own
+# ProducerPerformance, for reference (KIND javaperf, acks=1, by default).
 run_java_perf() {
-	local system=$1 addr=$2 run=$3 out
-	out=$dir/results/$system.javaperf.$run
-	say "run $run/$runs: Kafka ProducerPerformance against $system"
-	if ! bash "$here/kafka.sh" run org.apache.kafka.tools.ProducerPerformance --topic "javaperf-r$run" \
-		--num-records "$records" --record-size 100 --throughput -1 \
-		--producer-props bootstrap.servers="$addr" acks=1 >"$out.raw" 2>"$out.err"; then
+	local system=$1 addr=$2 run=$3 kind=${4:-javaperf} acks=${5:-1} out
+	shift $(($# < 5 ? $# : 5))
+	out=$dir/results/$system.$kind.$run
+	say "run $run/$runs: Kafka ProducerPerformance ($kind) against $system"
+	if ! bash "$here/kafka.sh" run org.apache.kafka.tools.ProducerPerformance --topic "$kind-r$run" \
+		--num-records "$records" --record-size 100 --throughput -1 "$@" \
+		--producer-props bootstrap.servers="$addr" acks="$acks" >"$out.raw" 2>"$out.err"; then
 		cat "$out.raw" "$out.err" >&2
 		die "ProducerPerformance against $system failed"
 	fi
@@ -466,19 +462,21 @@ run_java_perf() {
 
 # both PROTOCOL RUN KIND ARGS...: run_bench against Kafka, then against
 # Tributary, over PLAINTEXT (plain) or SASL_SSL (sec: results prefixed
-# sec-, --command-config added, topic names of ARGS prefixed sec-).
+# sec-, --command-config added, topic names of ARGS prefixed sec-); results
+# are prefixed label_prefix too.
+label_prefix=
 both() {
 	local proto=$1 run=$2 kind=$3 system addr args
 	shift 3
 	for system in kafka tributary; do
 		args=("$@")
 		if [ "$proto" = sec ]; then
-			result_prefix=sec-
+			result_prefix=sec-$label_prefix
 			addr=$kafka_sec_addr
 			[ "$system" = tributary ] && addr=$tributary_sec_addr
 			args=("${args[@]/#bench-/sec-bench-}" --command-config "$client_config")
 		else
-			result_prefix=
+			result_prefix=$label_prefix
 			addr=$kafka_addr
 			[ "$system" = tributary ] && addr=$tributary_addr
 		fi
@@ -499,6 +497,10 @@ if [ "$warmup_records" -gt 0 ]; then
 		both "$proto" warmup consume --topic bench-warmup --records "$warmup_records" \
 			--record-size 100 --partitions 6 --timeout-ms 30000
 	done
+	if [ "$java_consumer" = 1 ]; then
+		run_java_consume kafka "$kafka_addr" warmup bench-warmup "$warmup_records"
+		run_java_consume tributary "$tributary_addr" warmup bench-warmup "$warmup_records"
+	fi
 fi
 
 for run in $(seq 1 "$runs"); do
@@ -514,12 +516,32 @@ for run in $(seq 1 "$runs"); do
 		addr=$kafka_addr
 		[ "$system" = tributary ] && addr=$tributary_addr
 		run_kcat "$system" "$addr" "$run" "bench-r$run"
+		[ "$java_consumer" = 0 ] || run_java_consume "$system" "$addr" "$run" "bench-r$run"
 	done
+	if [ "$txn" = 1 ]; then
+		label_prefix=txn-
+		both plain "$run" produce --topic "bench-txn-r$run" --records "$records" \
+			--record-size 100 --acks -1 --partitions 6 --transactional-id "bench-txn-r$run" --txn-records 1000
+		for iso in read_committed read_uncommitted; do
+			label_prefix=txn-$iso-
+			both plain "$run" consume --topic "bench-txn-r$run" --records "$records" \
+				--record-size 100 --partitions 6 --timeout-ms 30000 --isolation-level "$iso"
+		done
+		label_prefix=
+	fi
 	both plain "$run" e2e --topic "bench-e2e-r$run" --records "$e2e_records" \
 		--record-size 100 --acks 1 --partitions 6 --throughput "$e2e_throughput" --timeout-ms 30000
 	if [ -n "${BENCH_JAVA_TOOLS:-}" ]; then
 		run_java_perf kafka "$kafka_addr" "$run"
 		run_java_perf tributary "$tributary_addr" "$run"
+		if [ "$txn" = 1 ]; then
+			for system in kafka tributary; do
+				addr=$kafka_addr
+				[ "$system" = tributary ] && addr=$tributary_addr
+				run_java_perf "$system" "$addr" "$run" javaperf-txn all \
+					--transactional-id "javaperf-txn-r$run" --transaction-duration-ms 100
+			done
+		fi
 	fi
 done
 
@@ -527,8 +549,9 @@ done
 # min.insync.replicas=2, created by the same client on both systems; bench
 # then finds it and waits until every partition has a leader.
 create_rf3_topic() {
-	"$bin" topics create --bootstrap "$1" --topic "$2" --partitions 6 --replication-factor 3 \
-		--config min.insync.replicas=2 >/dev/null || die "cannot create topic $2 on $1"
+	local rf=${3:-3}
+	"$bin" topics create --bootstrap "$1" --topic "$2" --partitions 6 --replication-factor "$rf" \
+		--config min.insync.replicas=$((rf < 2 ? rf : 2)) >/dev/null || die "cannot create topic $2 on $1"
 }
 
 if [ "$rf3" = 1 ]; then
@@ -537,8 +560,21 @@ if [ "$rf3" = 1 ]; then
 	bash "$here/kafka.sh" stop
 	start_rf3
 	result_prefix=rf3-
-	create_rf3_topic "$rf3_kafka_addrs" bench-rf3
-	create_rf3_topic "$rf3_tributary_addrs" bench-rf3
+	for addr in "$rf3_kafka_addrs" "$rf3_tributary_addrs"; do
+		create_rf3_topic "$addr" bench-rf3
+		create_rf3_topic "$addr" bench-rf3-e2e
+		create_rf3_topic "$addr" bench-rf1-e2e 1
+	done
+	for system in kafka tributary; do
+		addr=$rf3_kafka_addrs
+		[ "$system" = tributary ] && addr=$rf3_tributary_addrs
+		for rf in rf3 rf1; do
+			result_prefix=$rf-
+			run_bench "$system" "$addr" warmup e2e --topic "bench-$rf-e2e" --records $((e2e_records / 10 + 1)) \
+				--record-size 100 --acks all --throughput "$e2e_throughput" --timeout-ms 30000
+		done
+	done
+	result_prefix=rf3-
 	if [ "$rf3_warmup_records" -gt 0 ]; then
 		for system in kafka tributary; do
 			addr=$rf3_kafka_addrs
@@ -551,29 +587,33 @@ if [ "$rf3" = 1 ]; then
 		for system in kafka tributary; do
 			addr=$rf3_kafka_addrs
 			[ "$system" = tributary ] && addr=$rf3_tributary_addrs
+			result_prefix=rf3-
 			run_bench "$system" "$addr" "$run" produce --topic bench-rf3 --records "$records" \
 				--record-size 100 --acks all
+		done
+		for rf in rf3 rf1; do
+			result_prefix=$rf-
+			for system in kafka tributary; do
+				addr=$rf3_kafka_addrs
+				[ "$system" = tributary ] && addr=$rf3_tributary_addrs
+				run_bench "$system" "$addr" "$run" e2e --topic "bench-$rf-e2e" --records "$e2e_records" \
+					--record-size 100 --acks all --throughput "$e2e_throughput" --timeout-ms 30000
+			done
 		done
 	done
 	result_prefix=
 fi
 
-# median FIELD_FN FIELD SYSTEM KIND: median over the runs.
-median() {
+# runs_median FIELD_FN FIELD SYSTEM KIND: median over the runs.
+runs_median() {
 	local fn=$1 field=$2 system=$3 kind=$4 run
 	for run in $(seq 1 "$runs"); do
 		"$fn" "$dir/results/$system.$kind.$run" "$field"
-	done | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+	done | median
 }
 
 row() {
-	local label=$1 fn=$2 field=$3 kind=$4 k t
-	k=$(median "$fn" "$field" kafka "$kind")
-	t=$(median "$fn" "$field" tributary "$kind")
-	awk -v l="$label" -v k="$k" -v t="$t" 'BEGIN {
-		r = (k > 0) ? sprintf("%.2fx", t / k) : "n/a"
-		printf "| %-30s | %12.2f | %12.2f | %7s |\n", l, k, t, r
-	}'
+	table_row "$1" "$(runs_median "$2" "$3" kafka "$4")" "$(runs_median "$2" "$3" tributary "$4")"
 }
 
 echo
@@ -582,10 +622,13 @@ echo "produce/consume: $records records x 100 B, acks=1, 6 partitions; e2e: $e2e
 if [ "$rf3" = 1 ]; then
 	echo "rf3: three brokers per system, $records records x 100 B, acks=all, 6 partitions, replication factor 3, min.insync.replicas=2"
 fi
+if [ "$txn" = 1 ]; then
+	echo "txn: $records records x 100 B, acks=all, 1000 records per committed transaction; read_committed/read_uncommitted: the same records consumed"
+fi
 echo "ratio = tributary / kafka (throughput: higher is better; latency: lower is better)"
+echo "load at the end: $(uptime)"
 echo
-printf '| %-30s | %12s | %12s | %7s |\n' metric kafka tributary ratio
-printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..32})" "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..9})"
+table_header
 row "produce records/s" perf_field 2 produce
 row "produce MB/s" perf_field 3 produce
 row "produce p99 ms" perf_field 8 produce
@@ -595,27 +638,50 @@ row "consume MB/s" consume_field 4 consume
 row "consume broker CPU s/M records" cpu_field 0 consume
 row "kcat consume records/s" field 3 kcat
 row "kcat broker CPU s/M records" field 5 kcat
+if [ "$java_consumer" = 1 ]; then
+	row "Java consumer nMsg/s" consume_field 6 javacons
+	row "Java consumer fetch nMsg/s" consume_field 10 javacons
+	row "Java consumer broker CPU s/M" cpu_field 0 javacons
+fi
 row "e2e p50 ms" perf_field 6 e2e
 row "e2e p99 ms" perf_field 8 e2e
 row "e2e p99.9 ms" perf_field 9 e2e
 if [ -n "${BENCH_JAVA_TOOLS:-}" ]; then
 	row "ProducerPerformance records/s" perf_field 2 javaperf
 	row "ProducerPerformance p99 ms" perf_field 8 javaperf
+	if [ "$txn" = 1 ]; then
+		row "ProducerPerf txn records/s" perf_field 2 javaperf-txn
+	fi
+fi
+if [ "$txn" = 1 ]; then
+	row "txn produce records/s" perf_field 2 txn-produce
+	row "txn produce p99 ms" perf_field 8 txn-produce
+	row "txn produce broker CPU s/M" cpu_field 0 txn-produce
+	row "read_committed records/s" consume_field 6 txn-read_committed-consume
+	row "read_committed broker CPU s/M" cpu_field 0 txn-read_committed-consume
+	row "read_uncommitted records/s" consume_field 6 txn-read_uncommitted-consume
+	row "read_uncommitted broker CPU s/M" cpu_field 0 txn-read_uncommitted-consume
 fi
 if [ "$rf3" = 1 ]; then
 	row "rf3 acks=all produce records/s" perf_field 2 rf3-produce
 	row "rf3 acks=all produce MB/s" perf_field 3 rf3-produce
 	row "rf3 acks=all produce p99 ms" perf_field 8 rf3-produce
+	row "rf3 acks=all e2e p50 ms" perf_field 6 rf3-e2e
+	row "rf3 acks=all e2e p99 ms" perf_field 8 rf3-e2e
+	row "rf3 acks=all e2e p99.9 ms" perf_field 9 rf3-e2e
+	row "3 brokers rf1 e2e p50 ms" perf_field 6 rf1-e2e
+	row "3 brokers rf1 e2e p99 ms" perf_field 8 rf1-e2e
+	row "3 brokers rf1 e2e p99.9 ms" perf_field 9 rf1-e2e
 fi
 
 # secure_row LABEL FIELD_FN FIELD KIND: PLAINTEXT and SASL_SSL medians per
 # system, their ratio per system, and ours over Kafka's under SASL_SSL.
 secure_row() {
 	local label=$1 fn=$2 field=$3 kind=$4 kp ks tp ts
-	kp=$(median "$fn" "$field" kafka "$kind")
-	ks=$(median "$fn" "$field" kafka "sec-$kind")
-	tp=$(median "$fn" "$field" tributary "$kind")
-	ts=$(median "$fn" "$field" tributary "sec-$kind")
+	kp=$(runs_median "$fn" "$field" kafka "$kind")
+	ks=$(runs_median "$fn" "$field" kafka "sec-$kind")
+	tp=$(runs_median "$fn" "$field" tributary "$kind")
+	ts=$(runs_median "$fn" "$field" tributary "sec-$kind")
 	awk -v l="$label" -v kp="$kp" -v ks="$ks" -v tp="$tp" -v ts="$ts" '
 		function ratio(a, b) { return (b > 0) ? sprintf("%.2fx", a / b) : "n/a" }
 		BEGIN {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // benchMode selects what a bench run measures.
@@ -40,6 +41,13 @@ type benchOptions struct {
 	partitionsSet bool
 	throughput    float64
 	timeoutMs     int64
+	// transactionalID and txnRecords make bench produce transactional:
+	// txnRecords records per transaction, each committed (Kafka's
+	// transactional.id; ProducerPerformance's --transactional-id).
+	transactionalID string
+	txnRecords      int64
+	// isolation is the consumer's isolation.level.
+	isolation string
 }
 
 func newBenchCommand() *cobra.Command {
@@ -89,9 +97,27 @@ func (o *benchOptions) addFlags(fs *pflag.FlagSet) {
 		o.producer.addFlags(fs, "1")
 		fs.Float64Var(&o.throughput, "throughput", -1, "records per second to aim for (-1: as fast as possible)")
 	}
+	if o.mode == benchProduce {
+		fs.StringVar(&o.transactionalID, "transactional-id", "",
+			"produce in transactions with this transactional.id, committing every --txn-records records")
+		fs.Int64Var(&o.txnRecords, "txn-records", 1000, "records per transaction with --transactional-id")
+	}
 	if o.mode != benchProduce {
 		fs.Int64Var(&o.timeoutMs, "timeout-ms", 10000, "give up when no record arrives for this long")
+		fs.StringVar(&o.isolation, "isolation-level", "read_uncommitted",
+			"the consumer's isolation.level: read_uncommitted or read_committed")
 	}
+}
+
+// isolationLevel maps --isolation-level to kgo's option.
+func (o *benchOptions) isolationLevel() (kgo.IsolationLevel, error) {
+	switch o.isolation {
+	case "read_uncommitted", "":
+		return kgo.ReadUncommitted(), nil
+	case "read_committed":
+		return kgo.ReadCommitted(), nil
+	}
+	return kgo.IsolationLevel{}, badFlag("isolation-level", o.isolation, "want read_uncommitted or read_committed")
 }
 
 func (o *benchOptions) validate() error {
@@ -122,8 +148,24 @@ func (o *benchOptions) validate() error {
 			return badFlag("throughput", strconv.FormatFloat(o.throughput, 'g', -1, 64), "want > 0, or -1 for no limit")
 		}
 	}
-	if o.mode != benchProduce && o.timeoutMs < 1 {
-		return badFlag("timeout-ms", strconv.FormatInt(o.timeoutMs, 10), "must be at least 1")
+	if o.mode == benchProduce && o.transactionalID != "" {
+		if o.txnRecords < 1 {
+			return badFlag("txn-records", strconv.FormatInt(o.txnRecords, 10), "must be at least 1")
+		}
+		if a, _ := parseAcks(o.producer.acks); a != kgo.AllISRAcks() {
+			return badFlag("acks", o.producer.acks, "a transactional producer needs -1 (all)")
+		}
+		if o.producer.disableIdemp {
+			return badFlag("no-idempotence", "true", "a transactional producer is idempotent")
+		}
+	}
+	if o.mode != benchProduce {
+		if o.timeoutMs < 1 {
+			return badFlag("timeout-ms", strconv.FormatInt(o.timeoutMs, 10), "must be at least 1")
+		}
+		if _, err := o.isolationLevel(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -39,7 +39,11 @@ func (o *benchOptions) partitionsFrom(ctx context.Context, adm *kadm.Client, off
 }
 
 func (o *benchOptions) newConsumer(parts map[string]map[int32]kgo.Offset) (*kgo.Client, error) {
-	return o.client.newClient(kgo.ConsumePartitions(parts))
+	iso, err := o.isolationLevel()
+	if err != nil {
+		return nil, err
+	}
+	return o.client.newClient(kgo.ConsumePartitions(parts), kgo.FetchIsolationLevel(iso))
 }
 
 // pollIdle polls once, giving up after the --timeout-ms idle limit. It

@@ -57,11 +57,16 @@ func (o *benchOptions) newProducer(extra ...kgo.Opt) (*kgo.Client, error) {
 }
 
 func (o *benchOptions) runProduce(ctx context.Context, out io.Writer) error {
-	cl, err := o.newProducer()
+	var extra []kgo.Opt
+	if o.transactionalID != "" {
+		extra = append(extra, kgo.TransactionalID(o.transactionalID))
+	}
+	cl, err := o.newProducer(extra...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
+	txn := benchTxn{cl: cl, on: o.transactionalID != ""}
 
 	payload := newPayload(o.recordSize)
 	rec := &produceRecorder{lat: make([]int64, o.records)}
@@ -71,6 +76,11 @@ func (o *benchOptions) runProduce(ctx context.Context, out io.Writer) error {
 	pace := throttler{perSec: o.throughput, start: start}
 	var sent int64
 	for ; sent < o.records && ctx.Err() == nil; sent++ {
+		if txn.on && sent%o.txnRecords == 0 {
+			if err := txn.next(ctx, sent > 0); err != nil {
+				return err
+			}
+		}
 		pace.wait(ctx, sent)
 		s := rec.slots.Get().(*produceSlot)
 		// The timestamp is taken before Produce, which blocks while the
@@ -80,13 +90,20 @@ func (o *benchOptions) runProduce(ctx context.Context, out io.Writer) error {
 		s.rec = kgo.Record{Value: payload, Context: s, Timestamp: s.start}
 		cl.Produce(ctx, &s.rec, rec.promise)
 	}
-	if err := cl.Flush(context.WithoutCancel(ctx)); err != nil {
+	if txn.on && ctx.Err() == nil {
+		if err := txn.commit(ctx); err != nil {
+			return err
+		}
+	} else if err := cl.Flush(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("flush: %w", err)
 	}
 	elapsed := time.Since(start)
 	done := rec.done.Load()
 	res := summarize(rec.lat[:done], done*int64(o.recordSize), elapsed)
 	fmt.Fprintln(out, res)
+	if txn.on {
+		fmt.Fprintln(out, txn)
+	}
 	if err := rec.error(sent); err != nil {
 		return err
 	}
@@ -94,4 +111,52 @@ func (o *benchOptions) runProduce(ctx context.Context, out io.Writer) error {
 		return fmt.Errorf("interrupted after %d of %d records: %w", sent, o.records, ctx.Err())
 	}
 	return nil
+}
+
+// benchTxn runs bench produce's transactions: one begun before the first
+// record of every --txn-records, committed (its records flushed, then
+// EndTxn) before the next begins and after the last record.
+type benchTxn struct {
+	cl        *kgo.Client
+	on        bool
+	committed int64
+	// commitTime is the time spent committing: flushing the
+	// transaction's last records and EndTxn.
+	commitTime time.Duration
+}
+
+// next commits the open transaction, if any, and begins another.
+func (t *benchTxn) next(ctx context.Context, open bool) error {
+	if open {
+		if err := t.commit(ctx); err != nil {
+			return err
+		}
+	}
+	if err := t.cl.BeginTransaction(); err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	return nil
+}
+
+func (t *benchTxn) commit(ctx context.Context) error {
+	start := time.Now()
+	if err := t.cl.Flush(ctx); err != nil {
+		return fmt.Errorf("flush transaction %d: %w", t.committed+1, err)
+	}
+	if err := t.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return fmt.Errorf("commit transaction %d: %w", t.committed+1, err)
+	}
+	t.commitTime += time.Since(start)
+	t.committed++
+	return nil
+}
+
+// String is the line bench produce prints after the perf-test line in
+// transactional mode.
+func (t benchTxn) String() string {
+	avg := 0.0
+	if t.committed > 0 {
+		avg = ms(t.commitTime) / float64(t.committed)
+	}
+	return fmt.Sprintf("%d transactions committed, %.2f ms avg commit (flush and EndTxn).", t.committed, avg)
 }

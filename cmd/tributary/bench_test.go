@@ -149,3 +149,93 @@ func BenchmarkBenchProduce(b *testing.B) {
 	}
 	b.ReportMetric(float64(records*b.N)/b.Elapsed().Seconds(), "records/s")
 }
+
+// TestBenchProduceTransactional: bench produce --transactional-id commits
+// one transaction per --txn-records, every record lands in a transactional
+// batch with the bench payload, and bench consume's --isolation-level
+// decides whether an aborted transaction's records count.
+func TestBenchProduceTransactional(t *testing.T) {
+	bs := brokertest.New(t).Addr()
+	const records = 3500
+	res := mustRun(t, "", "bench", "produce", "--bootstrap", bs, "--topic", "txn", "--records", strconv.Itoa(records),
+		"--partitions", "2", "--acks", "-1", "--transactional-id", "bench-txn", "--txn-records", "1000")
+	lines := strings.Split(strings.TrimSuffix(res.stdout, "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("transactional produce printed %q, want the perf line and the transactions line", res.stdout)
+	}
+	if p := parsePerfLine(t, lines[0]); p.records != records {
+		t.Fatalf("reported %d records, want %d", p.records, records)
+	}
+	// 3,500 records at 1,000 a transaction: 3 full ones and the rest.
+	if !strings.HasPrefix(lines[1], "4 transactions committed, ") {
+		t.Fatalf("transactions line %q, want 4 committed", lines[1])
+	}
+
+	// What a read_committed consumer sees: every record, transactional,
+	// with the bench payload.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bs), kgo.ConsumeTopics("txn"), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	want := newPayload(benchTestSize)
+	for n := 0; n < records; {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("after %d records: %v", n, err)
+		}
+		for it := fs.RecordIter(); !it.Done(); {
+			r := it.Next()
+			if !r.Attrs.IsTransactional() || string(r.Value) != string(want) {
+				t.Fatalf("record %s/%d@%d: transactional %v, value %q", r.Topic, r.Partition, r.Offset,
+					r.Attrs.IsTransactional(), r.Value)
+			}
+			n++
+		}
+	}
+
+	// An aborted transaction of 10 more records.
+	tx, err := kgo.NewClient(kgo.SeedBrokers(bs), kgo.DefaultProduceTopic("txn"), kgo.TransactionalID("aborter"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		if err := tx.ProduceSync(ctx, &kgo.Record{Value: []byte("aborted")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "", "bench", "consume", "--bootstrap", bs, "--topic", "txn", "--records", strconv.Itoa(records+10),
+		"--isolation-level", "read_uncommitted")
+	res = runCLI(t, time.Minute, "", "bench", "consume", "--bootstrap", bs, "--topic", "txn",
+		"--records", strconv.Itoa(records+1), "--isolation-level", "read_committed", "--timeout-ms", "2000")
+	if res.err == nil || !strings.Contains(res.err.Error(), "consumed 3500 of 3501") {
+		t.Fatalf("read_committed: err %v, want consumed 3500 of 3501", res.err)
+	}
+}
+
+func TestBenchTransactionalBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"produce", "--transactional-id", "x", "--acks", "1"}, "--acks"},
+		{[]string{"produce", "--transactional-id", "x", "--acks", "-1", "--txn-records", "0"}, "--txn-records"},
+		{[]string{"consume", "--isolation-level", "committed"}, "--isolation-level"},
+	} {
+		args := append([]string{"bench"}, tc.args...)
+		args = append(args, "--bootstrap", "127.0.0.1:1", "--topic", "t", "--records", "1")
+		res := runCLI(t, 10*time.Second, "", args...)
+		if res.err == nil || !strings.Contains(res.err.Error(), tc.want) {
+			t.Fatalf("%v: err %v, want one naming %s", tc.args, res.err, tc.want)
+		}
+	}
+}
