@@ -86,8 +86,10 @@ func (c *Coordinator) OffsetCommit(_ context.Context, req *kmsg.OffsetCommitRequ
 		}
 		return resp
 	}
+	pos := ps.nextPos()
 	g.mu.Lock()
 	for _, a := range accept {
+		a.c.pos = pos
 		g.setOffset(a.tp.Topic, a.tp.Partition, a.c)
 	}
 	g.mu.Unlock()
@@ -383,9 +385,11 @@ func (c *Coordinator) OffsetDelete(_ context.Context, req *kmsg.OffsetDeleteRequ
 		resp.Topics = nil
 		return resp
 	}
+	ps.nextPos()
 	g.mu.Lock()
 	for _, tp := range gone {
 		g.deleteOffset(tp.Topic, tp.Partition)
+		g.dropPendingTxn(tp)
 	}
 	g.mu.Unlock()
 	c.registryRemove(req.Group, gone)
