@@ -257,10 +257,11 @@
 // with an ongoing transaction never expire.
 //
 // LastStableOffset(hw) is Kafka's LSO: the first offset of the oldest
-// ongoing transaction, or hw when lower or none is ongoing (Kafka also
-// holds it below markers not yet replicated; here a read_committed reader
-// may read a transaction whose marker only the leader has, which the
-// coordinator then re-sends to any new leader). An ABORT adds (producer,
+// transaction that is ongoing or whose marker is not below hw (Kafka's
+// unreplicated transactions: a marker only the leader has does not end a
+// transaction for read_committed readers, since a new leader may lack
+// it), or hw when lower or there is none; completed transactions below
+// the hw passed are forgotten, so hw must be the high watermark. An ABORT adds (producer,
 // first offset, marker offset, LSO after it) to the aborted-transaction
 // index; AbortedTransactions(from, upper) returns the entries overlapping
 // [from, upper), as Kafka's collectAbortedTxns, from memory. Each segment

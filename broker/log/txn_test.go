@@ -422,3 +422,36 @@ func TestSnapshotV3Transactions(t *testing.T) {
 		t.Fatalf("v2 snapshot decoded to %+v", old.m[9])
 	}
 }
+
+// TestTxnLSOBelowUnreplicatedMarker: a transaction whose marker the high
+// watermark has not passed stays unstable (Kafka's unreplicated
+// transactions): the LSO stays at its first offset until hw is past the
+// marker, and another producer's later transaction does not move it.
+func TestTxnLSOBelowUnreplicatedMarker(t *testing.T) {
+	l := newLog(t, Config{RetentionMs: -1})
+	mustAppend(t, l, logtest.Batch(logtest.Options{}, logtest.Record{Value: []byte("plain")})) // 0
+	txn := logtest.Options{ProducerID: 5, Idempotent: true, ProducerEpoch: 0, Attributes: attrTransactional}
+	mustAppend(t, l, logtest.Batch(txn, logtest.Record{Value: []byte("a")}, logtest.Record{Value: []byte("b")})) // 1-2
+	if _, err := l.AppendMarker(5, 0, 0, true, -1); err != nil {                                                 // 3
+		t.Fatal(err)
+	}
+	other := logtest.Options{ProducerID: 6, Idempotent: true, ProducerEpoch: 0, Attributes: attrTransactional}
+	mustAppend(t, l, logtest.Batch(other, logtest.Record{Value: []byte("c")})) // 4
+	if _, err := l.AppendMarker(6, 0, 0, false, -1); err != nil {              // 5
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ hw, want int64 }{
+		{1, 1}, // below the transaction: hw
+		{3, 1}, // the COMMIT marker at 3 is not below hw
+		{4, 4}, // past it; producer 6's ABORT at 5 holds at its first offset 4
+		{5, 4},
+		{6, 6}, // everything replicated
+	} {
+		if got := l.LastStableOffset(c.hw); got != c.want {
+			t.Fatalf("LSO(hw %d) = %d, want %d", c.hw, got, c.want)
+		}
+	}
+	if l.FirstUnstableOffset() != -1 {
+		t.Fatalf("first unstable %d, want none ongoing", l.FirstUnstableOffset())
+	}
+}
