@@ -270,7 +270,8 @@
 // sealed and at Close, and read at Open; Kafka 2.8's DumpLogSegments reads
 // it. Producer snapshots (version 3) carry each producer's ongoing
 // transaction and last coordinator epoch, and the producer replay of Open
-// and TruncateTo (from the newest snapshot) completes transactions and
+// and TruncateTo (from the newest snapshot, or from the log start when
+// there is none, as Kafka's) completes transactions and
 // rebuilds the index of the replayed segments, rewriting their files:
 // truncation rolls both back, retention and DeleteRecordsBefore delete a
 // segment's .txnindex with it. Snapshots are written in roll order after
