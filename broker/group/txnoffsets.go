@@ -190,16 +190,13 @@ func (c *Coordinator) TxnOffsetCommit(_ context.Context, req *kmsg.TxnOffsetComm
 		all(code)
 		return resp
 	}
-	var parts []commitPart
-	for i, t := range req.Topics {
-		for j, p := range t.Partitions {
-			epoch := p.LeaderEpoch
-			if req.Version < 2 {
-				epoch = -1
-			}
-			parts = append(parts, commitPart{TopicPartition{t.Topic, p.Partition}, p.Offset, epoch, p.Metadata, &codes[i][j]})
-		}
-	}
+	parts := commitParts(req.Topics, codes, req.Version >= 2,
+		func(t kmsg.TxnOffsetCommitRequestTopic) (string, []kmsg.TxnOffsetCommitRequestTopicPartition) {
+			return t.Topic, t.Partitions
+		},
+		func(p kmsg.TxnOffsetCommitRequestTopicPartition) (int32, int64, int32, *string) {
+			return p.Partition, p.Offset, p.LeaderEpoch, p.Metadata
+		})
 	records, accept := c.commitRecords(req.Group, parts)
 	g.mu.Unlock()
 	if len(records) == 0 {
