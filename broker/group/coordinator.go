@@ -309,7 +309,9 @@ func (c *Coordinator) load(ps *offsetsPartition) {
 				if offsets[g] == nil {
 					offsets[g] = map[TopicPartition]committed{}
 				}
-				offsets[g][o.TopicPartition] = committed{Offset: o.Offset, LeaderEpoch: -1, CommitTime: o.Modified.UnixMilli(), pos: pos}
+				// Its place among the log's records is unknown: an open
+				// transaction's offset committing later replaces it.
+				offsets[g][o.TopicPartition] = committed{Offset: o.Offset, LeaderEpoch: -1, CommitTime: o.Modified.UnixMilli()}
 				fromRegistry++
 			}
 		}
