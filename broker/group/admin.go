@@ -87,8 +87,8 @@ func (c *Coordinator) DescribeGroups(_ context.Context, req *kmsg.DescribeGroups
 }
 
 // DeleteGroups handles a DeleteGroups request: a group with no members
-// has its offsets deleted (tombstones in the log, nodes in the registry)
-// and is forgotten.
+// has its offsets deleted (tombstones in the log, nodes in the registry),
+// the offsets its open transactions commit as well, and is forgotten.
 func (c *Coordinator) DeleteGroups(_ context.Context, req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	resp.Default()
@@ -130,6 +130,21 @@ func (c *Coordinator) deleteGroup(id string) int16 {
 			records = append(records, offsetTombstone(id, t, p))
 		}
 	}
+	// The offsets open transactions commit get tombstones too (one per
+	// partition not committed already), as Kafka's coordinator writes
+	// them: the transactions' markers later bring none of them back, here
+	// or when the partition is loaded again.
+	pendingOnly := map[TopicPartition]bool{}
+	for _, offs := range g.pendingTxn {
+		for tp := range offs {
+			if _, ok := g.offsets[tp.Topic][tp.Partition]; !ok {
+				pendingOnly[tp] = true
+			}
+		}
+	}
+	for _, tp := range sortedTopicPartitions(pendingOnly) {
+		records = append(records, offsetTombstone(id, tp.Topic, tp.Partition))
+	}
 	// g.mu stays held across the append so that no member joins a group
 	// being deleted.
 	if len(records) > 0 {
@@ -137,9 +152,11 @@ func (c *Coordinator) deleteGroup(id string) int16 {
 			g.mu.Unlock()
 			return c.appendCode(err)
 		}
+		ps.nextPos()
 	}
 	g.unload()
 	g.offsets = map[string]map[int32]committed{}
+	g.pendingTxn = nil
 	g.deadCode = kerr.CoordinatorNotAvailable.Code
 	g.mu.Unlock()
 	c.forget(ps, g)

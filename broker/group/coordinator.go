@@ -87,6 +87,16 @@ type offsetsPartition struct {
 	// after: the replay may have missed them).
 	txnGroups   map[int64]map[string]bool
 	lateMarkers []txnMarker
+	// appends counts the records of the partition's log, in log order:
+	// the replay's at load, then one per append (guarded by writeMu, which
+	// orders the appends). It stamps committed.pos.
+	appends int64
+}
+
+// nextPos is the position of an append just made; writeMu is held.
+func (ps *offsetsPartition) nextPos() int64 {
+	ps.appends++
+	return ps.appends
 }
 
 // Option adjusts a Coordinator.
@@ -242,7 +252,9 @@ func (c *Coordinator) load(ps *offsetsPartition) {
 	offsets := map[string]map[TopicPartition]committed{}
 	pending := txnReplay{}
 	var corrupt int
+	var pos int64
 	err := ps.log.Replay(func(r Record) error {
+		pos++
 		if r.Control {
 			pending.end(r.ProducerID, r.Commit, offsets)
 			return nil
@@ -256,12 +268,16 @@ func (c *Coordinator) load(ps *offsetsPartition) {
 			return nil
 		}
 		tp := TopicPartition{d.topic, d.partition}
+		if d.value != nil {
+			d.value.pos = pos
+		}
 		if r.Transactional {
-			pending.add(r.ProducerID, d.group, tp, d.value)
+			pending.add(r.ProducerID, d.group, tp, replayed{d.value, pos})
 			return nil
 		}
 		if d.value == nil {
 			delete(offsets[d.group], tp)
+			pending.drop(d.group, tp)
 			return nil
 		}
 		if offsets[d.group] == nil {
@@ -293,6 +309,8 @@ func (c *Coordinator) load(ps *offsetsPartition) {
 				if offsets[g] == nil {
 					offsets[g] = map[TopicPartition]committed{}
 				}
+				// Its place among the log's records is unknown: an open
+				// transaction's offset committing later replaces it.
 				offsets[g][o.TopicPartition] = committed{Offset: o.Offset, LeaderEpoch: -1, CommitTime: o.Modified.UnixMilli()}
 				fromRegistry++
 			}
@@ -303,6 +321,7 @@ func (c *Coordinator) load(ps *offsetsPartition) {
 	if ps.gone {
 		return
 	}
+	ps.appends = pos
 	for id, offs := range offsets {
 		if len(offs) == 0 {
 			continue

@@ -104,6 +104,20 @@
 // while another broker led the partition can come back, and a commit whose
 // registry write failed as well is lost.
 //
+// # Transactional offsets
+//
+// TxnOffsetCommit appends a transactional batch of the producer and holds
+// its offsets pending until the transaction's marker (TxnMarker): COMMIT
+// makes each the committed offset unless a plain OffsetCommit of the same
+// partition was appended after it (Kafka keeps whichever record was
+// appended later; the coordinator orders appends, and a load orders
+// records, by their position in the partition), ABORT drops them. A
+// plain tombstone (OffsetDelete, DeleteGroups, expiry) deletes the
+// pending offsets of its partition too, as Kafka's replay does;
+// DeleteGroups writes tombstones for the partitions only open transactions
+// commit as well, and expiry skips an offset an open transaction commits
+// over. A load replays the same rules, so it reaches the state served.
+//
 // # Concurrency
 //
 // A Coordinator is safe for concurrent use. Lock order: Coordinator.mu

@@ -13,7 +13,8 @@ import (
 // empty; of a group that never had members here (a standalone consumer's
 // manual commits, or a group not rejoined since this coordinator loaded
 // it), each offset OffsetsRetention after its commit, or after the load
-// if that is later. Offsets of groups with members never expire. A group
+// if that is later. Offsets of groups with members never expire, nor an
+// offset an open transaction commits over. A group
 // left without offsets is removed. It returns the number of offsets
 // deleted; the broker calls it every OffsetsRetentionCheck.
 func (c *Coordinator) ExpireOffsets() int {
@@ -43,7 +44,9 @@ func (c *Coordinator) expireGroup(ps *offsetsPartition, g *group) int {
 			if g.protocolType != "" {
 				since = g.emptySince
 			}
-			if since+retention <= now {
+			// An offset an open transaction commits over is kept until
+			// its marker, as Kafka's coordinator keeps it.
+			if since+retention <= now && !g.hasPendingTxn(TopicPartition{t, p}) {
 				records = append(records, offsetTombstone(g.id, t, p))
 				gone = append(gone, TopicPartition{t, p})
 			}
@@ -60,6 +63,7 @@ func (c *Coordinator) expireGroup(ps *offsetsPartition, g *group) int {
 		c.appendCode(err)
 		return 0
 	}
+	ps.nextPos()
 	for _, tp := range gone {
 		g.deleteOffset(tp.Topic, tp.Partition)
 	}

@@ -60,16 +60,13 @@ func (c *Coordinator) OffsetCommit(_ context.Context, req *kmsg.OffsetCommitRequ
 		all(code)
 		return resp
 	}
-	var parts []commitPart
-	for i, t := range req.Topics {
-		for j, p := range t.Partitions {
-			epoch := p.LeaderEpoch
-			if req.Version < 6 {
-				epoch = -1
-			}
-			parts = append(parts, commitPart{TopicPartition{t.Topic, p.Partition}, p.Offset, epoch, p.Metadata, &codes[i][j]})
-		}
-	}
+	parts := commitParts(req.Topics, codes, req.Version >= 6,
+		func(t kmsg.OffsetCommitRequestTopic) (string, []kmsg.OffsetCommitRequestTopicPartition) {
+			return t.Topic, t.Partitions
+		},
+		func(p kmsg.OffsetCommitRequestTopicPartition) (int32, int64, int32, *string) {
+			return p.Partition, p.Offset, p.LeaderEpoch, p.Metadata
+		})
 	records, accept := c.commitRecords(req.Group, parts)
 	g.mu.Unlock()
 	if len(records) == 0 {
@@ -86,8 +83,10 @@ func (c *Coordinator) OffsetCommit(_ context.Context, req *kmsg.OffsetCommitRequ
 		}
 		return resp
 	}
+	pos := ps.nextPos()
 	g.mu.Lock()
 	for _, a := range accept {
+		a.c.pos = pos
 		g.setOffset(a.tp.Topic, a.tp.Partition, a.c)
 	}
 	g.mu.Unlock()
@@ -113,6 +112,26 @@ type commitPart struct {
 	epoch    int32
 	metadata *string
 	code     *int16
+}
+
+// commitParts lists the partitions of a commit request's topics (split
+// gives a topic's name and partitions, fields a partition's index, offset,
+// leader epoch and metadata), each with its slot in codes; without
+// epochs (versions that carry none) the leader epoch is -1.
+func commitParts[T, P any](topics []T, codes [][]int16, epochs bool, split func(T) (string, []P),
+	fields func(P) (int32, int64, int32, *string)) []commitPart {
+	var parts []commitPart
+	for i, t := range topics {
+		topic, ps := split(t)
+		for j, p := range ps {
+			partition, offset, epoch, meta := fields(p)
+			if !epochs {
+				epoch = -1
+			}
+			parts = append(parts, commitPart{TopicPartition{topic, partition}, offset, epoch, meta, &codes[i][j]})
+		}
+	}
+	return parts
 }
 
 // acceptedOffset is an offset a commit will store once appended.
@@ -383,9 +402,11 @@ func (c *Coordinator) OffsetDelete(_ context.Context, req *kmsg.OffsetDeleteRequ
 		resp.Topics = nil
 		return resp
 	}
+	ps.nextPos()
 	g.mu.Lock()
 	for _, tp := range gone {
 		g.deleteOffset(tp.Topic, tp.Partition)
+		g.dropPendingTxn(tp)
 	}
 	g.mu.Unlock()
 	c.registryRemove(req.Group, gone)

@@ -41,6 +41,11 @@ type committed struct {
 	Metadata    string
 	// CommitTime is the coordinator's clock at commit, in milliseconds.
 	CommitTime int64
+	// pos orders the appends to the offsets partition that wrote it (not
+	// encoded): a transaction's offset materializes at its COMMIT marker
+	// only over an offset appended before it, as Kafka compares the
+	// records' log offsets (see offsetsPartition.appends).
+	pos int64
 }
 
 func offsetKey(group, topic string, partition int32) []byte {

@@ -24,33 +24,52 @@ type txnMarker struct {
 	commit     bool
 }
 
+// replayed is a transactional offset read back: its value (nil for a
+// tombstone) and its position in the log.
+type replayed struct {
+	v   *committed
+	pos int64
+}
+
 // txnReplay collects, while loading, the transactional offsets of each
 // producer until its marker.
-type txnReplay map[int64]map[string]map[TopicPartition]*committed
+type txnReplay map[int64]map[string]map[TopicPartition]replayed
 
-func (t txnReplay) add(pid int64, group string, tp TopicPartition, v *committed) {
+func (t txnReplay) add(pid int64, group string, tp TopicPartition, v replayed) {
 	if t[pid] == nil {
-		t[pid] = map[string]map[TopicPartition]*committed{}
+		t[pid] = map[string]map[TopicPartition]replayed{}
 	}
 	if t[pid][group] == nil {
-		t[pid][group] = map[TopicPartition]*committed{}
+		t[pid][group] = map[TopicPartition]replayed{}
 	}
 	t[pid][group][tp] = v
 }
 
-// end applies (commit) or drops (abort) the producer's offsets.
+// drop forgets every producer's pending offset of group for tp: a plain
+// tombstone deletes them too, as Kafka's replay does.
+func (t txnReplay) drop(group string, tp TopicPartition) {
+	for _, groups := range t {
+		delete(groups[group], tp)
+	}
+}
+
+// end applies (commit) or drops (abort) the producer's offsets; a
+// committed one replaces only an offset appended before it.
 func (t txnReplay) end(pid int64, commit bool, offsets map[string]map[TopicPartition]committed) {
 	if commit {
 		for g, offs := range t[pid] {
-			for tp, v := range offs {
-				if v == nil {
+			for tp, r := range offs {
+				if cur, ok := offsets[g][tp]; ok && cur.pos > r.pos {
+					continue
+				}
+				if r.v == nil {
 					delete(offsets[g], tp)
 					continue
 				}
 				if offsets[g] == nil {
 					offsets[g] = map[TopicPartition]committed{}
 				}
-				offsets[g][tp] = *v
+				offsets[g][tp] = *r.v
 			}
 		}
 	}
@@ -67,9 +86,9 @@ func (c *Coordinator) installPendingLocked(ps *offsetsPartition, t txnReplay) {
 				g = c.newGroup(ps, id)
 				ps.groups[id] = g
 			}
-			for tp, v := range offs {
-				if v != nil {
-					g.addPendingTxn(pid, tp, *v)
+			for tp, r := range offs {
+				if r.v != nil {
+					g.addPendingTxn(pid, tp, *r.v)
 				}
 			}
 			if ps.txnGroups[pid] == nil {
@@ -88,6 +107,29 @@ func (g *group) addPendingTxn(pid int64, tp TopicPartition, o committed) {
 		g.pendingTxn[pid] = map[TopicPartition]committed{}
 	}
 	g.pendingTxn[pid][tp] = o
+}
+
+// dropPendingTxn forgets every open transaction's offset for tp: a
+// tombstone of tp (OffsetDelete, DeleteGroups) deletes them as well, as
+// Kafka's coordinator replays one.
+func (g *group) dropPendingTxn(tp TopicPartition) {
+	for pid, offs := range g.pendingTxn {
+		delete(offs, tp)
+		if len(offs) == 0 {
+			delete(g.pendingTxn, pid)
+		}
+	}
+}
+
+// hasPendingTxn reports whether an open transaction commits an offset
+// for tp.
+func (g *group) hasPendingTxn(tp TopicPartition) bool {
+	for _, offs := range g.pendingTxn {
+		if _, ok := offs[tp]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // TxnOffsetCommit handles a TxnOffsetCommit request: the offsets are
@@ -148,16 +190,13 @@ func (c *Coordinator) TxnOffsetCommit(_ context.Context, req *kmsg.TxnOffsetComm
 		all(code)
 		return resp
 	}
-	var parts []commitPart
-	for i, t := range req.Topics {
-		for j, p := range t.Partitions {
-			epoch := p.LeaderEpoch
-			if req.Version < 2 {
-				epoch = -1
-			}
-			parts = append(parts, commitPart{TopicPartition{t.Topic, p.Partition}, p.Offset, epoch, p.Metadata, &codes[i][j]})
-		}
-	}
+	parts := commitParts(req.Topics, codes, req.Version >= 2,
+		func(t kmsg.TxnOffsetCommitRequestTopic) (string, []kmsg.TxnOffsetCommitRequestTopicPartition) {
+			return t.Topic, t.Partitions
+		},
+		func(p kmsg.TxnOffsetCommitRequestTopicPartition) (int32, int64, int32, *string) {
+			return p.Partition, p.Offset, p.LeaderEpoch, p.Metadata
+		})
 	records, accept := c.commitRecords(req.Group, parts)
 	g.mu.Unlock()
 	if len(records) == 0 {
@@ -174,8 +213,10 @@ func (c *Coordinator) TxnOffsetCommit(_ context.Context, req *kmsg.TxnOffsetComm
 		all(code)
 		return resp
 	}
+	pos := ps.nextPos()
 	g.mu.Lock()
 	for _, a := range accept {
+		a.c.pos = pos
 		g.addPendingTxn(req.ProducerID, a.tp, a.c)
 	}
 	g.mu.Unlock()
@@ -210,7 +251,9 @@ func (g *group) txnCommitCheck(req *kmsg.TxnOffsetCommitRequest) int16 {
 
 // TxnMarker applies a transaction marker written to offsets partition
 // partition: the producer's pending offsets there become the groups'
-// committed offsets (commit) or are dropped (abort). The broker calls it
+// committed offsets (commit: each unless a plain OffsetCommit of the
+// partition was appended after it, as Kafka keeps the record appended
+// later) or are dropped (abort). The broker calls it
 // once the marker is in the log.
 func (c *Coordinator) TxnMarker(partition int32, producerID int64, _ int16, commit bool) {
 	m := txnMarker{producerID: producerID, commit: commit}
@@ -255,17 +298,18 @@ func (c *Coordinator) applyMarker(ps *offsetsPartition, m txnMarker, groups map[
 		g.mu.Lock()
 		offs := g.pendingTxn[m.producerID]
 		delete(g.pendingTxn, m.producerID)
+		var regs []RegistryOffset
 		if m.commit {
 			for tp, o := range offs {
+				if cur, ok := g.offsets[tp.Topic][tp.Partition]; ok && cur.pos > o.pos {
+					continue
+				}
 				g.setOffset(tp.Topic, tp.Partition, o)
+				regs = append(regs, RegistryOffset{TopicPartition: tp, Offset: o.Offset})
 			}
 		}
 		g.mu.Unlock()
-		if m.commit && c.registry != nil && len(offs) > 0 {
-			regs := make([]RegistryOffset, 0, len(offs))
-			for tp, o := range offs {
-				regs = append(regs, RegistryOffset{TopicPartition: tp, Offset: o.Offset})
-			}
+		if c.registry != nil && len(regs) > 0 {
 			ctx, cancel := context.WithTimeout(context.Background(), DefaultRegistryWriteTimeout)
 			if err := c.registry.Store(ctx, id, regs); err != nil {
 				c.cfg.Logger.Warn("writing committed offsets to the registry failed", "group", id, "err", err)

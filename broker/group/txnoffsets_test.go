@@ -132,3 +132,104 @@ func TestTxnOffsetCommitChecksMember(t *testing.T) {
 		t.Fatalf("plain log: code %d", code)
 	}
 }
+
+// TestTxnOffsetsLaterPlainCommitWins: a plain OffsetCommit appended after
+// a transaction's offset for the same partition stays the committed one
+// when that transaction commits (Kafka keeps the record appended later);
+// the transaction's offset still wins over a plain one appended before it.
+// A reload of the log reaches the same offsets.
+func TestTxnOffsetsLaterPlainCommitWins(t *testing.T) {
+	log := &memTxnLog{}
+	c := newTestCoordinator(t, Config{})
+	loaded(t, c, log)
+	mustCode := func(what string, code int16) {
+		t.Helper()
+		if code != 0 {
+			t.Fatalf("%s: code %d", what, code)
+		}
+	}
+	// Partition 0: plain 5, transactional 10, plain 20: 20 wins.
+	// Partition 1: plain 5, transactional 10: 10 wins.
+	mustCode("plain commit", simpleCommit(t, c, "g", "in", 0, 5, ""))
+	mustCode("plain commit", simpleCommit(t, c, "g", "in", 1, 5, ""))
+	mustCode("txn commit", txnCommit(t, c, 3, "g", 7, "", -1, "in", 0, 10))
+	mustCode("txn commit", txnCommit(t, c, 3, "g", 7, "", -1, "in", 1, 10))
+	mustCode("plain commit", simpleCommit(t, c, "g", "in", 0, 20, "later"))
+	log.marker(7, true)
+	c.TxnMarker(0, 7, 0, true)
+	check := func(c *Coordinator, when string) {
+		t.Helper()
+		if o, meta := fetchOffset(t, c, "g", "in", 0); o != 20 || meta != "later" {
+			t.Fatalf("%s: partition 0 at %d (%q), want the later plain commit 20", when, o, meta)
+		}
+		if o, _ := fetchOffset(t, c, "g", "in", 1); o != 10 {
+			t.Fatalf("%s: partition 1 at %d, want the transaction's 10", when, o)
+		}
+	}
+	check(c, "after the marker")
+	c.Unload(0)
+	c2 := newTestCoordinator(t, Config{})
+	loaded(t, c2, log)
+	check(c2, "after a reload")
+}
+
+// TestDeleteGroupsDropsPendingTxnOffsets: DeleteGroups of an empty group
+// with an open transaction's offsets writes tombstones for them too (as
+// Kafka's coordinator does) and the transaction's COMMIT marker brings
+// none back, here or after a reload; the transaction's later commits to
+// the group (recreated) count.
+func TestDeleteGroupsDropsPendingTxnOffsets(t *testing.T) {
+	log := &memTxnLog{}
+	c := newTestCoordinator(t, Config{})
+	loaded(t, c, log)
+	if code := simpleCommit(t, c, "g", "in", 1, 3, ""); code != 0 {
+		t.Fatalf("commit: %d", code)
+	}
+	if code := txnCommit(t, c, 3, "g", 7, "", -1, "in", 0, 10); code != 0 {
+		t.Fatalf("TxnOffsetCommit: %d", code)
+	}
+	if code := txnCommit(t, c, 3, "g", 7, "", -1, "in", 1, 11); code != 0 {
+		t.Fatalf("TxnOffsetCommit: %d", code)
+	}
+	before := len(log.records)
+	req := kmsg.NewPtrDeleteGroupsRequest()
+	req.SetVersion(2)
+	req.Groups = []string{"g"}
+	if code := c.DeleteGroups(context.Background(), req).Groups[0].ErrorCode; code != 0 {
+		t.Fatalf("DeleteGroups: code %d", code)
+	}
+	var tombstoned []TopicPartition
+	for _, r := range log.records[before:] {
+		d, err := decodeRecord(r)
+		if err != nil || !d.isOffset || d.value != nil || r.Transactional {
+			t.Fatalf("DeleteGroups wrote %+v (%v), want plain offset tombstones", d, err)
+		}
+		tombstoned = append(tombstoned, TopicPartition{d.topic, d.partition})
+	}
+	if want := []TopicPartition{{"in", 1}, {"in", 0}}; len(tombstoned) != 2 || tombstoned[0] != want[0] || tombstoned[1] != want[1] {
+		t.Fatalf("tombstones %v, want %v (committed first, then the pending-only one)", tombstoned, want)
+	}
+	if _, code := fetchStable(t, c, "g", "in", 0); code != 0 {
+		t.Fatalf("stable fetch after the delete: code %d (the pending offset should be gone)", code)
+	}
+	// The open transaction commits again to the group (recreated), then
+	// commits: only that later offset counts.
+	if code := txnCommit(t, c, 3, "g", 7, "", -1, "in", 2, 12); code != 0 {
+		t.Fatalf("TxnOffsetCommit after the delete: %d", code)
+	}
+	log.marker(7, true)
+	c.TxnMarker(0, 7, 0, true)
+	check := func(c *Coordinator, when string) {
+		t.Helper()
+		for p, want := range []int64{-1, -1, 12} {
+			if o, code := fetchStable(t, c, "g", "in", int32(p)); o != want || code != 0 {
+				t.Fatalf("%s: partition %d at %d (code %d), want %d", when, p, o, code, want)
+			}
+		}
+	}
+	check(c, "after the marker")
+	c.Unload(0)
+	c2 := newTestCoordinator(t, Config{})
+	loaded(t, c2, log)
+	check(c2, "after a reload")
+}

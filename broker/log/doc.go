@@ -257,10 +257,11 @@
 // with an ongoing transaction never expire.
 //
 // LastStableOffset(hw) is Kafka's LSO: the first offset of the oldest
-// ongoing transaction, or hw when lower or none is ongoing (Kafka also
-// holds it below markers not yet replicated; here a read_committed reader
-// may read a transaction whose marker only the leader has, which the
-// coordinator then re-sends to any new leader). An ABORT adds (producer,
+// transaction that is ongoing or whose marker is not below hw (Kafka's
+// unreplicated transactions: a marker only the leader has does not end a
+// transaction for read_committed readers, since a new leader may lack
+// it), or hw when lower or there is none; completed transactions below
+// the hw passed are forgotten, so hw must be the high watermark. An ABORT adds (producer,
 // first offset, marker offset, LSO after it) to the aborted-transaction
 // index; AbortedTransactions(from, upper) returns the entries overlapping
 // [from, upper), as Kafka's collectAbortedTxns, from memory. Each segment
@@ -269,7 +270,8 @@
 // sealed and at Close, and read at Open; Kafka 2.8's DumpLogSegments reads
 // it. Producer snapshots (version 3) carry each producer's ongoing
 // transaction and last coordinator epoch, and the producer replay of Open
-// and TruncateTo (from the newest snapshot) completes transactions and
+// and TruncateTo (from the newest snapshot, or from the log start when
+// there is none, as Kafka's) completes transactions and
 // rebuilds the index of the replayed segments, rewriting their files:
 // truncation rolls both back, retention and DeleteRecordsBefore delete a
 // segment's .txnindex with it. Snapshots are written in roll order after

@@ -39,10 +39,15 @@ type Log struct {
 
 	// Transactions (txn.go): the first offset of the oldest ongoing
 	// transaction (-1: none), published after each append; the aborted
-	// transactions by marker offset, all segments', guarded by txnMu.
+	// transactions by marker offset, all segments', guarded by txnMu;
+	// the transactions completed by a marker the high watermark has not
+	// passed yet (by marker offset; see LastStableOffset), guarded by
+	// unrepMu.
 	firstUnstable atomic.Int64
 	txnMu         sync.RWMutex
 	aborted       []AbortedTxn
+	unrepMu       sync.Mutex
+	unreplicated  []txnSpan
 
 	epochs  *epochCache  // leader epochs of the batches; see epoch.go
 	cleaner cleanerState // the log cleaner's checkpoint and lock; see cleaner.go

@@ -336,11 +336,13 @@ func (l *Log) finishRecovery() error {
 }
 
 // loadProducers restores idempotence state from the newest snapshot and the
-// batch headers after it. Without a usable snapshot the last two segments
-// are read: a crash right after a roll, before the roll's snapshot reached
-// the disk, leaves an empty or nearly empty active segment, and the
-// producers' last batches are in the one before it. Producers whose last
-// batch is older count as unknown, which Append tolerates.
+// batch headers after it. Without a usable snapshot (none, or older than
+// the log start) the headers are read from the log start, as Kafka
+// rebuilds its producer state: a transaction begun in any segment is
+// still ongoing, and its marker completes it with its first offset. Only
+// batch headers are read, one per batch; snapshots are written at every
+// roll and Close, so a log without one is rare (written by an older
+// version, or a crash before its first roll reached the disk).
 //
 // Headers carry no append time, so a batch read back from a segment counts
 // as appended at the segment file's modification time (capped at Now): never
@@ -355,9 +357,8 @@ func (l *Log) finishRecovery() error {
 // (their .txnindex files are rewritten). A snapshot at offset X is only
 // ever written after the batches below X and their .txnindex entries
 // were fsynced (at a roll, Close or TruncateTo), so the files' entries
-// below X are complete. Without a snapshot, a transaction begun before the
-// last two segments is not known to be ongoing (a limitation: Kafka
-// replays from the log start then).
+// below X are complete; without a snapshot every segment's .txnindex is
+// rebuilt.
 func (l *Log) loadProducers(names []string) error {
 	end := l.end.Load()
 	nowMs := l.cfg.Now().UnixMilli()
@@ -365,7 +366,7 @@ func (l *Log) loadProducers(names []string) error {
 	l.producers = ps
 	segs := *l.segs.Load()
 	if !ok || from < segs[0].base {
-		from = segs[max(len(segs)-2, 0)].base
+		from = segs[0].base
 	}
 	l.loadTxnIndexes(names, segs, from)
 	defer func() {

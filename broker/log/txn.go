@@ -165,14 +165,31 @@ func (l *Log) publishTxn() {
 	l.firstUnstable.Store(l.producers.firstUnstable())
 }
 
+// txnSpan is a completed transaction's first offset and marker offset.
+type txnSpan struct{ first, last int64 }
+
 // LastStableOffset is Kafka's LSO for the high watermark hw: the first
-// offset of the oldest ongoing transaction, or hw if that is lower or no
-// transaction is ongoing. read_committed consumers read below it.
+// offset of the oldest transaction that is ongoing or whose marker is at
+// or past hw (not yet in every in-sync replica), or hw if that is lower or
+// there is none. read_committed consumers read below it, so they never
+// see a transaction as ended that a new leader may not have ended. hw must
+// be the partition's high watermark (or lower): completed transactions
+// below it are forgotten.
 func (l *Log) LastStableOffset(hw int64) int64 {
-	if fu := l.firstUnstable.Load(); fu >= 0 && fu < hw {
-		return fu
+	lso := hw
+	if fu := l.firstUnstable.Load(); fu >= 0 && fu < lso {
+		lso = fu
 	}
-	return hw
+	l.unrepMu.Lock()
+	defer l.unrepMu.Unlock()
+	i := sort.Search(len(l.unreplicated), func(i int) bool { return l.unreplicated[i].last >= hw })
+	if i > 0 {
+		l.unreplicated = append(l.unreplicated[:0], l.unreplicated[i:]...)
+	}
+	for _, s := range l.unreplicated {
+		lso = min(lso, s.first)
+	}
+	return lso
 }
 
 // FirstUnstableOffset is the first offset of the oldest ongoing transaction,
@@ -223,9 +240,15 @@ func markerBatch(producerID int64, producerEpoch int16, coordinatorEpoch int32, 
 	return b
 }
 
-// recordTxns adds the aborted ones among done to the index; the caller
-// holds l.mu.
+// recordTxns adds the aborted ones among done to the index, and every
+// one to the transactions the high watermark has not passed yet; the
+// caller holds l.mu.
 func (l *Log) recordTxns(done []completedTxn) {
+	l.unrepMu.Lock()
+	for _, d := range done {
+		l.unreplicated = append(l.unreplicated, txnSpan{d.first, d.last})
+	}
+	l.unrepMu.Unlock()
 	l.txnMu.Lock()
 	defer l.txnMu.Unlock()
 	for _, d := range done {
@@ -238,6 +261,10 @@ func (l *Log) recordTxns(done []completedTxn) {
 // dropAbortedFrom forgets aborted transactions whose marker is at or past
 // off (a truncation, or recovery about to replay them).
 func (l *Log) dropAbortedFrom(off int64) {
+	l.unrepMu.Lock()
+	j := sort.Search(len(l.unreplicated), func(i int) bool { return l.unreplicated[i].last >= off })
+	l.unreplicated = l.unreplicated[:j:j]
+	l.unrepMu.Unlock()
 	l.txnMu.Lock()
 	defer l.txnMu.Unlock()
 	i := sort.Search(len(l.aborted), func(i int) bool { return l.aborted[i].LastOffset >= off })

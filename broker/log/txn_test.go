@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -421,4 +422,114 @@ func TestSnapshotV3Transactions(t *testing.T) {
 	if e := old.m[9]; e == nil || e.epoch != 3 || e.lastAppendMs != 1234 || e.txnFirst != -1 || e.coordEpoch != -1 || len(e.batches) != 1 || len(old.ongoing) != 0 {
 		t.Fatalf("v2 snapshot decoded to %+v", old.m[9])
 	}
+}
+
+// TestTxnLSOBelowUnreplicatedMarker: a transaction whose marker the high
+// watermark has not passed stays unstable (Kafka's unreplicated
+// transactions): the LSO stays at its first offset until hw is past the
+// marker, then a later transaction of another producer holds it at its
+// own first offset until its marker is passed in turn.
+func TestTxnLSOBelowUnreplicatedMarker(t *testing.T) {
+	l := newLog(t, Config{RetentionMs: -1})
+	// offset 0
+	mustAppend(t, l, logtest.Batch(logtest.Options{}, logtest.Record{Value: []byte("plain")}))
+	txn := logtest.Options{ProducerID: 5, Idempotent: true, ProducerEpoch: 0, Attributes: attrTransactional}
+	// offset 1-2
+	mustAppend(t, l, logtest.Batch(txn, logtest.Record{Value: []byte("a")}, logtest.Record{Value: []byte("b")}))
+	// offset 3
+	if _, err := l.AppendMarker(5, 0, 0, true, -1); err != nil {
+		t.Fatal(err)
+	}
+	other := logtest.Options{ProducerID: 6, Idempotent: true, ProducerEpoch: 0, Attributes: attrTransactional}
+	// offset 4
+	mustAppend(t, l, logtest.Batch(other, logtest.Record{Value: []byte("c")}))
+	// offset 5
+	if _, err := l.AppendMarker(6, 0, 0, false, -1); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ hw, want int64 }{
+		{1, 1}, // below the transaction: hw
+		{3, 1}, // the COMMIT marker at 3 is not below hw
+		{4, 4}, // past it; producer 6's ABORT at 5 holds at its first offset 4
+		{5, 4},
+		{6, 6}, // everything replicated
+	} {
+		if got := l.LastStableOffset(c.hw); got != c.want {
+			t.Fatalf("LSO(hw %d) = %d, want %d", c.hw, got, c.want)
+		}
+	}
+	if l.FirstUnstableOffset() != -1 {
+		t.Fatalf("first unstable %d, want none ongoing", l.FirstUnstableOffset())
+	}
+}
+
+// TestTxnOngoingAcrossSegmentsWithoutSnapshot: a transaction spanning
+// four segments, reopened with no producer snapshot, is still ongoing
+// from its first offset (the producer replay reads from the log start,
+// as Kafka's does); its ABORT then hides every one of its records from
+// read_committed readers, and the aborted-transaction index names its
+// first offset after another reopen.
+func TestTxnOngoingAcrossSegmentsWithoutSnapshot(t *testing.T) {
+	cfg := Config{SegmentBytes: 300, RetentionMs: -1, RetentionBytes: -1}
+	l := newLog(t, cfg)
+	mustAppend(t, l, logtest.Batch(logtest.Options{}, logtest.Record{Value: []byte("p-start")}))
+	txn := logtest.Options{ProducerID: 5, Idempotent: true, ProducerEpoch: 0, Attributes: attrTransactional}
+	first := int64(-1)
+	var plain []string
+	plain = append(plain, "p-start")
+	for i := 0; len(*l.segs.Load()) < 4; i++ {
+		txn.BaseSequence = int32(i)
+		r := mustAppend(t, l, logtest.Batch(txn, logtest.Record{Value: []byte(fmt.Sprintf("t-%d", i))}))
+		if first < 0 {
+			first = r.BaseOffset
+		}
+		v := fmt.Sprintf("p-%d", i)
+		mustAppend(t, l, logtest.Batch(logtest.Options{}, logtest.Record{Value: []byte(v)}))
+		plain = append(plain, v)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, err := os.ReadDir(l.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed := 0
+	for _, e := range names {
+		if strings.HasSuffix(e.Name(), snapshotSuffix) {
+			if err := os.Remove(filepath.Join(l.Dir(), e.Name())); err != nil {
+				t.Fatal(err)
+			}
+			removed++
+		}
+	}
+	if removed == 0 {
+		t.Fatal("no producer snapshot to remove: the test would not test the replay without one")
+	}
+	l = newLog(t, cfg, l.Dir())
+	if segs := len(*l.segs.Load()); segs < 4 {
+		t.Fatalf("%d segments after the reopen, want at least 4", segs)
+	}
+	if fu := l.FirstUnstableOffset(); fu != first {
+		t.Fatalf("first unstable offset %d after a reopen without snapshots, want %d (the transaction's first batch)", fu, first)
+	}
+	if _, err := l.AppendMarker(5, 0, 0, false, -1); err != nil {
+		t.Fatal(err)
+	}
+	check := func(l *Log, when string) {
+		t.Helper()
+		end := l.EndOffset()
+		if lso := l.LastStableOffset(end); lso != end {
+			t.Fatalf("%s: LSO %d, want the end %d", when, lso, end)
+		}
+		if got := readCommitted(t, l, 0, end); !equalStrings(got, plain) {
+			t.Fatalf("%s: read_committed read %q, want %q", when, got, plain)
+		}
+		ab := l.AbortedTransactions(0, end)
+		if len(ab) != 1 || ab[0].ProducerID != 5 || ab[0].FirstOffset != first || ab[0].LastOffset != end-1 {
+			t.Fatalf("%s: aborted transactions %+v, want producer 5 from %d to %d", when, ab, first, end-1)
+		}
+	}
+	check(l, "after the abort")
+	check(reopen(t, l, cfg), "after another reopen")
 }
