@@ -1,0 +1,266 @@
+package loader_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/internal/filesys/filesystest"
+	"github.com/tributary/tributary/jobs/hours"
+	"github.com/tributary/tributary/jobs/hours/rows"
+	"github.com/tributary/tributary/loader"
+)
+
+// keyed is one produced record of the Hive-style test: its value id, key,
+// headers and where Kafka put it.
+type keyed struct {
+	key       []byte
+	headers   []kgo.RecordHeader
+	partition int32
+	offset    int64
+	ts        time.Time
+}
+
+// produceKeyed produces n records (schemaV1: id, page) over an hour that
+// crosses midnight, with keys (every 7th null) and headers (none, one, or
+// a repeated key with a null value), and returns them by id.
+func produceKeyed(t *testing.T, c *cluster, topic string, n int, start time.Time) map[int64]*kgo.Record {
+	t.Helper()
+	ctx := context.Background()
+	recs := make([]*kgo.Record, n)
+	for i := range n {
+		v, err := c.ser.Encode(ctx, topic+"-value", schemaV1, map[string]any{"id": int64(i), "page": page(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &kgo.Record{Topic: topic, Partition: int32(i % 2), Value: v, Timestamp: start.Add(time.Duration(i) * time.Hour / time.Duration(n))}
+		if i%7 != 0 {
+			r.Key = []byte(fmt.Sprintf("key-%d", i))
+		}
+		switch i % 3 {
+		case 1:
+			r.Headers = []kgo.RecordHeader{{Key: "trace", Value: []byte(fmt.Sprintf("t-%d", i))}}
+		case 2:
+			r.Headers = []kgo.RecordHeader{{Key: "trace", Value: []byte("x")}, {Key: "trace", Value: nil}}
+		}
+		recs[i] = r
+	}
+	c.produce(t, recs)
+	out := map[int64]*kgo.Record{}
+	for i, r := range recs {
+		out[int64(i)] = r
+	}
+	return out
+}
+
+// TestPathFormatAndKafkaColumns loads a topic into the real HDFS with
+// path.format 'dt'=YYYY-MM-dd/'hr'=HH and store.kafka.keys, .headers and
+// .coordinates: every record lands once in the Hive-style directory of its
+// hour, and both our reader (package rows, via hours.TopicData) and
+// fastavro read its value, key, headers, topic, partition and offset as
+// produced. A value schema with a field named like a column makes its
+// records bad records naming the field; another layout for the topic and
+// bad keys are refused naming the key.
+func TestPathFormatAndKafkaColumns(t *testing.T) {
+	c := newCluster(t)
+	const topic, n = "views", 400
+	start := time.Date(2026, 3, 14, 23, 30, 0, 0, time.UTC)
+	c.CreateTopic(t, topic, 2)
+	c.CreateTopic(t, "clash", 1)
+	produced := produceKeyed(t, c, topic, n, start)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	clash, err := c.ser.Encode(ctx, "clash-value", `{"type":"record","name":"C","fields":[{"name":"kafka_offset","type":"long"}]}`,
+		map[string]any{"kafka_offset": int64(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.produce(t, []*kgo.Record{{Topic: "clash", Value: clash}})
+
+	fsys, base, uri := filesystest.HDFSURI(t)
+	props := map[string]string{"name": "hive", "bootstrap.servers": c.Addr(), "schema.registry.url": c.registry,
+		"topics": "views|clash", "output.uri": uri, "audit.enable": "false",
+		"path.format": "'dt'=YYYY-MM-dd/'hr'=HH", "partition.duration.ms": "3600000", "locale": "en-US", "timezone": "UTC",
+		"store.kafka.keys": "true", "store.kafka.headers": "true", "store.kafka.coordinates": "true"}
+	cfg, unknown, err := loader.ConfigFromProperties(props)
+	if err != nil || len(unknown) > 0 {
+		t.Fatalf("config: %v (unknown %v)", err, unknown)
+	}
+	l, err := loader.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := l.Run(ctx)
+	l.Close()
+	if err != nil || sum.Records != n || sum.Errors != 1 {
+		t.Fatalf("run %+v, %v: want %d records and 1 bad one", sum, err, n)
+	}
+
+	list, err := hours.List(fsys, base, topic)
+	if err != nil || len(list) != 2 || list[0].Dir != base+"/views/dt=2026-03-14/hr=23" || list[1].Dir != base+"/views/dt=2026-03-15/hr=00" {
+		t.Fatalf("partitions %+v, %v: want dt=2026-03-14/hr=23 and dt=2026-03-15/hr=00", list, err)
+	}
+	layout, err := hours.ReadLayout(fsys, base, topic)
+	if err != nil || layout.PathFormat != props["path.format"] || layout.Stored != (hours.Stored{Keys: true, Headers: true, Coordinates: true}) {
+		t.Fatalf("layout %+v, %v", layout, err)
+	}
+
+	// Our reader.
+	data, err := hours.TopicData(fsys, base, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]int{}
+	for _, d := range data {
+		if _, err := rows.Read(fsys, d, func(rec map[string]any) error {
+			id := rec["id"].(int64)
+			seen[id]++
+			if want := layout.Dir(base, topic, produced[id].Timestamp); d.Hour.Dir != want {
+				return fmt.Errorf("record %d in %s, want %s", id, d.Hour.Dir, want)
+			}
+			return checkColumns(produced[id], rec, func(v any) ([]byte, bool) { b, ok := v.([]byte); return b, ok })
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("our reader saw %d distinct records, want %d", len(seen), n)
+	}
+	for id, k := range seen {
+		if k != 1 {
+			t.Fatalf("record %d read %d times", id, k)
+		}
+	}
+
+	// fastavro (an independent Avro implementation) reads the same.
+	rowsRead, _ := readWithFastavro(t, fsys, base+"/"+topic)
+	if len(rowsRead) != n {
+		t.Fatalf("fastavro read %d records, want %d", len(rowsRead), n)
+	}
+	for _, row := range rowsRead {
+		id := row.rec["id"].(int64)
+		if err := checkColumns(produced[id], row.rec, func(v any) ([]byte, bool) {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			b, err := hex.DecodeString(m["hex"].(string))
+			return b, err == nil
+		}); err != nil {
+			t.Fatalf("fastavro, %s: %v", row.file, err)
+		}
+	}
+
+	// The clashing value schema: its record is a bad record naming the field.
+	errs := dataFilesUnder(t, fsys, base+"/_errors/clash")
+	if len(errs) != 1 {
+		t.Fatalf("errors files %v, want one", errs)
+	}
+	b, err := filesys.ReadFile(fsys, errs[0])
+	if err != nil || !strings.Contains(string(b), `\"kafka_offset\"`) || !strings.Contains(string(b), "store.kafka.coordinates") {
+		t.Fatalf("errors file: %s, %v: want the reason naming kafka_offset and store.kafka.coordinates", b, err)
+	}
+
+	// Another layout for the topic is refused, naming the keys.
+	props["path.format"] = "'dt'=YYYY-MM-dd-HH"
+	cfg, _, _ = loader.ConfigFromProperties(props)
+	if l, err = loader.New(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Run(ctx)
+	l.Close()
+	if !errors.Is(err, loader.ErrConfig) || !strings.Contains(err.Error(), "path.format") {
+		t.Fatalf("another path.format for the topic: %v, want a configuration error naming path.format", err)
+	}
+}
+
+// checkColumns compares a loaded record's value and Kafka columns with
+// what was produced; asBytes reads a bytes value as the reader gives it.
+func checkColumns(r *kgo.Record, rec map[string]any, asBytes func(any) ([]byte, bool)) error {
+	id := rec["id"].(int64)
+	num := func(v any) int64 {
+		switch v := v.(type) {
+		case json.Number:
+			n, _ := v.Int64()
+			return n
+		case int32:
+			return int64(v)
+		case int64:
+			return v
+		}
+		return -1
+	}
+	if rec["page"] != page(int(id)) || rec[hours.ColumnTopic] != r.Topic || num(rec[hours.ColumnPartition]) != int64(r.Partition) ||
+		num(rec[hours.ColumnOffset]) != r.Offset {
+		return fmt.Errorf("record %d: %v, want page %s at %s/%d@%d", id, rec, page(int(id)), r.Topic, r.Partition, r.Offset)
+	}
+	if k := rec[hours.ColumnKey]; r.Key == nil && k != nil {
+		return fmt.Errorf("record %d: key %v, want null", id, k)
+	} else if b, ok := asBytes(k); r.Key != nil && (!ok || !bytes.Equal(b, r.Key)) {
+		return fmt.Errorf("record %d: key %v, want %q", id, k, r.Key)
+	}
+	hs, ok := rec[hours.ColumnHeaders].([]any)
+	if !ok || len(hs) != len(r.Headers) {
+		return fmt.Errorf("record %d: headers %v, want %v", id, rec[hours.ColumnHeaders], r.Headers)
+	}
+	for i, h := range hs {
+		m, _ := h.(map[string]any)
+		want := r.Headers[i]
+		b, ok := asBytes(m["value"])
+		if m["key"] != want.Key || (want.Value == nil) != (m["value"] == nil) || (want.Value != nil && (!ok || !bytes.Equal(b, want.Value))) {
+			return fmt.Errorf("record %d: header %d %v, want %s=%q", id, i, m, want.Key, want.Value)
+		}
+	}
+	if len(rec) != 7 {
+		return fmt.Errorf("record %d has fields %v, want id, page and the five Kafka columns", id, rec)
+	}
+	return nil
+}
+
+// dataFilesUnder lists the files below dir (recursively), as paths.
+func dataFilesUnder(t *testing.T, fsys filesys.FS, dir string) []string {
+	t.Helper()
+	var out []string
+	for _, f := range dataFiles(t, fsys, dir) {
+		out = append(out, path.Join(dir, f))
+	}
+	return out
+}
+
+// TestPathFormatConfigRefused: a pattern that is malformed or cannot tell
+// the partitions apart, and a zone other than UTC, are refused naming the
+// key.
+func TestPathFormatConfigRefused(t *testing.T) {
+	base := map[string]string{"name": "x", "bootstrap.servers": "h:1", "schema.registry.url": "http://r", "topics": "t", "output.uri": "/o"}
+	for _, c := range []struct{ key, value, extra, why string }{
+		{"path.format", "'dt'=YYYY-MM-dd", "", "hour (HH)"},
+		{"path.format", "YYYY/MM/dd/HH", "300000", "minute (mm)"},
+		{"path.format", "YYYY/MM/dd/HH/ss", "", "not a supported pattern letter"},
+		{"path.format", "'dt'=YYYY-MM-dd/HH", "", "Hive-style"},
+		{"timezone", "America/Los_Angeles", "", "only UTC"},
+		{"locale", "en US", "", "language tag"},
+		{"store.kafka.keys", "yes please", "", "store.kafka.keys"},
+	} {
+		props := map[string]string{c.key: c.value}
+		for k, v := range base {
+			props[k] = v
+		}
+		if c.extra != "" {
+			props["partition.duration.ms"] = c.extra
+		}
+		_, _, err := loader.ConfigFromProperties(props)
+		if !errors.Is(err, loader.ErrConfig) || !strings.Contains(err.Error(), c.key) || !strings.Contains(err.Error(), c.why) {
+			t.Errorf("%s=%q: %v, want a configuration error naming %s and saying %q", c.key, c.value, err, c.key, c.why)
+		}
+	}
+}
