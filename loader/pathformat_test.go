@@ -16,8 +16,10 @@ import (
 
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/filesys/filesystest"
+	"github.com/tributary/tributary/jobs/compact"
 	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/jobs/hours/rows"
+	"github.com/tributary/tributary/jobs/retention"
 	"github.com/tributary/tributary/loader"
 )
 
@@ -182,6 +184,90 @@ func TestPathFormatAndKafkaColumns(t *testing.T) {
 	if !errors.Is(err, loader.ErrConfig) || !strings.Contains(err.Error(), "path.format") {
 		t.Fatalf("another path.format for the topic: %v, want a configuration error naming path.format", err)
 	}
+
+	// Compaction, recompaction and retention follow the layout.
+	compactLayout(t, ctx, fsys, base, topic, produced, n)
+	late := produceKeyed(t, c, topic, 1, start.Add(10*time.Minute))[0]
+	produced[n] = late // id 0 again: the late copy reads as id 0 with its own coordinates
+	props["path.format"] = "'dt'=YYYY-MM-dd/'hr'=HH"
+	cfg, _, _ = loader.ConfigFromProperties(props)
+	if l, err = loader.New(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := l.Run(ctx); err != nil || sum.Records != 1 {
+		t.Fatalf("late run %+v, %v", sum, err)
+	}
+	l.Close()
+	recompacted := compactLayout(t, ctx, fsys, base, topic, produced, n+1)
+	if recompacted.HoursRecompacted != 1 {
+		t.Fatalf("second compaction %+v: want the late file's hour recompacted", recompacted)
+	}
+	rs, err := retention.Run(ctx, retention.Config{FS: fsys, Base: base, Topics: map[string]time.Duration{topic: time.Hour},
+		Now: func() time.Time { return start.Add(90 * time.Minute) }})
+	if err != nil || rs.HoursRemoved != 1 {
+		t.Fatalf("retention %+v, %v: want the first hour removed", rs, err)
+	}
+	if list, err := hours.List(fsys, base, topic); err != nil || len(list) != 1 || list[0].Dir != base+"/views/dt=2026-03-15/hr=00" {
+		t.Fatalf("after retention: %+v, %v", list, err)
+	}
+	if ok, _ := filesys.Exists(fsys, base+"/views/dt=2026-03-14"); ok {
+		t.Fatalf("retention left the emptied dt=2026-03-14 directory")
+	}
+}
+
+// compactLayout compacts the loaded topic and checks that every hour is
+// compacted into its generation directory beside the Hive-style hour
+// directory, and that the Parquet rows hold the values and Kafka columns
+// produced (want: n records by id; id n is a late copy of id 0).
+func compactLayout(t *testing.T, ctx context.Context, fsys filesys.FS, base, topic string, produced map[int64]*kgo.Record, n int) compact.Summary {
+	t.Helper()
+	cp, err := compact.New(compact.Config{FS: fsys, Base: base, Topics: []string{topic},
+		ClosedThrough: func(context.Context) (time.Time, error) { return time.Now(), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := cp.Run(ctx)
+	if err != nil {
+		t.Fatalf("compaction %+v: %v", sum, err)
+	}
+	sts, err := hours.Statuses(fsys, base, topic, time.Now(), 0)
+	if err != nil || len(sts) != 2 {
+		t.Fatalf("statuses %+v, %v", sts, err)
+	}
+	for _, st := range sts {
+		if st.State != hours.StateCompacted || st.Format != hours.Parquet || path.Dir(st.Location) != path.Dir(st.Hour.Dir) ||
+			!strings.HasPrefix(path.Base(st.Location), path.Base(st.Hour.Dir)+".c") || st.LateFiles != 0 {
+			t.Fatalf("hour %s: %+v, want compacted into a generation beside %s", st.Hour, st, st.Hour.Dir)
+		}
+	}
+	data, err := hours.TopicData(fsys, base, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[[2]int64]bool{} // (partition, offset)
+	for _, d := range data {
+		if d.Format != hours.Parquet {
+			t.Fatalf("%s: %s after compaction", d.Path(), d.Format)
+		}
+		if _, err := rows.Read(fsys, d, func(rec map[string]any) error {
+			k := [2]int64{int64(rec[hours.ColumnPartition].(int32)), rec[hours.ColumnOffset].(int64)}
+			if seen[k] {
+				return fmt.Errorf("partition %d offset %d read twice", k[0], k[1])
+			}
+			seen[k] = true
+			r := produced[rec["id"].(int64)]
+			if l := produced[int64(n-1)]; n > 400 && l.Partition == int32(k[0]) && l.Offset == k[1] {
+				r = l
+			}
+			return checkColumns(r, rec, func(v any) ([]byte, bool) { b, ok := v.([]byte); return b, ok })
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("compacted rows: %d, want %d", len(seen), n)
+	}
+	return sum
 }
 
 // checkColumns compares a loaded record's value and Kafka columns with

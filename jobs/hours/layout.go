@@ -342,6 +342,10 @@ func (l Layout) startOf(names []string) (time.Time, bool) {
 	return start, true
 }
 
+// Depth is the number of directory levels of a partition directory below
+// the topic directory.
+func (l Layout) Depth() int { return len(l.levels) }
+
 // Same reports whether two layouts lay a topic out alike.
 func (l Layout) Same(o Layout) bool {
 	return l.Duration == o.Duration && l.PathFormat == o.PathFormat && l.Stored == o.Stored
