@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,10 +17,12 @@ import (
 
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/filesys/filesystest"
+	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/jobs/compact"
 	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/jobs/hours/rows"
 	"github.com/tributary/tributary/jobs/retention"
+	"github.com/tributary/tributary/jobs/tables"
 	"github.com/tributary/tributary/loader"
 )
 
@@ -80,7 +83,7 @@ func TestPathFormatAndKafkaColumns(t *testing.T) {
 	c.CreateTopic(t, topic, 2)
 	c.CreateTopic(t, "clash", 1)
 	produced := produceKeyed(t, c, topic, n, start)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute) // Spark is slow on a busy machine
 	defer cancel()
 	clash, err := c.ser.Encode(ctx, "clash-value", `{"type":"record","name":"C","fields":[{"name":"kafka_offset","type":"long"}]}`,
 		map[string]any{"kafka_offset": int64(5)})
@@ -185,8 +188,48 @@ func TestPathFormatAndKafkaColumns(t *testing.T) {
 		t.Fatalf("another path.format for the topic: %v, want a configuration error naming path.format", err)
 	}
 
-	// Compaction, recompaction and retention follow the layout.
-	compactLayout(t, ctx, fsys, base, topic, produced, n)
+	// The Hive table: partitioned by dt and hr, with the Kafka columns,
+	// read by Spark SQL over a Parquet partition (the first hour, compacted
+	// and registered by compaction) and an Avro one (the second, not closed
+	// yet, registered here as its directory).
+	fsURI := "hdfs://" + testenv.HDFS(t)
+	db := fmt.Sprintf("loader_test_%d", time.Now().UnixNano()%1e9)
+	ms, err := tables.New(tables.Config{URIs: []string{testenv.HiveMetastore(t)}, Database: db, FileSystem: fsURI},
+		c.reg, tables.Options{Logger: testenv.Logger(t, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	if sum := compactLayout(t, ctx, fsys, base, topic, produced, n, list[0].End(), ms); sum.HoursCompacted != 1 {
+		t.Fatalf("compaction through the first hour: %+v", sum)
+	}
+	parts, err := compact.Published(fsys, base, topic, nil)
+	if err != nil || len(parts) != 1 || parts[0].Format != "parquet" || !slices.Equal(parts[0].Values, []string{"2026-03-14", "23"}) {
+		t.Fatalf("published %+v, %v: want dt=2026-03-14/hr=23 in Parquet", parts, err)
+	}
+	parts = append(parts, compact.Partition{Topic: topic, Start: list[1].Start, Duration: time.Hour, Location: list[1].Dir,
+		Format: "avro", SchemaID: parts[0].SchemaID, Columns: layout.Columns(), Values: layout.Values(list[1].Start), Stored: layout.Stored})
+	if err := ms.Sync(ctx, topic, parts); err != nil {
+		t.Fatal(err)
+	}
+	query := fmt.Sprintf(`SELECT dt, hr, id, page, coalesce(hex(kafka_key), '<null>') AS k,
+		concat_ws(',', transform(kafka_headers, x -> concat(x.key, '=', coalesce(hex(x.value), '<null>')))) AS h,
+		kafka_topic, kafka_partition, kafka_offset FROM %s.views`, db)
+	spark := testenv.SparkSQL(t, testenv.HiveMetastore(t), query, "SHOW PARTITIONS "+db+".views")
+	if err := checkSparkRows(spark[0], produced, layout, n); err != nil {
+		t.Errorf("Spark over a Parquet and an Avro partition: %v", err)
+	}
+	if fmt.Sprint(spark[1]) != "[map[partition:dt=2026-03-14/hr=23] map[partition:dt=2026-03-15/hr=00]]" {
+		t.Errorf("SHOW PARTITIONS: %v", spark[1])
+	}
+	if sum := compactLayout(t, ctx, fsys, base, topic, produced, n, time.Now(), ms); sum.HoursCompacted != 1 {
+		t.Fatalf("compaction of the second hour: %+v", sum)
+	}
+	if got := tablePartitions(t, ctx, ms, fsys, base, topic); got != 2 {
+		t.Fatalf("registered partitions after compaction: %d, want 2", got)
+	}
+
+	// Recompaction and retention follow the layout.
 	late := produceKeyed(t, c, topic, 1, start.Add(10*time.Minute))[0]
 	produced[n] = late // id 0 again: the late copy reads as id 0 with its own coordinates
 	props["path.format"] = "'dt'=YYYY-MM-dd/'hr'=HH"
@@ -198,7 +241,7 @@ func TestPathFormatAndKafkaColumns(t *testing.T) {
 		t.Fatalf("late run %+v, %v", sum, err)
 	}
 	l.Close()
-	recompacted := compactLayout(t, ctx, fsys, base, topic, produced, n+1)
+	recompacted := compactLayout(t, ctx, fsys, base, topic, produced, n+1, time.Now(), nil)
 	if recompacted.HoursRecompacted != 1 {
 		t.Fatalf("second compaction %+v: want the late file's hour recompacted", recompacted)
 	}
@@ -219,10 +262,11 @@ func TestPathFormatAndKafkaColumns(t *testing.T) {
 // compacted into its generation directory beside the Hive-style hour
 // directory, and that the Parquet rows hold the values and Kafka columns
 // produced (want: n records by id; id n is a late copy of id 0).
-func compactLayout(t *testing.T, ctx context.Context, fsys filesys.FS, base, topic string, produced map[int64]*kgo.Record, n int) compact.Summary {
+func compactLayout(t *testing.T, ctx context.Context, fsys filesys.FS, base, topic string, produced map[int64]*kgo.Record, n int,
+	through time.Time, cat compact.Catalog) compact.Summary {
 	t.Helper()
-	cp, err := compact.New(compact.Config{FS: fsys, Base: base, Topics: []string{topic},
-		ClosedThrough: func(context.Context) (time.Time, error) { return time.Now(), nil }})
+	cp, err := compact.New(compact.Config{FS: fsys, Base: base, Topics: []string{topic}, Catalog: cat, Delay: time.Nanosecond,
+		ClosedThrough: func(context.Context) (time.Time, error) { return through.Add(time.Nanosecond), nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,11 +274,19 @@ func compactLayout(t *testing.T, ctx context.Context, fsys filesys.FS, base, top
 	if err != nil {
 		t.Fatalf("compaction %+v: %v", sum, err)
 	}
-	sts, err := hours.Statuses(fsys, base, topic, time.Now(), 0)
+	sts, err := hours.Statuses(fsys, base, topic, through.Add(time.Nanosecond), time.Nanosecond)
 	if err != nil || len(sts) != 2 {
 		t.Fatalf("statuses %+v, %v", sts, err)
 	}
+	compacted := map[string]bool{}
 	for _, st := range sts {
+		if st.End.After(through) {
+			if st.State != hours.StateLoading {
+				t.Fatalf("hour %s: %+v, want loading", st.Hour, st)
+			}
+			continue
+		}
+		compacted[st.Hour.Dir] = true
 		if st.State != hours.StateCompacted || st.Format != hours.Parquet || path.Dir(st.Location) != path.Dir(st.Hour.Dir) ||
 			!strings.HasPrefix(path.Base(st.Location), path.Base(st.Hour.Dir)+".c") || st.LateFiles != 0 {
 			t.Fatalf("hour %s: %+v, want compacted into a generation beside %s", st.Hour, st, st.Hour.Dir)
@@ -246,7 +298,7 @@ func compactLayout(t *testing.T, ctx context.Context, fsys filesys.FS, base, top
 	}
 	seen := map[[2]int64]bool{} // (partition, offset)
 	for _, d := range data {
-		if d.Format != hours.Parquet {
+		if compacted[d.Hour.Dir] != (d.Format == hours.Parquet) {
 			t.Fatalf("%s: %s after compaction", d.Path(), d.Format)
 		}
 		if _, err := rows.Read(fsys, d, func(rec map[string]any) error {
@@ -349,4 +401,61 @@ func TestPathFormatConfigRefused(t *testing.T) {
 			t.Errorf("%s=%q: %v, want a configuration error naming %s and saying %q", c.key, c.value, err, c.key, c.why)
 		}
 	}
+}
+
+// checkSparkRows compares Spark's rows of the views table with the n
+// records produced: partition columns, value, key, headers and
+// coordinates, each record once.
+func checkSparkRows(got []map[string]any, produced map[int64]*kgo.Record, layout hours.Layout, n int) error {
+	want := map[string]bool{}
+	for id := int64(0); id < int64(n); id++ {
+		r := produced[id]
+		v := layout.Values(r.Timestamp.UTC().Truncate(time.Hour))
+		k := "<null>"
+		if r.Key != nil {
+			k = strings.ToUpper(hex.EncodeToString(r.Key))
+		}
+		var hs []string
+		for _, h := range r.Headers {
+			hv := "<null>"
+			if h.Value != nil {
+				hv = strings.ToUpper(hex.EncodeToString(h.Value))
+			}
+			hs = append(hs, h.Key+"="+hv)
+		}
+		want[fmt.Sprintf("%s|%s|%d|%s|%s|%s|%s|%d|%d", v[0], v[1], id, page(int(id)), k, strings.Join(hs, ","), r.Topic, r.Partition, r.Offset)] = true
+	}
+	seen := map[string]bool{}
+	for _, row := range got {
+		s := fmt.Sprintf("%v|%v|%.0f|%v|%v|%v|%v|%.0f|%.0f", row["dt"], row["hr"], row["id"], row["page"], row["k"], row["h"],
+			row["kafka_topic"], row["kafka_partition"], row["kafka_offset"])
+		if !want[s] || seen[s] {
+			return fmt.Errorf("row %s: not produced, or read twice", s)
+		}
+		seen[s] = true
+	}
+	if len(seen) != len(want) {
+		return fmt.Errorf("%d rows, want %d", len(seen), len(want))
+	}
+	return nil
+}
+
+// tablePartitions syncs the catalog with what the files publish and
+// returns how many partitions that is (every one compacted and at its
+// generation directory, or the test fails).
+func tablePartitions(t *testing.T, ctx context.Context, cat compact.Catalog, fsys filesys.FS, base, topic string) int {
+	t.Helper()
+	parts, err := compact.Published(fsys, base, topic, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range parts {
+		if p.Format != "parquet" || !strings.Contains(path.Base(p.Location), ".c") {
+			t.Fatalf("published %+v: want Parquet in a generation directory", p)
+		}
+	}
+	if err := cat.Sync(ctx, topic, parts); err != nil {
+		t.Fatal(err)
+	}
+	return len(parts)
 }
