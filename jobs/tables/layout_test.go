@@ -43,7 +43,11 @@ func TestHiveStylePartitionsRefused(t *testing.T) {
 		"value field kafka_offset": {"b", []Partition{part("b", off, []string{"dt"}, hours.Stored{Coordinates: true})},
 			hours.ErrStoredColumn, "kafka_offset"},
 		"specs differ": {"c", []Partition{part("c", ok, []string{"dt"}, hours.Stored{}),
-			func() Partition { p := part("c", ok, []string{"day"}, hours.Stored{}); p.Start = start.Add(time.Hour); return p }()},
+			func() Partition {
+				p := part("c", ok, []string{"day"}, hours.Stored{})
+				p.Start = start.Add(time.Hour)
+				return p
+			}()},
 			ErrBadPartition, "partition columns"},
 	} {
 		err := m.Sync(ctx, c.topic, c.want)
