@@ -78,6 +78,25 @@ type Config struct {
 	// duration adds a /<mm> level; a topic's duration is fixed by its
 	// first load).
 	PartitionDuration time.Duration
+	// PathFormat is path.format (kafka-connect-hdfs's TimeBasedPartitioner
+	// spelling, a Joda-style pattern such as 'dt'=YYYY-MM-dd/'hr'=HH; see
+	// package hours): the partition directories below <base>/<topic>.
+	// Empty is the default <yyyy>/<MM>/<dd>/<HH> layout. Fixed by the
+	// topic's first load, like the duration.
+	PathFormat string
+	// Timezone is `timezone`: partitions are formatted and aligned in UTC,
+	// the only zone supported (default UTC).
+	Timezone string
+	// Locale is `locale`, accepted for kafka-connect-hdfs configurations:
+	// the pattern's fields are all numeric, so it changes nothing.
+	Locale string
+	// StoreKeys, StoreHeaders and StoreCoordinates (`store.kafka.keys`,
+	// `store.kafka.headers`, `store.kafka.coordinates`) append the record
+	// key, its headers and its topic, partition and offset to every loaded
+	// record as columns (hours.Stored); a value schema with a field of a
+	// column's name makes its records bad records. Fixed by the topic's
+	// first load.
+	StoreKeys, StoreHeaders, StoreCoordinates bool
 	// MaxOpenFiles bounds the files a partition keeps open at once
 	// (`max.open.files`); past it the least recently used one is closed
 	// (the next record of its hour and schema starts a new file).
@@ -123,6 +142,18 @@ type Config struct {
 	CrashAt CrashPoint
 }
 
+var localeRE = regexp.MustCompile(`^[A-Za-z]{2,8}([-_][A-Za-z0-9]{1,8})*$`)
+
+// layout is the topic layout the configuration writes (after fill).
+func (c Config) layout() hours.Layout {
+	l, err := hours.NewLayout(c.PartitionDuration, c.PathFormat)
+	if err != nil {
+		panic(err) // Validate checked it
+	}
+	l.Stored = hours.Stored{Keys: c.StoreKeys, Headers: c.StoreHeaders, Coordinates: c.StoreCoordinates}
+	return l
+}
+
 // Validate checks the configuration; errors name the property key.
 func (c Config) Validate() error {
 	bad := func(format string, args ...any) error {
@@ -156,6 +187,23 @@ func (c Config) Validate() error {
 		if err := hours.ValidDuration(c.PartitionDuration); err != nil {
 			return bad("partition.duration.ms: %v", err)
 		}
+	}
+	if c.PathFormat != "" {
+		d := c.PartitionDuration
+		if d == 0 {
+			d = time.Hour
+		}
+		if _, err := hours.NewLayout(d, c.PathFormat); err != nil {
+			return bad("path.format: %v", err)
+		}
+	}
+	switch c.Timezone {
+	case "", "UTC", "Etc/UTC", "GMT", "Etc/GMT":
+	default:
+		return bad("timezone %q: only UTC is supported (partitions are aligned and named in UTC)", c.Timezone)
+	}
+	if c.Locale != "" && !localeRE.MatchString(c.Locale) {
+		return bad("locale %q: want a language tag such as en-US or en_US", c.Locale)
 	}
 	if _, err := regexp.Compile(c.Topics); err != nil {
 		return bad("topics: %v", err)
@@ -220,6 +268,7 @@ func (c *Config) fill() {
 var Keys = slices.Concat(network.SecurityKeys, auditSecurityKeys, filesys.HDFSKeys, []string{
 	"name", "bootstrap.servers", "client.id", "schema.registry.url", "topics", "output.uri", "codec",
 	"commit.records", "commit.interval.ms", "max.open.files", "partition.duration.ms",
+	"path.format", "timezone", "locale", "store.kafka.keys", "store.kafka.headers", "store.kafka.coordinates",
 	"zookeeper.connect", "zookeeper.session.timeout.ms", "scale.members", "scale.wait.ms",
 	"audit.enable", "audit.cluster", "audit.bootstrap.servers", "audit.topic", "audit.window.ms",
 })
@@ -256,6 +305,12 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	c.CommitInterval = ms("commit.interval.ms")
 	c.MaxOpenFiles = p.Int("max.open.files", 1)
 	c.PartitionDuration = ms("partition.duration.ms")
+	c.PathFormat = p.String("path.format")
+	c.Timezone = p.String("timezone")
+	c.Locale = p.String("locale")
+	c.StoreKeys = p.Bool("store.kafka.keys", false)
+	c.StoreHeaders = p.Bool("store.kafka.headers", false)
+	c.StoreCoordinates = p.Bool("store.kafka.coordinates", false)
 	c.ZooKeeperConnect = p.String("zookeeper.connect")
 	c.ZKSessionTimeout = ms("zookeeper.session.timeout.ms")
 	c.ScaleMembers = p.Int("scale.members", 1)

@@ -15,6 +15,26 @@
 //	<base>/_loader/<job>/<topic>/_partitions   the topic's partition count, written at the start of a run
 //	<base>/_loader/<job>/<topic>/<partition>/tmp/<run-id>/...
 //
+// With path.format (Config.PathFormat, kafka-connect-hdfs's
+// TimeBasedPartitioner pattern, e.g. 'dt'=YYYY-MM-dd/'hr'=HH) the
+// partition directories follow the pattern instead (hours.Layout; the
+// topic's _partitioning marker records it, with the duration and the
+// stored columns, and a loader configured otherwise for the topic refuses
+// to start). Only UTC is supported as timezone; locale changes nothing.
+//
+// # Stored Kafka columns
+//
+// store.kafka.keys, store.kafka.headers and store.kafka.coordinates
+// append kafka_key, kafka_headers and kafka_topic/kafka_partition/
+// kafka_offset to every record (hours.Stored): the file's schema is the
+// writer schema with those fields appended, and a record is the producer's
+// datum followed by their encoding. kafka-connect-hdfs writes keys and
+// headers to separate files; columns are used here because a table (Hive,
+// Spark, Trino) reads one location in one format and cannot join side
+// files to values, and compaction carries columns into Parquet for free.
+// A value schema that is not a record or has a field of a column's name
+// makes its records bad records, the reason naming the field.
+//
 // A record goes to the hour (UTC) of its own timestamp, or to its time
 // partition of partition.duration.ms (Config.PartitionDuration; package
 // hours lays out sub-hour partitions as .../<HH>/<mm>/ and records the

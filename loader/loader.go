@@ -45,6 +45,10 @@ type Loader struct {
 	progress  *Progress
 	runID     string
 	crashSeen atomic.Int64
+	// layout is the topic layout the configuration writes; columns
+	// encodes its stored Kafka columns (nil without any).
+	layout  hours.Layout
+	columns *hours.Encoder
 	// layouts holds the topics whose partitioning marker was checked.
 	layouts sync.Map
 }
@@ -64,6 +68,14 @@ func New(ctx context.Context, cfg Config) (*Loader, error) {
 		progress: &Progress{}}
 	codec, _ := parseCodec(cfg.Codec)
 	l.format = avroFormat{codec: codec}
+	l.layout = cfg.layout()
+	if l.layout.Stored.Any() {
+		enc, err := l.layout.Stored.NewEncoder()
+		if err != nil {
+			return nil, err
+		}
+		l.columns = enc
+	}
 	l.topics = regexp.MustCompile("^(?:" + cfg.Topics + ")$")
 	fsys, base, err := filesys.OpenWith(ctx, cfg.OutputURI, cfg.HDFS.WithLogger(cfg.Logger))
 	if err != nil {
@@ -77,7 +89,7 @@ func New(ctx context.Context, cfg Config) (*Loader, error) {
 		l.Close()
 		return nil, fmt.Errorf("schema.registry.url: %w", err)
 	}
-	l.schemas = &schemaCache{reg: reg, m: map[schema.ID]*writerSchema{}}
+	l.schemas = &schemaCache{reg: reg, stored: l.layout.Stored, m: map[schema.ID]*writerSchema{}}
 	l.kcl, err = network.NewClient(network.ClientConfig{Brokers: cfg.Brokers, ClientID: cfg.ClientID}.Secured(cfg.Security))
 	if err != nil {
 		l.Close()
@@ -477,16 +489,17 @@ func (a *auditPublisher) close() {
 	}
 }
 
-// ensurePartitioning checks that topic's layout has partition.duration.ms
-// (package hours: the topic's _partitioning marker, absent for hours) and
-// writes the marker for a topic loaded for the first time with another
-// duration, before any of its files.
+// ensurePartitioning checks that topic's layout (package hours: the
+// topic's _partitioning marker, absent for the default hourly layout) is
+// the configured one — partition.duration.ms, path.format and the stored
+// Kafka columns — and writes the marker for a topic loaded for the first
+// time with another layout, before any of its files.
 func (l *Loader) ensurePartitioning(topic string) error {
 	if _, ok := l.layouts.Load(topic); ok {
 		return nil
 	}
-	want := l.cfg.PartitionDuration
-	have, err := hours.Partitioning(l.fsys, l.base, topic)
+	want := l.layout
+	have, err := hours.ReadLayout(l.fsys, l.base, topic)
 	if err != nil {
 		return err
 	}
@@ -496,19 +509,19 @@ func (l *Loader) ensurePartitioning(topic string) error {
 		return err
 	}
 	switch {
-	case have == want:
+	case have.Same(want):
 	case exists:
-		return fmt.Errorf("%w: partition.duration.ms %d: topic %s is laid out in partitions of %d ms (%s)",
-			ErrConfig, want.Milliseconds(), topic, have.Milliseconds(), marker)
+		return fmt.Errorf("%w: %s: topic %s is laid out with %s (%s); a topic's layout cannot change",
+			ErrConfig, layoutKeys(want), topic, layoutKeys(have), marker)
 	default:
 		if list, err := hours.List(l.fsys, l.base, topic); err != nil {
 			return err
 		} else if len(list) > 0 {
-			return fmt.Errorf("%w: partition.duration.ms %d: topic %s already has hourly partitions under %s",
-				ErrConfig, want.Milliseconds(), topic, path.Join(l.base, topic))
+			return fmt.Errorf("%w: %s: topic %s already has hourly partitions of the default layout under %s",
+				ErrConfig, layoutKeys(want), topic, path.Join(l.base, topic))
 		}
 		tmp := marker + "." + l.runID + ".tmp"
-		if err := filesys.WriteFile(l.fsys, tmp, hours.EncodePartitioning(want)); err != nil {
+		if err := filesys.WriteFile(l.fsys, tmp, hours.EncodeLayout(want)); err != nil {
 			return err
 		}
 		if err := l.fsys.Rename(tmp, marker); err != nil {
@@ -517,4 +530,10 @@ func (l *Loader) ensurePartitioning(topic string) error {
 	}
 	l.layouts.Store(topic, true)
 	return nil
+}
+
+// layoutKeys names a layout by the configuration keys that make it.
+func layoutKeys(l hours.Layout) string {
+	return fmt.Sprintf("partition.duration.ms=%d path.format=%q store.kafka.keys=%t store.kafka.headers=%t store.kafka.coordinates=%t",
+		l.Duration.Milliseconds(), l.PathFormat, l.Stored.Keys, l.Stored.Headers, l.Stored.Coordinates)
 }

@@ -88,6 +88,25 @@ func TestLoadExactlyOnce(t *testing.T) {
 // them with Python's fastavro, an Avro implementation independent of ours.
 func checkWithFastavro(t *testing.T, d dataset, fsys filesys.FS, base string) {
 	t.Helper()
+	rows, files := readWithFastavro(t, fsys, base)
+	got := map[int64][]landed{}
+	for _, row := range rows {
+		got[row.rec["id"].(int64)] = append(got[row.rec["id"].(int64)], landed{file: row.file, rec: row.rec})
+	}
+	t.Logf("fastavro read %d records from %d files", len(rows), files)
+	checkExactlyOnce(t, d, got)
+}
+
+// fastavroRow is one record fastavro read: bytes values are {"hex": ...}
+// maps, "id" an int64, other numbers json.Number.
+type fastavroRow struct {
+	file, codec string
+	rec         map[string]any
+}
+
+// readWithFastavro reads every data file under base with fastavro.
+func readWithFastavro(t *testing.T, fsys filesys.FS, base string) ([]fastavroRow, int) {
+	t.Helper()
 	py := testenv.Python(t)
 	dir := t.TempDir()
 	var files []string
@@ -100,22 +119,20 @@ func checkWithFastavro(t *testing.T, d dataset, fsys filesys.FS, base string) {
 		if err := os.WriteFile(local, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		files = append(files, f+"="+local)
+		files = append(files, f+"\t"+local)
 	}
 	script := `
 import sys, json, fastavro
 out = []
 for arg in sys.argv[1:]:
-    name, local = arg.split("=", 1)
+    name, local = arg.split("\t", 1)
     with open(local, "rb") as fo:
         r = fastavro.reader(fo)
         codec = r.metadata.get("avro.codec")
         for rec in r:
             out.append([name, codec, rec])
-json.dump(out, sys.stdout)
+json.dump(out, sys.stdout, default=lambda b: {"hex": b.hex()})
 `
-	listFile := filepath.Join(dir, "args")
-	_ = listFile
 	cmd := exec.Command(py, append([]string{"-c", script}, files...)...)
 	outb, err := cmd.Output()
 	if err != nil {
@@ -124,25 +141,23 @@ json.dump(out, sys.stdout)
 		}
 		t.Fatal(err)
 	}
-	var rows [][3]json.RawMessage
-	if err := json.Unmarshal(outb, &rows); err != nil {
+	var raw [][3]json.RawMessage
+	if err := json.Unmarshal(outb, &raw); err != nil {
 		t.Fatal(err)
 	}
-	got := map[int64][]landed{}
-	for _, row := range rows {
-		var name, codec string
-		var rec map[string]any
-		json.Unmarshal(row[0], &name)
-		json.Unmarshal(row[1], &codec)
+	rows := make([]fastavroRow, len(raw))
+	for i, row := range raw {
+		json.Unmarshal(row[0], &rows[i].file)
+		json.Unmarshal(row[1], &rows[i].codec)
 		dec := json.NewDecoder(strings.NewReader(string(row[2])))
 		dec.UseNumber()
-		dec.Decode(&rec)
-		id, _ := rec["id"].(json.Number).Int64()
-		rec["id"] = id
-		got[id] = append(got[id], landed{file: name, rec: rec})
+		if err := dec.Decode(&rows[i].rec); err != nil {
+			t.Fatal(err)
+		}
+		id, _ := rows[i].rec["id"].(json.Number).Int64()
+		rows[i].rec["id"] = id
 	}
-	t.Logf("fastavro read %d records from %d files", len(rows), len(files))
-	checkExactlyOnce(t, d, got)
+	return rows, len(files)
 }
 
 // checkAudit reads the audit topic and checks that the loader's events of

@@ -181,6 +181,11 @@ func (pl *partLoad) add(ctx context.Context, r *kgo.Record) error {
 	if err != nil {
 		return err
 	}
+	if pl.l.columns != nil {
+		if payload, err = pl.l.columns.Append(append(make([]byte, 0, len(payload)+64), payload...), pl.columns(r)); err != nil {
+			return fmt.Errorf("encode the stored Kafka columns of %s/%d@%d: %w", pl.topic, pl.partition, r.Offset, err)
+		}
+	}
 	if err := f.data.Append(payload); err != nil {
 		return fmt.Errorf("write %s: %w", f.tmp, err)
 	}
@@ -362,7 +367,16 @@ func parallel(n int, fn func(i int) error) error {
 func (pl *partLoad) finalName(f *dataFile) string {
 	name := hours.LoaderFile{Topic: pl.topic, Partition: pl.partition, First: f.first, Last: f.last,
 		SchemaID: uint32(f.key.id), Format: pl.l.format.format()}.Name()
-	return path.Join(hours.DirFor(pl.l.base, pl.topic, time.Unix(f.key.hour, 0), pl.l.cfg.PartitionDuration), name)
+	return path.Join(pl.l.layout.Dir(pl.l.base, pl.topic, time.Unix(f.key.hour, 0)), name)
+}
+
+// columns are the stored Kafka columns of a record.
+func (pl *partLoad) columns(r *kgo.Record) hours.Record {
+	c := hours.Record{Key: r.Key, Topic: pl.topic, Partition: pl.partition, Offset: r.Offset}
+	for _, h := range r.Headers {
+		c.Headers = append(c.Headers, hours.Header{Key: h.Key, Value: h.Value})
+	}
+	return c
 }
 
 // watermarkStep is the least advance of the watermark worth a commit

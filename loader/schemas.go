@@ -7,12 +7,14 @@ import (
 	"sync"
 
 	"github.com/tributary/tributary/client/serde"
+	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/schema"
 	"github.com/tributary/tributary/schema/avro"
 )
 
 // writerSchema is a registry schema as the loader uses it: the text goes
-// into the container file header, the parsed form validates payloads.
+// into the container file header (with the stored Kafka columns appended),
+// the parsed form (the registry's schema) validates payloads.
 // bad is set when the id cannot be loaded (unknown to the registry, or a
 // schema this loader cannot write), which makes its records bad records.
 type writerSchema struct {
@@ -24,8 +26,10 @@ type writerSchema struct {
 // schemaCache fetches each writer schema once; ids are immutable.
 type schemaCache struct {
 	reg *serde.RegistryClient
-	mu  sync.Mutex
-	m   map[schema.ID]*writerSchema
+	// stored are the Kafka columns appended to the writer schema in files.
+	stored hours.Stored
+	mu     sync.Mutex
+	m      map[schema.ID]*writerSchema
 }
 
 func (c *schemaCache) get(ctx context.Context, id schema.ID) (*writerSchema, error) {
@@ -45,8 +49,10 @@ func (c *schemaCache) get(ctx context.Context, id schema.ID) (*writerSchema, err
 		parsed, perr := avro.Parse(text)
 		if perr != nil {
 			s = &writerSchema{bad: fmt.Sprintf("schema %d does not parse (references are not supported): %v", id, perr)}
+		} else if fileText, serr := c.stored.FileSchema(text); serr != nil {
+			s = &writerSchema{bad: fmt.Sprintf("schema %d: %v", id, serr)}
 		} else {
-			s = &writerSchema{text: text, parsed: parsed}
+			s = &writerSchema{text: fileText, parsed: parsed}
 		}
 	}
 	c.mu.Lock()

@@ -3,6 +3,8 @@ package compact
 import (
 	"context"
 	"time"
+
+	"github.com/tributary/tributary/jobs/hours"
 )
 
 // The contract between compaction (and retention) and a table catalog:
@@ -19,6 +21,13 @@ type Partition struct {
 	Location string        // the directory a reader lists: every data file in it, only data, one format
 	Format   string        // "avro" or "parquet"
 	SchemaID int           // the registry id whose schema the files were written with (latest for the hour)
+	// Columns and Values are the partition spec of a Hive-style
+	// path.format (hours.Layout: e.g. dt and hr, and their values); nil
+	// for the default layout, whose table has the one column "hour".
+	Columns []string `json:",omitempty"`
+	Values  []string `json:",omitempty"`
+	// Stored are the Kafka columns the files hold after the value's fields.
+	Stored hours.Stored `json:",omitzero"`
 }
 
 // Catalog publishes partitions to a table catalog. Sync makes the topic's

@@ -29,7 +29,9 @@
 // Config.Catalog (a table catalog, e.g. a Hive Metastore) is given, with
 // Sync, exactly the partitions package hours says are published: every
 // ready hour at its location (the hour directory while Avro, its
-// committed generation directory once Parquet). A run syncs each topic
+// committed generation directory once Parquet), with the topic layout's
+// Hive-style partition columns and values and its stored Kafka columns
+// (hours.Layout; Partition.Columns, Values, Stored). A run syncs each topic
 // first (so the catalog learns the outcome of a crashed run before
 // recovery deletes anything it may point at), after marking hours ready,
 // and after each swap's commit point, before the replaced files are

@@ -128,13 +128,18 @@ func Published(fsys filesys.FS, base, topic string, skip map[string]bool) ([]Par
 	if err != nil {
 		return nil, err
 	}
+	layout, err := hours.ReadLayout(fsys, base, topic)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Partition, 0, len(list))
 	for _, st := range list {
 		if skip[st.Hour.Dir] {
 			continue
 		}
 		out = append(out, Partition{Topic: topic, Start: st.Start, Duration: st.Hour.Len(),
-			Location: st.Location, Format: string(st.Format), SchemaID: st.SchemaID})
+			Location: st.Location, Format: string(st.Format), SchemaID: st.SchemaID,
+			Columns: layout.Columns(), Values: layout.Values(st.Start), Stored: layout.Stored})
 	}
 	return out, nil
 }

@@ -23,7 +23,26 @@
 //	<base>/<topic>/<yyyy>/<MM>/<dd>/<HH>/<mm>/...
 //
 // (DirFor). Hour describes one partition of either kind, Duration and End
-// included. Names starting with "_" or "." are not data (<base>/_loader,
+// included.
+//
+// # path.format (Layout)
+//
+// A topic loaded with path.format (kafka-connect-hdfs's TimeBasedPartitioner
+// pattern; see layout.go for the letters and rules) has its partition
+// directories formatted by it instead, e.g. 'dt'=YYYY-MM-dd/'hr'=HH:
+//
+//	<base>/<topic>/dt=<yyyy>-<MM>-<dd>/hr=<HH>/<loader files>
+//
+// recorded in _partitioning format version 2 ({"version": 2,
+// "partition_duration_ms": N, "path_format": "...", and the stored Kafka
+// columns "store_kafka_keys", "store_kafka_headers",
+// "store_kafka_coordinates"}; ReadLayout). A Hive-style pattern (every level
+// 'name'=...) gives the table's partition columns (Layout.Columns, Values).
+// List accepts only canonical directories of the layout. Generation
+// directories are siblings as in the default layout (hr=05.c1), and every
+// rule below holds unchanged. Stored (stored.go) names the Kafka columns
+// the files hold after the value's fields and makes their schema
+// (FileSchema) and encoding. Names starting with "_" or "." are not data (<base>/_loader,
 // <base>/_errors, a partition's _SUCCESS and _compacted, ...).
 //
 // # Readiness

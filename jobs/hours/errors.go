@@ -15,3 +15,7 @@ var (
 // ErrCorruptLayout: a topic's _partitioning marker or an hour's _SUCCESS
 // marker does not parse.
 var ErrCorruptLayout = errors.New("hours: corrupt layout marker")
+
+// ErrStoredColumn: a value schema cannot take the stored Kafka columns
+// (not a record, or a field of a column's name).
+var ErrStoredColumn = errors.New("hours: value schema conflicts with the stored Kafka columns")

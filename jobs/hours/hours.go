@@ -106,26 +106,23 @@ func Topics(fsys filesys.FS, base string) ([]string, error) {
 	return out, nil
 }
 
-// List returns the partitions of topic, oldest first, at the topic's
-// partition duration (Partitioning). Directories that do not parse as
-// yyyy/MM/dd/HH (or yyyy/MM/dd/HH/mm for a sub-hour duration), or whose
-// time is not a multiple of the duration, are skipped.
+// List returns the partitions of topic, oldest first, in the topic's
+// layout (ReadLayout). Directories that are not canonical partition
+// directories of the layout (yyyy/MM/dd/HH by default, or
+// yyyy/MM/dd/HH/mm for a sub-hour duration, or the topic's path.format),
+// or whose time is not a multiple of the duration, are skipped.
 func List(fsys filesys.FS, base, topic string) ([]Hour, error) {
-	d, err := Partitioning(fsys, base, topic)
+	l, err := ReadLayout(fsys, base, topic)
 	if err != nil {
 		return nil, err
 	}
-	levels := 4
-	if d < time.Hour {
-		levels = 5
-	}
-	dur := d
-	if d == time.Hour {
+	dur := l.Duration
+	if dur == time.Hour {
 		dur = 0 // the default layout's Hour values stay as they were
 	}
 	var out []Hour
-	var walk func(dir string, parts []int) error
-	walk = func(dir string, parts []int) error {
+	var walk func(dir string, names []string) error
+	walk = func(dir string, names []string) error {
 		list, err := fsys.ReadDir(dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
@@ -133,30 +130,24 @@ func List(fsys filesys.FS, base, topic string) ([]Hour, error) {
 		if err != nil {
 			return err
 		}
-		widths := []int{4, 2, 2, 2, 2}
 		for _, fi := range list {
-			if !fi.IsDir() || !IsData(fi.Name()) || len(fi.Name()) != widths[len(parts)] {
+			if !fi.IsDir() || !IsData(fi.Name()) {
 				continue
 			}
-			n, err := strconv.Atoi(fi.Name())
-			if err != nil {
-				continue
-			}
-			p := append(append([]int(nil), parts...), n)
+			p := append(append([]string(nil), names...), fi.Name())
 			sub := path.Join(dir, fi.Name())
-			if len(p) < levels {
+			if !l.levels[len(names)].parse(fi.Name(), map[byte]int{}) {
+				continue
+			}
+			if len(p) < len(l.levels) {
 				if err := walk(sub, p); err != nil {
 					return err
 				}
 				continue
 			}
-			p = append(p, 0)
-			start := time.Date(p[0], time.Month(p[1]), p[2], p[3], p[4], 0, 0, time.UTC)
-			if start.Year() != p[0] || int(start.Month()) != p[1] || start.Day() != p[2] || start.Hour() != p[3] ||
-				start.Minute() != p[4] || !start.Truncate(d).Equal(start) {
-				continue
+			if start, ok := l.startOf(p); ok {
+				out = append(out, Hour{Topic: topic, Start: start, Duration: dur, Dir: sub})
 			}
-			out = append(out, Hour{Topic: topic, Start: start, Duration: dur, Dir: sub})
 		}
 		return nil
 	}
@@ -175,7 +166,7 @@ func Dir(base, topic string, t time.Time) string { return DirFor(base, topic, t,
 // containing t: <yyyy>/<MM>/<dd>/<HH> of its start, and /<mm> below that
 // when d is shorter than an hour.
 func DirFor(base, topic string, t time.Time, d time.Duration) string {
-	return path.Join(base, topic, t.UTC().Truncate(d).Format(dirFormat(d)))
+	return DefaultLayout(d).Dir(base, topic, t)
 }
 
 func dirFormat(d time.Duration) string {

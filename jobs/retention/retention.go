@@ -101,6 +101,10 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		if err != nil {
 			return sum, err
 		}
+		layout, err := hours.ReadLayout(cfg.FS, cfg.Base, topic)
+		if err != nil {
+			return sum, err
+		}
 		touched := map[string]bool{}
 		var expired []hours.Hour
 		skip := map[string]bool{}
@@ -144,9 +148,10 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			sum.Removed = append(sum.Removed, Removed{Hour: h.String(), Files: files, Bytes: bytes})
 			touched[path.Dir(h.Dir)] = true
 		}
-		// Remove emptied day, month and year directories, deepest first.
+		// Remove emptied parents of the partition directories (day, month
+		// and year in the default layout), deepest first, never the topic's.
 		for dir := range touched {
-			for d, i := dir, 0; i < 3; d, i = path.Dir(d), i+1 {
+			for d, i := dir, 0; i < layout.Depth()-1; d, i = path.Dir(d), i+1 {
 				list, err := cfg.FS.ReadDir(d)
 				if err != nil || len(list) > 0 {
 					break

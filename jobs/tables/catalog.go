@@ -143,8 +143,26 @@ func (m *Metastore) Sync(ctx context.Context, topic string, want []Partition) er
 
 // plan is a wanted partition as the metastore stores it.
 type plan struct {
-	value string
-	sd    *hms.StorageDescriptor
+	values []string
+	sd     *hms.StorageDescriptor
+}
+
+// partitionKeys are the table's partition columns for want: the
+// Hive-style layout's (all of want have the same, checkPartitions), else
+// PartitionColumn.
+func partitionKeys(want []Partition) []string {
+	if len(want) > 0 && len(want[0].Columns) > 0 {
+		return want[0].Columns
+	}
+	return []string{PartitionColumn}
+}
+
+// partitionValues are p's values of partitionKeys.
+func partitionValues(p Partition) []string {
+	if len(p.Columns) > 0 {
+		return p.Values
+	}
+	return []string{PartitionValue(p.Start, p.Duration)}
 }
 
 func (m *Metastore) sync(ctx context.Context, topic string, want []Partition) error {
@@ -156,9 +174,21 @@ func (m *Metastore) sync(ctx context.Context, topic string, want []Partition) er
 	if err != nil {
 		return fmt.Errorf("tables: topic %s: the latest schema of subject %s-value: %w", topic, topic, err)
 	}
+	if len(want) > 0 {
+		// The files hold the stored Kafka columns after the value's fields.
+		if latest, err = want[0].Stored.FileSchema(latest); err != nil {
+			return fmt.Errorf("tables: topic %s: the latest schema of subject %s-value: %w", topic, topic, err)
+		}
+	}
 	latestCols, err := columns(latest)
 	if err != nil {
 		return fmt.Errorf("tables: topic %s: %w", topic, err)
+	}
+	keys := partitionKeys(want)
+	for _, c := range latestCols {
+		if slices.Contains(keys, c.Name) {
+			return fmt.Errorf("%w: topic %s: the value has a field %q, a partition column of the table (path.format)", ErrBadPartition, topic, c.Name)
+		}
 	}
 	plans, err := m.plans(ctx, topic, want)
 	if err != nil {
@@ -195,6 +225,14 @@ func (m *Metastore) sync(ctx context.Context, topic string, want []Partition) er
 		if cols, err = evolve(topic, tbl.Sd.Cols, latestCols); err != nil {
 			return err
 		}
+		var have []string
+		for _, k := range tbl.PartitionKeys {
+			have = append(have, k.Name)
+		}
+		if len(want) > 0 && !slices.Equal(have, keys) {
+			return fmt.Errorf("%w: topic %s: table %s.%s is partitioned by (%s), the topic's layout by (%s): a table's partition columns cannot change",
+				ErrBadPartition, topic, db, table, strings.Join(have, ", "), strings.Join(keys, ", "))
+		}
 	}
 	for _, p := range plans {
 		if _, err := evolve(topic, cols, p.sd.Cols); err != nil {
@@ -209,7 +247,7 @@ func (m *Metastore) sync(ctx context.Context, topic string, want []Partition) er
 		if err := m.ensureDatabase(ctx, db); err != nil {
 			return fmt.Errorf("tables: topic %s: %w", topic, err)
 		}
-		tbl = m.newTable(topic, table, cols, latest, plans)
+		tbl = m.newTable(topic, table, cols, latest, plans, keys)
 		if err := m.conn.check(cl.CreateTable(ctx, tbl)); err != nil {
 			return fmt.Errorf("tables: topic %s: create table %s.%s: %w", topic, db, table, err)
 		}
@@ -230,17 +268,15 @@ func (m *Metastore) sync(ctx context.Context, topic string, want []Partition) er
 	}
 	have := map[string]*hms.Partition{}
 	for _, p := range existing {
-		if len(p.Values) == 1 {
-			have[p.Values[0]] = p
-		}
+		have[valuesKey(p.Values)] = p
 	}
 	var add, alter []*hms.Partition
 	for _, p := range plans {
-		old, ok := have[p.value]
-		delete(have, p.value)
+		old, ok := have[valuesKey(p.values)]
+		delete(have, valuesKey(p.values))
 		switch {
 		case !ok:
-			add = append(add, &hms.Partition{Values: []string{p.value}, DbName: db, TableName: table,
+			add = append(add, &hms.Partition{Values: p.values, DbName: db, TableName: table,
 				Sd: p.sd, Parameters: map[string]string{}})
 		case !samePartition(old.Sd, p.sd):
 			old.Sd = p.sd
@@ -259,10 +295,11 @@ func (m *Metastore) sync(ctx context.Context, topic string, want []Partition) er
 			return fmt.Errorf("tables: topic %s: alter %d partitions of %s.%s: %w", topic, len(alter), db, table, err)
 		}
 	}
-	for _, value := range slices.Sorted(maps.Keys(have)) {
-		_, err := cl.DropPartition(ctx, db, table, []string{value}, false)
+	for _, k := range slices.Sorted(maps.Keys(have)) {
+		values := have[k].Values
+		_, err := cl.DropPartition(ctx, db, table, values, false)
 		if err = m.conn.check(err); err != nil && !isNoSuchObject(err) {
-			return fmt.Errorf("tables: topic %s: drop partition %s=%s of %s.%s: %w", topic, PartitionColumn, value, db, table, err)
+			return fmt.Errorf("tables: topic %s: drop partition %s of %s.%s: %w", topic, strings.Join(values, "/"), db, table, err)
 		}
 	}
 	if len(add)+len(alter)+len(have) > 0 {
@@ -271,6 +308,9 @@ func (m *Metastore) sync(ctx context.Context, topic string, want []Partition) er
 	}
 	return nil
 }
+
+// valuesKey identifies a partition by its values.
+func valuesKey(values []string) string { return strings.Join(values, "\x00") }
 
 // checkPartitions refuses a want the table cannot show.
 func checkPartitions(topic string, want []Partition, barePaths bool) error {
@@ -294,8 +334,12 @@ func checkPartitions(topic string, want []Partition, barePaths bool) error {
 			return bad("location is neither a URI (hdfs://namenode:port/... or file:///...) nor, with Config.FileSystem set, an absolute path")
 		case p.SchemaID <= 0:
 			return bad("no schema id")
+		case !slices.Equal(p.Columns, want[0].Columns) || p.Stored != want[0].Stored:
+			return bad("partition columns or stored Kafka columns differ from the topic's other partitions")
+		case len(p.Values) != len(p.Columns):
+			return bad(fmt.Sprintf("%d values for the partition columns %v", len(p.Values), p.Columns))
 		}
-		v := PartitionValue(p.Start, p.Duration)
+		v := valuesKey(partitionValues(p))
 		if seen[v] {
 			return bad("wanted twice")
 		}
@@ -318,6 +362,10 @@ func (m *Metastore) plans(ctx context.Context, topic string, want []Partition) (
 			if text, err = m.schemas.SchemaByID(ctx, p.SchemaID); err != nil {
 				return nil, fmt.Errorf("tables: topic %s: schema %d: %w", topic, p.SchemaID, err)
 			}
+			// The files' schema: the value's and the stored Kafka columns.
+			if text, err = p.Stored.FileSchema(text); err != nil {
+				return nil, fmt.Errorf("tables: topic %s: schema %d: %w", topic, p.SchemaID, err)
+			}
 			texts[p.SchemaID] = text
 		}
 		cols, err := columns(text)
@@ -328,7 +376,7 @@ func (m *Metastore) plans(ctx context.Context, topic string, want []Partition) (
 		if !strings.Contains(loc, "://") {
 			loc = strings.TrimSuffix(m.cfg.FileSystem, "/") + loc
 		}
-		out = append(out, plan{value: PartitionValue(p.Start, p.Duration), sd: storage(p.Format, strings.TrimSuffix(loc, "/"), cols, text)})
+		out = append(out, plan{values: partitionValues(p), sd: storage(p.Format, strings.TrimSuffix(loc, "/"), cols, text)})
 	}
 	return out, nil
 }
@@ -347,7 +395,7 @@ func storage(format, location string, cols []*hms.FieldSchema, schema string) *h
 	return sd
 }
 
-func (m *Metastore) newTable(topic, table string, cols []*hms.FieldSchema, schema string, plans []plan) *hms.Table {
+func (m *Metastore) newTable(topic, table string, cols []*hms.FieldSchema, schema string, plans []plan, keys []string) *hms.Table {
 	loc := ""
 	if m.cfg.TableLocation != nil {
 		loc = m.cfg.TableLocation(topic)
@@ -361,7 +409,7 @@ func (m *Metastore) newTable(topic, table string, cols []*hms.FieldSchema, schem
 	// serde (Spark's convertMetastoreParquet applies to Parquet tables only).
 	return &hms.Table{TableName: table, DbName: m.cfg.Database, TableType: "EXTERNAL_TABLE",
 		Sd:            storage("avro", loc, cols, schema),
-		PartitionKeys: []*hms.FieldSchema{{Name: PartitionColumn, Type: "string", Comment: "partition start, UTC"}},
+		PartitionKeys: partitionSchema(keys),
 		Parameters: map[string]string{"EXTERNAL": "TRUE", schemaLiteral: schema,
 			"tributary.topic": topic, "comment": "Kafka topic " + topic + ", registered by Tributary"}}
 }
@@ -451,4 +499,14 @@ func sameLocation(a, b string) bool {
 		return a == b
 	}
 	return ua.Scheme == ub.Scheme && ua.Host == ub.Host && path.Clean("/"+ua.Path) == path.Clean("/"+ub.Path)
+}
+
+// partitionSchema is the table's partition columns: strings, the
+// partition start in UTC as the layout formats it.
+func partitionSchema(keys []string) []*hms.FieldSchema {
+	out := make([]*hms.FieldSchema, len(keys))
+	for i, k := range keys {
+		out[i] = &hms.FieldSchema{Name: k, Type: "string", Comment: "partition start, UTC"}
+	}
+	return out
 }

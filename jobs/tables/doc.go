@@ -23,7 +23,14 @@
 // _), in hive.database (created if missing). One partition column,
 // PartitionColumn "hour" (string, the partition's start in UTC as
 // 2006-01-02-15; -04 and -05 minutes and seconds appended for shorter
-// partition.duration.ms). The columns are those of the latest schema of
+// partition.duration.ms) — or, for a topic with a Hive-style path.format
+// (Partition.Columns, from hours.Layout), the pattern's names (dt, hr, ...)
+// with the values of the directory names. A table's partition columns
+// cannot change (Sync refuses, naming both), and a value field named like
+// one is refused. The stored Kafka columns (Partition.Stored: kafka_key,
+// kafka_headers, kafka_topic, kafka_partition, kafka_offset) are appended
+// to the table's and each partition's columns and Avro schema literal, as
+// the files hold them. The columns are those of the latest schema of
 // the topic's value subject (<topic>-value) in the schema registry, mapped
 // as Hive's AvroSerDe maps Avro (see columns): records as struct, arrays,
 // maps, a union with null as its other branch, other unions as uniontype,
