@@ -115,10 +115,16 @@ func (s *Soak) startHDFS(ctx context.Context) error {
 		return err
 	})
 	args := []string{"bash", filepath.Join(s.cfg.Repo, "testing", "hdfs", "start.sh"), strconv.Itoa(port), s.hdfsDir, "--datanodes", "2", "--datanode-control"}
+	var env []string
 	if s.sec != nil {
 		args = append(args, "--kerberos", "--protection", kerberosProtection)
+		// A KDC and secure DataNodes take longer than start.sh's default
+		// 120 s on a busy machine, unless the caller chose a bound.
+		if os.Getenv("TRIBUTARY_HDFS_START_TIMEOUT") == "" {
+			env = append(env, "TRIBUTARY_HDFS_START_TIMEOUT=300")
+		}
 	}
-	out, err := script(ctx, s.logPath("hdfs-script"), nil, args...)
+	out, err := script(ctx, s.logPath("hdfs-script"), env, args...)
 	if err != nil {
 		return err
 	}
