@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -49,8 +50,13 @@ type secured struct {
 	http      *http.Client      // the harness's: trusts the CA, admin's credentials
 }
 
-// kerberosProtection is the Kerberized HDFS's dfs.data.transfer.protection.
-const kerberosProtection = "privacy"
+// The Kerberized HDFS's dfs.data.transfer.protection and
+// dfs.encrypt.data.transfer.cipher.suites: colinmarc/hdfs reads from
+// DataNodes under privacy only with AES.
+const (
+	kerberosProtection   = "privacy"
+	kerberosCipherSuites = "AES/CTR/NoPadding"
+)
 
 // zkBrokersUser is the brokers' ZooKeeper digest identity.
 const zkBrokersUser = "tributary-broker"
@@ -143,6 +149,23 @@ func (s *Soak) secureCluster(ctx context.Context, cluster string) error {
 	if err := devcluster.StoreACLs(ctx, connect, s.sec.files.ACLs(cluster), logger); err != nil {
 		return fmt.Errorf("soak: cluster %s: ACLs: %w", cluster, err)
 	}
+	return s.openConsumers(ctx, cluster)
+}
+
+// openConsumers creates /consumers open to all, as Kafka keeps it under
+// zookeeper.set.acl ("old consumer path is kept open as different
+// consumers will write under this node"): the mirrors' ZooKeeper groups
+// register there. The brokers would create it read-only to others (their
+// other nodes' ACL) if they made it first.
+func (s *Soak) openConsumers(ctx context.Context, cluster string) error {
+	sess, err := zkcoord.Connect(ctx, s.chroot(cluster), zkcoord.Config{SessionTimeout: s.t.session})
+	if err != nil {
+		return fmt.Errorf("soak: cluster %s: %w", cluster, err)
+	}
+	defer sess.Close()
+	if _, err := sess.Create(ctx, "/consumers", nil, coord.Persistent); err != nil && !errors.Is(err, coord.ErrNodeExists) {
+		return fmt.Errorf("soak: cluster %s: creating /consumers: %w", cluster, err)
+	}
 	return nil
 }
 
@@ -204,13 +227,16 @@ func (s *Soak) registryProps(props map[string]string, user string) {
 }
 
 // httpServerConfig writes the HTTPS and basic authentication --config of
-// an HTTP server listening on addr; "" when not secured.
-func (s *Soak) httpServerConfig(name, addr string) (string, error) {
+// an HTTP server, with Confluent's listeners key when listen is not "";
+// "" when not secured.
+func (s *Soak) httpServerConfig(name, listen string) (string, error) {
 	if s.sec == nil {
 		return "", nil
 	}
 	props := s.sec.files.HTTPServerProps()
-	props["listeners"] = "https://" + addr
+	if listen != "" {
+		props["listeners"] = "https://" + listen
+	}
 	return s.writeProperties(name, props)
 }
 
@@ -257,12 +283,13 @@ func (s *Soak) hdfsProps(props map[string]string) {
 	}
 	kv := s.sec.kerberos
 	maps.Copy(props, map[string]string{
-		"hdfs.authentication.kerberos": "true",
-		"connect.hdfs.principal":       kv["KRB5_CLIENT_PRINCIPAL"],
-		"connect.hdfs.keytab":          kv["KRB5_CLIENT_KEYTAB"],
-		"krb5.conf":                    kv["KRB5_CONFIG"],
-		"hdfs.namenode.principal":      kv["HDFS_NAMENODE_PRINCIPAL"],
-		"dfs.data.transfer.protection": kerberosProtection,
+		"hdfs.authentication.kerberos":            "true",
+		"connect.hdfs.principal":                  kv["KRB5_CLIENT_PRINCIPAL"],
+		"connect.hdfs.keytab":                     kv["KRB5_CLIENT_KEYTAB"],
+		"krb5.conf":                               kv["KRB5_CONFIG"],
+		"hdfs.namenode.principal":                 kv["HDFS_NAMENODE_PRINCIPAL"],
+		"dfs.data.transfer.protection":            kerberosProtection,
+		"dfs.encrypt.data.transfer.cipher.suites": kerberosCipherSuites,
 	})
 }
 
@@ -275,6 +302,6 @@ func (s *Soak) openOutput(ctx context.Context) (filesys.FS, string, error) {
 	return filesys.OpenWith(ctx, s.outputURI(), filesys.HDFSOptions{
 		Kerberos: &filesys.Kerberos{Principal: kv["KRB5_CLIENT_PRINCIPAL"], Keytab: kv["KRB5_CLIENT_KEYTAB"],
 			Krb5Conf: kv["KRB5_CONFIG"], NameNodePrincipal: kv["HDFS_NAMENODE_PRINCIPAL"]},
-		DataTransferProtection: kerberosProtection,
+		DataTransferProtection: kerberosProtection, CipherSuites: kerberosCipherSuites,
 	})
 }

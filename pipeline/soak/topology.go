@@ -117,7 +117,7 @@ func (s *Soak) startHDFS(ctx context.Context) error {
 	args := []string{"bash", filepath.Join(s.cfg.Repo, "testing", "hdfs", "start.sh"), strconv.Itoa(port), s.hdfsDir, "--datanodes", "2", "--datanode-control"}
 	var env []string
 	if s.sec != nil {
-		args = append(args, "--kerberos", "--protection", kerberosProtection)
+		args = append(args, "--kerberos", "--protection", kerberosProtection, "--cipher-suites", kerberosCipherSuites)
 		// A KDC and secure DataNodes take longer than start.sh's default
 		// 120 s on a busy machine, unless the caller chose a bound.
 		if os.Getenv("TRIBUTARY_HDFS_START_TIMEOUT") == "" {
@@ -342,7 +342,7 @@ func (s *Soak) startAudit(ctx context.Context) error {
 	for _, c := range s.clusters() {
 		args = append(args, "--cluster", c+"="+strings.Join(s.bootstrap(c), ","))
 	}
-	httpConf, err := s.httpServerConfig("audit-http.properties", addr)
+	httpConf, err := s.httpServerConfig("audit-http.properties", "") // --listen addr
 	if err != nil {
 		return err
 	}
