@@ -127,8 +127,12 @@
 //     the harness reads the files back (copying them for fastavro) with
 //     the same Kerberos login.
 //
-// Every fault kind runs as in the plain soak; the checks and the final
-// line are the same.
+// Before the producers start, verifySecured proves it: an anonymous
+// ZooKeeper session can neither read a SCRAM credential nor write under
+// /brokers, a TLS client without a SASL login is refused by every
+// cluster, the registry and the audit service answer 401 without
+// credentials. Every fault kind runs as in the plain soak; the checks and
+// the final line are the same.
 //
 // # Concurrency
 //

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	kbroker "github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
@@ -304,4 +306,69 @@ func (s *Soak) openOutput(ctx context.Context) (filesys.FS, string, error) {
 			Krb5Conf: kv["KRB5_CONFIG"], NameNodePrincipal: kv["HDFS_NAMENODE_PRINCIPAL"]},
 		DataTransferProtection: kerberosProtection, CipherSuites: kerberosCipherSuites,
 	})
+}
+
+// verifySecured proves, once everything is up, that the parts are
+// secured and not only configured so: an anonymous ZooKeeper session can
+// neither read a SCRAM credential nor write under the brokers' nodes, a
+// Kafka client with TLS but no SASL login is refused, and the registry
+// and the audit service answer 401 without credentials.
+func (s *Soak) verifySecured(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for _, c := range s.clusters() {
+		sess, err := zkcoord.Connect(ctx, s.chroot(c), zkcoord.Config{SessionTimeout: s.t.session})
+		if err != nil {
+			return fmt.Errorf("soak: cluster %s: %w", c, err)
+		}
+		creds := "/config/users/" + pipeline.UserAdmin
+		_, _, readErr := sess.Get(ctx, creds)
+		probe := "/brokers/soak-anonymous-probe"
+		_, writeErr := sess.Create(ctx, probe, nil, coord.Persistent)
+		if writeErr == nil {
+			_ = sess.Delete(ctx, probe, -1)
+		}
+		sess.Close()
+		switch {
+		case readErr == nil:
+			return fmt.Errorf("soak: cluster %s: an anonymous ZooKeeper session read %s (zookeeper.set.acl)", c, creds)
+		case writeErr == nil:
+			return fmt.Errorf("soak: cluster %s: an anonymous ZooKeeper session created %s (zookeeper.set.acl)", c, probe)
+		}
+	}
+	tlsOnly, err := network.SecurityFromProperties(properties.New(map[string]string{
+		"security.protocol": "SSL", "ssl.truststore.type": security.StorePEM, "ssl.truststore.location": s.sec.files.CA(),
+	}), "")
+	if err != nil {
+		return err
+	}
+	for _, c := range s.clusters() {
+		cl, err := network.NewClient(network.ClientConfig{Brokers: s.bootstrap(c)}.Secured(tlsOnly))
+		if err != nil {
+			return err
+		}
+		rctx, rcancel := context.WithTimeout(ctx, 15*time.Second)
+		_, err = kadm.NewClient(cl).ListTopics(rctx)
+		rcancel()
+		cl.Close()
+		if err == nil {
+			return fmt.Errorf("soak: cluster %s: a client without a SASL login listed the topics", c)
+		}
+	}
+	anonymous := &http.Client{Transport: s.sec.http.Transport.(basicAuth).next}
+	for _, url := range []string{s.registryURL + "/subjects", s.auditURL + "/api/topics"} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := anonymous.Do(req)
+		if err != nil {
+			return fmt.Errorf("soak: %s: %w", url, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			return fmt.Errorf("soak: %s without credentials: %s, want 401 Unauthorized", url, resp.Status)
+		}
+	}
+	return nil
 }

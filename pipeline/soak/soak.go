@@ -125,6 +125,11 @@ func (s *Soak) start(ctx context.Context) error {
 			return err
 		}
 	}
+	if s.sec != nil {
+		if err := s.verifySecured(ctx); err != nil {
+			return err
+		}
+	}
 	s.started = time.Now()
 	return s.startProducers(ctx)
 }
