@@ -68,8 +68,8 @@ func TestSoakSecure(t *testing.T) {
 	cfg.Duration = 30 * time.Second // goes on until every kind happened
 	cfg.Secure = true
 	// The Kerberized HDFS and the TLS handshakes make its start-up slower:
-	// 1.5 to 2 minutes on 2 cores in make test, 5.5 minutes under a load
-	// average of 50; the run then takes 4 to 5 minutes.
+	// 4.5 to 5.5 minutes on 2 cores under a load average of 40 to 50, the
+	// run then 3.5 to 5.5 minutes more.
 	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Minute)
 	defer cancel()
 	res, err := Run(ctx, cfg)
