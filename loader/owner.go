@@ -82,11 +82,18 @@ func (o *owners) members(ctx context.Context, n int, wait time.Duration) ([]stri
 	}
 }
 
-// claim takes a partition if no process holds it.
+// claim takes a partition if no process holds it. A node this session
+// owns is this process's already: a release or a create whose outcome was
+// unknown (a ZooKeeper server lost mid-request) left it, and waiting for it
+// to go away would wait for ever.
 func (o *owners) claim(ctx context.Context, topic string, p int32) (bool, error) {
 	_, err := o.s.CreateAll(ctx, o.ownerPath(topic, p), []byte(o.instance), coord.Ephemeral)
 	if errors.Is(err, coord.ErrNodeExists) {
-		return false, nil
+		_, st, gerr := o.s.Get(ctx, o.ownerPath(topic, p))
+		if errors.Is(gerr, coord.ErrNoNode) {
+			return false, nil // released meanwhile: the next pass claims it
+		}
+		return gerr == nil && st.EphemeralOwner == o.s.ID(), gerr
 	}
 	return err == nil, err
 }

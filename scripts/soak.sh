@@ -11,7 +11,8 @@
 #   SOAK_DURATION (default 10m)   how long the producers run
 #   SOAK_RATE (default 200)       page views/s per datacenter
 #   SOAK_SEED                     replay a run's fault schedule
-#   SOAK_SECURE=1                 the secured soak (not supported yet: exits non-zero)
+#   SOAK_SECURE=1                 the secured soak: SASL_SSL and ACLs, ZooKeeper ACLs,
+#                                 HTTPS registries and audit, Kerberized HDFS
 #   SOAK_DIR                      keep data and logs there (default a new temp dir, kept)
 #   TRIBUTARY_TEST_PYTHON         Python with fastavro (default .cache/venv/bin/python3)
 set -euo pipefail

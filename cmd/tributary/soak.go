@@ -14,6 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tributary/tributary/client"
+	"github.com/tributary/tributary/client/serde"
+	"github.com/tributary/tributary/internal/network"
+	"github.com/tributary/tributary/internal/properties"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/soak"
 )
@@ -56,7 +59,7 @@ func newSoakCommand() *cobra.Command {
 	f.Int64Var(&o.seed, "seed", 0, "the fault schedule's seed (0: a random one, printed)")
 	f.DurationVar(&o.drain, "drain-timeout", 5*time.Minute, "how long to wait, after the producers stop, for everything to be loaded and audited")
 	f.BoolVar(&o.skipDedup, "inject-skip-dedup", false, "inject a bug: the loaders keep the first mirror duplicate they see (the soak must fail)")
-	f.BoolVar(&o.secure, "secure", false, "run every part secured (not supported yet)")
+	f.BoolVar(&o.secure, "secure", false, "run every part secured: SASL_SSL (SCRAM) and ACLs on every cluster, ZooKeeper ACLs, HTTPS with basic authentication for the registries and the audit service, Kerberized HDFS")
 	f.BoolVar(&o.noSchedule, "no-scheduler", false, "leave out the two job schedulers")
 	f.StringVar(&o.logLevel, "log-level", "warn", "the harness's own log level: debug, info, warn or error")
 	cmd.AddCommand(newSoakProduceCommand())
@@ -69,8 +72,6 @@ func runSoak(cmd *cobra.Command, o soakOptions) error {
 		return err
 	}
 	switch {
-	case o.secure:
-		return soak.ErrSecureUnsupported
 	case o.duration <= 0:
 		return badFlag("duration", o.duration.String(), "want a positive duration")
 	case o.rate <= 0:
@@ -121,6 +122,7 @@ type soakProduceOptions struct {
 	auditWindow   time.Duration
 	auditInterval time.Duration
 	stats         string
+	commandConfig string
 }
 
 // newSoakProduceCommand is the soak's load generator: one datacenter's
@@ -150,6 +152,8 @@ func newSoakProduceCommand() *cobra.Command {
 	f.DurationVar(&o.auditWindow, "audit-window", 10*time.Minute, "audit window (every tier's must match)")
 	f.DurationVar(&o.auditInterval, "audit-interval", 30*time.Second, "how often audit counts are published")
 	f.StringVar(&o.stats, "stats", "", "file the report is written to (required)")
+	f.StringVar(&o.commandConfig, "command-config", "",
+		"properties FILE with the Kafka client security keys (security.protocol, ssl.*, sasl.*) and the registry client's (basic.auth.user.info, schema.registry.ssl.*)")
 	return cmd
 }
 
@@ -162,8 +166,12 @@ func runSoakProduce(ctx context.Context, o soakProduceOptions) error {
 	if o.rate <= 0 {
 		return badFlag("rate", fmt.Sprint(o.rate), "want a positive rate")
 	}
+	sec, reg, err := soakProduceSecurity(o.commandConfig)
+	if err != nil {
+		return err
+	}
 	p, err := pipeline.NewProducer(pipeline.ProducerConfig{
-		Brokers: strings.Split(o.bootstrap, ","), RegistryURL: o.registry, Datacenter: o.datacenter,
+		Brokers: strings.Split(o.bootstrap, ","), Security: sec, RegistryURL: o.registry, Registry: reg, Datacenter: o.datacenter,
 		Topic: o.topic, Rate: o.rate,
 		Audit: client.ProducerAudit{Cluster: o.datacenter, Window: o.auditWindow, Interval: o.auditInterval},
 	})
@@ -218,4 +226,23 @@ func runSoakProduce(ctx context.Context, o soakProduceOptions) error {
 		fmt.Fprintf(os.Stderr, "soak produce: %v\n", runErr)
 	}
 	return nil
+}
+
+// soakProduceSecurity reads --command-config: the Kafka client's security
+// and the registry client's credentials and TLS; plain without a file.
+func soakProduceSecurity(path string) (network.Security, serde.ClientConfig, error) {
+	if path == "" {
+		return network.Security{}, serde.ClientConfig{}, nil
+	}
+	props, err := readPropertiesFile(path, nil)
+	if err != nil {
+		return network.Security{}, serde.ClientConfig{}, fmt.Errorf("%w: --command-config: %w", errBadFlag, err)
+	}
+	p := properties.New(props)
+	sec, err := network.SecurityFromProperties(p, "")
+	reg := serde.ClientConfigFromProperties(p, "")
+	if err = errors.Join(err, p.Err()); err != nil {
+		return network.Security{}, serde.ClientConfig{}, fmt.Errorf("%w: --command-config %s: %w", errBadFlag, path, err)
+	}
+	return sec, reg, nil
 }

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tributary/tributary/pipeline/soak"
 )
 
 // TestSoakBadFlags: bad flags fail before anything starts, naming the
-// flag; --secure says it is not supported.
+// flag.
 func TestSoakBadFlags(t *testing.T) {
 	repo := "../.."
 	cases := []struct {
@@ -23,15 +20,12 @@ func TestSoakBadFlags(t *testing.T) {
 		{[]string{"soak", "--python", "/bin/true", "--repo", t.TempDir()}, "--repo"},
 		{[]string{"soak", "produce", "--registry", "http://127.0.0.1:1", "--datacenter", "dc1", "--stats", "x"}, "--bootstrap"},
 		{[]string{"soak", "produce", "--bootstrap", "127.0.0.1:1", "--registry", "http://127.0.0.1:1", "--datacenter", "dc1", "--stats", "x", "--rate", "-2"}, "--rate"},
+		{[]string{"soak", "produce", "--bootstrap", "127.0.0.1:1", "--registry", "http://127.0.0.1:1", "--datacenter", "dc1", "--stats", "x", "--command-config", "/nonexistent/client.properties"}, "--command-config"},
 	}
 	for _, c := range cases {
 		r := runCLI(t, 30*time.Second, "", c.args...)
 		if r.err == nil || !strings.Contains(r.err.Error(), c.want) {
 			t.Errorf("%v: err %v, want one naming %s", c.args, r.err, c.want)
 		}
-	}
-	r := runCLI(t, 30*time.Second, "", "soak", "--python", "/bin/true", "--repo", repo, "--secure", "--dir", t.TempDir())
-	if !errors.Is(r.err, soak.ErrSecureUnsupported) {
-		t.Errorf("--secure: err %v, want ErrSecureUnsupported", r.err)
 	}
 }

@@ -361,14 +361,21 @@ func (c *Cluster) recordAddrs(id int32, b *broker.Broker) {
 // writeScramUsers stores Config.ScramUsers' credentials in the
 // coordination service, where every broker's credential store reads them.
 func (c *Cluster) writeScramUsers(ctx context.Context) error {
-	if len(c.cfg.ScramUsers) == 0 {
+	return WriteScramUsers(ctx, c.connect, c.cfg.ScramUsers, c.logger.With("component", "devcluster-users"))
+}
+
+// WriteScramUsers stores users' (name to password) SCRAM-SHA-256 and
+// SCRAM-SHA-512 credentials in the coordination service connect reaches,
+// as `kafka-configs --zookeeper --alter --add-config SCRAM-SHA-512=...`
+// does: brokers of that cluster, running or started later, log them in.
+func WriteScramUsers(ctx context.Context, connect func(context.Context) (coord.Session, error), users map[string]string, logger *slog.Logger) error {
+	if len(users) == 0 {
 		return nil
 	}
-	store := sasl.NewCredentialStore(ctx, c.connect, c.logger.With("component", "devcluster-users"))
+	store := sasl.NewCredentialStore(ctx, connect, logger)
 	defer store.Close()
-	users := slices.Sorted(maps.Keys(c.cfg.ScramUsers))
-	for _, user := range users {
-		password := c.cfg.ScramUsers[user]
+	for _, user := range slices.Sorted(maps.Keys(users)) {
+		password := users[user]
 		err := store.UpdateUser(ctx, user, func(cfg map[string]string) error {
 			for _, m := range sasl.ScramMechanisms {
 				cred, err := sasl.NewScramCredential(m, password, sasl.MinIterations)
@@ -390,15 +397,17 @@ func (c *Cluster) writeScramUsers(ctx context.Context) error {
 // broker's authorizer follows them (at once on the brokers' caches, as
 // Kafka's change notifications make them).
 func (c *Cluster) CreateACLs(ctx context.Context, bindings ...acl.Binding) error {
-	return c.withACLStore(ctx, func(s *acl.Store) error {
-		var errs []error
-		for i, err := range s.Create(ctx, bindings) {
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%v: %w", bindings[i], err))
-			}
+	return c.withACLStore(ctx, func(s *acl.Store) error { return createACLs(ctx, s, bindings) })
+}
+
+func createACLs(ctx context.Context, s *acl.Store, bindings []acl.Binding) error {
+	var errs []error
+	for i, err := range s.Create(ctx, bindings) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%v: %w", bindings[i], err))
 		}
-		return errors.Join(errs...)
-	})
+	}
+	return errors.Join(errs...)
 }
 
 // DeleteACLs removes the bindings filters select and returns them.
@@ -419,7 +428,18 @@ func (c *Cluster) DeleteACLs(ctx context.Context, filters ...acl.Filter) ([]acl.
 
 // withACLStore runs op on a store of the cluster's ACLs, synced first.
 func (c *Cluster) withACLStore(ctx context.Context, op func(*acl.Store) error) error {
-	s := acl.NewStore(ctx, c.connect, acl.New(acl.Config{}), c.logger.With("component", "devcluster-acls"))
+	return withACLStore(ctx, c.connect, c.logger.With("component", "devcluster-acls"), op)
+}
+
+// StoreACLs stores bindings in the coordination service connect reaches
+// (Kafka's ACL nodes, as `kafka-acls --authorizer-properties` writes
+// them), where the brokers' authorizers of that cluster follow them.
+func StoreACLs(ctx context.Context, connect func(context.Context) (coord.Session, error), bindings []acl.Binding, logger *slog.Logger) error {
+	return withACLStore(ctx, connect, logger, func(s *acl.Store) error { return createACLs(ctx, s, bindings) })
+}
+
+func withACLStore(ctx context.Context, connect func(context.Context) (coord.Session, error), logger *slog.Logger, op func(*acl.Store) error) error {
+	s := acl.NewStore(ctx, connect, acl.New(acl.Config{}), logger)
 	defer s.Close()
 	select {
 	case <-s.Synced():

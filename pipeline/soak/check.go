@@ -68,7 +68,10 @@ func (s *Soak) readMirrored(ctx context.Context) (*tally, error) {
 	if err != nil {
 		return nil, err
 	}
-	cc := network.ClientConfig{Brokers: s.bootstrap(Analytics)}
+	cc, err := s.clientConfig(Analytics)
+	if err != nil {
+		return nil, err
+	}
 	admCl, err := network.NewClient(cc)
 	if err != nil {
 		return nil, err
@@ -144,7 +147,7 @@ type loaded struct {
 // readLoaded reads every loaded file of the topic (package hours lists
 // them, package rows reads them).
 func (s *Soak) readLoaded(ctx context.Context) (*loaded, error) {
-	fsys, base, err := filesys.Open(ctx, s.outputURI())
+	fsys, base, err := s.openOutput(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +204,7 @@ for name in open(sys.argv[1]).read().split("\n"):
 // readFastavro copies the loaded Avro files to local disk and reads them
 // with Python's fastavro, a reader independent of ours.
 func (s *Soak) readFastavro(ctx context.Context, files []hours.Data) (*tally, error) {
-	fsys, _, err := filesys.Open(ctx, s.outputURI())
+	fsys, _, err := s.openOutput(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +296,7 @@ func (s *Soak) auditWindows(ctx context.Context) ([]window, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.httpClient().Do(req)
 	if err != nil {
 		return nil, err
 	}

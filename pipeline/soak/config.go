@@ -20,10 +20,6 @@ const (
 // ErrInvalidConfig marks a configuration error.
 var ErrInvalidConfig = errors.New("soak: invalid configuration")
 
-// ErrSecureUnsupported is returned for Config.Secure: the secured soak
-// (SASL_SSL, ACLs, Kerberized HDFS) is not built yet.
-var ErrSecureUnsupported = errors.New("soak: the secured soak (SOAK_SECURE=1) is not supported yet; run `tributary pipeline demo --secure` for the secured pipeline in one process")
-
 // Config configures a soak. Zero values mean the defaults.
 type Config struct {
 	// Executable is the tributary binary every part runs. Required.
@@ -50,8 +46,9 @@ type Config struct {
 	// mirror duplicate they see (loader.EnvSkipDedupOnce). The soak must
 	// then fail.
 	SkipDedupOnce bool
-	// Secure runs every part secured. Not supported yet
-	// (ErrSecureUnsupported).
+	// Secure runs every part secured (secure.go): SASL_SSL and ACLs on
+	// every cluster, ZooKeeper ACLs, HTTPS with basic authentication,
+	// Kerberized HDFS.
 	Secure bool
 	// NoScheduler leaves out the two job schedulers (whose loader job,
 	// the loader processes' job, runs `tributary loader run`) and their
@@ -71,8 +68,6 @@ type Config struct {
 // Validate checks the configuration.
 func (c Config) Validate() error {
 	switch {
-	case c.Secure:
-		return ErrSecureUnsupported
 	case c.Executable == "":
 		return fmt.Errorf("%w: Executable is required", ErrInvalidConfig)
 	case c.Repo == "":

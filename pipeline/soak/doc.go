@@ -92,11 +92,48 @@
 //	<Dir>/<cluster>/broker-<id>/, <Dir>/audit/, <Dir>/zookeeper/, <Dir>/hdfs/
 //	<Dir>/producer-<dc>.json   the load generators' reports
 //	<Dir>/readback/  the loaded files copied for fastavro
+//	<Dir>/secure/    secured: CA, certificates, passwords (0600), users
 //
-// # Not yet
+// # Secured (Config.Secure, SOAK_SECURE=1)
 //
-// Config.Secure (SASL_SSL, ACLs, Kerberized HDFS) returns
-// ErrSecureUnsupported.
+// Every part as above, secured as the in-process secured pipeline is
+// (package pipeline's SecureFiles: one CA, certificates, a random password
+// per user), through each process's own configuration (secure.go):
+//
+//   - brokers: the client listener is SASL_SSL (SCRAM-SHA-512), a
+//     datacenter's REMOTE listener (the mirror's, behind the link: the
+//     proxy carries the TLS bytes unchanged) SASL_SSL too, INTERNAL (SSL
+//     with required client certificates) between brokers;
+//     authorizer.class.name with allow.everyone.if.no.acl.found=false,
+//     super.users the cluster's brokers and admin; the users' SCRAM
+//     credentials and the tiers' least-privilege ACLs (pipeline's
+//     acls.go, the README's table) are written into each chroot before
+//     its brokers start, as kafka-configs/kafka-acls --zookeeper do;
+//     zookeeper.set.acl=true with zookeeper.digest.auth (${file:...}):
+//     the brokers' nodes are read-only to the other tiers and
+//     /config/users is the brokers' alone;
+//   - each tier its own user with Kafka's client keys (security.protocol,
+//     ssl.truststore.*, sasl.mechanism, sasl.jaas.config with the password
+//     by ${file:...}): producer-<dc> (`soak produce --command-config`),
+//     mirror (source.<dc>.* and target.*), loader (the loader processes and
+//     the scheduled runs), audit (`audit serve --command-config`); the
+//     harness's own reads as admin;
+//   - the registries and the audit service over HTTPS with basic
+//     authentication (their --config; roles producer: write, reader: read,
+//     admin), the clients with basic.auth.user.info and the CA;
+//   - HDFS Kerberized (start.sh --kerberos: MiniKdc in the JVM,
+//     dfs.data.transfer.protection=privacy), still 2 DataNodes with
+//     --datanode-control; the loaders with connect.hdfs.principal,
+//     connect.hdfs.keytab, hdfs.namenode.principal and krb5.conf, and
+//     the harness reads the files back (copying them for fastavro) with
+//     the same Kerberos login.
+//
+// Before the producers start, verifySecured proves it: an anonymous
+// ZooKeeper session can neither read a SCRAM credential nor write under
+// /brokers, a TLS client without a SASL login is refused by every
+// cluster, the registry and the audit service answer 401 without
+// credentials. Every fault kind runs as in the plain soak; the checks and
+// the final line are the same.
 //
 // # Concurrency
 //

@@ -153,7 +153,11 @@ func (s *Soak) killOne(ctx context.Context, rng *rand.Rand, ps []*proc) (string,
 // partitionOf returns the leader and an in-sync follower of a random
 // page-view partition of cluster.
 func (s *Soak) partitionOf(ctx context.Context, cluster string, rng *rand.Rand) (partition int32, leader, follower int, err error) {
-	cl, err := network.NewClient(network.ClientConfig{Brokers: s.bootstrap(cluster)})
+	cc, err := s.clientConfig(cluster)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	cl, err := network.NewClient(cc)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -235,7 +239,11 @@ func (s *Soak) waitInSync(ctx context.Context, cluster string, topics ...string)
 	if len(topics) == 0 {
 		topics = []string{Topic}
 	}
-	cl, err := network.NewClient(network.ClientConfig{Brokers: s.bootstrap(cluster)})
+	cc, err := s.clientConfig(cluster)
+	if err != nil {
+		return err
+	}
+	cl, err := network.NewClient(cc)
 	if err != nil {
 		return err
 	}

@@ -63,6 +63,8 @@ type Soak struct {
 	faults     []injected
 	problems   []string // seen by the continuous checks
 	out        *syncWriter
+
+	sec *secured // nil unless Config.Secure
 }
 
 // Run runs a soak: starts every part as its own process, produces for
@@ -115,8 +117,16 @@ func (s *Soak) start(ctx context.Context) error {
 	steps := []func(context.Context) error{
 		s.startZooKeeper, s.startHDFS, s.startBrokers, s.startRegistries, s.startAudit, s.startMirrors, s.startLoaders,
 	}
+	if s.cfg.Secure {
+		steps = append([]func(context.Context) error{s.setupSecure}, steps...)
+	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	if s.sec != nil {
+		if err := s.verifySecured(ctx); err != nil {
 			return err
 		}
 	}

@@ -114,13 +114,25 @@ func (s *Soak) startHDFS(ctx context.Context) error {
 		_, err := script(context.Background(), s.logPath("hdfs-script"), nil, "bash", filepath.Join(s.cfg.Repo, "testing", "hdfs", "stop.sh"), s.hdfsDir)
 		return err
 	})
-	out, err := script(ctx, s.logPath("hdfs-script"), nil, "bash", filepath.Join(s.cfg.Repo, "testing", "hdfs", "start.sh"),
-		strconv.Itoa(port), s.hdfsDir, "--datanodes", "2", "--datanode-control")
+	args := []string{"bash", filepath.Join(s.cfg.Repo, "testing", "hdfs", "start.sh"), strconv.Itoa(port), s.hdfsDir, "--datanodes", "2", "--datanode-control"}
+	var env []string
+	if s.sec != nil {
+		args = append(args, "--kerberos", "--protection", kerberosProtection, "--cipher-suites", kerberosCipherSuites)
+		// A KDC and secure DataNodes take longer than start.sh's default
+		// 120 s on a busy machine, unless the caller chose a bound.
+		if os.Getenv("TRIBUTARY_HDFS_START_TIMEOUT") == "" {
+			env = append(env, "TRIBUTARY_HDFS_START_TIMEOUT=300")
+		}
+	}
+	out, err := script(ctx, s.logPath("hdfs-script"), env, args...)
 	if err != nil {
 		return err
 	}
 	s.hdfsPid, _ = strconv.Atoi(strings.TrimSpace(out))
 	s.hdfs = "127.0.0.1:" + strconv.Itoa(port)
+	if s.sec != nil {
+		return s.readKerberos()
+	}
 	return nil
 }
 
@@ -185,6 +197,13 @@ func (s *Soak) startBrokers(ctx context.Context) error {
 			} else {
 				props["listeners"] = "PLAINTEXT://" + b.addr
 			}
+			if s.sec != nil {
+				iport, err := freePort()
+				if err != nil {
+					return err
+				}
+				s.secureBroker(props, b, "127.0.0.1:"+strconv.Itoa(iport))
+			}
 			name := fmt.Sprintf("%s-broker-%d", c, id)
 			conf, err := s.writeProperties(name+".properties", props)
 			if err != nil {
@@ -195,6 +214,11 @@ func (s *Soak) startBrokers(ctx context.Context) error {
 		}
 	}
 	for _, c := range s.clusters() {
+		if s.sec != nil {
+			if err := s.secureCluster(ctx, c); err != nil {
+				return err
+			}
+		}
 		for _, b := range s.brokers[c] {
 			if err := b.start(); err != nil {
 				return err
@@ -214,7 +238,8 @@ func (s *Soak) startBrokers(ctx context.Context) error {
 	return nil
 }
 
-// bootstrap returns cluster's PLAINTEXT addresses.
+// bootstrap returns cluster's client addresses (PLAINTEXT, or SASL_SSL
+// when secured).
 func (s *Soak) bootstrap(cluster string) []string {
 	var out []string
 	for _, b := range s.brokers[cluster] {
@@ -235,7 +260,11 @@ func (s *Soak) viaLink(cluster string) []string {
 // createTopics creates the page-view topic (replication factor 3) and the
 // audit topic, and waits for their leaders.
 func (s *Soak) createTopics(ctx context.Context, cluster string) error {
-	cl, err := network.NewClient(network.ClientConfig{Brokers: s.bootstrap(cluster)})
+	cc, err := s.clientConfig(cluster)
+	if err != nil {
+		return err
+	}
+	cl, err := network.NewClient(cc)
 	if err != nil {
 		return err
 	}
@@ -270,8 +299,16 @@ func (s *Soak) startRegistries(ctx context.Context) error {
 		}
 		addr := "127.0.0.1:" + strconv.Itoa(port)
 		addrs = append(addrs, addr)
-		p := s.newProc(fmt.Sprintf("registry-%d", i), httpReady("http://"+addr+"/subjects"), s.cfg.Executable, "registry",
-			"--listen", addr, "--zookeeper", s.chroot(Analytics), "--zookeeper-session-timeout", s.t.session.String(), "--log-level", "warn")
+		name := fmt.Sprintf("registry-%d", i)
+		args := []string{s.cfg.Executable, "registry", "--zookeeper", s.chroot(Analytics), "--zookeeper-session-timeout", s.t.session.String(), "--log-level", "warn"}
+		if conf, err := s.httpServerConfig(name+".properties", addr); err != nil {
+			return err
+		} else if conf != "" {
+			args = append(args, "--config", conf) // its listeners: https://addr
+		} else {
+			args = append(args, "--listen", addr)
+		}
+		p := s.newProc(name, s.httpReady(s.scheme()+"://"+addr+"/subjects"), args...)
 		s.registries = append(s.registries, p)
 		if err := p.start(); err != nil {
 			return err
@@ -290,7 +327,7 @@ func (s *Soak) startRegistries(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.registryURL = "http://" + px.Addr()
+	s.registryURL = s.scheme() + "://" + px.Addr()
 	return nil
 }
 
@@ -300,12 +337,23 @@ func (s *Soak) startAudit(ctx context.Context) error {
 		return err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	s.auditURL = "http://" + addr
+	s.auditURL = s.scheme() + "://" + addr
 	args := []string{s.cfg.Executable, "audit", "serve", "--dir", filepath.Join(s.dir, "audit"), "--listen", addr, "--grace", "2", "--log-level", "warn"}
 	for _, c := range s.clusters() {
 		args = append(args, "--cluster", c+"="+strings.Join(s.bootstrap(c), ","))
 	}
-	s.audit = s.newProc("audit", httpReady(s.auditURL+"/api/topics"), args...)
+	httpConf, err := s.httpServerConfig("audit-http.properties", "") // --listen addr
+	if err != nil {
+		return err
+	}
+	clientConf, err := s.clientConfigFile("audit-client.properties", "audit", false)
+	if err != nil {
+		return err
+	}
+	if httpConf != "" {
+		args = append(args, "--config", httpConf, "--command-config", clientConf)
+	}
+	s.audit = s.newProc("audit", s.httpReady(s.auditURL+"/api/topics"), args...)
 	if err := s.audit.start(); err != nil {
 		return err
 	}
@@ -326,7 +374,9 @@ func (s *Soak) startMirrors(ctx context.Context) error {
 	for _, dc := range Datacenters {
 		props["source."+dc+".bootstrap.servers"] = strings.Join(s.viaLink(dc), ",")
 		props["source."+dc+".zookeeper.connect"] = s.chroot(dc)
+		s.clientProps(props, "source."+dc+".", "mirror")
 	}
+	s.clientProps(props, "target.", "mirror")
 	for i := 1; i <= 2; i++ {
 		port, err := freePort()
 		if err != nil {
@@ -340,7 +390,7 @@ func (s *Soak) startMirrors(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		p := s.newProc(name, httpReady("http://"+metrics+"/metrics"), s.cfg.Executable, "mirror", "--config", conf, "--log-level", "warn")
+		p := s.newProc(name, s.httpReady("http://"+metrics+"/metrics"), s.cfg.Executable, "mirror", "--config", conf, "--log-level", "warn")
 		s.mirrors = append(s.mirrors, p)
 		if err := p.start(); err != nil {
 			return err
@@ -357,7 +407,7 @@ func (s *Soak) startMirrors(ctx context.Context) error {
 // loaderProps is the loader job's configuration, shared by the loader
 // processes and the scheduled runs.
 func (s *Soak) loaderProps() map[string]string {
-	return map[string]string{
+	props := map[string]string{
 		"name":                         LoaderJob,
 		"bootstrap.servers":            strings.Join(s.bootstrap(Analytics), ","),
 		"schema.registry.url":          s.registryURL,
@@ -370,6 +420,10 @@ func (s *Soak) loaderProps() map[string]string {
 		"audit.cluster":                Analytics,
 		"audit.window.ms":              strconv.FormatInt(s.t.auditWindow.Milliseconds(), 10),
 	}
+	s.clientProps(props, "", "loader")
+	s.registryProps(props, "loader")
+	s.hdfsProps(props)
+	return props
 }
 
 func (s *Soak) outputURI() string { return "hdfs://" + s.hdfs + "/soak/" + s.runID }
@@ -389,7 +443,7 @@ func (s *Soak) startLoaders(ctx context.Context) error {
 			return err
 		}
 		metrics := "127.0.0.1:" + strconv.Itoa(port)
-		p := s.newProc(fmt.Sprintf("loader-%d", i), httpReady("http://"+metrics+"/metrics"), s.cfg.Executable, "loader", "serve",
+		p := s.newProc(fmt.Sprintf("loader-%d", i), s.httpReady("http://"+metrics+"/metrics"), s.cfg.Executable, "loader", "serve",
 			"--config", conf, "--metrics-listen", metrics)
 		p.env = env
 		s.loaders = append(s.loaders, p)
@@ -427,10 +481,18 @@ func (s *Soak) startLoaders(ctx context.Context) error {
 func (s *Soak) startProducers(ctx context.Context) error {
 	for _, dc := range Datacenters {
 		stats := filepath.Join(s.dir, "producer-"+dc+".json")
-		p := s.newProc("producer-"+dc, fileReady(stats), s.cfg.Executable, "soak", "produce",
+		args := []string{s.cfg.Executable, "soak", "produce",
 			"--bootstrap", strings.Join(s.bootstrap(dc), ","), "--registry", s.registryURL, "--datacenter", dc,
 			"--rate", strconv.FormatFloat(s.cfg.Rate, 'f', -1, 64), "--topic", Topic,
-			"--audit-window", s.t.auditWindow.String(), "--audit-interval", "1s", "--stats", stats)
+			"--audit-window", s.t.auditWindow.String(), "--audit-interval", "1s", "--stats", stats}
+		conf, err := s.clientConfigFile("producer-"+dc+"-client.properties", pipeline.ProducerUser(dc), true)
+		if err != nil {
+			return err
+		}
+		if conf != "" {
+			args = append(args, "--command-config", conf)
+		}
+		p := s.newProc("producer-"+dc, fileReady(stats), args...)
 		s.producers = append(s.producers, p)
 		s.statsFiles = append(s.statsFiles, stats)
 		if err := p.start(); err != nil {
@@ -486,13 +548,13 @@ func tcpReady(addr string) func(context.Context) error {
 	}
 }
 
-func httpReady(url string) func(context.Context) error {
+func (s *Soak) httpReady(url string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return err
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := s.httpClient().Do(req)
 		if err != nil {
 			return err
 		}
