@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -125,6 +126,10 @@ type Summary struct {
 	// CatalogErrors lists failed catalog syncs (the run fails; the next
 	// one syncs again).
 	CatalogErrors []string `json:"catalog_errors,omitempty"`
+	// TablesBlocked lists the topics whose registration the catalog
+	// refused with ErrCatalogBlocked (a schema change the table cannot
+	// take): their hours wait, the other topics go on.
+	TablesBlocked []string `json:"tables_schema_blocked,omitempty"`
 	FilesIn       int      `json:"files_in"`
 	FilesOut      int      `json:"files_out"`
 	BytesIn       int64    `json:"bytes_in"`
@@ -288,6 +293,9 @@ func (c *Compactor) sync(ctx context.Context, topic string, sum *Summary) error 
 	if err != nil {
 		c.log.Error("catalog sync failed; replaced files are kept until a sync succeeds", "topic", topic, "err", err)
 		sum.CatalogErrors = append(sum.CatalogErrors, topic+": "+err.Error())
+		if errors.Is(err, ErrCatalogBlocked) && !slices.Contains(sum.TablesBlocked, topic) {
+			sum.TablesBlocked = append(sum.TablesBlocked, topic)
+		}
 		return err
 	}
 	c.step("sync catalog " + topic)
