@@ -2,8 +2,10 @@ package tables
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	hms "github.com/beltran/gohive/hive_metastore"
 )
@@ -13,6 +15,9 @@ type RegisteredPartition struct {
 	Value    string // the PartitionColumn value (PartitionValue of its start)
 	Location string // as the metastore stores it (it may write file:///x as file:/x)
 	Format   string // "avro" or "parquet", from the partition's serde; "" for another serde
+	// Created is the metastore's createTime: a partition dropped and added
+	// again gets a new one.
+	Created time.Time
 }
 
 // Registered lists the partitions of topic's table, sorted by value: what
@@ -22,12 +27,22 @@ func (m *Metastore) Registered(ctx context.Context, topic string) ([]RegisteredP
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	db, table := m.cfg.Database, m.cfg.Table(topic)
-	cl, err := m.conn.get(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("tables: topic %s: %w", topic, err)
+	var (
+		parts []*hms.Partition
+		err   error
+	)
+	// As in Sync: a kept connection may have been cut, then one fresh dial.
+	for reused := m.conn.client != nil; ; reused = false {
+		cl, derr := m.conn.get(ctx)
+		if derr != nil {
+			return nil, fmt.Errorf("tables: topic %s: %w", topic, derr)
+		}
+		parts, err = cl.GetPartitions(ctx, db, table, -1)
+		if err = m.conn.check(err); err == nil || !reused || !errors.Is(err, ErrUnavailable) {
+			break
+		}
 	}
-	parts, err := cl.GetPartitions(ctx, db, table, -1)
-	if err = m.conn.check(err); err != nil {
+	if err != nil {
 		if isNoSuchObject(err) {
 			return nil, nil
 		}
@@ -35,7 +50,7 @@ func (m *Metastore) Registered(ctx context.Context, topic string) ([]RegisteredP
 	}
 	out := make([]RegisteredPartition, 0, len(parts))
 	for _, p := range parts {
-		r := RegisteredPartition{Value: fmt.Sprint(p.Values)}
+		r := RegisteredPartition{Value: fmt.Sprint(p.Values), Created: time.Unix(int64(p.CreateTime), 0).UTC()}
 		if len(p.Values) == 1 {
 			r.Value = p.Values[0]
 		}
