@@ -182,6 +182,8 @@ func New(cfg Config) (*Compactor, error) {
 // step counts a file-system mutation; the crash hook fires at CrashAt.
 func (c *Compactor) step(what string) {
 	c.steps++
+	// The crash tests choose their crash points by these lines' "at".
+	c.log.Debug("step", "step", c.steps, "at", what)
 	if c.cfg.CrashAt > 0 && c.steps == c.cfg.CrashAt {
 		c.log.Warn("crash injection: SIGKILL", "step", c.steps, "at", what)
 		_ = syscall.Kill(syscall.Getpid(), syscall.SIGKILL)
