@@ -14,6 +14,17 @@
 //     topic with the error in the history, the summary's
 //     tables_schema_blocked and tributary_jobs_tables_schema_blocked,
 //     while the other topic goes on.
+//   - TestCompactionCrashRealMetastore: `jobs compact --tables-config`
+//     SIGKILLed at its steps of readiness, registration and swap against
+//     the real metastore: afterwards the metastore shows only ready hours
+//     at complete locations of one format (DuckDB counts the Parquet ones),
+//     and after a recovery run exactly what the files publish. Four crash
+//     points by default, every step with TRIBUTARY_FULL=1.
+//   - TestSparkCountsDuringSwap: page views of two datacenters loaded into
+//     HDFS; compaction held (compact.EnvPauseAt) after the commit of the
+//     second hour's swap; Spark SQL's count(*) and count(DISTINCT
+//     (datacenter, producer, seq)) per hour equal what was produced, over
+//     a Parquet, a mid-swap and an Avro partition at once.
 //
 // The package has no code beyond its tests.
 package tablestest
