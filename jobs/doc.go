@@ -68,6 +68,17 @@
 //
 // History keeps the last Config.HistoryLimit (default 100) runs per job.
 //
+// # Metrics
+//
+// tributary_jobs_runs_total{job,status}, tributary_jobs_failures_total{job},
+// tributary_jobs_run_duration_seconds and
+// tributary_jobs_last_success_timestamp_seconds; and, from each run's
+// summary, tributary_jobs_tables_schema_blocked{job,topic}: 1 for each
+// topic the latest run's summary lists in tables_schema_blocked (a compact
+// run whose table registration a schema change stopped), 0 once a later
+// run's summary no longer lists it. A run without a summary changes no
+// gauge.
+//
 // # Concurrency
 //
 // A Scheduler is one goroutine per job plus one per executing run; Store

@@ -387,6 +387,7 @@ func (s *Scheduler) execute(ctx context.Context, store *Store, j Job, run *Run, 
 		log.Info("run ended", "run", run.ID, "status", run.Status, "attempts", run.Attempts)
 	}
 	s.metrics.runs.WithLabelValues(j.Name, string(run.Status)).Inc()
+	s.metrics.observeSummary(j.Name, run.Summary)
 	s.metrics.duration.WithLabelValues(j.Name, string(run.Status)).Observe(end.Sub(*run.StartedAt).Seconds())
 	if run.Status == StatusSucceeded {
 		s.metrics.lastSuccess.WithLabelValues(j.Name).Set(float64(end.UnixNano()) / 1e9)

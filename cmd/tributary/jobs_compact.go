@@ -154,6 +154,13 @@ func runJobsCompact(cmd *cobra.Command, o jobsCompactOptions) error {
 			return fmt.Errorf("%s: %w", compact.EnvCrashAt, err)
 		}
 	}
+	if v := os.Getenv(compact.EnvPauseAt); v != "" {
+		at, file, ok := strings.Cut(v, ":")
+		if !ok || at == "" || file == "" {
+			return fmt.Errorf("%s=%q: want STEP:FILE", compact.EnvPauseAt, v)
+		}
+		cfg.PauseAt, cfg.PauseFile = at, file
+	}
 	c, err := compact.New(cfg)
 	if err != nil {
 		return err

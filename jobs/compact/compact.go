@@ -9,7 +9,9 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"os"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,6 +42,13 @@ const flushRows = 4096
 // EnvCrashAt, set to N > 0, makes a compaction SIGKILL its own process at
 // its N-th file-system step: the crash-injection tests' hook.
 const EnvCrashAt = "TRIBUTARY_COMPACT_CRASH_AT"
+
+// EnvPauseAt, set to "STEP:FILE", makes a compaction stop after each
+// step named STEP (as its debug log names them, e.g. "commit _compacted"),
+// write "N STEP" into FILE.paused and wait until FILE exists, then remove
+// both and go on: the tests' hook to query a table while a swap is in
+// progress.
+const EnvPauseAt = "TRIBUTARY_COMPACT_PAUSE_AT"
 
 // Config configures a compaction run. Zero values mean defaults.
 type Config struct {
@@ -78,7 +87,11 @@ type Config struct {
 	Now func() time.Time
 	// CrashAt > 0 SIGKILLs the process at that file-system step (tests).
 	CrashAt int
-	Logger  *slog.Logger
+	// PauseAt stops the run after each step of that name until PauseFile
+	// exists (EnvPauseAt; a local file; tests).
+	PauseAt   string
+	PauseFile string
+	Logger    *slog.Logger
 }
 
 // Validate checks the configuration.
@@ -125,6 +138,10 @@ type Summary struct {
 	// CatalogErrors lists failed catalog syncs (the run fails; the next
 	// one syncs again).
 	CatalogErrors []string `json:"catalog_errors,omitempty"`
+	// TablesBlocked lists the topics whose registration the catalog
+	// refused with ErrCatalogBlocked (a schema change the table cannot
+	// take): their hours wait, the other topics go on.
+	TablesBlocked []string `json:"tables_schema_blocked,omitempty"`
 	FilesIn       int      `json:"files_in"`
 	FilesOut      int      `json:"files_out"`
 	BytesIn       int64    `json:"bytes_in"`
@@ -177,10 +194,24 @@ func New(cfg Config) (*Compactor, error) {
 // step counts a file-system mutation; the crash hook fires at CrashAt.
 func (c *Compactor) step(what string) {
 	c.steps++
+	// The crash tests choose their crash points by these lines' "at".
+	c.log.Debug("step", "step", c.steps, "at", what)
 	if c.cfg.CrashAt > 0 && c.steps == c.cfg.CrashAt {
 		c.log.Warn("crash injection: SIGKILL", "step", c.steps, "at", what)
 		_ = syscall.Kill(syscall.Getpid(), syscall.SIGKILL)
 		select {} // the signal is delivered asynchronously
+	}
+	if c.cfg.PauseAt != "" && what == c.cfg.PauseAt {
+		c.log.Warn("pause injection: waiting", "step", c.steps, "at", what, "until", c.cfg.PauseFile)
+		_ = os.WriteFile(c.cfg.PauseFile+".paused", []byte(fmt.Sprintf("%d %s\n", c.steps, what)), 0o644)
+		for {
+			if _, err := os.Stat(c.cfg.PauseFile); err == nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		_ = os.Remove(c.cfg.PauseFile)
+		_ = os.Remove(c.cfg.PauseFile + ".paused")
 	}
 }
 
@@ -288,6 +319,9 @@ func (c *Compactor) sync(ctx context.Context, topic string, sum *Summary) error 
 	if err != nil {
 		c.log.Error("catalog sync failed; replaced files are kept until a sync succeeds", "topic", topic, "err", err)
 		sum.CatalogErrors = append(sum.CatalogErrors, topic+": "+err.Error())
+		if errors.Is(err, ErrCatalogBlocked) && !slices.Contains(sum.TablesBlocked, topic) {
+			sum.TablesBlocked = append(sum.TablesBlocked, topic)
+		}
 		return err
 	}
 	c.step("sync catalog " + topic)

@@ -37,7 +37,11 @@
 // and after each swap's commit point, before the replaced files are
 // deleted. A failed sync fails the run, and the topic's swaps and the
 // deletion of replaced files wait for a run whose sync succeeds; nothing
-// is registered twice, since Sync states the whole truth.
+// is registered twice, since Sync states the whole truth. A catalog
+// error wrapping ErrCatalogBlocked (jobs/tables' ErrIncompatible: a schema
+// change the table cannot take) also lists the topic in the summary's
+// tables_schema_blocked, which the scheduler turns into
+// tributary_jobs_tables_schema_blocked; the other topics go on.
 //
 // # Schema mapping (Avro writer schema -> Parquet)
 //
@@ -101,6 +105,10 @@
 //  4. sync the catalog (the partition now at <hour>.c<G>, Parquet);
 //  5. delete the new Avro inputs, then generation G-1 (or, for an hour of
 //     the old layout, the Parquet files beside its Avro).
+//
+// EnvPauseAt ("STEP:FILE") holds a run after each step of that name until
+// FILE exists, so that a test can query a table in the middle of a swap;
+// the steps are logged at debug level with their names.
 //
 // Every run first recovers every hour: it removes _compacted.tmp and
 // _SUCCESS.tmp and every generation newer than the committed one (never

@@ -66,6 +66,9 @@
 // next Sync dials again. Only calls Hive 3.1 and 4 both serve are used
 // (get_table_req, not get_table).
 //
+// Registered lists a topic's partitions as the metastore holds them
+// (value, location, format, createTime), for checks and tools.
+//
 // A Metastore is safe for concurrent use; its calls are serialised on one
 // connection.
 package tables

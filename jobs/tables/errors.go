@@ -1,6 +1,10 @@
 package tables
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/tributary/tributary/jobs/compact"
+)
 
 var (
 	// ErrBadConfig: a hive.* key or a Config field is invalid; the message names it.
@@ -10,7 +14,13 @@ var (
 	// ErrUnsupportedSchema: an Avro schema has no Hive column mapping (a recursive record, references, ...).
 	ErrUnsupportedSchema = errors.New("tables: unsupported Avro schema")
 	// ErrIncompatible: a schema changes the type of a table column; registration of that topic stops.
-	ErrIncompatible = errors.New("tables: schema change the table cannot take")
+	// It wraps compact.ErrCatalogBlocked, so compaction's summary lists the topic as blocked.
+	ErrIncompatible error = incompatible{}
 	// ErrUnavailable: no metastore of hive.metastore.uris could be reached or a call on it failed in transport.
 	ErrUnavailable = errors.New("tables: metastore unavailable")
 )
+
+type incompatible struct{}
+
+func (incompatible) Error() string { return "tables: schema change the table cannot take" }
+func (incompatible) Unwrap() error { return compact.ErrCatalogBlocked }

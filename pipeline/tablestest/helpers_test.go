@@ -1,0 +1,243 @@
+package tablestest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/client/serde"
+	"github.com/tributary/tributary/internal/devcluster"
+	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/jobs"
+	"github.com/tributary/tributary/jobs/hours"
+	"github.com/tributary/tributary/jobs/tables"
+)
+
+func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }
+
+// rig is a cluster with its registry, an HDFS base for the loader's
+// output and a scheduler running loader and compaction as child processes.
+type rig struct {
+	cl      *devcluster.Cluster
+	kc      *kgo.Client
+	rc      *serde.RegistryClient
+	ser     *serde.Serializer
+	fsys    filesys.FS
+	base    string // path on fsys
+	baseURI string
+	dir     string
+	metrics *prometheus.Registry
+	store   *jobs.Store
+}
+
+func newRig(t *testing.T, topics ...string) *rig {
+	t.Helper()
+	ctx := context.Background()
+	r := &rig{dir: t.TempDir(), metrics: prometheus.NewRegistry()}
+	var err error
+	r.cl, err = devcluster.Start(ctx, devcluster.Config{Dir: t.TempDir(), Registry: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.cl.Close() })
+	if r.kc, err = kgo.NewClient(kgo.SeedBrokers(r.cl.Bootstrap()...)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.kc.Close)
+	if _, err := kadm.NewClient(r.kc).CreateTopics(ctx, 1, 1, nil, topics...); err != nil {
+		t.Fatal(err)
+	}
+	if r.rc, err = serde.NewRegistryClient(serde.ClientConfig{URL: r.cl.RegistryURL()}); err != nil {
+		t.Fatal(err)
+	}
+	r.ser = serde.NewSerializer(r.rc, serde.SerializerConfig{})
+	var rb [6]byte
+	_, _ = rand.Read(rb[:])
+	r.baseURI = "hdfs://" + testenv.HDFS(t) + "/tablestest-" + hex.EncodeToString(rb[:])
+	if r.fsys, r.base, err = filesys.Open(ctx, r.baseURI); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			_ = r.fsys.RemoveAll(r.base)
+		}
+		r.fsys.Close()
+	})
+	return r
+}
+
+// startScheduler runs a scheduler of the jobs in yaml until t ends.
+func (r *rig) startScheduler(t *testing.T, yaml string) {
+	t.Helper()
+	list, err := jobs.ParseConfig([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := jobs.New(jobs.Config{Jobs: list, ID: "tablestest", Executable: testproc.Binary(t),
+		Connect: r.cl.Connector(), PollInterval: 200 * time.Millisecond, Registerer: r.metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	sess, err := r.cl.Connector()(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.Close() })
+	r.store = jobs.NewStore(sess, "", 0)
+}
+
+// run requests a run of job (as `tributary jobs run`) and returns its record.
+func (r *rig) run(t *testing.T, job string) *jobs.Run {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	began := time.Now()
+	var req string
+	testenv.WaitFor(t, 30*time.Second, "job "+job+" published", func() (bool, string) {
+		var err error
+		req, err = r.store.Request(ctx, job)
+		return err == nil, fmt.Sprint(err)
+	})
+	run, err := r.store.WaitRequest(ctx, job, req, 4*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s run (%v): %s, summary %s, error %.300s", job, time.Since(began).Round(time.Millisecond), run.Status, run.Summary, run.Error)
+	return run
+}
+
+// produce sends one record of schema per timestamp to topic, value
+// fields from value(i), and waits for the acknowledgements.
+func (r *rig) produce(t *testing.T, topic, schema string, ts []time.Time, value func(i int) map[string]any) {
+	t.Helper()
+	ctx := context.Background()
+	var recs []*kgo.Record
+	for i, at := range ts {
+		v, err := r.ser.Encode(ctx, topic+"-value", schema, value(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, &kgo.Record{Topic: topic, Value: v, Timestamp: at})
+	}
+	if err := r.kc.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setCompatibility sets a subject's compatibility level in the registry.
+func (r *rig) setCompatibility(t *testing.T, subject, level string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPut, r.cl.RegistryURL()+"/config/"+subject,
+		bytes.NewReader([]byte(`{"compatibility":"`+level+`"}`)))
+	req.Header.Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT /config/%s: %s", subject, resp.Status)
+	}
+}
+
+// metastore returns a client of the metastore at uri reading database db.
+func (r *rig) metastore(t *testing.T, uri, db string) *tables.Metastore {
+	t.Helper()
+	m, err := tables.New(tables.Config{URIs: []string{uri}, Database: db}, r.rc, tables.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// checkTable checks that topic's table holds exactly the partitions the
+// files publish (package hours: every ready hour, at its location, in its
+// format) and returns them.
+func (r *rig) checkTable(t *testing.T, m *tables.Metastore, topic string) []tables.RegisteredPartition {
+	t.Helper()
+	got, err := m.Registered(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := hours.Published(r.fsys, r.base, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g, w []string
+	for _, p := range got {
+		loc := p.Location
+		if i := strings.Index(loc, "://"); i >= 0 {
+			loc = loc[i+3:]
+			loc = loc[strings.Index(loc, "/"):]
+		}
+		g = append(g, p.Value+" "+p.Format+" "+loc)
+	}
+	for _, st := range pub {
+		w = append(w, tables.PartitionValue(st.Start, st.End.Sub(st.Start))+" "+string(st.Format)+" "+st.Location)
+	}
+	if strings.Join(g, "\n") != strings.Join(w, "\n") {
+		t.Fatalf("table of %s:\n%s\nthe files publish:\n%s", topic, strings.Join(g, "\n"), strings.Join(w, "\n"))
+	}
+	return got
+}
+
+// states lists topic's partition states, oldest first.
+func (r *rig) states(t *testing.T, topic string) string {
+	t.Helper()
+	all, err := hours.Statuses(r.fsys, r.base, topic, time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s []string
+	for _, st := range all {
+		s = append(s, st.State)
+	}
+	return strings.Join(s, " ")
+}
+
+// gauge returns the value of the metric name with labels in reg (-1 if absent).
+func gauge(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if v, ok := labels[lp.GetName()]; ok && v != lp.GetValue() {
+					continue metric
+				}
+			}
+			if g := m.GetGauge(); g != nil {
+				return g.GetValue()
+			}
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+		}
+	}
+	return -1
+}
