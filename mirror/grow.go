@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // targetMetadataPoll spaces the looks at the target producer's metadata
@@ -36,20 +38,29 @@ func (m *Mirror) awaitTargetPartition(ctx context.Context, ps *partState) error 
 			}
 		}
 	}
+	if err := awaitPartitionKnown(ctx, m.target, ps.target, ps.partition); err != nil {
+		return err
+	}
+	ps.targetKnown.Store(true)
+	return nil
+}
+
+// awaitPartitionKnown refreshes cl's metadata until it shows partition of
+// topic, unless cl does not know topic at all yet (it then loads every
+// partition on its first record). It returns an error only when ctx ends.
+func awaitPartitionKnown(ctx context.Context, cl *kgo.Client, topic string, partition int32) error {
 	for {
-		if leader, _, _ := m.target.PartitionLeader(ps.target, 0); leader < 0 {
-			break // topic not loaded by the producer yet: it loads every partition
+		if leader, _, _ := cl.PartitionLeader(topic, 0); leader < 0 {
+			return nil
 		}
-		if leader, _, _ := m.target.PartitionLeader(ps.target, ps.partition); leader >= 0 {
-			break
+		if leader, _, _ := cl.PartitionLeader(topic, partition); leader >= 0 {
+			return nil
 		}
-		m.target.ForceMetadataRefresh()
+		cl.ForceMetadataRefresh()
 		select {
 		case <-time.After(targetMetadataPoll):
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
-	ps.targetKnown.Store(true)
-	return nil
 }
