@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"maps"
 	"slices"
 	"strconv"
@@ -106,7 +107,7 @@ func (e *eosGroup) start(intake context.Context) error {
 	tcl, err := network.NewClient(network.ClientConfig{Brokers: c.TargetBrokers, ClientID: c.ClientID, Logger: e.s.log.With("client", "target-txn")}.Secured(c.TargetSecurity),
 		kgo.TransactionalID(e.txnID),
 		kgo.TransactionTimeout(c.TransactionTimeout),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RecordPartitioner(mirrorPartitioner()),
 		kgo.ProducerLinger(max(c.Linger, 0)),
 		kgo.ProducerBatchMaxBytesFn(m.batchBytes),
 		kgo.ProducerBatchCompression(codec),
@@ -318,6 +319,20 @@ func (e *eosGroup) run(ctx context.Context) {
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
+}
+
+// mirrorPartitioner keeps a mirrored record's partition and spreads the
+// audit events (Partition -1) by their key, (a hash of the key).
+func mirrorPartitioner() kgo.Partitioner {
+	hash := kgo.KafkaHasher(crc32.ChecksumIEEE)
+	return kgo.BasicConsistentPartitioner(func(string) func(*kgo.Record, int) int {
+		return func(r *kgo.Record, n int) int {
+			if r.Partition >= 0 {
+				return int(r.Partition)
+			}
+			return hash(r.Key, n)
+		}
+	})
 }
 
 // fenced reports whether err means a newer producer took the
