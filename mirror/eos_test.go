@@ -230,9 +230,12 @@ func TestMirrorExactlyOnceZombie(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatalf("the zombie mirror still runs 2 minutes after SIGCONT:\n%s", zombie.out.String())
 	}
-	if out := zombie.out.String(); !strings.Contains(out, "fenced") {
+	out := zombie.out.String()
+	i := strings.Index(out, "fenced")
+	if i < 0 {
 		t.Fatalf("the zombie's output does not name the fencing:\n%s", out)
 	}
+	t.Logf("the zombie exited: ...%s", out[max(0, i-200):min(len(out), i+200)])
 	verifyExactlyOnce(t, committed, want)
 	if err := successor.signal(t, syscall.SIGTERM); err != nil {
 		t.Fatalf("successor exit after SIGTERM: %v", err)
