@@ -336,10 +336,12 @@ func mirrorPartitioner() kgo.Partitioner {
 }
 
 // fenced reports whether err means a newer producer took the
-// transactional.id over.
+// transactional.id over (or it may not be used). INVALID_PRODUCER_EPOCH is
+// not: a transaction the coordinator timed out (a target outage) bumps the
+// epoch too, and franz-go recovers from it (KIP-360) unless a newer
+// producer holds the id, when the recovery gets PRODUCER_FENCED.
 func fenced(err error) bool {
-	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
-		errors.Is(err, kerr.TransactionalIDAuthorizationFailed)
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed)
 }
 
 type auditCell struct {
