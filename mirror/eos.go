@@ -114,6 +114,9 @@ func (e *eosGroup) start(intake context.Context) error {
 		kgo.MaxBufferedRecords(max(c.BufferRecords, eosMaxRecords+1000)),
 		kgo.MaxBufferedBytes(int(c.BufferBytes)),
 		kgo.UnknownTopicRetries(-1),
+		// A grown target topic's new partitions are waited for inside a
+		// transaction: learn them soon.
+		kgo.MetadataMinAge(time.Second),
 	)
 	if err != nil {
 		return fmt.Errorf("mirror: source %s: transactional target client: %w", e.s.cfg.Name, err)
@@ -466,10 +469,7 @@ func (e *eosGroup) produce(ctx context.Context, fs kgo.Fetches, perr *firstErr) 
 			return
 		}
 		if !ps.targetKnown.Load() {
-			if err = m.awaitTargetPartition(ctx, ps); err == nil {
-				err = awaitPartitionKnown(ctx, e.tcl, ps.target, ps.partition)
-			}
-			if err != nil {
+			if err = m.awaitTargetPartition(ctx, e.tcl, ps); err != nil {
 				return
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/audit"
@@ -225,6 +226,7 @@ func TestMirrorExactlyOnceZombie(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopped = false
+	resumed := time.Now()
 	select {
 	case err := <-zombie.exited:
 		zombie.exited <- err
@@ -235,11 +237,12 @@ func TestMirrorExactlyOnceZombie(t *testing.T) {
 		t.Fatalf("the zombie mirror still runs 2 minutes after SIGCONT:\n%s", zombie.out.String())
 	}
 	out := zombie.out.String()
-	i := strings.Index(out, "fenced")
+	i := strings.Index(out, "fenced by a newer instance")
 	if i < 0 {
 		t.Fatalf("the zombie's output does not name the fencing:\n%s", out)
 	}
-	t.Logf("the zombie exited: ...%s", out[max(0, i-200):min(len(out), i+200)])
+	line, _, _ := strings.Cut(out[i:], "\n")
+	t.Logf("the zombie exited %v after SIGCONT: %s", time.Since(resumed).Round(time.Millisecond), line)
 	verifyExactlyOnce(t, committed, want)
 	if err := successor.signal(t, syscall.SIGTERM); err != nil {
 		t.Fatalf("successor exit after SIGTERM: %v", err)
@@ -312,5 +315,48 @@ func TestMirrorExactlyOnceTargetRestart(t *testing.T) {
 	wantWindows := producedWindows(want)
 	if got := committedAuditWindows(t, target, "orders"); !maps.Equal(got, wantWindows) {
 		t.Fatalf("mirror tier's committed audit counts per window %v, produced %v", got, wantWindows)
+	}
+}
+
+// TestMirrorExactlyOnceFollowsSourceGrowth: with exactly.once=true (no
+// group sees the growth) a source topic grown from 3 to 6 partitions is
+// picked up at the topic refresh: the new partitions' records arrive once
+// each, in their partitions, read_committed.
+func TestMirrorExactlyOnceFollowsSourceGrowth(t *testing.T) {
+	dc1, target := newCluster(t, "dc1"), newCluster(t, "analytics")
+	dc1.CreateTopic(t, "grows", 3)
+	want := newProduced()
+	want.produce(t, dc1.Client(t), "dc1", "grows", 3, 0, 300)
+	stop := runMirror(t, Config{
+		Sources:              []SourceConfig{{Name: "dc1", Brokers: []string{dc1.Addr()}}},
+		TargetBrokers:        []string{target.Addr()},
+		Topics:               "grows",
+		GroupID:              "mirror-eos-grow",
+		ExactlyOnce:          true,
+		AuditDisable:         true,
+		TopicRefreshInterval: time.Second,
+	}, nil)
+	readCommitted(t, target, "grows").waitComplete(t, want, time.Minute)
+	resp, err := kadm.NewClient(dc1.Client(t)).UpdatePartitions(testContext(t, time.Minute), 6, "grows")
+	if err == nil {
+		err = resp["grows"].Err
+	}
+	if err != nil {
+		t.Fatalf("growing the source topic to 6 partitions: %v", err)
+	}
+	want.produce(t, dc1.Client(t), "dc1", "grows", 6, 300, 600)
+	// A reader that learns of the target's new partitions soon.
+	got := readTarget(t, target, "grows", kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.MetadataMinAge(100*time.Millisecond), kgo.MetadataMaxAge(time.Second))
+	verifyExactlyOnce(t, got, want)
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	got.mu.Lock()
+	defer got.mu.Unlock()
+	for p := int32(3); p < 6; p++ {
+		if len(got.byPart[p]) == 0 {
+			t.Errorf("target partition %d (new) got no records", p)
+		}
 	}
 }

@@ -13,7 +13,7 @@ import (
 const targetMetadataPoll = 50 * time.Millisecond
 
 // awaitTargetPartition runs before the first record of a source partition
-// goes to the target. A partition beyond the target topic's count (the
+// goes to the target through producer. A partition beyond the target topic's count (the
 // source grew and the group assigned the new partition before the topic
 // refresh saw it) first grows the target topic (ensureTarget,
 // CreatePartitions). A producer that already knows the target topic but
@@ -21,7 +21,7 @@ const targetMetadataPoll = 50 * time.Millisecond
 // partitioning choice"), so its metadata is refreshed until it shows the
 // partition; one that does not know the topic yet loads it whole on the
 // first record. It returns an error only when ctx ends or the growth fails.
-func (m *Mirror) awaitTargetPartition(ctx context.Context, ps *partState) error {
+func (m *Mirror) awaitTargetPartition(ctx context.Context, producer *kgo.Client, ps *partState) error {
 	m.mu.Lock()
 	have := m.made[ps.target]
 	m.mu.Unlock()
@@ -38,7 +38,7 @@ func (m *Mirror) awaitTargetPartition(ctx context.Context, ps *partState) error 
 			}
 		}
 	}
-	if err := awaitPartitionKnown(ctx, m.target, ps.target, ps.partition); err != nil {
+	if err := awaitPartitionKnown(ctx, producer, ps.target, ps.partition); err != nil {
 		return err
 	}
 	ps.targetKnown.Store(true)

@@ -308,7 +308,7 @@ func (m *Mirror) produce(ctx context.Context, ps *partState, off int64, rec *kgo
 		return
 	}
 	if !ps.targetKnown.Load() {
-		if err := m.awaitTargetPartition(ctx, ps); err != nil {
+		if err := m.awaitTargetPartition(ctx, m.target, ps); err != nil {
 			m.halt(ps, off, err)
 			return
 		}
