@@ -79,6 +79,9 @@ type eosGroup struct {
 	// idPrefix and seq make the IDs of the audit events this process writes.
 	idPrefix string
 	seq      uint64
+	// unended is set when an abort failed: the producer is still in that
+	// transaction (run's goroutine only).
+	unended bool
 
 	mu     sync.Mutex
 	cl     *kgo.Client // source consumer; nil until the first topic
@@ -364,6 +367,12 @@ type eosBatch struct {
 // transact writes the records of fs, their audit counts and their source
 // offsets in one target transaction, aborting it on any error.
 func (e *eosGroup) transact(ctx context.Context, fs kgo.Fetches) (err error) {
+	if e.unended {
+		// A previous abort did not get through: end that transaction first.
+		if err := e.abort(); err != nil {
+			return err
+		}
+	}
 	if err := e.tcl.BeginTransaction(); err != nil {
 		return err
 	}
@@ -372,8 +381,7 @@ func (e *eosGroup) transact(ctx context.Context, fs kgo.Fetches) (err error) {
 		if err == nil || committing {
 			return
 		}
-		_ = e.tcl.AbortBufferedRecords(ctx)
-		if aerr := e.tcl.EndTransaction(ctx, kgo.TryAbort); aerr != nil {
+		if aerr := e.abort(); aerr != nil {
 			err = errors.Join(err, fmt.Errorf("abort: %w", aerr))
 		}
 	}()
@@ -400,7 +408,9 @@ func (e *eosGroup) transact(ctx context.Context, fs kgo.Fetches) (err error) {
 	committing = true
 	if err := e.tcl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		// The outcome may be unknown: the rewind reads the stored offsets.
-		_ = e.tcl.EndTransaction(ctx, kgo.TryAbort)
+		if aerr := e.abort(); aerr != nil {
+			err = errors.Join(err, fmt.Errorf("abort: %w", aerr))
+		}
 		return err
 	}
 	m := e.s.m
@@ -413,6 +423,18 @@ func (e *eosGroup) transact(ctx context.Context, fs kgo.Fetches) (err error) {
 	m.lastAck.Store(now)
 	e.s.committed()
 	return nil
+}
+
+// abort drops what is buffered and ends the open transaction with an
+// abort, on a context of its own (the transaction's may have expired); when
+// that fails too, unended makes the next transact try again first.
+func (e *eosGroup) abort() error {
+	ctx, cancel := context.WithTimeout(context.Background(), e.s.m.cfg.TransactionTimeout)
+	defer cancel()
+	_ = e.tcl.AbortBufferedRecords(ctx)
+	err := e.tcl.EndTransaction(ctx, kgo.TryAbort)
+	e.unended = err != nil
+	return err
 }
 
 // firstErr keeps the first error of the produce promises of a transaction.
