@@ -19,12 +19,14 @@ type auditCounter struct {
 
 // NewAuditCounter returns the counter of tier "mirror" in cluster
 // target.name that New expects, publishing to the target's __audit; nil
-// (count nothing) with audit.enable=false. ctx is unused beyond the call.
+// (count nothing) with audit.enable=false, and with exactly.once=true,
+// where the mirror writes its counts in its transactions itself (eos.go).
+// ctx is unused beyond the call.
 func NewAuditCounter(_ context.Context, cfg Config) (Counter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.AuditDisable {
+	if cfg.AuditDisable || cfg.ExactlyOnce {
 		return nil, nil
 	}
 	cfg = cfg.withDefaults()

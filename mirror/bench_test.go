@@ -20,12 +20,21 @@ import (
 func BenchmarkMirror(b *testing.B) {
 	for _, path := range []string{"kafka-group", "zookeeper-group"} {
 		b.Run(path, func(b *testing.B) {
-			benchMirror(b, path == "zookeeper-group")
+			benchMirror(b, path == "zookeeper-group", false)
 		})
 	}
 }
 
-func benchMirror(b *testing.B, zk bool) {
+// BenchmarkMirrorExactlyOnce is BenchmarkMirror's Kafka-group run beside
+// exactly.once=true (a target transaction per poll, source offsets stored
+// on the target).
+func BenchmarkMirrorExactlyOnce(b *testing.B) {
+	for _, eos := range []bool{false, true} {
+		b.Run(fmt.Sprintf("exactly.once=%v", eos), func(b *testing.B) { benchMirror(b, false, eos) })
+	}
+}
+
+func benchMirror(b *testing.B, zk, eos bool) {
 	tb := b
 	src, target := newCluster(tb, "bsrc"), newCluster(tb, "btarget")
 	src.CreateTopicWithConfigs(tb, "bench", 12, nil)
@@ -47,7 +56,7 @@ func benchMirror(b *testing.B, zk bool) {
 	b.ResetTimer()
 	start := time.Now()
 	stop := runMirror(tb, Config{Sources: []SourceConfig{sc}, TargetBrokers: []string{target.Addr()},
-		Topics: "bench", GroupID: "bench", AuditDisable: true, Logger: testenv.Logger(b, slog.LevelWarn)}, nil)
+		Topics: "bench", GroupID: "bench", AuditDisable: true, ExactlyOnce: eos, Logger: testenv.Logger(b, slog.LevelWarn)}, nil)
 	testenv.WaitFor(b, 10*time.Minute, "target complete", func() (bool, string) {
 		listed, err := tadm.ListEndOffsets(ctx, "bench")
 		if err != nil {

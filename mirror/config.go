@@ -44,6 +44,8 @@ const (
 	// AuditTopic is mirrored from every source into the target under its own
 	// name, whatever topics and topic.rename say.
 	AuditTopic = "__audit"
+	// DefaultTransactionTimeout is transaction.timeout.ms's default, Kafka's.
+	DefaultTransactionTimeout = time.Minute
 	// DefaultClientID is client.id's default.
 	DefaultClientID = "tributary-mirror"
 )
@@ -145,6 +147,16 @@ type Config struct {
 	AuditDisable  bool
 	AuditWindow   time.Duration
 	AuditInterval time.Duration
+	// ExactlyOnce is exactly.once=true: each source is mirrored in target
+	// transactions that hold the records, their source offsets (stored on
+	// the target) and their audit counts (eos.go).
+	ExactlyOnce bool
+	// TransactionalIDPrefix is transactional.id.prefix (default group.id):
+	// source NAME's producer is transactional.id "<prefix>-NAME".
+	TransactionalIDPrefix string
+	// TransactionTimeout is transaction.timeout.ms (default
+	// DefaultTransactionTimeout).
+	TransactionTimeout time.Duration
 	// Instance names this process in audit events and group member ids.
 	Instance string
 	// Logger and Registerer are injected; nil discards.
@@ -227,6 +239,7 @@ func (c Config) Validate() error {
 		{"shutdown.timeout.ms", c.ShutdownTimeout},
 		{"audit.window.ms", c.AuditWindow},
 		{"audit.interval.ms", c.AuditInterval},
+		{"transaction.timeout.ms", c.TransactionTimeout},
 	} {
 		if d.v < 0 {
 			bad("%s: must be >= 0", d.key)
@@ -251,6 +264,7 @@ func (c Config) Validate() error {
 			bad("%s: must be >= 0", n.key)
 		}
 	}
+	errs = append(errs, c.validateExactlyOnce()...)
 	return errors.Join(errs...)
 }
 
@@ -278,6 +292,10 @@ func (c Config) withDefaults() Config {
 	or(&c.ZooKeeperSessionTimeout, DefaultZooKeeperSession)
 	or(&c.ShutdownTimeout, DefaultShutdownTimeout)
 	or(&c.StoppedRetry, DefaultStoppedRetry)
+	or(&c.TransactionTimeout, DefaultTransactionTimeout)
+	if c.TransactionalIDPrefix == "" {
+		c.TransactionalIDPrefix = c.GroupID
+	}
 	if c.AutoOffsetReset == "" {
 		c.AutoOffsetReset = DefaultAutoOffsetReset
 	}
@@ -338,6 +356,7 @@ var Keys = append(prefixed("target.", network.SecurityKeys),
 	"consumer.fetch.max.bytes", "consumer.max.partition.fetch.bytes", "consumer.fetch.max.wait.ms",
 	"consumer.queued.max.message.chunks", "rebalance.backoff.ms", "zookeeper.session.timeout.ms",
 	"shutdown.timeout.ms", "stopped.partition.retry.ms", "audit.enable", "audit.window.ms", "audit.interval.ms",
+	"exactly.once", "transactional.id.prefix", "transaction.timeout.ms",
 	"metrics.listen", "instance",
 )
 
@@ -445,6 +464,9 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	c.AuditDisable = !p.Bool("audit.enable", true)
 	c.AuditWindow = ms("audit.window.ms")
 	c.AuditInterval = ms("audit.interval.ms")
+	c.ExactlyOnce = p.Bool("exactly.once", false)
+	c.TransactionalIDPrefix = p.String("transactional.id.prefix")
+	c.TransactionTimeout = ms("transaction.timeout.ms")
 	c.Instance = p.String("instance")
 	for _, k := range p.Keys() {
 		if strings.HasPrefix(k, "metrics.") { // metrics.listen, .ssl.*, .authentication.*: the command's

@@ -60,6 +60,29 @@
 // fetching, waits up to shutdown.timeout.ms for the target's
 // acknowledgements, commits and leaves the groups.
 //
+// # Exactly once
+//
+// With exactly.once=true (eos.go; Kafka's KIP-618) a source has no group:
+// one consumer with isolation.level=read_committed reads every partition
+// of its mirrored topics, starting at the offsets stored on the target in
+// group "<group.id>-<source>" (OffsetFetch require_stable; else
+// auto.offset.reset). Each poll is one transaction of the target producer
+// transactional.id "<transactional.id.prefix>-<source>" (prefix default
+// group.id): the records (origin header as above), the tier's audit events
+// counting them (to the target's __audit, in the same transaction: not
+// the Counter New is given, which is nil here), and the source offsets
+// after them (AddOffsetsToTxn, TxnOffsetCommit), then EndTxn. A failed
+// transaction is aborted and its partitions rewound to the target-stored
+// offsets. So a read_committed reader of the target, and of __audit (the
+// audit service reads it so), sees each source record and each count once
+// whatever crashes: an aborted transaction's records and counts are never
+// visible, a committed one's always together with its offsets. A starting
+// process fences the previous holder of the transactional.id
+// (InitProducerId; its open transaction is aborted), and a fenced one
+// stops Run with ErrFenced: run one process per configuration.
+// source.NAME.zookeeper.connect is refused with it (ErrInvalidConfig).
+// A record too large for the target stops its partition as above.
+//
 // # Audit and metrics
 //
 // The mirror is audit tier "mirror" in cluster target.name: it counts each

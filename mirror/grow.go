@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // targetMetadataPoll spaces the looks at the target producer's metadata
@@ -11,7 +13,7 @@ import (
 const targetMetadataPoll = 50 * time.Millisecond
 
 // awaitTargetPartition runs before the first record of a source partition
-// goes to the target. A partition beyond the target topic's count (the
+// goes to the target through producer. A partition beyond the target topic's count (the
 // source grew and the group assigned the new partition before the topic
 // refresh saw it) first grows the target topic (ensureTarget,
 // CreatePartitions). A producer that already knows the target topic but
@@ -19,7 +21,7 @@ const targetMetadataPoll = 50 * time.Millisecond
 // partitioning choice"), so its metadata is refreshed until it shows the
 // partition; one that does not know the topic yet loads it whole on the
 // first record. It returns an error only when ctx ends or the growth fails.
-func (m *Mirror) awaitTargetPartition(ctx context.Context, ps *partState) error {
+func (m *Mirror) awaitTargetPartition(ctx context.Context, producer *kgo.Client, ps *partState) error {
 	m.mu.Lock()
 	have := m.made[ps.target]
 	m.mu.Unlock()
@@ -36,20 +38,29 @@ func (m *Mirror) awaitTargetPartition(ctx context.Context, ps *partState) error 
 			}
 		}
 	}
+	if err := awaitPartitionKnown(ctx, producer, ps.target, ps.partition); err != nil {
+		return err
+	}
+	ps.targetKnown.Store(true)
+	return nil
+}
+
+// awaitPartitionKnown refreshes cl's metadata until it shows partition of
+// topic, unless cl does not know topic at all yet (it then loads every
+// partition on its first record). It returns an error only when ctx ends.
+func awaitPartitionKnown(ctx context.Context, cl *kgo.Client, topic string, partition int32) error {
 	for {
-		if leader, _, _ := m.target.PartitionLeader(ps.target, 0); leader < 0 {
-			break // topic not loaded by the producer yet: it loads every partition
+		if leader, _, _ := cl.PartitionLeader(topic, 0); leader < 0 {
+			return nil
 		}
-		if leader, _, _ := m.target.PartitionLeader(ps.target, ps.partition); leader >= 0 {
-			break
+		if leader, _, _ := cl.PartitionLeader(topic, partition); leader >= 0 {
+			return nil
 		}
-		m.target.ForceMetadataRefresh()
+		cl.ForceMetadataRefresh()
 		select {
 		case <-time.After(targetMetadataPoll):
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
-	ps.targetKnown.Store(true)
-	return nil
 }

@@ -130,11 +130,11 @@ type targetReader struct {
 	bad      error
 }
 
-func readTarget(t *testing.T, c *cluster, topic string) *targetReader {
+func readTarget(t *testing.T, c *cluster, topic string, opts ...kgo.Opt) *targetReader {
 	t.Helper()
 	r := &targetReader{byPart: map[int32][]*kgo.Record{}, distinct: map[srcPos]bool{}}
-	cl := c.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(50*time.Millisecond))
+	cl := c.Client(t, append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(50 * time.Millisecond)}, opts...)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })

@@ -57,6 +57,10 @@ type Mirror struct {
 
 	lastAck atomic.Int64 // unix nanos of the latest acknowledgement
 
+	// fatal receives the error that stops Run before its ctx ends (an
+	// exactly-once mirror fenced by a newer instance).
+	fatal chan error
+
 	// maxMessage holds each target topic's max.message.bytes (int32).
 	maxMessage sync.Map
 }
@@ -127,6 +131,7 @@ func New(cfg Config, counter Counter) (*Mirror, error) {
 		counter: counter,
 		parts:   map[partKey]*partState{},
 		made:    map[string]int{},
+		fatal:   make(chan error, 1),
 	}
 	if cfg.TopicsExclude != "" {
 		m.exclude = regexp.MustCompile(`^(?:` + cfg.TopicsExclude + `)$`)
@@ -165,6 +170,8 @@ func (m *Mirror) mirrored(topic string) bool {
 // commits and returns. It returns an error only when it could not start or
 // could not drain and commit.
 func (m *Mirror) Run(ctx context.Context) error {
+	ctx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
 	codec, err := compression(m.cfg.Compression)
 	if err != nil {
 		return err
@@ -207,7 +214,13 @@ func (m *Mirror) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() { defer wg.Done(); m.releaseLoop(ctx) }()
 	m.log.Info("mirror started", "sources", len(m.sources), "target", m.cfg.TargetName, "topics", m.cfg.Topics)
-	<-ctx.Done()
+	var fatal error
+	select {
+	case <-ctx.Done():
+	case fatal = <-m.fatal:
+		m.log.Error("mirror stopping", "err", fatal)
+		cancelRun()
+	}
 
 	// Drain: no new records in, everything in flight acknowledged, then
 	// commit what was acknowledged and leave the groups.
@@ -234,6 +247,9 @@ func (m *Mirror) Run(ctx context.Context) error {
 		if err := m.counter.Close(dctx); err != nil {
 			errs = append(errs, fmt.Errorf("mirror: audit: %w", err))
 		}
+	}
+	if fatal != nil {
+		errs = append([]error{fatal}, errs...)
 	}
 	m.log.Info("mirror stopped", "err", errors.Join(errs...))
 	return errors.Join(errs...)
@@ -292,7 +308,7 @@ func (m *Mirror) produce(ctx context.Context, ps *partState, off int64, rec *kgo
 		return
 	}
 	if !ps.targetKnown.Load() {
-		if err := m.awaitTargetPartition(ctx, ps); err != nil {
+		if err := m.awaitTargetPartition(ctx, m.target, ps); err != nil {
 			m.halt(ps, off, err)
 			return
 		}
@@ -441,5 +457,13 @@ func (m *Mirror) watch(ctx context.Context) {
 		for _, s := range m.sources {
 			s.updateLag(ctx)
 		}
+	}
+}
+
+// fail stops Run with err (the first one wins).
+func (m *Mirror) fail(err error) {
+	select {
+	case m.fatal <- err:
+	default:
 	}
 }

@@ -66,9 +66,12 @@ func (s *source) open() error {
 	}
 	s.meta, s.adm = cl, kadm.NewClient(cl)
 	s.lastCommit.Store(time.Now().UnixNano())
-	if s.cfg.zkGroups() {
+	switch {
+	case s.m.cfg.ExactlyOnce:
+		s.group = newEOSGroup(s)
+	case s.cfg.zkGroups():
 		s.group = newZKGroup(s)
-	} else {
+	default:
 		s.group = newKafkaGroup(s)
 	}
 	return nil
@@ -117,6 +120,10 @@ func (s *source) refresh(ctx, intake context.Context) error {
 				// New partitions need their target partitions first.
 				if err := s.m.ensureTarget(ctx, s, name, n); err != nil {
 					errs = append(errs, err)
+				} else if g, ok := s.group.(interface {
+					grow(context.Context, string, int)
+				}); ok {
+					g.grow(ctx, name, n) // the Kafka groups see growth themselves
 				}
 			}
 			continue

@@ -10,7 +10,10 @@
 // them are applied in one store transaction, so a restart (even after kill
 // -9) resumes exactly where the last applied poll ended. Events are
 // deduplicated on their ID, so the same event read from two clusters (the
-// mirror carries __audit into the analytics cluster) counts once.
+// mirror carries __audit into the analytics cluster) counts once. The
+// topic is read with isolation.level=read_committed: an exactly-once
+// mirror writes its counts in the transactions of the records they count,
+// and those of an aborted transaction must not count.
 // Partitions added to an audit topic are picked up within
 // PartitionRefresh.
 //

@@ -91,6 +91,9 @@ func (s *Service) consume(ctx context.Context, c Cluster, log *slog.Logger) erro
 	}
 	cl, err := network.NewClient(conn,
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.cfg.Topic: start}),
+		// An exactly-once mirror writes its counts in its transactions:
+		// those of an aborted one must not count.
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(500*time.Millisecond))
 	if err != nil {
