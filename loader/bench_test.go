@@ -3,7 +3,11 @@ package loader_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"os"
 	"path"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -74,84 +78,146 @@ func benchSetup(b *testing.B) *benchData {
 }
 
 // BenchmarkLoader compares, on the same records and interleaved in each
-// iteration (this machine's speed drifts), a loader run into HDFS with a
-// plain colinmarc/hdfs write of the same bytes in the same number of files
-// (the physical limit) and with decoding alone (frame parse and Avro
-// validation in memory). It reports MB/s of record bytes for each and the
-// loader's share of the raw write's speed (goal >= 0.7).
+// iteration (this machine's speed drifts), a loader run with a plain write
+// of the same bytes in the same number of files (the physical limit: with
+// colinmarc/hdfs into HDFS, with os into a local directory) and with
+// decoding alone (frame parse and Avro validation in memory). It reports
+// MB/s of record bytes for each and the loader's share of the raw write's
+// speed (goal >= 0.7 on HDFS).
 func BenchmarkLoader(b *testing.B) {
 	d := benchSetup(b)
-	for _, codec := range []string{"null", "snappy", "deflate"} {
-		b.Run("hdfs-"+codec, func(b *testing.B) {
-			fsys, base, uri := filesystest.HDFSURI(b)
-			raw, err := hdfs.NewClient(hdfs.ClientOptions{Addresses: []string{testenv.HDFS(b)}, User: "tributary"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer raw.Close()
-			var loadTime, rawTime, decodeTime time.Duration
-			b.SetBytes(d.bytes)
-			for i := range b.N {
-				cfg := loader.Config{Name: fmt.Sprintf("bench%d", i), Brokers: []string{d.c.Addr()}, RegistryURL: d.c.registry,
-					Topics: d.topic, OutputURI: uri + fmt.Sprintf("/%d", i), Codec: codec, AuditDisable: true}
-				start := time.Now()
-				l, err := loader.New(context.Background(), cfg)
-				if err != nil {
-					b.Fatal(err)
-				}
-				sum, err := l.Run(context.Background())
-				l.Close()
-				if err != nil || sum.Records != benchRecords {
-					b.Fatalf("run: %+v %v", sum, err)
-				}
-				loadTime += time.Since(start)
-
-				outBytes := dirBytes(b, fsys, path.Join(base, fmt.Sprint(i), d.topic))
-				start = time.Now()
-				rawWrite(b, raw, path.Join(base, fmt.Sprintf("raw%d", i)), outBytes, sum.Files)
-				rawTime += time.Since(start)
-
-				start = time.Now()
-				decodeAll(b, d)
-				decodeTime += time.Since(start)
-				b.ReportMetric(float64(outBytes), "file-bytes")
-			}
-			mbs := func(t time.Duration) float64 { return float64(d.bytes) * float64(b.N) / 1e6 / t.Seconds() }
-			b.ReportMetric(float64(benchRecords*b.N)/loadTime.Seconds(), "records/s")
-			b.ReportMetric(mbs(loadTime), "loader-MB/s")
-			b.ReportMetric(mbs(rawTime), "raw-write-MB/s")
-			b.ReportMetric(mbs(decodeTime), "decode-MB/s")
-			b.ReportMetric(rawTime.Seconds()/loadTime.Seconds(), "loader/raw")
-		})
+	for _, target := range []string{"hdfs", "local"} {
+		for _, codec := range []string{"null", "snappy", "deflate"} {
+			b.Run(target+"-"+codec, func(b *testing.B) {
+				benchLoader(b, d, target, codec)
+			})
+		}
 	}
 }
 
-// rawWrite writes size bytes in files files with colinmarc/hdfs alone.
-func rawWrite(b *testing.B, c *hdfs.Client, dir string, size, files int64) {
+func benchLoader(b *testing.B, d *benchData, target, codec string) {
+	var (
+		fsys filesys.FS
+		base string
+		uri  string
+		raw  func(dir string, size, files int64)
+	)
+	if target == "hdfs" {
+		fsys, base, uri = filesystest.HDFSURI(b)
+		cl, err := hdfs.NewClient(hdfs.ClientOptions{Addresses: []string{testenv.HDFS(b)}, User: "tributary"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cl.Close()
+		raw = func(dir string, size, files int64) { rawWrite(b, hdfsCreate(b, cl, dir), size, files) }
+	} else {
+		fsys, base = filesystest.Local(b)
+		uri = "file://" + base
+		raw = func(dir string, size, files int64) { rawWrite(b, localCreate(b, dir), size, files) }
+	}
+	var loadTime, rawTime, decodeTime time.Duration
+	b.SetBytes(d.bytes)
+	for i := range b.N {
+		cfg := loader.Config{Name: fmt.Sprintf("bench%d", i), Brokers: []string{d.c.Addr()}, RegistryURL: d.c.registry,
+			Topics: d.topic, OutputURI: uri + fmt.Sprintf("/%d", i), Codec: codec, AuditDisable: true,
+			Logger: testenv.Logger(b, slog.LevelWarn)}
+		start := time.Now()
+		l, err := loader.New(context.Background(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum, err := l.Run(context.Background())
+		l.Close()
+		if err != nil || sum.Records != benchRecords {
+			b.Fatalf("run: %+v %v", sum, err)
+		}
+		loadTime += time.Since(start)
+
+		outBytes := dirBytes(b, fsys, path.Join(base, fmt.Sprint(i), d.topic))
+		start = time.Now()
+		raw(path.Join(base, fmt.Sprintf("raw%d", i)), outBytes, sum.Files)
+		rawTime += time.Since(start)
+
+		start = time.Now()
+		decodeAll(b, d)
+		decodeTime += time.Since(start)
+		b.ReportMetric(float64(outBytes), "file-bytes")
+	}
+	mbs := func(t time.Duration) float64 { return float64(d.bytes) * float64(b.N) / 1e6 / t.Seconds() }
+	b.ReportMetric(float64(benchRecords*b.N)/loadTime.Seconds(), "records/s")
+	b.ReportMetric(mbs(loadTime), "loader-MB/s")
+	b.ReportMetric(mbs(rawTime), "raw-write-MB/s")
+	b.ReportMetric(mbs(decodeTime), "decode-MB/s")
+	b.ReportMetric(rawTime.Seconds()/loadTime.Seconds(), "loader/raw")
+}
+
+// hdfsCreate returns a create function for files under dir on HDFS with
+// colinmarc/hdfs alone; close retries while the last block is replicating,
+// like filesys.
+func hdfsCreate(b *testing.B, c *hdfs.Client, dir string) func(name string) io.WriteCloser {
+	if err := c.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	return func(name string) io.WriteCloser {
+		w, err := c.Create(path.Join(dir, name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return closeRetrying{w}
+	}
+}
+
+type closeRetrying struct{ *hdfs.FileWriter }
+
+func (w closeRetrying) Close() error {
+	err := w.FileWriter.Close()
+	for ; hdfs.IsErrReplicating(err); err = w.FileWriter.Close() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return err
+}
+
+// localCreate returns a create function for files under dir on the local
+// disk, with os alone; close syncs first, as filesys's local files do.
+func localCreate(b *testing.B, dir string) func(name string) io.WriteCloser {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	return func(name string) io.WriteCloser {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return syncClosing{f}
+	}
+}
+
+type syncClosing struct{ *os.File }
+
+func (f syncClosing) Close() error {
+	if err := f.File.Sync(); err != nil {
+		f.File.Close()
+		return err
+	}
+	return f.File.Close()
+}
+
+// rawWrite writes size bytes in files files, one after the other.
+func rawWrite(b *testing.B, create func(name string) io.WriteCloser, size, files int64) {
 	chunk := make([]byte, 1<<20)
 	for i := range chunk {
 		chunk[i] = byte(i * 31)
 	}
-	if err := c.MkdirAll(dir, 0o755); err != nil {
-		b.Fatal(err)
-	}
 	per := size / files
 	for f := range files {
-		w, err := c.Create(path.Join(dir, fmt.Sprint(f)))
-		if err != nil {
-			b.Fatal(err)
-		}
+		w := create(fmt.Sprint(f))
 		for left := per; left > 0; left -= int64(len(chunk)) {
 			if _, err := w.Write(chunk[:min(left, int64(len(chunk)))]); err != nil {
 				b.Fatal(err)
 			}
 		}
-		// Like filesys: retry while the last block is replicating.
-		for err := w.Close(); err != nil; err = w.Close() {
-			if !hdfs.IsErrReplicating(err) {
-				b.Fatal(err)
-			}
-			time.Sleep(20 * time.Millisecond)
+		if err := w.Close(); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

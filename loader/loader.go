@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -400,52 +401,74 @@ func (l *Loader) consume(ctx context.Context, cl *kgo.Client, pls map[topicParti
 		if ferr != nil {
 			return ferr
 		}
-		var perr error
+		// Each partition's records are loaded on their own goroutine
+		// (validation and block compression are the loader's CPU work, and
+		// partitions share nothing until their commit), in offset order
+		// within the partition.
+		var work []fetched
 		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-			if perr != nil {
-				return
-			}
 			tp := topicPartition{fp.Topic, fp.Partition}
-			pl := pls[tp]
-			if pl == nil {
-				return
-			}
-			for _, r := range fp.Records {
-				if r.Offset < pl.next || r.Offset >= pl.end {
-					continue
-				}
-				if err := pl.add(ctx, r); err != nil {
-					perr = fmt.Errorf("%s/%d offset %d: %w", tp.topic, tp.p, r.Offset, err)
-					return
-				}
-				if pl.next >= pl.end {
-					// The partition is done: commit it beside the loop, so
-					// that its round trips overlap the other partitions' work.
-					delete(pls, tp)
-					cl.RemoveConsumePartitions(map[string][]int32{tp.topic: {tp.p}})
-					commits.Add(1)
-					go func() {
-						defer commits.Done()
-						if err := pl.commit(ctx, true); err != nil {
-							pl.abort()
-							commitErrs <- fmt.Errorf("commit %s/%d: %w", tp.topic, tp.p, err)
-							return
-						}
-						l.progress.done.Add(1)
-						l.log.Info("partition loaded", "topic", tp.topic, "partition", tp.p, "next_offset", pl.next)
-					}()
-					return
-				}
-				if pl.next-pl.first >= l.cfg.CommitRecords {
-					if err := pl.commit(ctx, false); err != nil {
-						perr = fmt.Errorf("commit %s/%d: %w", tp.topic, tp.p, err)
-						return
-					}
-				}
+			if pl := pls[tp]; pl != nil && len(fp.Records) > 0 {
+				work = append(work, fetched{tp: tp, pl: pl, records: fp.Records})
 			}
 		})
-		if perr != nil {
-			return perr
+		if err := parallelN(len(work), runtime.GOMAXPROCS(0), func(i int) error {
+			return l.loadFetched(ctx, &work[i])
+		}); err != nil {
+			return err
+		}
+		for _, w := range work {
+			if !w.done {
+				continue
+			}
+			// The partition is done: commit it beside the loop, so that its
+			// round trips overlap the other partitions' work.
+			delete(pls, w.tp)
+			cl.RemoveConsumePartitions(map[string][]int32{w.tp.topic: {w.tp.p}})
+			commits.Add(1)
+			go func(tp topicPartition, pl *partLoad) {
+				defer commits.Done()
+				if err := pl.commit(ctx, true); err != nil {
+					pl.abort()
+					commitErrs <- fmt.Errorf("commit %s/%d: %w", tp.topic, tp.p, err)
+					return
+				}
+				l.progress.done.Add(1)
+				l.log.Info("partition loaded", "topic", tp.topic, "partition", tp.p, "next_offset", pl.next)
+			}(w.tp, w.pl)
+		}
+	}
+	return nil
+}
+
+// fetched is one partition's records of a poll; done is set once the
+// partition reached its end offset.
+type fetched struct {
+	tp      topicPartition
+	pl      *partLoad
+	records []*kgo.Record
+	done    bool
+}
+
+// loadFetched adds a partition's fetched records up to its end offset,
+// committing every CommitRecords.
+func (l *Loader) loadFetched(ctx context.Context, w *fetched) error {
+	pl := w.pl
+	for _, r := range w.records {
+		if r.Offset < pl.next || r.Offset >= pl.end {
+			continue
+		}
+		if err := pl.add(ctx, r); err != nil {
+			return fmt.Errorf("%s/%d offset %d: %w", w.tp.topic, w.tp.p, r.Offset, err)
+		}
+		if pl.next >= pl.end {
+			w.done = true
+			return nil
+		}
+		if pl.next-pl.first >= l.cfg.CommitRecords {
+			if err := pl.commit(ctx, false); err != nil {
+				return fmt.Errorf("commit %s/%d: %w", w.tp.topic, w.tp.p, err)
+			}
 		}
 	}
 	return nil

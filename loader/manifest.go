@@ -239,15 +239,19 @@ func States(ctx context.Context, fsys filesys.FS, base, job string) ([]Partition
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			m, _, err := latestManifest(fsys, base, job, td.Name(), int32(p))
+			m, seqs, err := latestManifest(fsys, base, job, td.Name(), int32(p))
 			if err != nil {
 				return nil, err
 			}
 			if m == nil {
 				continue
 			}
+			wm, err := movedWatermark(fsys, base, job, m, seqs)
+			if err != nil {
+				return nil, err
+			}
 			st := PartitionState{Topic: m.Topic, Partition: m.Partition, Seq: m.Seq, NextOffset: m.NextOffset,
-				Watermark: time.UnixMilli(m.WatermarkMs).UTC()}
+				Watermark: time.UnixMilli(wm).UTC()}
 			if m.MaxTimestampMs > 0 {
 				st.MaxTimestamp = time.UnixMilli(m.MaxTimestampMs).UTC()
 			}
@@ -261,6 +265,39 @@ func States(ctx context.Context, fsys filesys.FS, base, job string) ([]Partition
 		}
 	}
 	return out, nil
+}
+
+// movedWatermark is the watermark of the newest manifest m whose files
+// are in place: m's own once its moves are done (a move's source is gone),
+// else the one before it (whose moves were done before m was committed),
+// or 0. A crash between the commit point and the moves leaves m's files in
+// the temporary directory until the next run recovers them, and an hour
+// must not be ready without them.
+func movedWatermark(fsys filesys.FS, base, job string, m *Manifest, seqs []int64) (int64, error) {
+	pending := false
+	for _, mv := range m.Moves {
+		ok, err := filesys.Exists(fsys, mv.From)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			pending = true
+			break
+		}
+	}
+	if !pending {
+		return m.WatermarkMs, nil
+	}
+	for i := len(seqs) - 1; i >= 0; i-- {
+		if seqs[i] < m.Seq {
+			prev, err := readManifest(fsys, path.Join(manifestsDir(base, job, m.Topic, m.Partition), manifestName(seqs[i])))
+			if err != nil {
+				return 0, err
+			}
+			return prev.WatermarkMs, nil
+		}
+	}
+	return 0, nil
 }
 
 // CommittedThrough returns, for compaction's "closed hour" rule (a

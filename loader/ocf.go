@@ -2,14 +2,14 @@ package loader
 
 import (
 	"bytes"
-	"compress/flate"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"io"
 
-	"github.com/golang/snappy"
+	"github.com/klauspost/compress/flate"
+	"github.com/klauspost/compress/s2"
 
 	"github.com/tributary/tributary/jobs/hours"
 )
@@ -115,7 +115,7 @@ func (o *ocfWriter) flush() error {
 	case CodecSnappy:
 		// Avro's snappy blocks carry the CRC-32 of the uncompressed bytes.
 		crc := crc32.ChecksumIEEE(data)
-		out := snappy.Encode(o.scratch.AvailableBuffer()[:0], data)
+		out := s2.EncodeSnappy(o.scratch.AvailableBuffer()[:0], data)
 		out = binary.BigEndian.AppendUint32(out, crc)
 		data = out
 	}

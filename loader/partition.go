@@ -343,9 +343,16 @@ const ioParallelism = 8
 
 // parallel runs fn(0..n-1), ioParallelism at a time, and returns the
 // first error.
-func parallel(n int, fn func(i int) error) error {
+func parallel(n int, fn func(i int) error) error { return parallelN(n, ioParallelism, fn) }
+
+// parallelN runs fn(0..n-1), at most width at a time, and returns the
+// first error once every call returned.
+func parallelN(n, width int, fn func(i int) error) error {
+	if n == 1 {
+		return fn(0)
+	}
 	errs := make(chan error, n)
-	sem := make(chan struct{}, ioParallelism)
+	sem := make(chan struct{}, max(width, 1))
 	for i := range n {
 		sem <- struct{}{}
 		go func() {

@@ -45,6 +45,11 @@
 #                               (kafka-storage format --add-scram), so that it
 #                               can log in from the start; the password is read
 #                               from the file (trailing newline dropped)
+#   KAFKA_LINK_LISTENER         "PORT HOST:PORT": also a PLAINTEXT listener named
+#                               LINK on 127.0.0.1:PORT advertised as HOST:PORT
+#                               (a proxy in front of it, e.g. `tributary link`,
+#                               so that clients of that listener reach every
+#                               broker through the proxy)
 #
 # Ports (plus the offset): client 127.0.0.1:19092, controller 127.0.0.1:19093,
 # SASL_SSL (with KAFKA_SSL_KEYSTORE) 127.0.0.1:19091.
@@ -125,13 +130,21 @@ configure() {
 		listeners=$listeners,SASL_SSL://127.0.0.1:$sasl_ssl_port
 		protocols=$protocols,SASL_SSL:SASL_SSL
 	fi
+	local advertised=$listeners link_port link_advertised
+	if [ -n "${KAFKA_LINK_LISTENER:-}" ]; then
+		read -r link_port link_advertised <<<"$KAFKA_LINK_LISTENER"
+		[ -n "$link_advertised" ] || die "KAFKA_LINK_LISTENER '$KAFKA_LINK_LISTENER': want \"PORT HOST:PORT\""
+		listeners=$listeners,LINK://127.0.0.1:$link_port
+		advertised=$advertised,LINK://$link_advertised
+		protocols=$protocols,LINK:PLAINTEXT
+	fi
 	mkdir -p "$dir/logs" "$data"
 	cat >"$dir/server.properties" <<EOF
 process.roles=broker,controller
 node.id=$node_id
 controller.quorum.voters=$voters
 listeners=$listeners,CONTROLLER://127.0.0.1:$controller_port
-advertised.listeners=$listeners
+advertised.listeners=$advertised
 listener.security.protocol.map=$protocols
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER

@@ -26,5 +26,6 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newLoaderCommand())
 	root.AddCommand(newCertsCommand())
 	root.AddCommand(newSoakCommand())
+	root.AddCommand(newLinkCommand())
 	return root
 }

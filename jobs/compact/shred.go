@@ -22,6 +22,49 @@ type shredder struct {
 	err    error
 	// pw receives the dictionary columns' pages directly (see dictPages).
 	pw *writer.ParquetWriter
+	// plain holds the dictionary columns written PLAIN instead, for the
+	// rest of the file: those whose first batch was mostly distinct values
+	// (see plainFallback).
+	plain map[string]*common.Tag
+}
+
+// Dictionary fallback, as parquet-mr falls back when a dictionary grows
+// too large: a column whose values are mostly distinct (ids, hashes) gains
+// nothing from a dictionary, which then holds every value once plus an
+// index per row that no codec compresses. The first batch of a file
+// decides, once it has plainMinValues values.
+const (
+	plainMinValues     = 1000
+	plainDistinctShare = 0.5
+)
+
+// plainFallback reports whether dictionary column name (table t, this
+// batch) is written PLAIN, deciding on the first large enough batch.
+func (s *shredder) plainFallback(name string, t *layout.Table) bool {
+	if _, ok := s.plain[name]; ok {
+		return true
+	}
+	if s.pw.DictRecs[name] != nil {
+		return false // a dictionary was started: keep it
+	}
+	n := 0
+	seen := map[any]struct{}{}
+	for j, v := range t.Values {
+		if t.DefinitionLevels[j] == t.MaxDefinitionLevel {
+			n++
+			seen[v] = struct{}{}
+		}
+	}
+	if n < plainMinValues || float64(len(seen)) <= plainDistinctShare*float64(n) {
+		return false
+	}
+	info := *t.Info
+	info.Encoding = parquet.Encoding_PLAIN
+	if s.plain == nil {
+		s.plain = map[string]*common.Tag{}
+	}
+	s.plain[name] = &info
+	return true
 }
 
 // marshal is a parquet-go MarshalFunc; the writer calls it with NP = 1, so
@@ -57,6 +100,10 @@ func (s *shredder) marshal(objs []any, sh *schema.SchemaHandler) (*map[string]*l
 	// still closes their row groups (dictionary page first) from DictRecs.
 	for name, t := range res {
 		if t.Info.Encoding != parquet.Encoding_RLE_DICTIONARY {
+			continue
+		}
+		if s.plainFallback(name, t) {
+			t.Info = s.plain[name] // parquet-go writes its PLAIN pages
 			continue
 		}
 		dict := s.pw.DictRecs[name]
