@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -25,12 +24,12 @@ import (
 	"github.com/tributary/tributary/client/serde"
 	"github.com/tributary/tributary/internal/brokertest"
 	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/internal/registrytest"
 	"github.com/tributary/tributary/jobs/compact"
 	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/loader"
 	"github.com/tributary/tributary/pipeline/pageview"
 	"github.com/tributary/tributary/schema"
-	"github.com/tributary/tributary/schema/registry"
 )
 
 // brokers is the size of the test clusters.
@@ -40,13 +39,7 @@ const brokers = 3
 // test ends and returns its URL.
 func newRegistry(t *testing.T) string {
 	t.Helper()
-	reg, err := registry.New(registry.NewMemStore(), registry.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(reg.Handler())
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return registrytest.Serve(t)
 }
 
 // build compiles an example into a temporary directory.

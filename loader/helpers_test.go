@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path"
@@ -25,10 +24,10 @@ import (
 	"github.com/tributary/tributary/internal/brokertest"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/filesys/filesystest"
+	"github.com/tributary/tributary/internal/registrytest"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/loader"
-	"github.com/tributary/tributary/schema/registry"
 )
 
 // childEnv carries a loader.Config (as JSON) to a child process: the test
@@ -175,14 +174,9 @@ type cluster struct {
 
 func newCluster(t testing.TB) *cluster {
 	t.Helper()
-	r, err := registry.New(registry.NewMemStore(), registry.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(r.Handler())
-	t.Cleanup(srv.Close)
-	c := &cluster{Cluster: brokertest.New(t), registry: srv.URL}
-	c.reg, err = serde.NewRegistryClient(serde.ClientConfig{URL: srv.URL})
+	c := &cluster{Cluster: brokertest.New(t), registry: registrytest.Serve(t)}
+	var err error
+	c.reg, err = serde.NewRegistryClient(serde.ClientConfig{URL: c.registry})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package serde_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"reflect"
 	"testing"
 	"time"
@@ -12,7 +11,7 @@ import (
 
 	"github.com/tributary/tributary/client/serde"
 	"github.com/tributary/tributary/internal/brokertest"
-	"github.com/tributary/tributary/schema/registry"
+	"github.com/tributary/tributary/internal/registrytest"
 )
 
 // TestRoundTripThroughBroker produces schema-framed records with kgo to a
@@ -21,13 +20,7 @@ import (
 func TestRoundTripThroughBroker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	reg, err := registry.New(registry.NewMemStore(), registry.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(reg.Handler())
-	defer srv.Close()
-	client, err := serde.NewRegistryClient(serde.ClientConfig{URL: srv.URL})
+	client, err := serde.NewRegistryClient(serde.ClientConfig{URL: registrytest.Serve(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"testing"
 
+	"github.com/tributary/tributary/internal/registrytest"
 	"github.com/tributary/tributary/schema"
 	"github.com/tributary/tributary/schema/avro"
-	"github.com/tributary/tributary/schema/registry"
 )
 
 // registerRaw registers through the REST API with a body the client's
@@ -34,21 +33,16 @@ func registerRaw(t *testing.T, base, subject string, body map[string]any) int {
 
 func TestDecodeWithReferences(t *testing.T) {
 	ctx := testCtx(t)
-	reg, err := registry.New(registry.NewMemStore(), registry.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(reg.Handler())
-	t.Cleanup(srv.Close)
+	url := registrytest.Serve(t)
 	const (
 		country  = `{"type":"enum","name":"Country","namespace":"com.acme","symbols":["FR","NZ"]}`
 		address  = `{"type":"record","name":"Address","namespace":"com.acme","fields":[{"name":"street","type":"string"},{"name":"country","type":"Country"}]}`
 		customer = `{"type":"record","name":"Customer","namespace":"com.acme","fields":[{"name":"name","type":"string"},{"name":"home","type":"Address"}]}`
 	)
-	registerRaw(t, srv.URL, "country-value", map[string]any{"schema": country})
-	registerRaw(t, srv.URL, "address-value", map[string]any{"schema": address,
+	registerRaw(t, url, "country-value", map[string]any{"schema": country})
+	registerRaw(t, url, "address-value", map[string]any{"schema": address,
 		"references": []any{map[string]any{"name": "com.acme.Country", "subject": "country-value", "version": 1}}})
-	id := registerRaw(t, srv.URL, "customer-value", map[string]any{"schema": customer,
+	id := registerRaw(t, url, "customer-value", map[string]any{"schema": customer,
 		"references": []any{map[string]any{"name": "com.acme.Address", "subject": "address-value", "version": 1}}})
 
 	// The producer side, as a Confluent serializer with references would
@@ -68,7 +62,7 @@ func TestDecodeWithReferences(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	client, err := NewRegistryClient(ClientConfig{URL: srv.URL})
+	client, err := NewRegistryClient(ClientConfig{URL: url})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net/http/httptest"
 	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/tributary/tributary/internal/registrytest"
 	"github.com/tributary/tributary/schema"
-	"github.com/tributary/tributary/schema/registry"
 )
 
 const (
@@ -57,13 +56,7 @@ func (c *countingRegistry) SchemaByID(ctx context.Context, id int) (string, erro
 // client of it.
 func newRegistryClient(t testing.TB) *RegistryClient {
 	t.Helper()
-	reg, err := registry.New(registry.NewMemStore(), registry.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(reg.Handler())
-	t.Cleanup(srv.Close)
-	c, err := NewRegistryClient(ClientConfig{URL: srv.URL})
+	c, err := NewRegistryClient(ClientConfig{URL: registrytest.Serve(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

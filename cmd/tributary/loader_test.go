@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,8 +13,8 @@ import (
 
 	"github.com/tributary/tributary/client/serde"
 	"github.com/tributary/tributary/internal/brokertest"
+	"github.com/tributary/tributary/internal/registrytest"
 	"github.com/tributary/tributary/internal/testproc"
-	"github.com/tributary/tributary/schema/registry"
 )
 
 // loaderFixture is what the loader and jobs commands read in these tests:
@@ -31,18 +30,13 @@ type loaderFixture struct {
 
 func newLoaderFixture(t *testing.T) *loaderFixture {
 	t.Helper()
-	reg, err := registry.New(registry.NewMemStore(), registry.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(reg.Handler())
-	t.Cleanup(srv.Close)
-	rc, err := serde.NewRegistryClient(serde.ClientConfig{URL: srv.URL})
+	url := registrytest.Serve(t)
+	rc, err := serde.NewRegistryClient(serde.ClientConfig{URL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := brokertest.New(t)
-	return &loaderFixture{broker: b, registryURL: srv.URL, ser: serde.NewSerializer(rc, serde.SerializerConfig{}),
+	return &loaderFixture{broker: b, registryURL: url, ser: serde.NewSerializer(rc, serde.SerializerConfig{}),
 		cl: b.Client(t), dir: t.TempDir()}
 }
 

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"path"
 	"strings"
 	"testing"
@@ -18,10 +17,10 @@ import (
 
 	"github.com/tributary/tributary/client/serde"
 	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/internal/registrytest"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/jobs/compact"
 	"github.com/tributary/tributary/jobs/hours"
-	"github.com/tributary/tributary/schema/registry"
 )
 
 // testRegistry is a real schema registry (this repository's, in memory)
@@ -33,17 +32,12 @@ type testRegistry struct {
 
 func newTestRegistry(t *testing.T) *testRegistry {
 	t.Helper()
-	reg, err := registry.New(registry.NewMemStore(), registry.Config{})
+	url := registrytest.Serve(t)
+	c, err := serde.NewRegistryClient(serde.ClientConfig{URL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(reg.Handler())
-	t.Cleanup(srv.Close)
-	c, err := serde.NewRegistryClient(serde.ClientConfig{URL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testRegistry{url: srv.URL, client: c}
+	return &testRegistry{url: url, client: c}
 }
 
 func (r *testRegistry) register(t *testing.T, subject, schema string) int {
