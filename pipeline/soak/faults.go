@@ -328,7 +328,16 @@ func (s *Soak) stopDataNode(ctx context.Context, rng *rand.Rand) (string, int, e
 func (s *Soak) cutLink(ctx context.Context, rng *rand.Rand) (string, int, error) {
 	dc := Datacenters[rng.IntN(len(Datacenters))]
 	l := s.links[dc]
-	s.slow.Wait() // an earlier slow period ends first: one link fault at a time
+	// A cut during an earlier slow period of the same link supersedes it
+	// (that period's end leaves the link alone); waiting for it instead
+	// held the schedule up for minutes.
+	s.mu.Lock()
+	if s.linkGen == nil {
+		s.linkGen = map[string]int{}
+	}
+	s.linkGen[dc]++
+	gen := s.linkGen[dc]
+	s.mu.Unlock()
 	cut := s.t.cutMin + time.Duration(rng.Int64N(int64(s.t.cutMax-s.t.cutMin)+1))
 	slow := s.t.slowMin + time.Duration(rng.Int64N(int64(s.t.slowMax-s.t.slowMin)+1))
 	// The cap leaves room to catch up: four times the link's steady rate
@@ -343,6 +352,12 @@ func (s *Soak) cutLink(ctx context.Context, rng *rand.Rand) (string, int, error)
 	go func() {
 		defer s.slow.Done()
 		sleep(ctx, slow)
+		s.mu.Lock()
+		current := s.linkGen[dc] == gen
+		s.mu.Unlock()
+		if !current {
+			return // a later cut of this link owns it now
+		}
 		l.SetLatency(0)
 		l.SetBandwidth(0)
 		s.printf("%5.0fs  link %s healthy again\n", time.Since(s.started).Seconds(), l.Name())

@@ -56,6 +56,7 @@ type Soak struct {
 
 	started time.Time // the producers' start
 	slow    sync.WaitGroup
+	linkGen map[string]int // per datacenter link, counts its cuts (guarded by mu)
 
 	mu         sync.Mutex
 	jvmSamples map[string]*jvm
