@@ -405,12 +405,24 @@ func (l *Loader) consume(ctx context.Context, cl *kgo.Client, pls map[topicParti
 		// (validation and block compression are the loader's CPU work, and
 		// partitions share nothing until their commit), in offset order
 		// within the partition.
+		// A partition can come in more than one fetch of a poll (kgo visits
+		// a topic once per fetch it is spread across): its records are
+		// gathered into one work item, in the order they came, so that no
+		// two goroutines ever load the same partition.
 		var work []fetched
+		at := map[topicPartition]int{}
 		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 			tp := topicPartition{fp.Topic, fp.Partition}
-			if pl := pls[tp]; pl != nil && len(fp.Records) > 0 {
-				work = append(work, fetched{tp: tp, pl: pl, records: fp.Records})
+			pl := pls[tp]
+			if pl == nil || len(fp.Records) == 0 {
+				return
 			}
+			if i, ok := at[tp]; ok {
+				work[i].records = append(slices.Clip(work[i].records), fp.Records...)
+				return
+			}
+			at[tp] = len(work)
+			work = append(work, fetched{tp: tp, pl: pl, records: fp.Records})
 		})
 		if err := parallelN(len(work), runtime.GOMAXPROCS(0), func(i int) error {
 			return l.loadFetched(ctx, &work[i])
