@@ -6,7 +6,9 @@
 package registrytest
 
 import (
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/tributary/tributary/schema/registry"
@@ -23,4 +25,23 @@ func Serve(t testing.TB) string {
 	srv := httptest.NewServer(reg.Handler())
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// SetCompatibility sets subject's compatibility level on the registry at
+// url (PUT /config/{subject}), failing t unless it answers 200.
+func SetCompatibility(t testing.TB, url, subject, level string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPut, url+"/config/"+subject, strings.NewReader(`{"compatibility":"`+level+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT /config/%s: %s", subject, resp.Status)
+	}
 }

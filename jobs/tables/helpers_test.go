@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net/http"
 	"path"
 	"strings"
 	"testing"
@@ -51,17 +50,7 @@ func (r *testRegistry) register(t *testing.T, subject, schema string) int {
 
 // setCompatibility sets a subject's level (PUT /config/{subject}).
 func (r *testRegistry) setCompatibility(t *testing.T, subject, level string) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPut, r.url+"/config/"+subject, strings.NewReader(`{"compatibility":"`+level+`"}`))
-	req.Header.Set("Content-Type", "application/vnd.schemaregistry.v1+json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("PUT /config/%s: %s", subject, resp.Status)
-	}
+	registrytest.SetCompatibility(t, r.url, subject, level)
 }
 
 // randomName returns prefix and 8 random hex digits: a database or

@@ -1,12 +1,10 @@
 package tablestest
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -19,6 +17,7 @@ import (
 	"github.com/tributary/tributary/client/serde"
 	"github.com/tributary/tributary/internal/devcluster"
 	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/internal/registrytest"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/jobs"
@@ -143,18 +142,7 @@ func (r *rig) produce(t *testing.T, topic, schema string, ts []time.Time, value 
 
 // setCompatibility sets a subject's compatibility level in the registry.
 func (r *rig) setCompatibility(t *testing.T, subject, level string) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPut, r.cl.RegistryURL()+"/config/"+subject,
-		bytes.NewReader([]byte(`{"compatibility":"`+level+`"}`)))
-	req.Header.Set("Content-Type", "application/vnd.schemaregistry.v1+json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("PUT /config/%s: %s", subject, resp.Status)
-	}
+	registrytest.SetCompatibility(t, r.cl.RegistryURL(), subject, level)
 }
 
 // metastore returns a client of the metastore at uri reading database db.
