@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
-	"strings"
 	"time"
+
+	"github.com/tributary/tributary/schema/avro"
 )
 
 // node is one field of the Parquet schema mapped from an Avro schema, with
@@ -45,20 +46,6 @@ type mapper struct {
 	inName int
 }
 
-func fullName(def map[string]any, ns string) (string, string) {
-	name, _ := def["name"].(string)
-	if n, ok := def["namespace"].(string); ok {
-		ns = n
-	}
-	if strings.Contains(name, ".") {
-		return name, name[:strings.LastIndex(name, ".")]
-	}
-	if ns == "" {
-		return name, ns
-	}
-	return ns + "." + name, ns
-}
-
 // branchKey is goavro's key for a union branch of schema s.
 func (m *mapper) branchKey(s any, ns string) string {
 	switch s := s.(type) {
@@ -74,7 +61,7 @@ func (m *mapper) branchKey(s any, ns string) string {
 		t, _ := s["type"].(string)
 		switch t {
 		case "record", "enum", "fixed", "error":
-			n, _ := fullName(s, ns)
+			n, _ := avro.NameOf(s, ns)
 			return n
 		}
 		if lt, ok := s["logicalType"].(string); ok {
@@ -143,7 +130,7 @@ func (m *mapper) build(s any, ns, name string, depth int, rep int32) (*node, err
 		}
 		switch t {
 		case "record", "error":
-			full, rns := fullName(s, ns)
+			full, rns := avro.NameOf(s, ns)
 			m.named[full] = s
 			fields, _ := s["fields"].([]any)
 			if len(fields) == 0 {
@@ -162,11 +149,11 @@ func (m *mapper) build(s any, ns, name string, depth int, rep int32) (*node, err
 			}
 			return r, nil
 		case "enum":
-			full, _ := fullName(s, ns)
+			full, _ := avro.NameOf(s, ns)
 			m.named[full] = s
 			return m.leaf(name, utf8Tag, rep, convString)
 		case "fixed":
-			full, _ := fullName(s, ns)
+			full, _ := avro.NameOf(s, ns)
 			m.named[full] = s
 			size, _ := s["size"].(float64)
 			if s["logicalType"] == "decimal" {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	hms "github.com/beltran/gohive/hive_metastore"
+	"github.com/tributary/tributary/schema/avro"
 )
 
 // columns maps an Avro record schema to Hive columns the way Hive's
@@ -28,7 +29,7 @@ func columns(schemaText string) ([]*hms.FieldSchema, error) {
 	if !ok || root["type"] != "record" {
 		return nil, fmt.Errorf("%w: the value schema is not a record (a table needs named columns)", ErrUnsupportedSchema)
 	}
-	name, ns := fullName(root, "")
+	name, ns := avro.NameOf(root, "")
 	m.named[name] = root
 	m.open[name] = true
 	fields, _ := root["fields"].([]any)
@@ -56,20 +57,6 @@ type typeMapper struct {
 	open  map[string]bool // records being mapped (recursion)
 }
 
-func fullName(def map[string]any, ns string) (full, namespace string) {
-	name, _ := def["name"].(string)
-	if n, ok := def["namespace"].(string); ok {
-		ns = n
-	}
-	if strings.Contains(name, ".") {
-		return name, name[:strings.LastIndex(name, ".")]
-	}
-	if ns == "" {
-		return name, ""
-	}
-	return ns + "." + name, ns
-}
-
 const maxDepth = 64
 
 func (m *typeMapper) hive(s any, ns string, depth int) (string, error) {
@@ -85,11 +72,11 @@ func (m *typeMapper) hive(s any, ns string, depth int) (string, error) {
 		typ, _ := t["type"].(string)
 		switch typ {
 		case "record":
-			full, inner := fullName(t, ns)
+			full, inner := avro.NameOf(t, ns)
 			m.named[full] = t
 			return m.record(full, t, inner, depth)
 		case "enum", "fixed":
-			full, _ := fullName(t, ns)
+			full, _ := avro.NameOf(t, ns)
 			m.named[full] = t
 			if typ == "enum" {
 				return "string", nil
@@ -150,7 +137,7 @@ func (m *typeMapper) namedOrPrimitive(name string, def map[string]any, ns string
 	def, _ = d.(map[string]any)
 	switch def["type"] {
 	case "record":
-		_, inner := fullName(def, ns)
+		_, inner := avro.NameOf(def, ns)
 		return m.record(full, def, inner, depth)
 	case "enum":
 		return "string", nil

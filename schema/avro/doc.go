@@ -15,6 +15,9 @@
 //     native form) into the reader schema's shape, applying field defaults,
 //     enum defaults, numeric and string/bytes promotions and union branch
 //     selection, so that a consumer sees the shape it was compiled for.
+//   - FullName and NameOf resolve names by the specification's rules (a
+//     dotted name is full, else the enclosing or the "namespace" attribute
+//     qualifies it), for every walk over schema JSON in the repository.
 //
 // Rules implemented (reader reads data of writer): records match by
 // unqualified name or reader alias, fields by name or reader field alias; a

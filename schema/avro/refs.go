@@ -109,17 +109,13 @@ func (q *qualifier) walkObject(m map[string]any, ns string, depth int) (any, err
 		if name == "" {
 			return out, nil // goavro reports it
 		}
-		if nsAttr, ok := m["namespace"].(string); ok {
-			ns = nsAttr
-		}
-		full := fullName(name, ns)
+		full, inner := NameOf(m, ns)
 		out["name"] = full
 		delete(out, "namespace")
-		inner := namespaceOf(full)
 		if aliases := stringList(m["aliases"]); len(aliases) > 0 {
 			qa := make([]any, len(aliases))
 			for i, a := range aliases {
-				qa[i] = fullName(a, inner)
+				qa[i] = FullName(a, inner)
 			}
 			out["aliases"] = qa
 		}

@@ -266,31 +266,13 @@ func (p *parser) define(m map[string]any, k Kind, ns string) (*Type, string, err
 	if name == "" {
 		return nil, "", fmt.Errorf("%s without a name", k)
 	}
-	if nsAttr, ok := m["namespace"].(string); ok {
-		ns = nsAttr
-	}
-	full := fullName(name, ns)
+	full, inner := NameOf(m, ns)
 	t := &Type{Kind: k, Name: full}
-	inner := namespaceOf(full)
 	for _, a := range stringList(m["aliases"]) {
-		t.Aliases = append(t.Aliases, fullName(a, inner))
+		t.Aliases = append(t.Aliases, FullName(a, inner))
 	}
 	p.named[full] = t
 	return t, inner, nil
-}
-
-func fullName(name, ns string) string {
-	if strings.Contains(name, ".") || ns == "" {
-		return name
-	}
-	return ns + "." + name
-}
-
-func namespaceOf(full string) string {
-	if i := strings.LastIndexByte(full, '.'); i >= 0 {
-		return full[:i]
-	}
-	return ""
 }
 
 func shortName(full string) string {

@@ -2,8 +2,9 @@ package rows
 
 import (
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/tributary/tributary/schema/avro"
 )
 
 // avroPlain turns goavro's native values into plain ones, directed by the
@@ -13,35 +14,20 @@ type avroPlain struct {
 	named map[string]any // full name -> definition
 }
 
-// fullName resolves an Avro name in namespace ns.
-func fullName(name, ns string) string {
-	if strings.Contains(name, ".") || ns == "" {
-		return name
-	}
-	return ns + "." + name
-}
-
 // define records the named types of s (records, enums, fixed) and
 // returns s's full name and the namespace its fields are in.
 func (a *avroPlain) define(s map[string]any, ns string) (string, string) {
-	name, _ := s["name"].(string)
-	if n, ok := s["namespace"].(string); ok && !strings.Contains(name, ".") {
-		ns = n
-	}
-	full := fullName(name, ns)
-	if i := strings.LastIndexByte(full, '.'); i >= 0 {
-		ns = full[:i]
-	}
+	full, inner := avro.NameOf(s, ns)
 	a.named[full] = s
-	return full, ns
+	return full, inner
 }
 
 // branchName is the name goavro gives a union branch of schema s.
 func (a *avroPlain) branchName(s any, ns string) string {
 	switch t := s.(type) {
 	case string:
-		if _, ok := a.named[fullName(t, ns)]; ok {
-			return fullName(t, ns)
+		if _, ok := a.named[avro.FullName(t, ns)]; ok {
+			return avro.FullName(t, ns)
 		}
 		return t
 	case map[string]any:
@@ -62,7 +48,7 @@ func (a *avroPlain) branchName(s any, ns string) string {
 func (a *avroPlain) plain(s any, ns string, v any) (any, error) {
 	switch t := s.(type) {
 	case string:
-		if def, ok := a.named[fullName(t, ns)]; ok {
+		if def, ok := a.named[avro.FullName(t, ns)]; ok {
 			return a.plain(def, ns, v)
 		}
 		return plainPrimitive(v), nil
