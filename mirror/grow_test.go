@@ -80,3 +80,61 @@ func TestMirrorFollowsSourceGrowth(t *testing.T) {
 		}
 	}
 }
+
+// TestEnsureTargetGrowsTopicJustCreated: a source topic that grows right
+// after its target topic was created gets its new target partitions. The
+// look before the creation left "unknown topic" in the target client's
+// metadata cache; ensureTarget read that (kadm's ListTopics), took the
+// topic for missing, got TOPIC_ALREADY_EXISTS and counted 6 partitions on
+// a target topic of 3, so exactly.once's transactions waited for target
+// partitions that never came (TestMirrorExactlyOnceFollowsSourceGrowth).
+// The target client keeps its metadata a minute here, so that the stale
+// answer outlives the test on a busy machine (the mirror's keeps it 5 s).
+func TestEnsureTargetGrowsTopicJustCreated(t *testing.T) {
+	dc1, target := newCluster(t, "dc1"), newCluster(t, "analytics")
+	dc1.CreateTopic(t, "grows", 3)
+	m, err := New(Config{
+		Sources:       []SourceConfig{{Name: "dc1", Brokers: []string{dc1.Addr()}}},
+		TargetBrokers: []string{target.Addr()},
+		Topics:        "grows",
+		GroupID:       "mirror-ensure",
+		AuditDisable:  true,
+		Logger:        testenv.Logger(t, slog.LevelInfo),
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.target = target.Client(t, kgo.MetadataMinAge(time.Minute))
+	m.tadm = kadm.NewClient(m.target)
+	s := m.sources[0]
+	s.adm = kadm.NewClient(dc1.Client(t))
+	ctx := testContext(t, 2*time.Minute)
+	check := func(want int) {
+		t.Helper()
+		// A client of its own: a fresh look at the target.
+		d, err := kadm.NewClient(target.Client(t)).ListTopics(ctx, "grows")
+		if err == nil {
+			err = d["grows"].Err
+		}
+		if err != nil {
+			t.Fatalf("target metadata: %v", err)
+		}
+		if n := len(d["grows"].Partitions); n != want {
+			t.Fatalf("target topic has %d partitions, want %d", n, want)
+		}
+		m.mu.Lock()
+		made := m.made["grows"]
+		m.mu.Unlock()
+		if made != want {
+			t.Fatalf("the mirror counts %d target partitions, want %d", made, want)
+		}
+	}
+	if err := m.ensureTarget(ctx, s, "grows", 3); err != nil {
+		t.Fatalf("creating the target topic: %v", err)
+	}
+	check(3)
+	if err := m.ensureTarget(ctx, s, "grows", 6); err != nil {
+		t.Fatalf("growing the target topic: %v", err)
+	}
+	check(6)
+}

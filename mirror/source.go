@@ -157,7 +157,8 @@ func (s *source) refresh(ctx, intake context.Context) error {
 
 // ensureTarget makes sure the target topic of source topic exists with at
 // least partitions partitions, creating it with the source topic's
-// explicitly set configs when missing.
+// explicitly set configs when missing and growing it (CreatePartitions)
+// when it has fewer.
 func (m *Mirror) ensureTarget(ctx context.Context, s *source, topic string, partitions int) error {
 	name := m.cfg.targetTopic(s.cfg.Name, topic)
 	m.mu.Lock()
@@ -167,34 +168,92 @@ func (m *Mirror) ensureTarget(ctx context.Context, s *source, topic string, part
 		return nil
 	}
 	defer m.learnMaxMessage(ctx, name)
-	details, err := m.tadm.ListTopics(ctx, name)
+	have, exists, err := m.targetPartitions(ctx, name)
 	if err != nil {
 		return fmt.Errorf("target metadata for %s: %w", name, err)
 	}
-	if d, ok := details[name]; ok && d.Err == nil {
-		have = len(d.Partitions)
-		if have < partitions {
-			s.log.Warn("target topic has fewer partitions than the source; adding", "target_topic", name, "target_partitions", have, "partitions", partitions)
-			resp, err := m.tadm.UpdatePartitions(ctx, partitions, name)
-			if err == nil {
-				err = resp[name].Err
-				if errors.Is(err, kerr.InvalidPartitions) {
-					err = nil // another mirror process (or source) grew it first
-				}
-			}
-			if err != nil {
-				// The source partitions beyond have then stop at their
-				// first record, with an error naming them.
-				s.log.Error("adding target partitions failed", "target_topic", name, "err", err)
-			} else {
-				have = partitions
+	if !exists {
+		created, err := m.createTarget(ctx, s, topic, name, partitions)
+		if err != nil {
+			return err
+		}
+		if created {
+			m.mu.Lock()
+			m.made[name] = partitions
+			m.mu.Unlock()
+			return nil
+		}
+		// Another mirror process (or source) was first, perhaps with
+		// fewer partitions: look again.
+		if have, exists, err = m.targetPartitions(ctx, name); err != nil {
+			return fmt.Errorf("target metadata for %s: %w", name, err)
+		}
+		if !exists {
+			return fmt.Errorf("creating target topic %s: %w, yet the target does not know it", name, kerr.TopicAlreadyExists)
+		}
+	}
+	if have < partitions {
+		s.log.Warn("target topic has fewer partitions than the source; adding", "target_topic", name, "target_partitions", have, "partitions", partitions)
+		resp, err := m.tadm.UpdatePartitions(ctx, partitions, name)
+		if err == nil {
+			err = resp[name].Err
+			if errors.Is(err, kerr.InvalidPartitions) {
+				err = nil // another mirror process (or source) grew it first
 			}
 		}
-		m.mu.Lock()
-		m.made[name] = have
-		m.mu.Unlock()
-		return nil
+		if err != nil {
+			// The source partitions beyond have then stop at their
+			// first record, with an error naming them.
+			s.log.Error("adding target partitions failed", "target_topic", name, "err", err)
+		} else {
+			have = partitions
+		}
 	}
+	m.mu.Lock()
+	m.made[name] = have
+	m.mu.Unlock()
+	return nil
+}
+
+// targetPartitions asks the target for topic name's partition count
+// (exists false: the target does not know it). The request goes to a
+// broker, not to the client's metadata cache (kadm's ListTopics), which
+// for up to metadata.min.age (5 s) after the look that found no topic
+// still says UNKNOWN_TOPIC_OR_PARTITION: a growth just after the creation
+// then took the topic for missing, got TOPIC_ALREADY_EXISTS and counted
+// the partitions it never added, so its new partitions' records waited
+// for target partitions that were never there.
+func (m *Mirror) targetPartitions(ctx context.Context, name string) (n int, exists bool, err error) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = false
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(name)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, m.target)
+	if err != nil {
+		return 0, false, err
+	}
+	for _, t := range resp.Topics {
+		if t.Topic == nil || *t.Topic != name {
+			continue
+		}
+		switch err := kerr.ErrorForCode(t.ErrorCode); {
+		case err == nil:
+			return len(t.Partitions), true, nil
+		case errors.Is(err, kerr.UnknownTopicOrPartition):
+			return 0, false, nil
+		default:
+			return 0, false, err
+		}
+	}
+	return 0, false, nil
+}
+
+// createTarget creates target topic name for source topic topic with
+// partitions partitions and the source topic's explicitly set configs
+// (without them if the target refuses them); created is false when the
+// topic already exists.
+func (m *Mirror) createTarget(ctx context.Context, s *source, topic, name string, partitions int) (created bool, err error) {
 	configs := map[string]*string{}
 	if rcs, err := s.adm.DescribeTopicConfigs(ctx, topic); err == nil {
 		for _, rc := range rcs {
@@ -224,16 +283,12 @@ func (m *Mirror) ensureTarget(ctx context.Context, s *source, topic string, part
 	}
 	switch {
 	case errors.Is(err, kerr.TopicAlreadyExists):
-		// Another mirror process (or source) was first.
+		return false, nil
 	case err != nil:
-		return fmt.Errorf("creating target topic %s: %w", name, err)
-	default:
-		s.log.Info("created target topic", "target_topic", name, "partitions", partitions, "configs", len(configs))
+		return false, fmt.Errorf("creating target topic %s: %w", name, err)
 	}
-	m.mu.Lock()
-	m.made[name] = partitions
-	m.mu.Unlock()
-	return nil
+	s.log.Info("created target topic", "target_topic", name, "partitions", partitions, "configs", len(configs))
+	return true, nil
 }
 
 // updateLag sets the lag of owned partitions and the time since the last
