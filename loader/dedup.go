@@ -37,9 +37,14 @@ func (pl *partLoad) duplicate(r *kgo.Record) (bool, error) {
 			return false, nil
 		}
 		key := source + "/" + strconv.Itoa(int(sp))
+		// A source partition never seen has landed nothing: all of it
+		// below off is a gap (its first record may have been refused).
 		hw, ok := pl.origins[key]
-		if !ok || off > hw {
-			if ok && off > hw+1 {
+		if !ok {
+			hw = -1
+		}
+		if off > hw {
+			if off > hw+1 {
 				pl.addGap(key, OffsetRange{First: hw + 1, Last: off - 1})
 			}
 			pl.origins[key] = off

@@ -103,7 +103,9 @@
 // target refused is sent again, from the mirror's last commit, after
 // later records of its partition landed. So when the mark jumps over
 // offsets, the jump is kept as a gap (manifest origin_gaps), and the first
-// copy of an offset in a gap lands and fills it. At most 64 gaps are kept
+// copy of an offset in a gap lands and fills it (a source partition not
+// seen before has all offsets below its first one as a gap: its first
+// record may be the refused one). At most 64 gaps are kept
 // per source partition (source offsets without a record, such as
 // transaction markers, never fill theirs); the lowest are forgotten first.
 //
