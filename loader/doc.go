@@ -96,10 +96,18 @@
 // A record with the mirror's origin header (package mirror/origin,
 // "tributary.origin": "<source>/<partition>/<offset>") is dropped when its source offset is at
 // or below the high-water mark of (source, source partition) kept in the
-// partition's manifest; the mark advances with every landed record. The
-// mirror keeps source partition p in target partition p, so a source
-// partition's records, replays included, arrive in order in one target
-// partition.
+// partition's manifest, unless the offset is in one of the mark's gaps;
+// the mark advances with every landed record. The mirror keeps source
+// partition p in target partition p, so a source partition's replays
+// arrive in one target partition, but not always in order: a record the
+// target refused is sent again, from the mirror's last commit, after
+// later records of its partition landed. So when the mark jumps over
+// offsets, the jump is kept as a gap (manifest origin_gaps), and the first
+// copy of an offset in a gap lands and fills it (a source partition not
+// seen before has all offsets below its first one as a gap: its first
+// record may be the refused one). At most 64 gaps are kept
+// per source partition (source offsets without a record, such as
+// transaction markers, never fill theirs); the lowest are forgotten first.
 //
 // # Audit
 //

@@ -47,6 +47,12 @@ type Manifest struct {
 	// Origins holds the mirror de-duplication high-water marks:
 	// "<source>/<source partition>" -> the largest source offset landed.
 	Origins map[string]int64 `json:"origins,omitempty"`
+	// OriginGaps holds, per key of Origins, the source offsets below the
+	// mark that have not landed (ascending, at most maxOriginGaps): a
+	// record whose origin is in a gap is its first copy, not a duplicate
+	// (dedup.go). Added to version 1 without a version change: a reader
+	// that ignores it drops such a record as before.
+	OriginGaps map[string][]OffsetRange `json:"origin_gaps,omitempty"`
 	// Moves are the renames from the run's temporary directory into the
 	// output, applied after the commit point (idempotently).
 	Moves []Move `json:"moves"`
@@ -59,6 +65,12 @@ type Manifest struct {
 	// commits not confirmed published (IDs are deterministic, so a
 	// re-publish never counts twice).
 	Audit []AuditEvent `json:"audit,omitempty"`
+}
+
+// OffsetRange is the source offsets First..Last, both included.
+type OffsetRange struct {
+	First int64 `json:"first"`
+	Last  int64 `json:"last"`
 }
 
 // Move is one rename of a commit.

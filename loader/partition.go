@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"maps"
 	"path"
+	"slices"
 	"strconv"
 	"time"
 
@@ -17,7 +18,6 @@ import (
 
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/jobs/hours"
-	"github.com/tributary/tributary/mirror/origin"
 	"github.com/tributary/tributary/schema"
 )
 
@@ -81,6 +81,7 @@ type partLoad struct {
 	errFirst int64
 	errLast  int64
 	origins  map[string]int64
+	gaps     map[string][]OffsetRange
 	maxTs    int64
 	records  int64
 	bytes    int64
@@ -137,8 +138,12 @@ func (pl *partLoad) reset() {
 	pl.closed = nil
 	pl.errW, pl.errEnc, pl.errTmp = nil, nil, ""
 	pl.origins = map[string]int64{}
+	pl.gaps = map[string][]OffsetRange{}
 	if pl.prev != nil {
 		maps.Copy(pl.origins, pl.prev.Origins)
+		for k, g := range pl.prev.OriginGaps {
+			pl.gaps[k] = slices.Clone(g)
+		}
 		pl.maxTs = pl.prev.MaxTimestampMs
 	}
 	pl.records, pl.bytes, pl.errors, pl.dups = 0, 0, 0, 0
@@ -200,30 +205,6 @@ func (pl *partLoad) add(ctx context.Context, r *kgo.Record) error {
 	pl.l.progress.records.Add(1)
 	pl.l.progress.bytes.Add(n)
 	return nil
-}
-
-// duplicate applies the mirror de-duplication: a record whose origin
-// (source, partition, offset) is at or below the high-water mark of its
-// source partition landed already.
-func (pl *partLoad) duplicate(r *kgo.Record) (bool, error) {
-	for _, h := range r.Headers {
-		if h.Key != origin.Header {
-			continue
-		}
-		source, sp, off, err := origin.Parse(h.Value)
-		if err != nil {
-			pl.l.log.Warn("record with a malformed origin header loaded without de-duplication",
-				"topic", pl.topic, "partition", pl.partition, "offset", r.Offset, "err", err)
-			return false, nil
-		}
-		key := source + "/" + strconv.Itoa(int(sp))
-		if hw, ok := pl.origins[key]; ok && off <= hw {
-			return !skipDedupOnce(), nil
-		}
-		pl.origins[key] = off
-		return false, nil
-	}
-	return false, nil
 }
 
 func (pl *partLoad) window(ts int64) *AuditEvent {
@@ -418,7 +399,7 @@ func (pl *partLoad) commit(ctx context.Context, reachedEnd bool) error {
 	}
 	m := &Manifest{Version: ManifestVersion, Job: l.cfg.Name, Topic: pl.topic, Partition: pl.partition,
 		Seq: 1, Run: l.runID, CommittedAt: time.Now().UTC(), FirstOffset: pl.first, NextOffset: pl.next,
-		MaxTimestampMs: pl.maxTs, WatermarkMs: watermark, Origins: pl.origins,
+		MaxTimestampMs: pl.maxTs, WatermarkMs: watermark, Origins: pl.origins, OriginGaps: pl.gaps,
 		Records: pl.records, Bytes: pl.bytes, Errors: pl.errors, Duplicates: pl.dups}
 	if pl.prev != nil {
 		m.Seq = pl.prev.Seq + 1

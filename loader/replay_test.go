@@ -135,3 +135,47 @@ func TestBadRecords(t *testing.T) {
 		})
 	}
 }
+
+// TestMirrorRefusedRecordRetried delivers one source partition as the
+// mirror does when the target refuses a record (mirror.halt): the records
+// after the refused one land first, and the mirror's retry from its last
+// commit sends the refused record (for the first time) after them,
+// followed by copies of the others. The refused record must land, once;
+// the first time inside one load (across commits), the second across
+// loads (the gap carried in the manifest).
+func TestMirrorRefusedRecordRetried(t *testing.T) {
+	c := newCluster(t)
+	d := dataset{topic: "refused", n: 30, partitions: 1, start: hourStart(), span: time.Hour}
+	c.CreateTopic(t, d.topic, d.partitions)
+	fsys, base, uri := fileSystems[0].open(t)
+	cfg := baseConfig(c, "refused", d.topic, uri)
+	cfg.CommitRecords = 4
+	var recs []*kgo.Record
+	recs = append(recs, c.mirrored(t, d, 0, 5)...)  // 5 refused
+	recs = append(recs, c.mirrored(t, d, 6, 10)...) // sent before the refusal came back
+	recs = append(recs, c.mirrored(t, d, 3, 15)...) // the retry from the commit at 3
+	c.produce(t, recs)
+	sum := runChild(t, cfg)
+	if sum.Duplicates != 6 {
+		t.Errorf("first run dropped %d duplicates, want 6 (3, 4, 6-9)", sum.Duplicates)
+	}
+	recs = append(c.mirrored(t, d, 15, 20), c.mirrored(t, d, 21, 25)...) // 20 refused
+	c.produce(t, recs)
+	runChild(t, cfg)
+	c.produce(t, c.mirrored(t, d, 18, 30)) // the retry, in the next load
+	sum = runChild(t, cfg)
+	if sum.Duplicates != 6 {
+		t.Errorf("third run dropped %d duplicates, want 6 (18, 19, 21-24)", sum.Duplicates)
+	}
+	got := readAll(t, fsys, base)
+	for i := 0; i < d.n; i++ {
+		if len(got[int64(i)]) != 1 {
+			t.Errorf("source offset %d landed %d times", i, len(got[int64(i)]))
+		} else if p := got[int64(i)][0].rec["page"]; p != page(i) {
+			t.Errorf("source offset %d: page %v, want %s", i, p, page(i))
+		}
+	}
+	if len(got) != d.n {
+		t.Errorf("%d distinct ids landed, want %d", len(got), d.n)
+	}
+}
