@@ -18,6 +18,12 @@ import (
 	"github.com/tributary/tributary/jobs/hours"
 )
 
+// The values of isolation.level.
+const (
+	ReadCommitted   = "read_committed"
+	ReadUncommitted = "read_uncommitted"
+)
+
 // Defaults.
 const (
 	DefaultCommitRecords    = 1_000_000
@@ -101,6 +107,12 @@ type Config struct {
 	// (`max.open.files`); past it the least recently used one is closed
 	// (the next record of its hour and schema starts a new file).
 	MaxOpenFiles int
+	// IsolationLevel is the consumer's `isolation.level` (Kafka's key):
+	// "read_committed" (the default: records of aborted transactions never
+	// land, and a run's end offsets are the last stable offsets) or
+	// "read_uncommitted" (every record up to the high watermark, aborted
+	// ones included, as a Kafka consumer's default).
+	IsolationLevel string
 
 	// ZooKeeperConnect, when set, splits the partitions between the
 	// loader processes of the job through ZooKeeper (`zookeeper.connect`,
@@ -178,6 +190,8 @@ func (c Config) Validate() error {
 		return bad("commit.interval.ms must be positive")
 	case c.MaxOpenFiles < 0:
 		return bad("max.open.files must be positive")
+	case c.IsolationLevel != "" && c.IsolationLevel != ReadCommitted && c.IsolationLevel != ReadUncommitted:
+		return bad("isolation.level %q: want %s or %s", c.IsolationLevel, ReadCommitted, ReadUncommitted)
 	case c.ScaleMembers < 0:
 		return bad("scale.members must be positive")
 	case c.AuditWindow < 0:
@@ -227,6 +241,9 @@ func (c *Config) fill() {
 	if c.MaxOpenFiles == 0 {
 		c.MaxOpenFiles = DefaultMaxOpenFiles
 	}
+	if c.IsolationLevel == "" {
+		c.IsolationLevel = ReadCommitted
+	}
 	if c.PartitionDuration == 0 {
 		c.PartitionDuration = time.Hour
 	}
@@ -267,7 +284,7 @@ func (c *Config) fill() {
 // network.SecurityKeys bare and under audit, and filesys.HDFSKeys.
 var Keys = slices.Concat(network.SecurityKeys, auditSecurityKeys, filesys.HDFSKeys, []string{
 	"name", "bootstrap.servers", "client.id", "schema.registry.url", "topics", "output.uri", "codec",
-	"commit.records", "commit.interval.ms", "max.open.files", "partition.duration.ms",
+	"commit.records", "commit.interval.ms", "max.open.files", "isolation.level", "partition.duration.ms",
 	"path.format", "timezone", "locale", "store.kafka.keys", "store.kafka.headers", "store.kafka.coordinates",
 	"zookeeper.connect", "zookeeper.session.timeout.ms", "scale.members", "scale.wait.ms",
 	"audit.enable", "audit.cluster", "audit.bootstrap.servers", "audit.topic", "audit.window.ms",
@@ -304,6 +321,7 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	c.CommitRecords = p.Int64("commit.records", 1)
 	c.CommitInterval = ms("commit.interval.ms")
 	c.MaxOpenFiles = p.Int("max.open.files", 1)
+	c.IsolationLevel = p.String("isolation.level")
 	c.PartitionDuration = ms("partition.duration.ms")
 	c.PathFormat = p.String("path.format")
 	c.Timezone = p.String("timezone")

@@ -25,7 +25,7 @@ func TestConfigFromProperties(t *testing.T) {
 	}
 	if cfg.Name != "hourly" || len(cfg.Brokers) != 2 || cfg.Brokers[1] != "b:9092" || cfg.Codec != "snappy" ||
 		cfg.CommitRecords != 5000 || cfg.CommitInterval != 30*time.Second || cfg.AuditWindow != time.Minute ||
-		cfg.ZooKeeperConnect != "zk:2181/t" || cfg.AuditDisable || cfg.ClientID != "" {
+		cfg.ZooKeeperConnect != "zk:2181/t" || cfg.AuditDisable || cfg.ClientID != "" || cfg.IsolationLevel != "" {
 		t.Errorf("config %+v", cfg)
 	}
 	withID := map[string]string{"client.id": "loader-hourly"}
@@ -35,9 +35,14 @@ func TestConfigFromProperties(t *testing.T) {
 	if c, _, err := loader.ConfigFromProperties(withID); err != nil || c.ClientID != "loader-hourly" {
 		t.Errorf("client.id: %q %v", c.ClientID, err)
 	}
+	withID["isolation.level"] = loader.ReadUncommitted
+	if c, _, err := loader.ConfigFromProperties(withID); err != nil || c.IsolationLevel != loader.ReadUncommitted {
+		t.Errorf("isolation.level: %q %v", c.IsolationLevel, err)
+	}
 	for key, val := range map[string]string{
 		"name": "", "bootstrap.servers": "", "schema.registry.url": "", "topics": "(", "output.uri": "",
 		"codec": "lzma", "commit.records": "-1", "commit.interval.ms": "soon", "audit.enable": "maybe",
+		"isolation.level": "read_dirty",
 	} {
 		props := map[string]string{}
 		for k, v := range good {

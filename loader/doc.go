@@ -122,7 +122,11 @@
 //
 // Run reads every partition from its committed offset up to its end offset
 // as listed when the run starts, committing every CommitRecords records and
-// at the end. Serve repeats runs every CommitInterval. With ZooKeeper,
+// at the end. The end is the last stable offset under IsolationLevel
+// read_committed (the default: records of aborted transactions never
+// land) and the high watermark under read_uncommitted; transaction markers
+// are read (kgo.KeepControlRecords) and passed without landing, so a
+// partition ending in one reaches its end. Serve repeats runs every CommitInterval. With ZooKeeper,
 // processes register under /loaders/<job>/members, take every n-th
 // partition by their rank, then any free partition, then wait for
 // partitions held by peers (a killed peer's are freed when its session

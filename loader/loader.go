@@ -179,7 +179,13 @@ func (l *Loader) run(ctx context.Context) (int, error) {
 	}
 	l.progress.total.Store(int64(len(parts)))
 	l.progress.done.Store(0)
-	ends, err := l.adm.ListEndOffsets(ctx, topicsOf(parts)...)
+	// The run's end: the high watermark, or under read_committed the last
+	// stable offset (nothing of an open transaction is read).
+	listEnds := l.adm.ListEndOffsets
+	if l.cfg.IsolationLevel == ReadCommitted {
+		listEnds = l.adm.ListCommittedOffsets
+	}
+	ends, err := listEnds(ctx, topicsOf(parts)...)
 	if err != nil {
 		return 0, fmt.Errorf("list end offsets: %w", err)
 	}
@@ -356,8 +362,14 @@ func (l *Loader) load(ctx context.Context, parts []topicPartition, ends kadm.Lis
 	if len(pls) == 0 {
 		return nil
 	}
+	isolation := kgo.ReadUncommitted()
+	if l.cfg.IsolationLevel == ReadCommitted {
+		isolation = kgo.ReadCommitted()
+	}
+	// Control records (transaction markers) are kept: they take offsets,
+	// so a partition ending in one reaches its end offset only by them.
 	cl, err := network.NewClient(network.ClientConfig{Brokers: l.cfg.Brokers, ClientID: l.cfg.ClientID}.Secured(l.cfg.Security), kgo.ConsumePartitions(consume),
-		kgo.FetchMaxBytes(64<<20), kgo.FetchMaxPartitionBytes(8<<20))
+		kgo.FetchMaxBytes(64<<20), kgo.FetchMaxPartitionBytes(8<<20), kgo.FetchIsolationLevel(isolation), kgo.KeepControlRecords())
 	if err != nil {
 		return err
 	}
@@ -470,7 +482,9 @@ func (l *Loader) loadFetched(ctx context.Context, w *fetched) error {
 		if r.Offset < pl.next || r.Offset >= pl.end {
 			continue
 		}
-		if err := pl.add(ctx, r); err != nil {
+		if r.Attrs.IsControl() {
+			pl.skip(r)
+		} else if err := pl.add(ctx, r); err != nil {
 			return fmt.Errorf("%s/%d offset %d: %w", w.tp.topic, w.tp.p, r.Offset, err)
 		}
 		if pl.next >= pl.end {

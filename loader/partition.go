@@ -153,6 +153,15 @@ func (pl *partLoad) reset() {
 // pending reports whether the current commit consumed anything.
 func (pl *partLoad) pending() bool { return pl.first >= 0 }
 
+// skip consumes a record that is not data (a transaction marker): its
+// offset is passed, nothing lands.
+func (pl *partLoad) skip(r *kgo.Record) {
+	if pl.first < 0 {
+		pl.first = r.Offset
+	}
+	pl.next = r.Offset + 1
+}
+
 // add loads one record (offset order).
 func (pl *partLoad) add(ctx context.Context, r *kgo.Record) error {
 	if pl.first < 0 {
