@@ -68,7 +68,13 @@ func markerCode(t *testing.T, ctx context.Context, cl *kgo.Client, req *kmsg.Wri
 // DescribeProducers shows a producer's ongoing transaction and, after its
 // marker, none.
 func TestWriteTxnMarkersListener(t *testing.T) {
-	tb := newTestBroker(t, func(c *Config) { c.Groups.OffsetsTopicPartitions = 1; c.Groups.InitialRebalanceDelay = -1 })
+	// Producers 77 and 88 have no transactional id: no coordinator could
+	// verify their batches (KIP-890), so verification is off.
+	tb := newTestBroker(t, func(c *Config) {
+		c.Groups.OffsetsTopicPartitions = 1
+		c.Groups.InitialRebalanceDelay = -1
+		c.DisableTxnVerification = true
+	})
 	rec := &recordingListener{}
 	tb.SetTxnMarkerListener(rec)
 	ctx := testContext(t, time.Minute)
@@ -140,7 +146,9 @@ func TestWriteTxnMarkersListener(t *testing.T) {
 // transactional Produce Write on its TransactionalId, DescribeProducers
 // Read on the topic; refused, nothing is written.
 func TestTxnAuthorization(t *testing.T) {
-	ab := newACLBroker(t, nil)
+	// Producer 5 of app-1 was never initialized: no coordinator could
+	// verify its batch (KIP-890), so verification is off.
+	ab := newACLBroker(t, map[string]string{"transaction.partition.verification.enable": "false"})
 	ctx := testContext(t, time.Minute)
 	admin := ab.client(t, "admin")
 	if err := ab.CreateTopicWithConfigs(ctx, "t", 1, nil); err != nil {
