@@ -164,3 +164,32 @@ func TestTxnVerificationProperty(t *testing.T) {
 		t.Fatalf("a bad value is accepted: %v", err)
 	}
 }
+
+// TestTxnVerifyGuards: a marker for the producer written between the
+// verification and the append voids it (nothing appended); another
+// producer's or partition's marker does not; closed tickets leave nothing
+// behind.
+func TestTxnVerifyGuards(t *testing.T) {
+	var g txnVerifyGuards
+	ran := 0
+	appendFn := func() { ran++ }
+
+	void := g.begin("t", 0, 7)
+	other := g.begin("t", 0, 7) // a second request in flight
+	g.markerWritten("t", 0, 7)
+	late := g.begin("t", 0, 7) // verified after the marker
+	g.markerWritten("t", 1, 7)
+	g.markerWritten("t", 0, 8)
+	if void.appendIf(appendFn) || other.appendIf(appendFn) || ran != 0 {
+		t.Fatalf("a ticket taken before a marker appended (ran %d)", ran)
+	}
+	if !late.appendIf(appendFn) || ran != 1 {
+		t.Fatalf("a ticket taken after the marker did not append (ran %d)", ran)
+	}
+	g.begin("t", 2, 9).release()
+	for i := range g.stripes {
+		if n := len(g.stripes[i].m); n != 0 {
+			t.Fatalf("stripe %d keeps %d guards after every ticket closed", i, n)
+		}
+	}
+}
