@@ -159,6 +159,27 @@ func TestTxnAuthorization(t *testing.T) {
 	if code := markerCode(t, ctx, alice, markerRequest("t", 0, 5, 0, true)); code != kerr.ClusterAuthorizationFailed.Code {
 		t.Fatalf("marker without ClusterAction: %v", kerr.ErrorForCode(code))
 	}
+	verify := func(cl *kgo.Client) *kmsg.AddPartitionsToTxnResponse {
+		t.Helper()
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		tx.TransactionalID, tx.ProducerID, tx.VerifyOnly = "app-1", 5, true
+		tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		tt.Topic, tt.Partitions = "t", []int32{0}
+		tx.Topics = append(tx.Topics, tt)
+		req.Transactions = append(req.Transactions, tx)
+		resp, err := req.RequestWith(ctx, cl.Broker(1)) // v4: the broker's own, no sharding
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if resp := verify(alice); resp.Version < 4 || resp.ErrorCode != kerr.ClusterAuthorizationFailed.Code || len(resp.Transactions) != 0 {
+		t.Fatalf("AddPartitionsToTxn v4 without ClusterAction: %+v", resp)
+	}
+	if resp := verify(admin); resp.ErrorCode != 0 || len(resp.Transactions) != 1 {
+		t.Fatalf("AddPartitionsToTxn v4 from a super user: %+v", resp)
+	}
 	produce := func() int16 {
 		req := kmsg.NewPtrProduceRequest()
 		req.Acks, req.TimeoutMillis, req.TransactionID = -1, 30000, kmsg.StringPtr("app-1")
