@@ -87,6 +87,9 @@ type Broker struct {
 	// (see txns.go).
 	txns         *txn.Coordinator
 	markerSender *txnMarkerWriter
+	// txnGuards hold the KIP-890 verifications until their appends
+	// (txnverify.go).
+	txnGuards txnVerifyGuards
 	// scram is the SCRAM credential store, made on first use (scram.go).
 	scram scramStore
 	// quotas are the client quotas and their meters (clientquota.go).

@@ -87,6 +87,12 @@ type Config struct {
 	NumPartitions int32
 	// DisableAutoCreateTopics is auto.create.topics.enable=false.
 	DisableAutoCreateTopics bool
+	// DisableTxnVerification is
+	// transaction.partition.verification.enable=false: the leader appends
+	// a producer's first transactional batch without asking the
+	// transaction coordinator whether the partition is in its transaction
+	// (KIP-890; see txnverify.go).
+	DisableTxnVerification bool
 	// SegmentBytes is log.segment.bytes.
 	SegmentBytes int64
 	// SegmentMs is log.roll.ms (or log.roll.hours).
@@ -316,8 +322,16 @@ var propertySetters = map[string]func(c *Config, v string) error{
 	"log.dir":                   setLogDirs,
 	"num.partitions":            func(c *Config, v string) error { return setInt32Min(&c.NumPartitions, v, 1) },
 	"auto.create.topics.enable": setAutoCreate,
-	"log.segment.bytes":         func(c *Config, v string) error { return setInt64Min(&c.SegmentBytes, v, 14) },
-	"log.retention.bytes":       func(c *Config, v string) error { return setInt64(&c.RetentionBytes, v) },
+	"transaction.partition.verification.enable": func(c *Config, v string) error {
+		b, err := properties.ParseBool(v)
+		if err != nil {
+			return err
+		}
+		c.DisableTxnVerification = !b
+		return nil
+	},
+	"log.segment.bytes":   func(c *Config, v string) error { return setInt64Min(&c.SegmentBytes, v, 14) },
+	"log.retention.bytes": func(c *Config, v string) error { return setInt64(&c.RetentionBytes, v) },
 	"log.retention.check.interval.ms": func(c *Config, v string) error {
 		return setPositiveDuration(&c.RetentionCheckInterval, v)
 	},

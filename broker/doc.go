@@ -147,8 +147,14 @@
 // (txnlog.go; the storage rules are broker/log's): Produce with a
 // transactional.id needs Write on that TransactionalId, the log checks
 // transactional batches (a producer id, no control batches from clients:
-// INVALID_RECORD; INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE).
-// WriteTxnMarkers (writetxnmarkers.go, ClusterAction) appends each
+// INVALID_RECORD; INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE). Before
+// the first transactional batch of a producer on a partition is appended,
+// the producer's transaction coordinator verifies that the partition is in
+// its ongoing transaction (KIP-890 part 1, txnverify.go:
+// transaction.partition.verification.enable, AddPartitionsToTxn v4
+// verify-only to a remote coordinator; INVALID_TXN_STATE and nothing
+// appended when it is not), guarded until the append against a marker
+// written in between. WriteTxnMarkers (writetxnmarkers.go, ClusterAction) appends each
 // COMMIT/ABORT marker stamped with the leader epoch and answers once the
 // in-sync replicas have it; for __consumer_offsets partitions it then
 // calls the TxnMarkerListener (SetTxnMarkerListener, a no-op by default),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/txn"
 )
 
 // handleProduce appends each partition's record batches to its log. A
@@ -24,7 +25,10 @@ import (
 // the request's timeout. Nothing of a partition is written when any of its
 // batches is rejected. A request with a transactional.id needs Write on it
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); the log judges transactional
-// batches (see broker/log: Transactions).
+// batches (see broker/log: Transactions), after the transaction
+// coordinator verified the first batch of a transaction on a partition
+// (KIP-890, txnverify.go: INVALID_TXN_STATE when the partition is not in
+// the producer's transaction).
 func (b *Broker) handleProduce(ctx context.Context, r *request) (reply, error) {
 	req := r.msg.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
@@ -35,12 +39,17 @@ func (b *Broker) handleProduce(ctx context.Context, r *request) (reply, error) {
 	// Kafka; its batches are then checked by the log (producer id and
 	// epoch, no control batches, see broker/log).
 	txnOK := req.TransactionID == nil || b.authorize(r, acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionID)
-	for _, rt := range req.Topics {
+	writable := make([]bool, len(req.Topics))
+	for i, rt := range req.Topics {
+		writable[i] = b.authorizeTopic(r, acl.OpWrite, rt.Topic)
+	}
+	verified := b.verifyProduce(ctx, req, txnOK, writable)
+	for ti, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
-		writable := b.authorizeTopic(r, acl.OpWrite, rt.Topic)
 		for _, rp := range rt.Partitions {
 			p := b.partitionOf(rt.Topic, rp.Partition)
+			v := verified[txn.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.BaseOffset = -1
@@ -49,7 +58,7 @@ func (b *Broker) handleProduce(ctx context.Context, r *request) (reply, error) {
 				sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
-			case !writable:
+			case !writable[ti]:
 				sp.ErrorCode = errTopicAuth.Code
 			case p == nil:
 				if snap == nil {
@@ -66,14 +75,30 @@ func (b *Broker) handleProduce(ctx context.Context, r *request) (reply, error) {
 				sp.ErrorCode = kerr.NotEnoughReplicas.Code
 				sp.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("the partition has %d in-sync replicas, fewer than min.insync.replicas=%d",
 					p.isrSize(), p.conf.Load().MinInsyncReplicas))
+			case v != nil && v.code != 0:
+				sp.ErrorCode = v.code
+				sp.ErrorMessage = kmsg.StringPtr(v.message())
 			default:
-				if end := b.appendPartition(p, rp.Records, &sp); end >= 0 && req.Acks == -1 {
+				var end int64
+				if t := v.take(); t == nil {
+					end = b.appendPartition(p, rp.Records, &sp)
+				} else if !t.appendIf(func() { end = b.appendPartition(p, rp.Records, &sp) }) {
+					end = -1
+					sp.ErrorCode = kerr.InvalidTxnState.Code
+					sp.ErrorMessage = kmsg.StringPtr("the transaction ended while the partition was verified")
+				}
+				if end >= 0 && req.Acks == -1 {
 					pending = append(pending, pendingAck{topic: len(resp.Topics), part: len(st.Partitions), p: p, end: end})
 				}
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	for _, v := range verified {
+		if t := v.take(); t != nil {
+			t.release() // refused before its append
+		}
 	}
 	b.throttleProduce(r)
 	if req.Acks == 0 {
@@ -194,4 +219,82 @@ func (b *Broker) appendPartition(p *partition, records []byte, sp *kmsg.ProduceR
 	b.metrics.observeOffsets(p)
 	p.wake()
 	return res.LastOffset + 1
+}
+
+// produceVerify is a partition's KIP-890 verification: its Produce error
+// code (0: in the transaction), and the ticket that holds it until the
+// append.
+type produceVerify struct {
+	code   int16
+	ticket *txnGuardTicket
+}
+
+// take returns the ticket for the partition's one append, nil when there
+// is none (or it was taken: a partition named twice).
+func (v *produceVerify) take() *txnGuardTicket {
+	if v == nil {
+		return nil
+	}
+	t := v.ticket
+	v.ticket = nil
+	return t
+}
+
+func (v *produceVerify) message() string {
+	if v.code == kerr.InvalidTxnState.Code {
+		return "the partition was not added to the transaction"
+	}
+	return "the partition could not be verified in the transaction: " + kerr.ErrorForCode(v.code).Error()
+}
+
+// verifyProduce verifies, in one question to the coordinator, the
+// partitions of a transactional request whose first batch would start the
+// producer's transaction on a partition led here (see txnverify.go). The
+// partitions left out append without a check.
+func (b *Broker) verifyProduce(ctx context.Context, req *kmsg.ProduceRequest, txnOK bool, writable []bool) map[txn.TopicPartition]*produceVerify {
+	if req.TransactionID == nil || !txnOK || b.cfg.DisableTxnVerification || (req.Acks != 0 && req.Acks != 1 && req.Acks != -1) {
+		return nil
+	}
+	out := map[txn.TopicPartition]*produceVerify{}
+	var tps []txn.TopicPartition
+	var pid int64 = -1
+	var epoch int16
+	for ti, rt := range req.Topics {
+		if !writable[ti] {
+			continue
+		}
+		for _, rp := range rt.Partitions {
+			bpid, bepoch, ok := txnBatchProducer(rp.Records)
+			if !ok {
+				continue
+			}
+			tp := txn.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
+			if _, dup := out[tp]; dup {
+				continue
+			}
+			if pid >= 0 && (bpid != pid || bepoch != epoch) {
+				// One producer per transactional request, as in Kafka.
+				out[tp] = &produceVerify{code: kerr.InvalidProducerIDMapping.Code}
+				continue
+			}
+			p := b.partitionOf(rt.Topic, rp.Partition)
+			if p == nil || !p.leading() || !b.needsTxnVerify(p, bpid) {
+				continue
+			}
+			pid, epoch = bpid, bepoch
+			out[tp] = &produceVerify{ticket: b.txnGuards.begin(tp.Topic, tp.Partition, pid)}
+			tps = append(tps, tp)
+		}
+	}
+	if len(tps) == 0 {
+		return out
+	}
+	for tp, code := range b.verifyTxn(ctx, *req.TransactionID, pid, epoch, tps) {
+		if v := out[tp]; v.ticket != nil && code != 0 {
+			v.code = code
+			v.ticket.release()
+			v.ticket = nil
+		}
+	}
+	return out
 }

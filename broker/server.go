@@ -78,7 +78,7 @@ var apiTable = map[int16]apiSpec{
 	int16(kmsg.AlterPartitionAssignments):  {0, 0},
 	int16(kmsg.ListPartitionReassignments): {0, 0},
 	// The transaction coordinator (txns.go, broker/txn).
-	int16(kmsg.AddPartitionsToTxn):   {0, 3},
+	int16(kmsg.AddPartitionsToTxn):   {0, 4}, // v4: brokers' verify-only batches (KIP-890)
 	int16(kmsg.AddOffsetsToTxn):      {0, 3},
 	int16(kmsg.EndTxn):               {0, 3},
 	int16(kmsg.DescribeTransactions): {0, 0},

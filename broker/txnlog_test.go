@@ -68,7 +68,13 @@ func markerCode(t *testing.T, ctx context.Context, cl *kgo.Client, req *kmsg.Wri
 // DescribeProducers shows a producer's ongoing transaction and, after its
 // marker, none.
 func TestWriteTxnMarkersListener(t *testing.T) {
-	tb := newTestBroker(t, func(c *Config) { c.Groups.OffsetsTopicPartitions = 1; c.Groups.InitialRebalanceDelay = -1 })
+	// Producers 77 and 88 have no transactional id: no coordinator could
+	// verify their batches (KIP-890), so verification is off.
+	tb := newTestBroker(t, func(c *Config) {
+		c.Groups.OffsetsTopicPartitions = 1
+		c.Groups.InitialRebalanceDelay = -1
+		c.DisableTxnVerification = true
+	})
 	rec := &recordingListener{}
 	tb.SetTxnMarkerListener(rec)
 	ctx := testContext(t, time.Minute)
@@ -140,7 +146,9 @@ func TestWriteTxnMarkersListener(t *testing.T) {
 // transactional Produce Write on its TransactionalId, DescribeProducers
 // Read on the topic; refused, nothing is written.
 func TestTxnAuthorization(t *testing.T) {
-	ab := newACLBroker(t, nil)
+	// Producer 5 of app-1 was never initialized: no coordinator could
+	// verify its batch (KIP-890), so verification is off.
+	ab := newACLBroker(t, map[string]string{"transaction.partition.verification.enable": "false"})
 	ctx := testContext(t, time.Minute)
 	admin := ab.client(t, "admin")
 	if err := ab.CreateTopicWithConfigs(ctx, "t", 1, nil); err != nil {
@@ -150,6 +158,27 @@ func TestTxnAuthorization(t *testing.T) {
 	alice := ab.client(t, "alice")
 	if code := markerCode(t, ctx, alice, markerRequest("t", 0, 5, 0, true)); code != kerr.ClusterAuthorizationFailed.Code {
 		t.Fatalf("marker without ClusterAction: %v", kerr.ErrorForCode(code))
+	}
+	verify := func(cl *kgo.Client) *kmsg.AddPartitionsToTxnResponse {
+		t.Helper()
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		tx.TransactionalID, tx.ProducerID, tx.VerifyOnly = "app-1", 5, true
+		tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		tt.Topic, tt.Partitions = "t", []int32{0}
+		tx.Topics = append(tx.Topics, tt)
+		req.Transactions = append(req.Transactions, tx)
+		resp, err := req.RequestWith(ctx, cl.Broker(1)) // v4: the broker's own, no sharding
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if resp := verify(alice); resp.Version < 4 || resp.ErrorCode != kerr.ClusterAuthorizationFailed.Code || len(resp.Transactions) != 0 {
+		t.Fatalf("AddPartitionsToTxn v4 without ClusterAction: %+v", resp)
+	}
+	if resp := verify(admin); resp.ErrorCode != 0 || len(resp.Transactions) != 1 {
+		t.Fatalf("AddPartitionsToTxn v4 from a super user: %+v", resp)
 	}
 	produce := func() int16 {
 		req := kmsg.NewPtrProduceRequest()

@@ -77,6 +77,7 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, r *request) (reply, 
 				case p.isrSize() < int(p.conf.Load().MinInsyncReplicas):
 					sp.ErrorCode = kerr.NotEnoughReplicas.Code
 				default:
+					b.txnGuards.markerWritten(rt.Topic, part, rm.ProducerID)
 					res, err := p.txnLog().AppendMarker(rm.ProducerID, rm.ProducerEpoch, rm.CoordinatorEpoch, rm.Committed, p.leaderEpoch())
 					if err != nil {
 						sp.ErrorCode = storageErrorCode(err)

@@ -115,6 +115,7 @@ func TestTxnPartitionsReplicated(t *testing.T) {
 	c := brokertest.NewCluster(t, 3, brokertest.Logger(testenv.Logger(t, slog.LevelWarn)), brokertest.Config(func(cfg *broker.Config) {
 		cfg.DefaultReplicationFactor = 3
 		cfg.Replication.LagTimeMax = 5 * time.Second
+		cfg.DisableTxnVerification = true // producers without a coordinator (see txnScenario)
 	}))
 	const topic = "txn"
 	leader := c.CreateTopic(t, topic, 1)[0]
@@ -125,7 +126,8 @@ func TestTxnPartitionsReplicated(t *testing.T) {
 // processes (RF=3), the leader SIGKILLed: the new leader rebuilt the
 // transactions from the batches and markers it replicated.
 func TestTxnPartitionsAfterLeaderKill(t *testing.T) {
-	c := newReplCluster(t, 3, map[string]string{"replica.lag.time.max.ms": "5000"})
+	c := newReplCluster(t, 3, map[string]string{"replica.lag.time.max.ms": "5000",
+		"transaction.partition.verification.enable": "false"}) // see txnScenario
 	ctx, cancel := context.WithTimeout(context.Background(), 3*waitTimeout)
 	defer cancel()
 	const topic = "txn"
@@ -140,7 +142,9 @@ func TestTxnPartitionsAfterLeaderKill(t *testing.T) {
 
 // txnScenario writes transactions by hand to topic/0 through its leader
 // and checks what consumers, Fetch and ListOffsets see, then takes the
-// leader down and checks the broker that takes over.
+// leader down and checks the broker that takes over. Its producers have
+// no transaction coordinator, so the brokers must not verify them
+// (transaction.partition.verification.enable=false).
 func txnScenario(t *testing.T, seeds []string, addrOf func(int32) string, topic string, leader int32, takeDown func(int32)) {
 	t.Helper()
 	txnID := "app-1"

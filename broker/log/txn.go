@@ -346,3 +346,14 @@ func (l *Log) Producers() []ProducerInfo {
 	sort.Slice(out, func(i, j int) bool { return out[i].ProducerID < out[j].ProducerID })
 	return out
 }
+
+// OngoingTxn reports whether producer pid has a transaction ongoing in the
+// log: data appended and no marker yet, at whatever epoch. The leader asks
+// the transaction coordinator to verify a transactional batch only when
+// there is none (KIP-890), as Kafka's producer state does.
+func (l *Log) OngoingTxn(pid int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.producers.lookup(pid, l.cfg.Now().UnixMilli())
+	return e != nil && e.txnFirst >= 0
+}

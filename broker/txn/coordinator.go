@@ -398,7 +398,13 @@ func (c *Coordinator) AddPartitions(id string, pid int64, epoch int16, tps []Top
 }
 
 // VerifyPartitions reports, for AddPartitionsToTxn v4's verify-only
-// entries, whether each partition is in id's ongoing transaction.
+// entries (KIP-890: a partition leader asking before it appends the first
+// transactional batch of a producer), whether each partition is in id's
+// ongoing transaction. It changes nothing. As Kafka's
+// handleVerifyPartitionsInTransaction: INVALID_PRODUCER_ID_MAPPING,
+// PRODUCER_FENCED, and CONCURRENT_TRANSACTIONS while the transaction is
+// being committed or aborted (its markers may be on their way: the leader
+// retries rather than refuse the batch for good).
 func (c *Coordinator) VerifyPartitions(id string, pid int64, epoch int16, tps []TopicPartition) ([]bool, error) {
 	sp, err := c.partition(id)
 	if err != nil {
@@ -408,6 +414,9 @@ func (c *Coordinator) VerifyPartitions(id string, pid int64, epoch int16, tps []
 	m := sp.txns[id]
 	if err := check(m, pid, epoch); err != nil {
 		return nil, err
+	}
+	if m.state == PrepareCommit || m.state == PrepareAbort {
+		return nil, kerr.ConcurrentTransactions
 	}
 	out := make([]bool, len(tps))
 	for i, tp := range tps {

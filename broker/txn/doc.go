@@ -49,6 +49,10 @@
 // versions before KIP-588), EndTxn without a transaction
 // INVALID_TXN_STATE, a transaction.timeout.ms above
 // transaction.max.timeout.ms INVALID_TRANSACTION_TIMEOUT.
+// VerifyPartitions answers the partition leaders' verify-only
+// AddPartitionsToTxn v4 (KIP-890 part 1) and changes nothing: whether each
+// partition is in the ongoing transaction, CONCURRENT_TRANSACTIONS while
+// it is being prepared.
 //
 // # Timeouts, expiry, failover
 //
