@@ -79,7 +79,12 @@ func TestTxnEtlWithBrokerKills(t *testing.T) {
 		s, err := kgo.NewGroupTransactSession(
 			kgo.SeedBrokers(addrs()...),
 			kgo.TransactionalID("etl-"+strconv.Itoa(id)),
-			kgo.TransactionTimeout(10*time.Second),
+			// Not 10 s: with KIP-890 verification a transaction's first
+			// produce on a partition also waits for its coordinator, so a
+			// transaction spanning a coordinator's kill and a 2-core
+			// machine's load can outlive 10 s, be aborted by the new
+			// coordinator and fence the worker (seen once under -race).
+			kgo.TransactionTimeout(30*time.Second),
 			kgo.ConsumerGroup("etl"), kgo.ConsumeTopics("etl-in"),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
