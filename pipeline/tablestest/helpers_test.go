@@ -4,9 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -228,4 +232,83 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string, labels map[strin
 		}
 	}
 	return -1
+}
+
+// child is a tributary child process of a test (the mirror, the audit
+// service): killed when the test ends, its output logged if it failed.
+type child struct {
+	name   string
+	cmd    *exec.Cmd
+	out    testproc.SyncBuffer
+	exited chan error
+}
+
+// startChild runs `tributary args...` (testproc.Binary) with env added.
+func startChild(t *testing.T, name string, env []string, args ...string) *child {
+	t.Helper()
+	c := &child{name: name, cmd: exec.Command(testproc.Binary(t), args...), exited: make(chan error, 1)}
+	c.cmd.Env = append(os.Environ(), env...)
+	c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.out
+	if err := c.cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	go func() { c.exited <- c.cmd.Wait() }()
+	t.Cleanup(func() {
+		if c.running() {
+			_ = c.cmd.Process.Kill()
+			<-c.exited
+		}
+		if t.Failed() {
+			t.Logf("output of %s (pid %d):\n%s", name, c.cmd.Process.Pid, c.out.String())
+		}
+	})
+	return c
+}
+
+func (c *child) running() bool {
+	select {
+	case err := <-c.exited:
+		c.exited <- err
+		return false
+	default:
+		return true
+	}
+}
+
+// kill SIGKILLs the process and waits (bounded) until it is gone; it fails
+// t if the process had exited before.
+func (c *child) kill(t *testing.T) {
+	t.Helper()
+	if !c.running() {
+		t.Fatalf("%s exited before its SIGKILL: %v\n%s", c.name, <-c.exited, c.out.String())
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case err := <-c.exited:
+		c.exited <- err
+		var ee *exec.ExitError
+		if ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus); !errors.As(err, &ee) || !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			t.Fatalf("%s: exit %v after SIGKILL", c.name, err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s still running 30 s after SIGKILL", c.name)
+	}
+}
+
+// waitLine waits until the process's output matches re and returns the
+// first submatch.
+func (c *child) waitLine(t *testing.T, re *regexp.Regexp, d time.Duration) string {
+	t.Helper()
+	var got string
+	testenv.WaitFor(t, d, c.name+" logging "+re.String(), func() (bool, string) {
+		if m := re.FindStringSubmatch(c.out.String()); m != nil {
+			got = m[1]
+			return true, ""
+		}
+		if !c.running() {
+			t.Fatalf("%s exited: %v\n%s", c.name, <-c.exited, c.out.String())
+		}
+		return false, c.out.String()
+	})
+	return got
 }
