@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -286,8 +285,7 @@ func (c *child) kill(t *testing.T) {
 	select {
 	case err := <-c.exited:
 		c.exited <- err
-		var ee *exec.ExitError
-		if ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus); !errors.As(err, &ee) || !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		if !testproc.KilledBySIGKILL(err) {
 			t.Fatalf("%s: exit %v after SIGKILL", c.name, err)
 		}
 	case <-time.After(30 * time.Second):
