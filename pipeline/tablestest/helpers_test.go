@@ -2,8 +2,6 @@ package tablestest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,13 +12,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/client/serde"
 	"github.com/tributary/tributary/internal/devcluster"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/registrytest"
+	"github.com/tributary/tributary/internal/tailtest"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/jobs"
@@ -47,38 +45,9 @@ type rig struct {
 
 func newRig(t *testing.T, topics ...string) *rig {
 	t.Helper()
-	ctx := context.Background()
-	r := &rig{dir: t.TempDir(), metrics: prometheus.NewRegistry()}
-	var err error
-	r.cl, err = devcluster.Start(ctx, devcluster.Config{Dir: t.TempDir(), Registry: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.cl.Close() })
-	if r.kc, err = kgo.NewClient(kgo.SeedBrokers(r.cl.Bootstrap()...)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.kc.Close)
-	if _, err := kadm.NewClient(r.kc).CreateTopics(ctx, 1, 1, nil, topics...); err != nil {
-		t.Fatal(err)
-	}
-	if r.rc, err = serde.NewRegistryClient(serde.ClientConfig{URL: r.cl.RegistryURL()}); err != nil {
-		t.Fatal(err)
-	}
-	r.ser = serde.NewSerializer(r.rc, serde.SerializerConfig{})
-	var rb [6]byte
-	_, _ = rand.Read(rb[:])
-	r.baseURI = "hdfs://" + testenv.HDFS(t) + "/tablestest-" + hex.EncodeToString(rb[:])
-	if r.fsys, r.base, err = filesys.Open(ctx, r.baseURI); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if !t.Failed() {
-			_ = r.fsys.RemoveAll(r.base)
-		}
-		r.fsys.Close()
-	})
-	return r
+	tail := tailtest.Start(t, tailtest.Config{Topics: topics, Prefix: "tablestest"})
+	return &rig{dir: t.TempDir(), metrics: prometheus.NewRegistry(), cl: tail.Cluster, kc: tail.Kafka, rc: tail.Registry,
+		ser: tail.Serializer, fsys: tail.FS, base: tail.Base, baseURI: tail.BaseURI}
 }
 
 // startScheduler runs a scheduler of the jobs in yaml until t ends.
