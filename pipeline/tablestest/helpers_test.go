@@ -233,6 +233,13 @@ func startChild(t *testing.T, name string, env []string, args ...string) *child 
 	return c
 }
 
+// exitErr returns the exit error of a process that has exited.
+func (c *child) exitErr() error {
+	err := <-c.exited
+	c.exited <- err
+	return err
+}
+
 func (c *child) running() bool {
 	select {
 	case err := <-c.exited:
@@ -248,7 +255,7 @@ func (c *child) running() bool {
 func (c *child) kill(t *testing.T) {
 	t.Helper()
 	if !c.running() {
-		t.Fatalf("%s exited before its SIGKILL: %v\n%s", c.name, <-c.exited, c.out.String())
+		t.Fatalf("%s exited before its SIGKILL: %v\n%s", c.name, c.exitErr(), c.out.String())
 	}
 	_ = c.cmd.Process.Signal(syscall.SIGKILL)
 	select {
@@ -273,7 +280,7 @@ func (c *child) waitLine(t *testing.T, re *regexp.Regexp, d time.Duration) strin
 			return true, ""
 		}
 		if !c.running() {
-			t.Fatalf("%s exited: %v\n%s", c.name, <-c.exited, c.out.String())
+			t.Fatalf("%s exited: %v\n%s", c.name, c.exitErr(), c.out.String())
 		}
 		return false, c.out.String()
 	})
