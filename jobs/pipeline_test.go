@@ -2,8 +2,6 @@ package jobs
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -15,12 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/client/serde"
-	"github.com/tributary/tributary/internal/devcluster"
 	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/internal/tailtest"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/jobs/hours"
@@ -39,28 +35,12 @@ const pageViewSchema = `{"type":"record","name":"PageView","namespace":"test","f
 // records produced.
 func TestLoaderThenCompactOnHDFS(t *testing.T) {
 	ctx := context.Background()
-	cl, err := devcluster.Start(ctx, devcluster.Config{Dir: t.TempDir(), Registry: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.Close() })
+	const topic, n = "pv", 600
+	tail := tailtest.Start(t, tailtest.Config{Topics: []string{topic}, Partitions: 2, Prefix: "jobs-pipeline"})
+	cl, kc, ser, fsys, base, baseURI := tail.Cluster, tail.Kafka, tail.Serializer, tail.FS, tail.Base, tail.BaseURI
 
 	// Produce: record i in hour i%3 of a day last week, two partitions.
-	const topic, n = "pv", 600
 	hour0 := time.Now().UTC().Truncate(time.Hour).Add(-7 * 24 * time.Hour)
-	kc, err := kgo.NewClient(kgo.SeedBrokers(cl.Bootstrap()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kc.Close()
-	if _, err := kadm.NewClient(kc).CreateTopic(ctx, 2, 1, nil, topic); err != nil {
-		t.Fatal(err)
-	}
-	reg, err := serde.NewRegistryClient(serde.ClientConfig{URL: cl.RegistryURL()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ser := serde.NewSerializer(reg, serde.SerializerConfig{})
 	var recs []*kgo.Record
 	want := map[int64]string{}
 	for i := 0; i < n; i++ {
@@ -79,15 +59,6 @@ func TestLoaderThenCompactOnHDFS(t *testing.T) {
 	if err := kc.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-
-	var rb [6]byte
-	_, _ = rand.Read(rb[:])
-	baseURI := "hdfs://" + testenv.HDFS(t) + "/jobs-pipeline-" + hex.EncodeToString(rb[:])
-	fsys, base, err := filesys.Open(ctx, baseURI)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fsys.RemoveAll(base); fsys.Close() })
 
 	dir := t.TempDir()
 	props := writeFile(t, dir, "loader.properties", fmt.Sprintf(

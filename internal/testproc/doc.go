@@ -3,6 +3,8 @@
 // broker` processes, waiting until each listens, so that crash tests can
 // SIGKILL a real process and restart it on the same directories, and
 // replication tests can pause one (SIGSTOP) and resume it (SIGCONT).
+// RunCrashable runs any subcommand to its end and tells a crash-injection
+// SIGKILL from a failure, for the crash tests of compaction and tables.
 //
 // A test binary that uses it calls Main from its TestMain, which removes the
 // built binary afterwards. Every process started here is killed when its

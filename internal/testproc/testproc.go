@@ -2,6 +2,7 @@ package testproc
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -280,4 +281,33 @@ func (l *SyncBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// KilledBySIGKILL reports whether err, from waiting for a child process,
+// says SIGKILL ended it.
+func KilledBySIGKILL(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
+
+// RunCrashable runs `tributary args...` (Binary) with env added to the
+// test's environment and waits for it: killed reports whether SIGKILL ended
+// it (a crash-injection hook such as compact.EnvCrashAt fired), out is its
+// combined output. Any other failure fails t.
+func RunCrashable(t testing.TB, env []string, args ...string) (killed bool, out string) {
+	t.Helper()
+	cmd := exec.Command(Binary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	b, err := cmd.CombinedOutput()
+	if KilledBySIGKILL(err) {
+		return true, string(b)
+	}
+	if err != nil {
+		t.Fatalf("tributary %v: %v\n%s", args, err, b)
+	}
+	return false, string(b)
 }

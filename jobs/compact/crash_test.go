@@ -1,15 +1,12 @@
 package compact
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -60,7 +57,6 @@ func TestCrashAtEveryStepKerberos(t *testing.T) {
 // arguments baseArgs gives for a base directory (--base and what else
 // reaches it).
 func crashAtEveryStep(t *testing.T, fsys filesys.FS, root string, baseArgs func(string) []string, files int, target string) {
-	bin := testproc.Binary(t)
 	local := t.TempDir()
 	// The originals, written once and copied out for the comparison.
 	origBase := path.Join(root, "orig")
@@ -75,20 +71,8 @@ func crashAtEveryStep(t *testing.T, fsys filesys.FS, root string, baseArgs func(
 	closed := hour0.Add(3*time.Hour + time.Minute).Format(time.RFC3339)
 	run := func(base, catalog string, crashAt int) (killed bool, out string) {
 		args := append([]string{"jobs", "compact"}, baseArgs(base)...)
-		cmd := exec.Command(bin, append(args, "--closed-through", closed, "--catalog-file", catalog,
-			"--delay", "1m", "--target-file-size", target, "--log-level", "warn")...)
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", EnvCrashAt, crashAt))
-		b, err := cmd.CombinedOutput()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-				return true, string(b)
-			}
-		}
-		if err != nil {
-			t.Fatalf("compact (crash at %d): %v\n%s", crashAt, err, b)
-		}
-		return false, string(b)
+		return testproc.RunCrashable(t, []string{fmt.Sprintf("%s=%d", EnvCrashAt, crashAt)}, append(args, "--closed-through", closed,
+			"--catalog-file", catalog, "--delay", "1m", "--target-file-size", target, "--log-level", "warn")...)
 	}
 
 	checks := map[string]check{}

@@ -2,7 +2,6 @@ package tablestest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -81,20 +79,8 @@ func TestCompactionCrashRealMetastore(t *testing.T) {
 		conf := testproc.WriteProperties(t, r.dir, fmt.Sprintf("tables-%d.properties", n), map[string]string{
 			"hive.integration": "true", "hive.metastore.uris": uri, "hive.database": db,
 			"hive.table.name": fmt.Sprintf("crash%d_${topic}", n), "schema.registry.url": r.cl.RegistryURL()})
-		cmd := exec.Command(bin, "jobs", "compact", "--base", base, "--closed-through", closed, "--delay", "1m",
-			"--tables-config", conf, "--log-level", level)
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", compact.EnvCrashAt, crashAt))
-		out, err := cmd.CombinedOutput()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-				return true, string(out)
-			}
-		}
-		if err != nil {
-			t.Fatalf("compact (table %d, crash at %d): %v\n%s", n, crashAt, err, out)
-		}
-		return false, string(out)
+		return testproc.RunCrashable(t, []string{fmt.Sprintf("%s=%d", compact.EnvCrashAt, crashAt)}, "jobs", "compact", "--base", base,
+			"--closed-through", closed, "--delay", "1m", "--tables-config", conf, "--log-level", level)
 	}
 	copySeed := func(n int) string {
 		base := filepath.Join(r.dir, fmt.Sprintf("base%03d", n))

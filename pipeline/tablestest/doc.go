@@ -25,6 +25,16 @@
 //     second hour's swap; Spark SQL's count(*) and count(DISTINCT
 //     (datacenter, producer, seq)) per hour equal what was produced, over
 //     a Parquet, a mid-swap and an Avro partition at once.
+//   - TestDatacentersMirrorKilledSparkCountsAudit: the pipeline end to
+//     end: two datacenter clusters (on the test ZooKeeper) and analytics,
+//     `tributary mirror` and `tributary audit serve` as child processes,
+//     the scheduler's loader and compact jobs into HDFS and the metastore;
+//     the mirror SIGKILLed and restarted before, during (compaction held by
+//     compact.EnvPauseAt) and after a compaction; Spark SQL's count per
+//     hour equals the audit service's producer tier (its HTTP API) and
+//     what was produced, each (datacenter, producer, seq) once, and the
+//     loader dropped exactly the mirror's re-sends.
 //
-// The package has no code beyond its tests.
+// The package has no code beyond its tests; child processes are started
+// with internal/testproc's binary (helpers_test.go's startChild).
 package tablestest

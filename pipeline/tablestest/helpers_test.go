@@ -2,22 +2,23 @@ package tablestest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/client/serde"
 	"github.com/tributary/tributary/internal/devcluster"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/registrytest"
+	"github.com/tributary/tributary/internal/tailtest"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/jobs"
@@ -44,38 +45,9 @@ type rig struct {
 
 func newRig(t *testing.T, topics ...string) *rig {
 	t.Helper()
-	ctx := context.Background()
-	r := &rig{dir: t.TempDir(), metrics: prometheus.NewRegistry()}
-	var err error
-	r.cl, err = devcluster.Start(ctx, devcluster.Config{Dir: t.TempDir(), Registry: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.cl.Close() })
-	if r.kc, err = kgo.NewClient(kgo.SeedBrokers(r.cl.Bootstrap()...)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.kc.Close)
-	if _, err := kadm.NewClient(r.kc).CreateTopics(ctx, 1, 1, nil, topics...); err != nil {
-		t.Fatal(err)
-	}
-	if r.rc, err = serde.NewRegistryClient(serde.ClientConfig{URL: r.cl.RegistryURL()}); err != nil {
-		t.Fatal(err)
-	}
-	r.ser = serde.NewSerializer(r.rc, serde.SerializerConfig{})
-	var rb [6]byte
-	_, _ = rand.Read(rb[:])
-	r.baseURI = "hdfs://" + testenv.HDFS(t) + "/tablestest-" + hex.EncodeToString(rb[:])
-	if r.fsys, r.base, err = filesys.Open(ctx, r.baseURI); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if !t.Failed() {
-			_ = r.fsys.RemoveAll(r.base)
-		}
-		r.fsys.Close()
-	})
-	return r
+	tail := tailtest.Start(t, tailtest.Config{Topics: topics, Prefix: "tablestest"})
+	return &rig{dir: t.TempDir(), metrics: prometheus.NewRegistry(), cl: tail.Cluster, kc: tail.Kafka, rc: tail.Registry,
+		ser: tail.Serializer, fsys: tail.FS, base: tail.Base, baseURI: tail.BaseURI}
 }
 
 // startScheduler runs a scheduler of the jobs in yaml until t ends.
@@ -228,4 +200,89 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string, labels map[strin
 		}
 	}
 	return -1
+}
+
+// child is a tributary child process of a test (the mirror, the audit
+// service): killed when the test ends, its output logged if it failed.
+type child struct {
+	name   string
+	cmd    *exec.Cmd
+	out    testproc.SyncBuffer
+	exited chan error
+}
+
+// startChild runs `tributary args...` (testproc.Binary) with env added.
+func startChild(t *testing.T, name string, env []string, args ...string) *child {
+	t.Helper()
+	c := &child{name: name, cmd: exec.Command(testproc.Binary(t), args...), exited: make(chan error, 1)}
+	c.cmd.Env = append(os.Environ(), env...)
+	c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.out
+	if err := c.cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	go func() { c.exited <- c.cmd.Wait() }()
+	t.Cleanup(func() {
+		if c.running() {
+			_ = c.cmd.Process.Kill()
+			<-c.exited
+		}
+		if t.Failed() {
+			t.Logf("output of %s (pid %d):\n%s", name, c.cmd.Process.Pid, c.out.String())
+		}
+	})
+	return c
+}
+
+// exitErr returns the exit error of a process that has exited.
+func (c *child) exitErr() error {
+	err := <-c.exited
+	c.exited <- err
+	return err
+}
+
+func (c *child) running() bool {
+	select {
+	case err := <-c.exited:
+		c.exited <- err
+		return false
+	default:
+		return true
+	}
+}
+
+// kill SIGKILLs the process and waits (bounded) until it is gone; it fails
+// t if the process had exited before.
+func (c *child) kill(t *testing.T) {
+	t.Helper()
+	if !c.running() {
+		t.Fatalf("%s exited before its SIGKILL: %v\n%s", c.name, c.exitErr(), c.out.String())
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case err := <-c.exited:
+		c.exited <- err
+		if !testproc.KilledBySIGKILL(err) {
+			t.Fatalf("%s: exit %v after SIGKILL", c.name, err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s still running 30 s after SIGKILL", c.name)
+	}
+}
+
+// waitLine waits until the process's output matches re and returns the
+// first submatch.
+func (c *child) waitLine(t *testing.T, re *regexp.Regexp, d time.Duration) string {
+	t.Helper()
+	var got string
+	testenv.WaitFor(t, d, c.name+" logging "+re.String(), func() (bool, string) {
+		if m := re.FindStringSubmatch(c.out.String()); m != nil {
+			got = m[1]
+			return true, ""
+		}
+		if !c.running() {
+			t.Fatalf("%s exited: %v\n%s", c.name, c.exitErr(), c.out.String())
+		}
+		return false, c.out.String()
+	})
+	return got
 }
