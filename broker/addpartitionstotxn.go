@@ -41,19 +41,16 @@ func (b *Broker) handleAddPartitionsToTxn(_ context.Context, r *request) (reply,
 		}
 	}
 	codes, tps := b.addPartitions(r, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Version, tps, true)
-	byTopic := map[string]int{}
-	for _, tp := range tps {
-		i, ok := byTopic[tp.Topic]
-		if !ok {
-			i = len(resp.Topics)
-			byTopic[tp.Topic] = i
-			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
-			rt.Topic = tp.Topic
-			resp.Topics = append(resp.Topics, rt)
+	topics, parts := txn.ByTopic(tps)
+	for i, topic := range topics {
+		rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+		rt.Topic = topic
+		for _, p := range parts[i] {
+			rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p, codes[txn.TopicPartition{Topic: topic, Partition: p}]
+			rt.Partitions = append(rt.Partitions, rp)
 		}
-		rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
-		rp.Partition, rp.ErrorCode = tp.Partition, codes[tp]
-		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
+		resp.Topics = append(resp.Topics, rt)
 	}
 	return kmsgReply{resp}, nil
 }
@@ -132,19 +129,16 @@ func (b *Broker) addPartitionsToTxnBatch(r *request, req *kmsg.AddPartitionsToTx
 		}
 		rt := kmsg.NewAddPartitionsToTxnResponseTransaction()
 		rt.TransactionalID = t.TransactionalID
-		byTopic := map[string]int{}
-		for _, tp := range tps {
-			i, ok := byTopic[tp.Topic]
-			if !ok {
-				i = len(rt.Topics)
-				byTopic[tp.Topic] = i
-				tt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
-				tt.Topic = tp.Topic
-				rt.Topics = append(rt.Topics, tt)
+		topics, parts := txn.ByTopic(tps)
+		for i, topic := range topics {
+			tt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+			tt.Topic = topic
+			for _, p := range parts[i] {
+				rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+				rp.Partition, rp.ErrorCode = p, codes[txn.TopicPartition{Topic: topic, Partition: p}]
+				tt.Partitions = append(tt.Partitions, rp)
 			}
-			rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
-			rp.Partition, rp.ErrorCode = tp.Partition, codes[tp]
-			rt.Topics[i].Partitions = append(rt.Topics[i].Partitions, rp)
+			rt.Topics = append(rt.Topics, tt)
 		}
 		resp.Transactions = append(resp.Transactions, rt)
 	}

@@ -133,17 +133,11 @@ func (b *Broker) askTxnCoordinator(ctx context.Context, id string, pid int64, ep
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	t := kmsg.NewAddPartitionsToTxnRequestTransaction()
 	t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = id, pid, epoch, true
-	byTopic := map[string]int{}
-	for _, tp := range tps {
-		i, ok := byTopic[tp.Topic]
-		if !ok {
-			i = len(t.Topics)
-			byTopic[tp.Topic] = i
-			tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-			tt.Topic = tp.Topic
-			t.Topics = append(t.Topics, tt)
-		}
-		t.Topics[i].Partitions = append(t.Topics[i].Partitions, tp.Partition)
+	topics, parts := txn.ByTopic(tps)
+	for i, topic := range topics {
+		tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		tt.Topic, tt.Partitions = topic, parts[i]
+		t.Topics = append(t.Topics, tt)
 	}
 	req.Transactions = append(req.Transactions, t)
 	ctx, cancel := context.WithTimeout(ctx, txnVerifyTimeout)

@@ -48,6 +48,24 @@ type TopicPartition struct {
 	Partition int32
 }
 
+// ByTopic groups tps by topic, topics in the order they first appear and
+// each topic's partitions in their order: the shape of Kafka's requests and
+// responses that list partitions under their topic.
+func ByTopic(tps []TopicPartition) (topics []string, partitions [][]int32) {
+	at := map[string]int{}
+	for _, tp := range tps {
+		i, ok := at[tp.Topic]
+		if !ok {
+			i = len(topics)
+			at[tp.Topic] = i
+			topics = append(topics, tp.Topic)
+			partitions = append(partitions, nil)
+		}
+		partitions[i] = append(partitions[i], tp.Partition)
+	}
+	return topics, partitions
+}
+
 func stateKey(id string) []byte {
 	k := kmsg.NewTxnMetadataKey()
 	k.Version, k.TransactionalID = keyVersion, id
