@@ -3,6 +3,7 @@ package compact
 import (
 	"context"
 	"encoding/binary"
+	"math"
 	"math/bits"
 
 	"github.com/apache/thrift/lib/go/thrift"
@@ -93,11 +94,11 @@ func trialSize(vals []any, enc parquet.Encoding, t *layout.Table, codec parquet.
 	dict := layout.NewDictRec(*t.Schema.Type)
 	idx := make([]int32, len(vals))
 	for i, v := range vals {
-		k, ok := dict.DictMap[v]
+		k, ok := dict.DictMap[dictKey(v)]
 		if !ok {
 			dict.DictSlice = append(dict.DictSlice, v)
 			k = int32(len(dict.DictSlice) - 1)
-			dict.DictMap[v] = k
+			dict.DictMap[dictKey(v)] = k
 		}
 		idx[i] = k
 	}
@@ -162,11 +163,11 @@ func dictPages(dict *layout.DictRecType, t *layout.Table, pageSize int32, codec 
 				var n int32
 				minVal, maxVal, n = funcs.MinMaxSize(minVal, maxVal, v)
 				size += n
-				k, ok := dict.DictMap[v]
+				k, ok := dict.DictMap[dictKey(v)]
 				if !ok {
 					dict.DictSlice = append(dict.DictSlice, v)
 					k = int32(len(dict.DictSlice) - 1)
-					dict.DictMap[v] = k
+					dict.DictMap[dictKey(v)] = k
 				}
 				idx = append(idx, k)
 			} else if t.Values[j] == nil {
@@ -204,6 +205,18 @@ func dictPages(dict *layout.DictRecType, t *layout.Table, pageSize int32, codec 
 		i = j
 	}
 	return pages, total
+}
+
+// dictKey is v as a dictionary's map key: a float by its bits, since as
+// Go map keys -0 equals 0 (it would read back as 0) and NaN equals nothing.
+func dictKey(v any) any {
+	switch x := v.(type) {
+	case float32:
+		return math.Float32bits(x)
+	case float64:
+		return math.Float64bits(x)
+	}
+	return v
 }
 
 // statBytes is a statistic's value as Parquet stores it: plain encoding,
