@@ -112,8 +112,8 @@
 // smaller (0.498x), since the session, account and shard columns follow
 // the user. Such a key is a property of the data, not of the schema.
 //
-// With zstd the pipeline's page views come out at 0.439x the loader's
-// deflate Avro (snappy 0.578x), a 30-field request log (size_test.go) at
+// With zstd the pipeline's page views come out at 0.438x the loader's
+// deflate Avro (snappy 0.579x), a 30-field request log (size_test.go) at
 // 0.521x (snappy 0.683x); before the trials and the zstd level, 0.480x and
 // 0.567x.
 //

@@ -21,7 +21,7 @@ import (
 
 // The size tests compact realistic hours and hold the result to a bound
 // on Parquet bytes over the loader's deflate Avro bytes, every row still
-// read back equal by pyarrow. Page views meet the goal of half (0.439);
+// read back equal by pyarrow. Page views meet the goal of half (0.438);
 // the wide record carries about 24 bytes a row of randomness (a 64-bit
 // request id, latencies, byte counts, 5,000 users in 30,000 rows) that no
 // encoding removes, so it is held to what the encodings reach: 0.521 with
