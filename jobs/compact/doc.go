@@ -92,14 +92,15 @@
 //	float, double                    dictionary or PLAIN
 //	boolean, bytes, fixed, decimal   PLAIN
 //
-// A smaller first batch keeps the first of each pair. Dictionaries
+// A smaller first batch keeps the default: a dictionary for strings, the
+// second of the pair for numbers. Dictionaries
 // (RLE_DICTIONARY, one per column and row group) carry their indices in
 // the RLE/bit-packed hybrid at the narrowest width (parquet-go's own
 // writer spends 32 bits on each); a column of mostly distinct values (ids,
 // timestamps, latencies, sequence numbers) comes out smaller without one,
 // as parquet-mr falls back from an oversized dictionary. pyarrow reads
-// all of these (the size and crash tests read every row back with it) and
-// so does Spark 3.5 (DELTA_LENGTH_BYTE_ARRAY in its vectorized reader since
+// all of these (the size and crash tests read every row back with it), so
+// do package rows (TestRowsReadWideCompacted) and Spark 3.5 (DELTA_LENGTH_BYTE_ARRAY in its vectorized reader since
 // 3.3). BYTE_STREAM_SPLIT is not used: parquet-mr before 1.12 (Hive 3.1)
 // cannot read it, and it lost to PLAIN on the decimal-fraction doubles
 // below (212,779 bytes against 114,840 for a latency column).
