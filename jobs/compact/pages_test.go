@@ -3,10 +3,14 @@ package compact
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"math/bits"
 	"testing"
 
+	"github.com/xitongsys/parquet-go/common"
 	"github.com/xitongsys/parquet-go/encoding"
+	"github.com/xitongsys/parquet-go/layout"
+	"github.com/xitongsys/parquet-go/parquet"
 )
 
 // FuzzHybrid round-trips appendHybrid through parquet-go's reader of the
@@ -61,5 +65,27 @@ func TestHybridNarrow(t *testing.T) {
 	}
 	if n := len(appendHybrid(nil, make([]int32, 10000), 3)); n > 4 {
 		t.Errorf("a run of 10000 zeros in %d bytes", n)
+	}
+}
+
+// TestDictFloatKeys: a float dictionary keeps -0 apart from 0 and every
+// NaN in one entry (as Go map keys -0 equals 0, and NaN equals nothing).
+func TestDictFloatKeys(t *testing.T) {
+	typ := parquet.Type_DOUBLE
+	tab := layout.NewEmptyTable()
+	tab.Schema = &parquet.SchemaElement{Type: &typ}
+	tab.Info = &common.Tag{Encoding: parquet.Encoding_RLE_DICTIONARY}
+	for i := range 300 {
+		tab.Values = append(tab.Values, []float64{0, math.Copysign(0, -1), math.NaN()}[i%3])
+		tab.DefinitionLevels = append(tab.DefinitionLevels, 0)
+		tab.RepetitionLevels = append(tab.RepetitionLevels, 0)
+	}
+	dict := layout.NewDictRec(typ)
+	dictPages(dict, tab, 1<<20, parquet.CompressionCodec_ZSTD)
+	if len(dict.DictSlice) != 3 {
+		t.Fatalf("dictionary %v, want 0, -0 and NaN", dict.DictSlice)
+	}
+	if d := dict.DictSlice; math.Signbit(d[0].(float64)) || !math.Signbit(d[1].(float64)) || !math.IsNaN(d[2].(float64)) {
+		t.Errorf("dictionary %v, want 0, -0 and NaN in that order", d)
 	}
 }

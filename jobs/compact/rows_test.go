@@ -42,10 +42,45 @@ func TestRowsReadCompactedAsAvro(t *testing.T) {
 	}
 }
 
+// TestRowsReadWideCompacted: package rows (parquet-go's reader) reads the
+// encodings the trials choose on the wide sample (DELTA_LENGTH_BYTE_ARRAY
+// strings, dictionaries of ints and floats, delta timestamps) as the same
+// values as the Avro.
+func TestRowsReadWideCompacted(t *testing.T) {
+	fsys, base := filesys.Local(), t.TempDir()
+	s := wideSample(6000)
+	s.hours = 1
+	writeSample(t, fsys, base, s)
+	before := readTopicOf(t, fsys, base, s.topic, hours.Avro)
+	c, err := New(Config{FS: fsys, Base: base,
+		ClosedThrough: func(context.Context) (time.Time, error) { return hour0.Add(2 * time.Hour), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := c.Run(context.Background()); err != nil || sum.HoursCompacted != 1 {
+		t.Fatalf("compaction: %+v, %v", sum, err)
+	}
+	after := readTopicOf(t, fsys, base, s.topic, hours.Parquet)
+	if len(before) != 6000 || len(after) != len(before) {
+		t.Fatalf("read %d Parquet records, %d Avro, want 6000", len(after), len(before))
+	}
+	for i := range before {
+		if a, p := comparable(before[i]), comparable(after[i]); !reflect.DeepEqual(a, p) {
+			t.Fatalf("record %d:\n avro    %v\n parquet %v", i, a, p)
+		}
+	}
+}
+
 // readTopic reads every data file of pv, which must all be in format f.
 func readTopic(t *testing.T, fsys filesys.FS, base string, f hours.Format) []map[string]any {
 	t.Helper()
-	files, err := hours.TopicData(fsys, base, "pv")
+	return readTopicOf(t, fsys, base, "pv", f)
+}
+
+// readTopicOf reads every data file of topic, which must all be in format f.
+func readTopicOf(t *testing.T, fsys filesys.FS, base, topic string, f hours.Format) []map[string]any {
+	t.Helper()
+	files, err := hours.TopicData(fsys, base, topic)
 	if err != nil {
 		t.Fatal(err)
 	}

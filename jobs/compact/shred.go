@@ -22,49 +22,63 @@ type shredder struct {
 	err    error
 	// pw receives the dictionary columns' pages directly (see dictPages).
 	pw *writer.ParquetWriter
-	// plain holds the dictionary columns written PLAIN instead, for the
-	// rest of the file: those whose first batch was mostly distinct values
-	// (see plainFallback).
-	plain map[string]*common.Tag
+	// enc holds each column's encoding for the rest of the file, decided
+	// on its first batch (see encoding).
+	enc map[string]*common.Tag
 }
 
-// Dictionary fallback, as parquet-mr falls back when a dictionary grows
-// too large: a column whose values are mostly distinct (ids, hashes) gains
+// Encodings by trial. A file's first batch of a column with at least
+// trialMinValues values is encoded and compressed every way its type
+// offers here, and the smallest way is the column's for the rest of the
+// file: a dictionary (RLE_DICTIONARY, pages.go) against DELTA_LENGTH_BYTE_ARRAY
+// for strings, DELTA_BINARY_PACKED for ints, longs and the logical types on
+// them, and PLAIN for floats and doubles. A column of mostly distinct
+// values (ids, hashes, latencies, timestamps, sequence numbers) gains
 // nothing from a dictionary, which then holds every value once plus an
-// index per row that no codec compresses. The first batch of a file
-// decides, once it has plainMinValues values.
-const (
-	plainMinValues     = 1000
-	plainDistinctShare = 0.5
-)
+// index per row; one of few (hosts, status codes, shards, scores of two
+// decimals) costs an index of a few bits a row. As parquet-mr falls back
+// from an oversized dictionary, but decided by measuring. Smaller batches
+// keep the default (strings in a dictionary, the rest in their own
+// encoding); booleans, bytes, fixed and decimals are always PLAIN.
+// BYTE_STREAM_SPLIT is not offered: Hive's parquet-mr (before 1.12) cannot
+// read it, and on the wide sample's decimal-fraction doubles it lost to
+// PLAIN (212,779 bytes against 114,840 for a latency column).
+const trialMinValues = 1000
 
-// plainFallback reports whether dictionary column name (table t, this
-// batch) is written PLAIN, deciding on the first large enough batch.
-func (s *shredder) plainFallback(name string, t *layout.Table) bool {
-	if _, ok := s.plain[name]; ok {
-		return true
-	}
-	if s.pw.DictRecs[name] != nil {
-		return false // a dictionary was started: keep it
-	}
-	n := 0
-	seen := map[any]struct{}{}
-	for j, v := range t.Values {
-		if t.DefinitionLevels[j] == t.MaxDefinitionLevel {
-			n++
-			seen[v] = struct{}{}
-		}
-	}
-	if n < plainMinValues || float64(len(seen)) <= plainDistinctShare*float64(n) {
-		return false
+// encoding returns the encoding of column name (table t, this batch) for
+// the rest of the file.
+func (s *shredder) encoding(name string, t *layout.Table) *common.Tag {
+	if info, ok := s.enc[name]; ok {
+		return info
 	}
 	info := *t.Info
-	info.Encoding = parquet.Encoding_PLAIN
-	if s.plain == nil {
-		s.plain = map[string]*common.Tag{}
+	if s.enc == nil {
+		s.enc = map[string]*common.Tag{}
 	}
-	s.plain[name] = &info
-	return true
+	s.enc[name] = &info
+	var other parquet.Encoding
+	switch typ := *t.Schema.Type; {
+	case typ == parquet.Type_BYTE_ARRAY && info.Encoding == parquet.Encoding_RLE_DICTIONARY:
+		other = parquet.Encoding_DELTA_LENGTH_BYTE_ARRAY
+	case typ == parquet.Type_INT32 || typ == parquet.Type_INT64 || typ == parquet.Type_FLOAT || typ == parquet.Type_DOUBLE:
+		other = parquet.Encoding_RLE_DICTIONARY
+	default:
+		return &info
+	}
+	var vals []any
+	for j, v := range t.Values {
+		if t.DefinitionLevels[j] == t.MaxDefinitionLevel {
+			vals = append(vals, v)
+		}
+	}
+	if len(vals) < trialMinValues {
+		return &info
+	}
+	codec := s.pw.CompressionType
+	if trialSize(vals, other, t, codec) < trialSize(vals, info.Encoding, t, codec) {
+		info.Encoding = other
+	}
+	return &info
 }
 
 // marshal is a parquet-go MarshalFunc; the writer calls it with NP = 1, so
@@ -96,22 +110,25 @@ func (s *shredder) marshal(objs []any, sh *schema.SchemaHandler) (*map[string]*l
 			return nil, err
 		}
 	}
-	// Dictionary columns become pages here and leave the map: the writer
-	// still closes their row groups (dictionary page first) from DictRecs.
+	// Every column becomes pages here and leaves the map: the writer
+	// still closes the row groups (a dictionary column's dictionary page
+	// first, from DictRecs).
 	for name, t := range res {
-		if t.Info.Encoding != parquet.Encoding_RLE_DICTIONARY {
-			continue
+		info := s.encoding(name, t)
+		pageSize, codec := int32(s.pw.PageSize), s.pw.CompressionType
+		var pages []*layout.Page
+		var size int64
+		if info.Encoding == parquet.Encoding_RLE_DICTIONARY {
+			dict := s.pw.DictRecs[name]
+			if dict == nil {
+				dict = layout.NewDictRec(*t.Schema.Type)
+				s.pw.DictRecs[name] = dict
+			}
+			t.Info = info
+			pages, size = dictPages(dict, t, pageSize, codec)
+		} else {
+			pages, size = valuePages(t, info, pageSize, codec)
 		}
-		if s.plainFallback(name, t) {
-			t.Info = s.plain[name] // parquet-go writes its PLAIN pages
-			continue
-		}
-		dict := s.pw.DictRecs[name]
-		if dict == nil {
-			dict = layout.NewDictRec(*t.Schema.Type)
-			s.pw.DictRecs[name] = dict
-		}
-		pages, size := dictPages(dict, t, int32(s.pw.PageSize), s.pw.CompressionType)
 		s.pw.PagesMapBuf[name] = append(s.pw.PagesMapBuf[name], pages...)
 		s.pw.Size += size
 		delete(res, name)
