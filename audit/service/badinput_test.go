@@ -65,6 +65,12 @@ func TestBadInputSkipped(t *testing.T) {
 			}
 			return reps[0].Producer == want, fmt.Sprint(reps[0].Counts)
 		})
+		// The consumed counter is added to after the store applied the
+		// batch, so a report can show the counts before the counter does.
+		testenv.WaitFor(t, time.Minute, "the consumed counter", func() (bool, string) {
+			got := svc.metric(t, "audit_service_events_consumed_total", "cluster", "dc1")
+			return got >= 1, fmt.Sprint(got)
+		})
 		return svc
 	}
 	svc := runOnce(42)
