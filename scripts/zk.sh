@@ -25,8 +25,11 @@
 #   ZK_WAIT_SECONDS             bound on each wait (default 90)
 #
 # Ports (plus the offset): standalone client 21810; ensemble member N client
-# 2181N, peer 2888N, election 3888N. They stay clear of a developer's own
-# ZooKeeper on 2181/2888/3888.
+# 2181N, peer 2888N, election 2488N. They stay clear of a developer's own
+# ZooKeeper on 2181/2888/3888, of each other for offsets up to 3000, and
+# below Linux's ephemeral range (32768-60999): an election port there can be
+# taken by any outgoing connection's local port while its member is down,
+# and the member then cannot come back.
 #
 # Timing: the standalone server ticks every 500 ms so that session-expiry tests
 # can ask for sessions down to 1 s; the ensemble ticks every 1 s with generous
@@ -80,7 +83,7 @@ port_in_use() { nc -z -w 1 127.0.0.1 "$1" >/dev/null 2>&1; }
 standalone_port() { echo $((21810 + offset)); }
 member_port() { echo $((21810 + $1 + offset)); }
 member_peer_port() { echo $((28880 + $1 + offset)); }
-member_election_port() { echo $((38880 + $1 + offset)); }
+member_election_port() { echo $((24880 + $1 + offset)); }
 
 # alive DIR: the server whose state lives in DIR runs. The command-line check
 # guards against a recycled pid; the state check against an unreaped zombie.
