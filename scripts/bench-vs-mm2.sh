@@ -296,7 +296,7 @@ END {
 	nr = split(rows, rr, " ")
 	for (i = 1; i <= nr; i++) for (f = 3; f <= 6; f++) {
 		m = median(rr[i] " mm2 " f); t = median(rr[i] " trib " f)
-		printf "| %-6s | %-24s | %14.2f | %14.2f | %9.2fx |\n", rr[i], names[f - 2], m, t, m > 0 ? t / m : 0
+		printf "| %-6s | %-24s | %14.2f | %14.2f | %9.2fx |\n", rr[i], names[f - 2], m, t, (m > 0 ? t / m : 0)
 	}
 	if (nr > 1) {
 		printf "\nlink steady-state throughput / direct: MirrorMaker 2 %.2f, tributary %.2f\n",
