@@ -251,10 +251,18 @@ type chunk struct {
 	read time.Time
 }
 
+// inFlightChunks bounds the chunks (reads of at most 32 KiB) one direction
+// holds while they wait out the latency: up to 16 MiB, about what a real
+// long link's TCP windows carry (Linux tunes them up to 6 MiB each way per
+// connection). With 64 chunks the proxy itself capped one connection near
+// 1-2 MiB per latency period (about 50 MB/s at 20 ms), which then was
+// what a benchmark over it measured.
+const inFlightChunks = 512
+
 // pipe copies src to dst, each chunk delayed by the link's latency and
 // paced by its bandwidth; it closes both ends when either fails.
 func (l *Link) pipe(dst, src net.Conn, lim *limiter) {
-	chunks := make(chan chunk, 64)
+	chunks := make(chan chunk, inFlightChunks)
 	go func() {
 		defer close(chunks)
 		for {
