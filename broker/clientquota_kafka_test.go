@@ -191,7 +191,14 @@ func TestClientQuotasKafka39ConfigCommand(t *testing.T) {
 	if out := configs("--describe", "--entity-type", "clients", "--entity-default"); !strings.Contains(out, "producer_byte_rate=65536") {
 		t.Errorf("kafka-configs --describe --entity-default:\n%s", out)
 	}
-	fresh := newClient(t, bootstrap, kgo.ClientID("fresh"), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.DefaultProduceTopic("quota-in"))
+	// Batches of at most 64 KiB (three records): a throttle is capped at
+	// one quota window (11 s), so with the client's default 1 MB batches
+	// the time taken depended on how many records each batch gathered (one
+	// run beside a busy core took 9.3 s with 2 throttles). With small
+	// requests every excess is paid for: at least (2 MiB - 640 KiB) /
+	// 64 KiB/s = 22 s.
+	fresh := newClient(t, bootstrap, kgo.ClientID("fresh"), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerBatchMaxBytes(64<<10), kgo.DefaultProduceTopic("quota-in"))
 	start = time.Now()
 	produceCopies(t, ctx, fresh, 2<<20/recordSize, value) // 2 MiB, of which the window allows 10 x 64 KiB at once
 	if d := time.Since(start); d < 10*time.Second || throttledResponses(t, "produce", "fresh", b1, b2) == 0 {
