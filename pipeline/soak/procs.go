@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -107,7 +108,8 @@ func (p *proc) startLocked() error {
 
 // supervise restarts a process that exited on its own.
 func (p *proc) supervise(cmd *exec.Cmd, status error) {
-	p.logger.Warn("soak: process exited on its own; restarting it", "process", p.name, "status", status, "log", p.log)
+	p.logger.Warn("soak: process exited on its own; restarting it", "process", p.name, "status", status, "log", p.log,
+		"last_line", lastLine(p.log))
 	time.Sleep(restartDelay)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -332,4 +334,23 @@ func script(ctx context.Context, log string, env []string, args ...string) (stri
 		return string(out), err
 	}
 	return string(out), nil
+}
+
+// lastLine is the last non-empty line of the file at path (at most its
+// final 4 KiB are read), "" if there is none: why a process exited.
+func lastLine(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	buf := make([]byte, 4<<10)
+	if fi, err := f.Stat(); err == nil && fi.Size() > int64(len(buf)) {
+		if _, err := f.Seek(fi.Size()-int64(len(buf)), io.SeekStart); err != nil {
+			return ""
+		}
+	}
+	n, _ := io.ReadFull(f, buf)
+	lines := strings.Split(strings.TrimRight(string(buf[:n]), "\n"), "\n")
+	return lines[len(lines)-1]
 }

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -527,14 +528,54 @@ func (s *Soak) writeProperties(name string, props map[string]string) (string, er
 
 func (s *Soak) clusters() []string { return append(append([]string(nil), Datacenters...), Analytics) }
 
-// freePort returns a loopback port free at the time of the call.
+// The soak's processes listen on ports fixed at start-up (a restarted
+// process comes back on its own). They are taken from below Linux's
+// ephemeral range (32768-60999) and never handed out twice by one soak:
+// a port the kernel picked for "127.0.0.1:0" could be picked again for the
+// next, or taken by any outgoing connection's local port before its
+// process bound it (a clean-clone make test saw one broker of a secured
+// soak exit at once on every restart for two minutes). portLow..portHigh
+// holds none of the fixed ports of the test servers (19000 and up,
+// 21810 and up); each soak starts at a point of its own (by pid), and a
+// port that cannot be bound now is skipped.
+const (
+	portLow  = 10000
+	portHigh = 19000
+)
+
+var ports struct {
+	sync.Mutex
+	next  int
+	given map[int]bool
+}
+
+// freePort returns a loopback port no other process of this soak was
+// given and free at the time of the call.
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	ports.Lock()
+	defer ports.Unlock()
+	if ports.given == nil {
+		ports.given = map[int]bool{}
+		ports.next = portLow + os.Getpid()*37%(portHigh-portLow)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	for range portHigh - portLow {
+		port := ports.next
+		ports.next++
+		if ports.next >= portHigh {
+			ports.next = portLow
+		}
+		if ports.given[port] {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue // in use
+		}
+		ln.Close()
+		ports.given[port] = true
+		return port, nil
+	}
+	return 0, fmt.Errorf("soak: no free loopback port in %d-%d", portLow, portHigh-1)
 }
 
 func tcpReady(addr string) func(context.Context) error {
