@@ -76,27 +76,31 @@ func TestTxnEtlWithBrokerKills(t *testing.T) {
 	var wg sync.WaitGroup
 	worker := func(id int) {
 		defer wg.Done()
-		s, err := kgo.NewGroupTransactSession(
-			kgo.SeedBrokers(addrs()...),
-			kgo.TransactionalID("etl-"+strconv.Itoa(id)),
-			// Not 10 s: with KIP-890 verification a transaction's first
-			// produce on a partition also waits for its coordinator, so a
-			// transaction spanning a coordinator's kill and a 2-core
-			// machine's load can outlive 10 s, be aborted by the new
-			// coordinator and fence the worker (seen once under -race).
-			kgo.TransactionTimeout(30*time.Second),
-			kgo.ConsumerGroup("etl"), kgo.ConsumeTopics("etl-in"),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
-			kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(500*time.Millisecond),
-			kgo.RecordPartitioner(kgo.ManualPartitioner()),
-			kgo.RetryTimeout(60*time.Second), kgo.MetadataMinAge(100*time.Millisecond),
-		)
+		newSession := func() (*kgo.GroupTransactSession, error) {
+			return kgo.NewGroupTransactSession(
+				kgo.SeedBrokers(addrs()...),
+				kgo.TransactionalID("etl-"+strconv.Itoa(id)),
+				// Not 10 s: with KIP-890 verification a transaction's first
+				// produce on a partition also waits for its coordinator, so a
+				// transaction spanning a coordinator's kill and a 2-core
+				// machine's load can outlive 10 s, be aborted by the new
+				// coordinator and fence the worker (seen once under -race).
+				kgo.TransactionTimeout(30*time.Second),
+				kgo.ConsumerGroup("etl"), kgo.ConsumeTopics("etl-in"),
+				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+				kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+				kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(500*time.Millisecond),
+				kgo.RecordPartitioner(kgo.ManualPartitioner()),
+				kgo.RetryTimeout(60*time.Second), kgo.MetadataMinAge(100*time.Millisecond),
+			)
+		}
+		s, err := newSession()
 		if err != nil {
 			t.Errorf("worker %d: %v", id, err)
 			return
 		}
-		defer s.Close()
+		defer func() { s.Close() }()
+		restarts := 0
 		for {
 			select {
 			case <-stop:
@@ -110,8 +114,24 @@ func TestTxnEtlWithBrokerKills(t *testing.T) {
 				continue
 			}
 			if err := s.Begin(); err != nil {
-				t.Errorf("worker %d: begin: %v", id, err)
-				return
+				// A producer id kgo holds for fatal (e.g. its
+				// InitProducerId met the killed coordinator as an
+				// unknown broker) ends the session; the worker starts a
+				// new one on the same transactional id, as a real
+				// application restarts: it fences the old producer and
+				// resumes from the group's committed offsets, so the
+				// output must still hold every input once.
+				if restarts++; restarts > 3 {
+					t.Errorf("worker %d: begin: %v (after %d new sessions)", id, err, restarts-1)
+					return
+				}
+				t.Logf("worker %d: begin: %v; starting a new session", id, err)
+				s.Close()
+				if s, err = newSession(); err != nil {
+					t.Errorf("worker %d: %v", id, err)
+					return
+				}
+				continue
 			}
 			count := 0
 			fs.EachRecord(func(r *kgo.Record) {
