@@ -172,8 +172,17 @@ func (b *Broker) createTopicReported(ctx context.Context, name string, n int32, 
 	return err
 }
 
-// leads reports whether snap makes this broker the partition's leader.
+// leads reports whether snap makes this broker the partition's leader, or
+// would: a new partition's replicas open it as soon as its assignment is
+// known, before the controller's partition state names a leader, so an open
+// that failed then is reported by the replica that will lead (the first).
 func (b *Broker) leads(snap cluster.Snapshot, topic string, p int32) bool {
 	cp, ok := snap.Partition(topic, p)
-	return ok && cp.Leader == b.cfg.BrokerID
+	if !ok {
+		return false
+	}
+	if cp.Leader < 0 {
+		return len(cp.Replicas) > 0 && cp.Replicas[0] == b.cfg.BrokerID
+	}
+	return cp.Leader == b.cfg.BrokerID
 }

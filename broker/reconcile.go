@@ -88,6 +88,7 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 	}
 	changed := old == nil || len(old.partitions) != len(slots)
 	var roles []int // partitions whose role is applied once the slots are published
+	var opened []partKey
 	for i, cp := range t.Partitions {
 		// Every replica opens its log: the leader serves it, the others
 		// copy it from the leader (replica.go, replica_fetcher.go).
@@ -122,7 +123,9 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 				ok = false
 				continue
 			}
-			b.res.failures.succeeded(key)
+			// The failure is forgotten once the partition is published
+			// (below): until then Produce and Fetch still name its cause.
+			opened = append(opened, key)
 			slots[i], changed = p, true
 			roles = append(roles, i)
 			b.logger.Debug("serving partition", "topic", t.Name, "partition", i, "leader", cp.Leader)
@@ -148,6 +151,9 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 		b.mu.Lock()
 		b.topics[t.Name] = &topic{name: t.Name, partitions: slots}
 		b.mu.Unlock()
+	}
+	for _, k := range opened {
+		b.res.failures.succeeded(k)
 	}
 	for _, p := range release {
 		b.releasePartition(p, false)
