@@ -46,8 +46,13 @@ type replicaState struct {
 	epochStart int64
 	followers  map[int32]*followerState
 	// altering is set while an ISR change of this partition is being
-	// written, so that at most one is in flight.
+	// written, so that at most one is in flight; pending is the ISR being
+	// written. Until the write is known, the high watermark counts on every
+	// replica of either set (Kafka's maximal ISR): a follower being added
+	// may be in the ISR the controller elects from before the leader learns
+	// that the write succeeded, so no record may be acknowledged without it.
 	altering bool
+	pending  []int32
 }
 
 // highWatermark is the offset below which every record is on every
@@ -110,6 +115,7 @@ func (b *Broker) applyRole(p *partition, cp cluster.Partition) {
 		rs.epoch = cp.LeaderEpoch
 		rs.leader = lead
 		rs.followers = map[int32]*followerState{}
+		rs.pending = nil // the write in flight, if any, is fenced
 		if lead {
 			leo := p.log.EndOffset()
 			rs.epochStart = leo
@@ -141,7 +147,10 @@ func (b *Broker) applyRole(p *partition, cp cluster.Partition) {
 			}
 		}
 	}
-	selfOnly := lead && len(rs.isr) == 1 && rs.isr[0] == me
+	// While an ISR with more replicas is being written, the leader counts
+	// on them already (advanceHighWatermark), even if the metadata has not
+	// caught up with the write.
+	selfOnly := lead && len(rs.isr) == 1 && rs.isr[0] == me && (rs.pending == nil || len(rs.pending) == 1)
 	// The stored high watermark stays correct across the switch: while
 	// selfOnly, it is the log end offset.
 	if p.selfOnly.Load() && !selfOnly {
@@ -168,7 +177,8 @@ func (b *Broker) applyRole(p *partition, cp cluster.Partition) {
 }
 
 // advanceHighWatermark moves the leader's high watermark to the smallest
-// log end offset of the in-sync replicas, if all are known. p.rmu is held.
+// log end offset of the in-sync replicas, if all are known, counting the
+// replicas of an ISR being written too. p.rmu is held.
 func (b *Broker) advanceHighWatermark(p *partition) {
 	rs := &p.rs
 	if !rs.leader || p.selfOnly.Load() {
@@ -184,6 +194,11 @@ func (b *Broker) advanceHighWatermark(p *partition) {
 			return
 		}
 		hw = min(hw, f.leo)
+	}
+	for _, r := range rs.pending {
+		if f := rs.followers[r]; r != b.cfg.BrokerID && f != nil && !slices.Contains(rs.isr, r) {
+			hw = min(hw, max(f.leo, 0))
+		}
 	}
 	p.raiseHighWatermark(hw)
 }
@@ -280,7 +295,13 @@ func (b *Broker) alterISR(p *partition, isr []int32, why string, replica int32) 
 	if rs.altering {
 		return
 	}
-	rs.altering = true
+	rs.altering, rs.pending = true, slices.Clone(isr)
+	if p.selfOnly.Load() && !(len(isr) == 1 && isr[0] == b.cfg.BrokerID) {
+		// A sole in-sync leader acknowledges at its log end offset; from
+		// now the follower being added counts (advanceHighWatermark).
+		p.raiseHighWatermark(p.log.EndOffset())
+		p.selfOnly.Store(false)
+	}
 	epoch := rs.epoch
 	b.wg.Add(1)
 	go func() {
@@ -290,7 +311,16 @@ func (b *Broker) alterISR(p *partition, isr []int32, why string, replica int32) 
 		st, err := b.member.AlterISR(ctx, p.topic, p.index, epoch, isr)
 		p.rmu.Lock()
 		defer p.rmu.Unlock()
-		rs.altering = false
+		rs.altering, rs.pending = false, nil
+		if err != nil && rs.epoch == epoch && rs.leader {
+			// The ISR stays what it was; a sole in-sync leader goes back
+			// to acknowledging at its log end offset.
+			b.advanceHighWatermark(p)
+			if len(rs.isr) == 1 && rs.isr[0] == b.cfg.BrokerID {
+				p.selfOnly.Store(true)
+			}
+			p.wake()
+		}
 		switch {
 		case errors.Is(err, cluster.ErrFenced):
 			b.logger.Info("ISR change refused: the partition has a newer leader epoch", "topic", p.topic, "partition", p.index, "epoch", epoch)
