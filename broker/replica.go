@@ -53,6 +53,9 @@ type replicaState struct {
 	// that the write succeeded, so no record may be acknowledged without it.
 	altering bool
 	pending  []int32
+	// stateVersion is the version of the partition state (cluster
+	// Partition.StateVersion) the ISR above comes from.
+	stateVersion int32
 }
 
 // highWatermark is the offset below which every record is on every
@@ -106,6 +109,14 @@ func (b *Broker) applyRole(p *partition, cp cluster.Partition) {
 	me := b.cfg.BrokerID
 	p.rmu.Lock()
 	rs := &p.rs
+	if v := cp.StateVersion(); rs.leader && cp.Leader == me && cp.LeaderEpoch == rs.epoch && v >= 0 && v < rs.stateVersion {
+		// A view older than this leader's own ISR write (the reconciler
+		// took it before the write landed): applying it would bring the
+		// old ISR back. The newer view follows.
+		p.rmu.Unlock()
+		return
+	}
+	rs.stateVersion = cp.StateVersion()
 	lead := cp.Leader == me
 	newEpoch := rs.leader != lead || rs.epoch != cp.LeaderEpoch || rs.leaderID != cp.Leader
 	rs.replicas = slices.Clone(cp.Replicas)
@@ -332,7 +343,7 @@ func (b *Broker) alterISR(p *partition, isr []int32, why string, replica int32) 
 		if rs.epoch != epoch || !rs.leader {
 			return
 		}
-		rs.isr = slices.Clone(st.ISR)
+		rs.isr, rs.stateVersion = slices.Clone(st.ISR), max(rs.stateVersion, st.StateVersion())
 		b.logger.Info("ISR "+why, "topic", p.topic, "partition", p.index, "replica", replica, "isr", st.ISR)
 		b.metrics.isrChanges.WithLabelValues(why).Inc()
 		self := len(rs.isr) == 1 && rs.isr[0] == b.cfg.BrokerID

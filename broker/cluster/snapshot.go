@@ -109,6 +109,11 @@ type Partition struct {
 	stateVersion int32
 }
 
+// StateVersion is the version of the partition's state node (leader, epoch
+// and ISR) this view was read at, -1 when there is none: a replica that
+// knows a newer state (its own AlterISR) ignores a view older than it.
+func (p Partition) StateVersion() int32 { return p.stateVersion }
+
 // Broker returns the live broker with id.
 func (s Snapshot) Broker(id int32) (Broker, bool) {
 	i, ok := slices.BinarySearchFunc(s.Brokers, id, func(b Broker, id int32) int { return int(b.ID) - int(id) })
