@@ -275,6 +275,11 @@
 // smallest log end offset of the ISR, removes from the ISR a follower not
 // caught up for replica.lag.time.max.ms and adds back one that reached the
 // high watermark, writing the ISR with compare-and-set (Member.AlterISR).
+// While such a write is in flight the high watermark counts on the replicas
+// of both the old and the new ISR (Kafka's maximal ISR): the controller may
+// elect a follower from the written ISR before the leader learns that the
+// write landed, so nothing is acknowledged without it; and a leader ignores
+// a metadata view of its partition older than its own write.
 // Consumers read only below the high watermark, and ListOffsets' latest is
 // the high watermark; a leader that is its own only in-sync replica (every
 // single-replica partition) answers its log end offset without any
