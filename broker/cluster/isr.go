@@ -26,7 +26,9 @@ import (
 // It returns the state as written. Before returning, with or without
 // error, it waits until this member's Metadata shows that state or a
 // newer one, so that the caller's next look at Metadata is not older than
-// what AlterISR saw; the wait is bounded by ctx.
+// what AlterISR saw; the wait is bounded by ctx, and a write that landed
+// is returned as written even when that wait ends first (a leader must
+// act on the ISR ZooKeeper holds).
 func (m *Member) AlterISR(ctx context.Context, topic string, p int32, leaderEpoch int32, isr []int32) (Partition, error) {
 	s, err := m.currentSession()
 	if err != nil {
@@ -46,7 +48,10 @@ func (m *Member) AlterISR(ctx context.Context, topic string, p int32, leaderEpoc
 			return !ok || cur.stateVersion >= version
 		})
 		if err == nil && werr != nil {
-			return Partition{}, fmt.Errorf("cluster: AlterISR %s-%d written; waiting for the metadata to show it: %w", topic, p, werr)
+			// The write landed: the caller must act on it (a leader that
+			// went on with the old ISR could acknowledge without a
+			// follower the controller may elect from the new one).
+			m.log.Warn("cluster: ISR written; the metadata does not show it yet", "topic", topic, "partition", p, "err", werr)
 		}
 		if cur, ok := snap.Partition(topic, p); ok {
 			part = cur
