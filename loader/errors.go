@@ -12,4 +12,9 @@ var (
 	// ErrLostOwnership: the process lost a partition's ownership (its
 	// ZooKeeper session ended) before it could commit.
 	ErrLostOwnership = errors.New("loader: partition ownership lost")
+	// ErrFetchStalled: a run's fetches returned nothing for a minute while
+	// partitions were short of the end offsets listed at its start. The
+	// run ends without committing those partitions; the next run starts
+	// from their commits.
+	ErrFetchStalled = errors.New("loader: fetch stalled")
 )

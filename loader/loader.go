@@ -400,9 +400,19 @@ func (l *Loader) consume(ctx context.Context, cl *kgo.Client, pls map[topicParti
 			return err
 		default:
 		}
-		fetches := cl.PollFetches(ctx)
+		pollCtx, cancel := context.WithTimeout(ctx, fetchStall)
+		fetches := cl.PollFetches(pollCtx)
+		stalled := pollCtx.Err() != nil
+		cancel()
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if stalled && fetches.NumRecords() == 0 {
+			// Every end offset was below the high watermark when it was
+			// listed, so a fetch has had records to return all along:
+			// end this run with what is known rather than wait for ever;
+			// the next run lists the ends again (Serve retries).
+			return fmt.Errorf("%w: no records for %v from %s", ErrFetchStalled, fetchStall, stalledAt(pls))
 		}
 		var ferr error
 		fetches.EachError(func(t string, p int32, err error) {
@@ -463,6 +473,21 @@ func (l *Loader) consume(ctx context.Context, cl *kgo.Client, pls map[topicParti
 		}
 	}
 	return nil
+}
+
+// fetchStall bounds a poll that returns nothing while partitions are still
+// short of the end offsets listed at the start of the run.
+const fetchStall = time.Minute
+
+// stalledAt names the partitions still loading, with their next and end
+// offsets, sorted.
+func stalledAt(pls map[topicPartition]*partLoad) string {
+	var parts []string
+	for tp, pl := range pls {
+		parts = append(parts, fmt.Sprintf("%s/%d at %d of %d", tp.topic, tp.p, pl.next, pl.end))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
 }
 
 // fetched is one partition's records of a poll; done is set once the
