@@ -65,7 +65,19 @@ func (p *kafkaPublisher) Publish(ctx context.Context, events []Event) error {
 				wg.Done()
 			})
 	}
-	wg.Wait()
+	// kgo fails a buffered record on ctx only when that is safe (an
+	// idempotent producer's sent request may yet land), so the wait is
+	// bounded here too: the caller re-sends unconfirmed events, and the
+	// audit service drops the duplicates by ID.
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("audit: publish %d events: %w", len(events), ctx.Err())
+	}
+	mu.Lock()
+	defer mu.Unlock()
 	if len(errs) > 0 {
 		return fmt.Errorf("audit: publish %d of %d events failed: %w", len(errs), len(events), errors.Join(errs[0]))
 	}
