@@ -133,6 +133,9 @@ func writeHours(t testing.TB, fsys filesys.FS, base, topic string, start time.Ti
 	return dirs
 }
 
+// closedAll is a ClosedThrough that closes every hour of the tests.
+func closedAll(context.Context) (time.Time, error) { return hour0.Add(24 * time.Hour), nil }
+
 // writeLoaderCommit writes a loader manifest so that loader.CommittedThrough
 // of job reports watermark (one partition of topic).
 func writeLoaderCommit(t testing.TB, fsys filesys.FS, base, job, topic string, watermark time.Time) {
