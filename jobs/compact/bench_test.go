@@ -15,10 +15,15 @@ import (
 
 // BenchmarkCompact compacts one hour of Avro (deflate) files of the test
 // schema on the local disk and reports MB/s of Avro in (b.SetBytes) and the
-// size ratio Parquet/Avro. TRIBUTARY_FULL=1 uses a 10x larger hour.
+// size ratio Parquet/Avro; zstd-sorted sorts it by user (Config.SortBy),
+// the cost of the sort buffer. TRIBUTARY_FULL=1 uses a 10x larger hour.
 func BenchmarkCompact(b *testing.B) {
-	for _, codec := range []string{"snappy", "zstd"} {
-		b.Run(codec, func(b *testing.B) {
+	for _, bc := range []struct {
+		name, codec string
+		sortBy      []string
+	}{{"snappy", "snappy", nil}, {"zstd", "zstd", nil}, {"zstd-sorted", "zstd", []string{"user"}}} {
+		codec := bc.codec
+		b.Run(bc.name, func(b *testing.B) {
 			files, perFile := 8, 2000
 			if os.Getenv("TRIBUTARY_FULL") == "1" {
 				files, perFile = 20, 8000
@@ -45,8 +50,11 @@ func BenchmarkCompact(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				c, err := New(Config{FS: fsys, Base: base, Codec: codec,
-					ClosedThrough: func(context.Context) (time.Time, error) { return hour0.Add(24 * time.Hour), nil }})
+				cfg := Config{FS: fsys, Base: base, Codec: codec, ClosedThrough: closedAll}
+				if bc.sortBy != nil {
+					cfg.SortBy = map[string][]string{"pv": bc.sortBy}
+				}
+				c, err := New(cfg)
 				if err != nil {
 					b.Fatal(err)
 				}
