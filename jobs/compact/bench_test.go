@@ -86,3 +86,59 @@ func cpuTime() time.Duration {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkCompactWide compacts the wide sample's two hours (size_test.go)
+// with zstd, unsorted and sorted by user_id, and reports the CPU time of
+// the runs and the size ratio: what a sort key costs and gains.
+func BenchmarkCompactWide(b *testing.B) {
+	fsys := filesys.Local()
+	tmpl := b.TempDir()
+	s := wideSample(30000)
+	dirs := writeSample(b, fsys, tmpl, s)
+	for _, sortBy := range [][]string{nil, {"user_id"}} {
+		name := "unsorted"
+		if sortBy != nil {
+			name = "sorted"
+		}
+		b.Run(name, func(b *testing.B) {
+			var ratio float64
+			var cpu time.Duration
+			var avroBytes int64
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				base := path.Join(b.TempDir(), fmt.Sprint(i))
+				avroBytes = 0
+				for h, d := range dirs {
+					list, _ := fsys.ReadDir(d)
+					for _, fi := range list {
+						data, _ := filesys.ReadFile(fsys, path.Join(d, fi.Name()))
+						if err := filesys.WriteFile(fsys, path.Join(hours.Dir(base, s.topic, hour0.Add(time.Duration(h)*time.Hour)), fi.Name()), data); err != nil {
+							b.Fatal(err)
+						}
+						avroBytes += fi.Size()
+					}
+				}
+				cfg := Config{FS: fsys, Base: base, ClosedThrough: closedAll}
+				if sortBy != nil {
+					cfg.SortBy = map[string][]string{s.topic: sortBy}
+				}
+				c, err := New(cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.SetBytes(avroBytes)
+				b.StartTimer()
+				c0 := cpuTime()
+				sum, err := c.Run(context.Background())
+				cpu += cpuTime() - c0
+				if err != nil {
+					b.Fatal(err)
+				}
+				ratio = float64(sum.BytesOut) / float64(sum.BytesIn)
+			}
+			b.ReportMetric(ratio, "parquet/avro")
+			b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
+			b.ReportMetric(float64(2*30000)*float64(b.N)/cpu.Seconds(), "records/cpu-s")
+		})
+	}
+}

@@ -132,7 +132,17 @@
 // 70,000 rows). The rows of a schema group of an hour that fit are sorted
 // whole, and each file is in key order; a bigger group is written as
 // sorted runs of about that size (a file then in key order within each
-// run), counted in Summary.SortedRuns.
+// run), counted in Summary.SortedRuns. Shorter runs gain less: the
+// request log below sorted by user_id in runs of 64, 32 and 8 MiB (some
+// 15,000, 9,000 and 2,300 rows of its 30,000 an hour) comes out at
+// 0.504x, 0.511x and 0.529x, against 0.498x sorted whole and 0.521x
+// unsorted.
+//
+// Sorting costs CPU: the wide sample's two hours took 1.54 CPU-seconds
+// sorted against 0.93 unsorted (BenchmarkCompactWide), mostly in
+// shredding rows that are no longer in the order they were decoded into
+// memory and in the collector scanning the buffered hour; the sort
+// itself is 3%.
 //
 // A key is a property of the data, not of the schema, so it is the
 // operator's choice: it pays when other columns follow it. The request

@@ -116,7 +116,15 @@ type sortBuffer struct {
 	rows  []keyedRow
 	size  int64
 	runs  int
+	// measured and sampled: the rows measured by nativeSize and their
+	// total, whose mean is charged for the others.
+	measured, sampled int64
 }
+
+// sizeEvery: every sizeEvery-th row is measured (nativeSize walks the
+// whole value, 7% of a sorted compaction's CPU if done for every row);
+// the rows of one schema are alike enough for the mean of the others.
+const sizeEvery = 16
 
 type keyedRow struct {
 	rec  any
@@ -135,7 +143,15 @@ func (b *sortBuffer) add(rec any) bool {
 		keys[i] = v
 	}
 	b.rows = append(b.rows, keyedRow{rec: rec, keys: keys})
-	b.size += nativeSize(rec) + 40 + 16*int64(len(keys))
+	var n int64
+	if b.measured == 0 || len(b.rows)%sizeEvery == 0 {
+		n = nativeSize(rec)
+		b.measured++
+		b.sampled += n
+	} else {
+		n = b.sampled / b.measured
+	}
+	b.size += n + 40 + 16*int64(len(keys))
 	return b.size >= b.limit
 }
 
