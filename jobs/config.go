@@ -271,7 +271,7 @@ var argKinds = map[Kind]map[string]bool{
 	KindExec:   {"command": true, "env": false, "dir": false},
 	KindCompact: {"base": true, "loader_job": true, "topics": false, "delay": false, "codec": false, "target_file_size": false, "hdfs_config": false,
 		"audit_url": false, "completeness.threshold": false, "completeness.timeout": false, "catalog_file": false,
-		"tables_config": false},
+		"tables_config": false, "sort_by": false},
 	KindRetention: {"base": true, "max_age": false, "topics": false, "hdfs_config": false, "catalog_file": false, "tables_config": false},
 }
 
@@ -359,6 +359,11 @@ func validateArgs(kind Kind, args map[string]any) error {
 				return argErr("target_file_size", "%v: must be a positive size like 134217728, 128MB or 1GiB", v)
 			}
 		}
+		if v, ok := args["sort_by"]; ok {
+			if _, err := sortByArg(v); err != nil {
+				return err
+			}
+		}
 		if v, ok := args["audit_url"]; ok {
 			if s, _ := v.(string); !strings.HasPrefix(s, "http://") && !strings.HasPrefix(s, "https://") {
 				return argErr("audit_url", "%v: must be the audit service's http://host:port", v)
@@ -404,6 +409,47 @@ func validateArgs(kind Kind, args map[string]any) error {
 		}
 	}
 	return nil
+}
+
+// sortByArg reads a compact job's sort_by: a map topic -> columns, each a
+// list of strings or one "col,col" string. The columns' names are the
+// compaction's to check (against each hour's schema); here only what would
+// not survive the trip as --sort-by TOPIC=COL,COL is refused.
+func sortByArg(v any) (map[string][]string, error) {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) == 0 {
+		return nil, argErr("sort_by", "must be a map topic: [columns] (or topic: \"col,col\")")
+	}
+	out := make(map[string][]string, len(m))
+	for topic, e := range m {
+		var cols []string
+		switch e := e.(type) {
+		case string:
+			cols = strings.Split(e, ",")
+		case []any:
+			var err error
+			if cols, err = stringList(e); err != nil {
+				return nil, argErr("sort_by."+topic, "%v", err)
+			}
+		default:
+			return nil, argErr("sort_by."+topic, "%v: must be a list of columns or a \"col,col\" string", e)
+		}
+		if strings.ContainsAny(topic, "=") || strings.TrimSpace(topic) == "" {
+			return nil, argErr("sort_by."+topic, "not a topic name")
+		}
+		if len(cols) == 0 {
+			return nil, argErr("sort_by."+topic, "no columns")
+		}
+		for i, c := range cols {
+			c = strings.TrimSpace(c)
+			if c == "" || strings.ContainsAny(c, ",= \t") {
+				return nil, argErr("sort_by."+topic, "column %q: must be a field name", c)
+			}
+			cols[i] = c
+		}
+		out[topic] = cols
+	}
+	return out, nil
 }
 
 func stringList(v any) ([]string, error) {

@@ -56,6 +56,11 @@ func TestParseConfigBad(t *testing.T) {
 		{"compact threshold over 1", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {base: /x, loader_job: l, completeness.threshold: 1.5}\n", "j1", "args.completeness.threshold"},
 		{"compact bad timeout", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {base: /x, loader_job: l, completeness.timeout: soon}\n", "j1", "args.completeness.timeout"},
 		{"compact audit_url not http", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {base: /x, loader_job: l, audit_url: \"audit:8090\"}\n", "j1", "args.audit_url"},
+		{"compact sort_by not a map", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {base: /x, loader_job: l, sort_by: user_id}\n", "j1", "args.sort_by"},
+		{"compact sort_by empty column", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {base: /x, loader_job: l, sort_by: {requests: \"user_id,,ts\"}}\n", "j1", "args.sort_by.requests"},
+		{"compact sort_by column with space", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {base: /x, loader_job: l, sort_by: {requests: [\"user id\"]}}\n", "j1", "args.sort_by.requests"},
+		{"compact sort_by no columns", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {base: /x, loader_job: l, sort_by: {requests: []}}\n", "j1", "args.sort_by.requests"},
+		{"compact sort_by number", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {base: /x, loader_job: l, sort_by: {requests: 3}}\n", "j1", "args.sort_by.requests"},
 		{"retention without age", head + "    schedule: \"@hourly\"\n    kind: retention\n    args: {base: /x}\n", "j1", "args.max_age"},
 		{"retention bad topic age", head + "    schedule: \"@hourly\"\n    kind: retention\n    args: {base: /x, topics: {pv: soon}}\n", "j1", "args.topics.pv"},
 		{"unknown argument", head + "    schedule: \"@every 1m\"\n    kind: exec\n    args: {command: [\"true\"], shell: bash}\n", "j1", "args.shell"},
@@ -198,5 +203,29 @@ func TestTablesConfigPassedOn(t *testing.T) {
 `))
 	if err == nil || !strings.Contains(err.Error(), "tables_config") {
 		t.Errorf("both catalogs: err %v, want one naming tables_config", err)
+	}
+}
+
+// TestSortByPassedOn: a compact job's sort_by, as lists or "col,col"
+// strings, reaches `tributary jobs compact` as one --sort-by per topic.
+func TestSortByPassedOn(t *testing.T) {
+	jobs, err := ParseConfig([]byte(`jobs:
+  - name: c
+    schedule: "@hourly"
+    kind: compact
+    args:
+      base: /data
+      loader_job: l
+      sort_by: {requests: [user_id, ts], pageviews: "user, timestamp"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := taskFor(jobs[0], "tributary", "sum.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "--sort-by pageviews=user,timestamp --sort-by requests=user_id,ts"; !strings.Contains(strings.Join(tk.argv, " "), want) {
+		t.Errorf("argv %q lacks %q", tk.argv, want)
 	}
 }

@@ -79,6 +79,17 @@ func taskFor(j Job, exe, summary string) (task, error) {
 		if v, ok := a["target_file_size"]; ok {
 			argv = append(argv, "--target-file-size", fmt.Sprint(v))
 		}
+		if v, ok := a["sort_by"]; ok {
+			m, _ := sortByArg(v)
+			topics := make([]string, 0, len(m))
+			for t := range m {
+				topics = append(topics, t)
+			}
+			sort.Strings(topics)
+			for _, t := range topics {
+				argv = append(argv, "--sort-by", t+"="+strings.Join(m[t], ","))
+			}
+		}
 		if v, ok := a["hdfs_config"]; ok {
 			argv = append(argv, "--hdfs-config", v.(string))
 		}

@@ -33,6 +33,7 @@ type jobsCompactOptions struct {
 	delay         time.Duration
 	codec         string
 	targetSize    string
+	sortBy        []string
 	summary       string
 	logLevel      string
 	hdfsConfig    string
@@ -52,7 +53,8 @@ func newJobsCompactCommand() *cobra.Command {
 			"has committed past the hour's end plus --delay) ready once the audit service proves it complete " +
 			"(--audit-url, --completeness-threshold) or --completeness-timeout passed (ready-incomplete); write each " +
 			"ready hour's Avro files as Parquet into a generation directory and switch to it atomically, merging " +
-			"late files into a new generation. Prints a JSON summary.",
+			"late files into a new generation; with --sort-by, a topic's rows are ordered by its key in each file. " +
+			"Prints a JSON summary.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runJobsCompact(cmd, o) },
 	}
@@ -64,6 +66,7 @@ func newJobsCompactCommand() *cobra.Command {
 	f.DurationVar(&o.delay, "delay", compact.DefaultDelay, "wait past an hour's end for late records")
 	f.StringVar(&o.codec, "codec", compact.DefaultCodec, "Parquet compression: zstd or snappy")
 	f.StringVar(&o.targetSize, "target-file-size", "128MiB", "approximate size of each Parquet file")
+	f.StringArrayVar(&o.sortBy, "sort-by", nil, "TOPIC=COL[,COL...]: order that topic's rows in each Parquet file by these top-level fields, nulls first, e.g. requests=user_id (repeatable); pays where other columns follow the key")
 	f.StringVar(&o.summary, "summary-json", "", "also write the JSON summary to this file")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&o.hdfsConfig, "hdfs-config", "", "properties file with the HDFS client keys of --base (Kerberos: hdfs.authentication.kerberos, connect.hdfs.principal, ...; the loader's file serves)")
@@ -113,6 +116,10 @@ func runJobsCompact(cmd *cobra.Command, o jobsCompactOptions) error {
 	if err != nil || size <= 0 {
 		return fmt.Errorf("--target-file-size %q: want a positive size like 128MiB", o.targetSize)
 	}
+	sortBy, err := compact.ParseSortBy(o.sortBy)
+	if err != nil {
+		return fmt.Errorf("--sort-by: %w", err)
+	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	hdfsOpts, err := readHDFSConfig(o.hdfsConfig)
@@ -144,7 +151,7 @@ func runJobsCompact(cmd *cobra.Command, o jobsCompactOptions) error {
 	}
 	defer closeCatalog()
 	cfg := compact.Config{FS: fsys, Base: base, ClosedThrough: closed, Delay: o.delay, Codec: o.codec,
-		TargetFileSize: size, Logger: logger, Audit: audit, Threshold: o.threshold, Timeout: o.timeout,
+		TargetFileSize: size, SortBy: sortBy, Logger: logger, Audit: audit, Threshold: o.threshold, Timeout: o.timeout,
 		Catalog: catalog}
 	if o.topics != "" {
 		cfg.Topics = strings.Split(o.topics, ",")

@@ -15,10 +15,15 @@ import (
 
 // BenchmarkCompact compacts one hour of Avro (deflate) files of the test
 // schema on the local disk and reports MB/s of Avro in (b.SetBytes) and the
-// size ratio Parquet/Avro. TRIBUTARY_FULL=1 uses a 10x larger hour.
+// size ratio Parquet/Avro; zstd-sorted sorts it by user (Config.SortBy),
+// the cost of the sort buffer. TRIBUTARY_FULL=1 uses a 10x larger hour.
 func BenchmarkCompact(b *testing.B) {
-	for _, codec := range []string{"snappy", "zstd"} {
-		b.Run(codec, func(b *testing.B) {
+	for _, bc := range []struct {
+		name, codec string
+		sortBy      []string
+	}{{"snappy", "snappy", nil}, {"zstd", "zstd", nil}, {"zstd-sorted", "zstd", []string{"user"}}} {
+		codec := bc.codec
+		b.Run(bc.name, func(b *testing.B) {
 			files, perFile := 8, 2000
 			if os.Getenv("TRIBUTARY_FULL") == "1" {
 				files, perFile = 20, 8000
@@ -45,8 +50,11 @@ func BenchmarkCompact(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				c, err := New(Config{FS: fsys, Base: base, Codec: codec,
-					ClosedThrough: func(context.Context) (time.Time, error) { return hour0.Add(24 * time.Hour), nil }})
+				cfg := Config{FS: fsys, Base: base, Codec: codec, ClosedThrough: closedAll}
+				if bc.sortBy != nil {
+					cfg.SortBy = map[string][]string{"pv": bc.sortBy}
+				}
+				c, err := New(cfg)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -77,4 +85,60 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkCompactWide compacts the wide sample's two hours (size_test.go)
+// with zstd, unsorted and sorted by user_id, and reports the CPU time of
+// the runs and the size ratio: what a sort key costs and gains.
+func BenchmarkCompactWide(b *testing.B) {
+	fsys := filesys.Local()
+	tmpl := b.TempDir()
+	s := wideSample(30000)
+	dirs := writeSample(b, fsys, tmpl, s)
+	for _, sortBy := range [][]string{nil, {"user_id"}} {
+		name := "unsorted"
+		if sortBy != nil {
+			name = "sorted"
+		}
+		b.Run(name, func(b *testing.B) {
+			var ratio float64
+			var cpu time.Duration
+			var avroBytes int64
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				base := path.Join(b.TempDir(), fmt.Sprint(i))
+				avroBytes = 0
+				for h, d := range dirs {
+					list, _ := fsys.ReadDir(d)
+					for _, fi := range list {
+						data, _ := filesys.ReadFile(fsys, path.Join(d, fi.Name()))
+						if err := filesys.WriteFile(fsys, path.Join(hours.Dir(base, s.topic, hour0.Add(time.Duration(h)*time.Hour)), fi.Name()), data); err != nil {
+							b.Fatal(err)
+						}
+						avroBytes += fi.Size()
+					}
+				}
+				cfg := Config{FS: fsys, Base: base, ClosedThrough: closedAll}
+				if sortBy != nil {
+					cfg.SortBy = map[string][]string{s.topic: sortBy}
+				}
+				c, err := New(cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.SetBytes(avroBytes)
+				b.StartTimer()
+				c0 := cpuTime()
+				sum, err := c.Run(context.Background())
+				cpu += cpuTime() - c0
+				if err != nil {
+					b.Fatal(err)
+				}
+				ratio = float64(sum.BytesOut) / float64(sum.BytesIn)
+			}
+			b.ReportMetric(ratio, "parquet/avro")
+			b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
+			b.ReportMetric(float64(2*30000)*float64(b.N)/cpu.Seconds(), "records/cpu-s")
+		})
+	}
 }

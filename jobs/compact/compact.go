@@ -68,6 +68,17 @@ type Config struct {
 	// TargetFileSize is the approximate size of each Parquet file; an
 	// hour with more data gets several. Default DefaultTargetFileSize.
 	TargetFileSize int64
+	// SortBy gives topics a sort key (topic -> columns, top-level fields
+	// of the value record): the rows of each of their Parquet files are
+	// ordered by it, nulls first, ties in input order (see doc.go). A key
+	// is a property of the data, so the operator's choice; a column the
+	// hour's schema lacks fails the hour with ErrBadConfig. Topics without
+	// one keep the input order.
+	SortBy map[string][]string
+	// SortBufferBytes bounds the rows held for sorting, estimated as
+	// decoded: a file with more rows holds sorted runs of about this
+	// size. Default DefaultSortBufferBytes.
+	SortBufferBytes int64
 	// Audit gives the audit service's producer and loader counts; a closed
 	// hour becomes ready once they prove it complete (see doc.go). Nil: a
 	// closed hour is ready at once (basis "unaudited").
@@ -112,6 +123,12 @@ func (c Config) Validate() error {
 	if c.TargetFileSize < 0 {
 		errs = append(errs, fmt.Errorf("%w: negative target file size", ErrBadConfig))
 	}
+	if err := validateSortBy(c.SortBy); err != nil {
+		errs = append(errs, err)
+	}
+	if c.SortBufferBytes < 0 {
+		errs = append(errs, fmt.Errorf("%w: negative sort buffer size", ErrBadConfig))
+	}
 	if c.Threshold < 0 || c.Threshold > 1 {
 		errs = append(errs, fmt.Errorf("%w: completeness.threshold %v: want a fraction in (0, 1]", ErrBadConfig, c.Threshold))
 	}
@@ -151,6 +168,10 @@ type Summary struct {
 	Hours         []string `json:"hours,omitempty"`
 	// HoursFailed lists the hours whose compaction failed, with the error.
 	HoursFailed []string `json:"hours_failed,omitempty"`
+	// SortedRuns counts the sorted runs written for topics with a sort
+	// key (Config.SortBy): one per schema group of an hour whose rows fit
+	// the sort buffer, more for bigger ones.
+	SortedRuns int `json:"sorted_runs,omitempty"`
 }
 
 // Compactor runs compactions; one at a time per base (the scheduler's job
@@ -159,6 +180,8 @@ type Compactor struct {
 	cfg   Config
 	log   *slog.Logger
 	steps int
+	// hourErrs are this run's failed hours' errors, which Run's error wraps.
+	hourErrs []error
 }
 
 // New returns a Compactor.
@@ -174,6 +197,9 @@ func New(cfg Config) (*Compactor, error) {
 	}
 	if cfg.TargetFileSize == 0 {
 		cfg.TargetFileSize = DefaultTargetFileSize
+	}
+	if cfg.SortBufferBytes == 0 {
+		cfg.SortBufferBytes = DefaultSortBufferBytes
 	}
 	if cfg.Threshold == 0 {
 		cfg.Threshold = DefaultThreshold
@@ -222,7 +248,7 @@ func (c *Compactor) step(what string) {
 // and recompacts compacted hours with late files.
 func (c *Compactor) Run(ctx context.Context) (Summary, error) {
 	var sum Summary
-	c.steps = 0
+	c.steps, c.hourErrs = 0, nil
 	closed, err := c.cfg.ClosedThrough(ctx)
 	if err != nil {
 		return sum, fmt.Errorf("compact: closed-hour watermark: %w", err)
@@ -247,10 +273,21 @@ func (c *Compactor) Run(ctx context.Context) (Summary, error) {
 		errs = append(errs, "catalog: "+strings.Join(sum.CatalogErrors, "; "))
 	}
 	if len(errs) > 0 {
-		return sum, fmt.Errorf("compact: %s", strings.Join(errs, "; "))
+		return sum, &runError{msg: "compact: " + strings.Join(errs, "; "), errs: c.hourErrs}
 	}
 	return sum, nil
 }
+
+// runError is Run's error: its message lists every failure, and it wraps
+// the failed hours' errors so that a caller can classify them
+// (errors.Is(err, ErrBadConfig) for a sort key the schema lacks).
+type runError struct {
+	msg  string
+	errs []error
+}
+
+func (e *runError) Error() string   { return e.msg }
+func (e *runError) Unwrap() []error { return e.errs }
 
 func (c *Compactor) runTopic(ctx context.Context, topic string, closed time.Time, sum *Summary) error {
 	list, err := hours.List(c.cfg.FS, c.cfg.Base, topic)
@@ -304,6 +341,7 @@ func (c *Compactor) runTopic(ctx context.Context, topic string, closed time.Time
 			// not hold the others back; it stays as it was and the run fails.
 			c.log.Error("compaction of an hour failed; it stays as it was", "hour", h.String(), "err", err)
 			sum.HoursFailed = append(sum.HoursFailed, h.String()+": "+err.Error())
+			c.hourErrs = append(c.hourErrs, fmt.Errorf("%s: %w", h, err))
 		}
 	}
 	return nil
@@ -481,6 +519,7 @@ func (c *Compactor) compactHour(ctx context.Context, h hours.Hour, sum *Summary)
 	// The previous generation's outputs, copied, so the new location
 	// holds the whole hour; their numbers are taken.
 	var outs []hours.File
+	var runs int
 	next := map[uint32]int{}
 	if m != nil {
 		for _, o := range m.Outputs {
@@ -495,10 +534,11 @@ func (c *Compactor) compactHour(ctx context.Context, h hours.Hour, sum *Summary)
 		}
 	}
 	for _, g := range groups {
-		o, err := c.writeGroup(ctx, h, loc, g, next[g[0].file.SchemaID])
+		o, r, err := c.writeGroup(ctx, h, loc, g, next[g[0].file.SchemaID])
 		if err != nil {
 			return err
 		}
+		runs += r
 		next[g[0].file.SchemaID] += len(o)
 		outs = append(outs, o...)
 	}
@@ -559,11 +599,12 @@ func (c *Compactor) compactHour(ctx context.Context, h hours.Hour, sum *Summary)
 	sum.FilesIn += len(ins)
 	sum.FilesOut += len(outs)
 	sum.Records += recs
+	sum.SortedRuns += runs
 	for _, o := range outs {
 		sum.BytesOut += o.Size
 	}
 	sum.Hours = append(sum.Hours, h.String())
-	c.log.Info("compacted hour", "hour", h.String(), "generation", gen, "avro_files", len(ins), "parquet_files", len(outs), "records", recs)
+	c.log.Info("compacted hour", "hour", h.String(), "generation", gen, "avro_files", len(ins), "parquet_files", len(outs), "records", recs, "sorted_runs", runs)
 	return nil
 }
 
@@ -639,11 +680,16 @@ type parquetFile struct {
 }
 
 // writeGroup writes the Parquet files of one schema group into tmp, numbered from seq0,
-// starting a new file when the current one reaches the target size.
-func (c *Compactor) writeGroup(ctx context.Context, h hours.Hour, tmp string, g []*input, seq0 int) ([]hours.File, error) {
+// starting a new file when the current one reaches the target size, and
+// reports how many sorted runs it wrote (0 for a topic without a sort key).
+func (c *Compactor) writeGroup(ctx context.Context, h hours.Hour, tmp string, g []*input, seq0 int) ([]hours.File, int, error) {
 	root, m, err := c.mapping(g[0].schema)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	key, err := c.sortKey(h.Topic, root, g[0].file.SchemaID)
+	if err != nil {
+		return nil, 0, err
 	}
 	jsonSchema := m.jsonSchema(root)
 	var outs []hours.File
@@ -689,51 +735,77 @@ func (c *Compactor) writeGroup(ctx context.Context, h hours.Hour, tmp string, g 
 		cur = nil
 		return nil
 	}
-	for _, in := range g {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		n, err := c.copyRows(path.Join(h.Dir, in.name), func(rec any) error {
-			if cur == nil {
-				if err := open(); err != nil {
-					return err
-				}
-			}
-			if err := cur.pw.Write(rec); err != nil {
+	write := func(rec any) error {
+		if cur == nil {
+			if err := open(); err != nil {
 				return err
 			}
-			cur.rows++
-			// parquet-go buffers rows until its size estimate, which counts
-			// a goavro value's fields as 4 bytes each, reaches pages times
-			// columns: far too many decoded maps at once. Shredding every
-			// flushRows rows bounds the memory (pages stay buffered,
-			// compressed, until a row group is full).
-			if cur.rows%flushRows == 0 {
-				if err := cur.pw.Flush(false); err != nil {
-					return err
-				}
+		}
+		if err := cur.pw.Write(rec); err != nil {
+			return err
+		}
+		cur.rows++
+		// parquet-go buffers rows until its size estimate, which counts
+		// a goavro value's fields as 4 bytes each, reaches pages times
+		// columns: far too many decoded maps at once. Shredding every
+		// flushRows rows bounds the memory (pages stay buffered,
+		// compressed, until a row group is full).
+		if cur.rows%flushRows == 0 {
+			if err := cur.pw.Flush(false); err != nil {
+				return err
 			}
-			// Buffered rows count uncompressed (parquet-go's estimate), so a file
-			// closes at or somewhat below the target.
-			if cur.cw.n+cur.pw.Size+cur.pw.ObjsSize >= c.cfg.TargetFileSize {
-				return closeCur()
+		}
+		// Buffered rows count uncompressed (parquet-go's estimate), so a file
+		// closes at or somewhat below the target.
+		if cur.cw.n+cur.pw.Size+cur.pw.ObjsSize >= c.cfg.TargetFileSize {
+			return closeCur()
+		}
+		return nil
+	}
+	// With a sort key rows go through the sort buffer, which writes them
+	// ordered whenever it is full and once the group's inputs are read.
+	add := write
+	var sorted *sortBuffer
+	if key != nil {
+		sorted = &sortBuffer{key: key, limit: c.cfg.SortBufferBytes}
+		add = func(rec any) error {
+			if sorted.add(rec) {
+				return sorted.flush(write)
 			}
 			return nil
-		})
+		}
+	}
+	for _, in := range g {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+		n, err := c.copyRows(path.Join(h.Dir, in.name), add)
 		if err != nil {
 			if cur != nil {
 				cur.wc.Close()
 			}
-			return nil, fmt.Errorf("%s: %w", in.name, err)
+			return nil, 0, fmt.Errorf("%s: %w", in.name, err)
 		}
 		in.records = n
 	}
-	if cur != nil {
-		if err := closeCur(); err != nil {
-			return nil, err
+	if sorted != nil {
+		if err := sorted.flush(write); err != nil {
+			if cur != nil {
+				cur.wc.Close()
+			}
+			return nil, 0, fmt.Errorf("sorted rows: %w", err)
 		}
 	}
-	return outs, nil
+	if cur != nil {
+		if err := closeCur(); err != nil {
+			return nil, 0, err
+		}
+	}
+	runs := 0
+	if sorted != nil {
+		runs = sorted.runs
+	}
+	return outs, runs, nil
 }
 
 func (c *Compactor) mapping(schema string) (*node, *mapper, error) {

@@ -133,6 +133,9 @@ func writeHours(t testing.TB, fsys filesys.FS, base, topic string, start time.Ti
 	return dirs
 }
 
+// closedAll is a ClosedThrough that closes every hour of the tests.
+func closedAll(context.Context) (time.Time, error) { return hour0.Add(24 * time.Hour), nil }
+
 // writeLoaderCommit writes a loader manifest so that loader.CommittedThrough
 // of job reports watermark (one partition of topic).
 func writeLoaderCommit(t testing.TB, fsys filesys.FS, base, job, topic string, watermark time.Time) {
@@ -188,7 +191,9 @@ func copyOut(t testing.TB, fsys filesys.FS, dir string, names []string, dst stri
 
 // compareScript reads each check's Avro files with fastavro and Parquet
 // files with pyarrow, normalises both to JSON values and reports whether
-// the rows (in order) are equal.
+// the rows (in order, or as multisets for an unordered check) are equal,
+// and, for a check with sorted_by, whether each Parquet file's rows are in
+// non-decreasing order of those columns (nulls first).
 const compareScript = `
 import json, sys, datetime, decimal, base64
 import fastavro, pyarrow.parquet as pq
@@ -227,12 +232,27 @@ def parquet_rows(paths):
         rows.extend(pq.read_table(p).to_pylist(maps_as_pydicts="strict"))
     return rows
 
+def unsorted(paths, cols):
+    for p in paths:
+        rows = pq.read_table(p).to_pylist()
+        keys = [tuple((r[c] is not None, r[c]) for c in cols) for r in rows]
+        for i in range(1, len(keys)):
+            if keys[i] < keys[i - 1]:
+                return "UNSORTED: %s row %d %s after %s" % (p, i, keys[i], keys[i - 1])
+    return None
+
 checks = json.load(open(sys.argv[1]))
 out = {}
 for name, c in checks.items():
     a = [norm(r) for r in avro_rows(c["avro"])]
     p = [norm(r) for r in parquet_rows(c["parquet"])]
-    if a == p:
+    if c.get("unordered"):
+        a.sort(key=lambda r: json.dumps(r, sort_keys=True))
+        p.sort(key=lambda r: json.dumps(r, sort_keys=True))
+    bad = unsorted(c["parquet"], c["sorted_by"]) if c.get("sorted_by") else None
+    if bad:
+        out[name] = bad
+    elif a == p:
         out[name] = "equal %d" % len(a)
     else:
         diff = next((i for i in range(min(len(a), len(p))) if a[i] != p[i]), None)
@@ -244,6 +264,11 @@ print(json.dumps(out))
 type check struct {
 	Avro    []string `json:"avro"`
 	Parquet []string `json:"parquet"`
+	// Unordered compares the rows as multisets (a sorted topic's files).
+	Unordered bool `json:"unordered,omitempty"`
+	// SortedBy, if set, also requires each Parquet file's rows in
+	// non-decreasing order of these columns, nulls first.
+	SortedBy []string `json:"sorted_by,omitempty"`
 }
 
 // comparePython runs compareScript over checks and fails t for any that
@@ -266,7 +291,7 @@ func comparePython(t testing.TB, checks map[string]check) map[string]string {
 	rep := map[string]string{} // content key -> the check compared for it
 	keyOf := map[string]string{}
 	for name, c := range checks {
-		key := digest(c.Avro) + "/" + digest(c.Parquet)
+		key := digest(c.Avro) + "/" + digest(c.Parquet) + fmt.Sprint("/", c.Unordered, c.SortedBy)
 		keyOf[name] = key
 		if r, ok := rep[key]; !ok || name < r {
 			rep[key] = name

@@ -73,8 +73,15 @@ func valuePages(t *layout.Table, info *common.Tag, pageSize int32, codec parquet
 		if t.MaxDefinitionLevel > 0 {
 			raw = appendLevels(raw, t.DefinitionLevels[i:j], t.MaxDefinitionLevel)
 		}
-		raw = append(raw, enc.EncodingValues(vals)...)
-		p := finishPage(t, info, raw, compressPage(raw, codec), j-i, info.Encoding, pageSize, codec, minVal, maxVal, nulls)
+		// A page of nulls only is PLAIN, which holds no values in no bytes:
+		// parquet-go's delta encoders write nothing for none, not even the
+		// header pyarrow and parquet-mr read first ("InitHeader EOF").
+		pageEnc := parquet.Encoding_PLAIN
+		if len(vals) > 0 {
+			pageEnc = info.Encoding
+			raw = append(raw, enc.EncodingValues(vals)...)
+		}
+		p := finishPage(t, info, raw, compressPage(raw, codec), j-i, pageEnc, pageSize, codec, minVal, maxVal, nulls)
 		total += int64(len(p.RawData))
 		pages = append(pages, p)
 		i = j

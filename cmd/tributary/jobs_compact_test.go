@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/linkedin/goavro/v2"
+
+	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/jobs/compact"
+	"github.com/tributary/tributary/jobs/hours"
+	"github.com/tributary/tributary/jobs/hours/rows"
+)
+
+// TestJobsCompactSortBy: `jobs compact --sort-by TOPIC=COL,COL` writes
+// that topic's rows in key order (nulls first, ties in offset order) and
+// another topic's in input order; bad values fail before any work with a
+// one-line error naming the flag.
+func TestJobsCompactSortBy(t *testing.T) {
+	const sch = `{"type": "record", "name": "V", "fields": [
+	  {"name": "user", "type": ["null", "string"]}, {"name": "n", "type": "long"}]}`
+	codec, err := goavro.NewCodec(sch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, base := filesys.Local(), t.TempDir()
+	hour := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	users := []any{goavro.Union("string", "c"), nil, goavro.Union("string", "a"), goavro.Union("string", "c"), goavro.Union("string", "b"), nil}
+	for _, topic := range []string{"views", "clicks"} {
+		var recs []any
+		for i, u := range users {
+			recs = append(recs, map[string]any{"user": u, "n": int64(i)})
+		}
+		var buf bytes.Buffer
+		w, err := goavro.NewOCFWriter(goavro.OCFConfig{W: &buf, Codec: codec, CompressionName: goavro.CompressionDeflateLabel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Append(recs); err != nil {
+			t.Fatal(err)
+		}
+		name := hours.LoaderFile{Topic: topic, Partition: 0, First: 0, Last: int64(len(recs) - 1), SchemaID: 1, Format: hours.Avro}.Name()
+		if err := filesys.WriteFile(fsys, path.Join(hours.Dir(base, topic, hour), name), buf.Bytes()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closed := hour.Add(2 * time.Hour).Format(time.RFC3339)
+	for _, c := range []struct{ flag, want string }{
+		{"views", `--sort-by: compact: invalid configuration: sort key "views": want TOPIC=COL[,COL...]`},
+		{"views=", `want TOPIC=COL[,COL...]`},
+		{"views=user name", `--sort-by: compact: invalid configuration: sort key of topic "views": column "user name" is not a field name`},
+		{"views=n,n", `column "n" given twice`},
+	} {
+		res := runCLI(t, 30*time.Second, "", "jobs", "compact", "--base", base, "--closed-through", closed, "--log-level", "error", "--sort-by", c.flag)
+		if res.err == nil || !strings.Contains(res.err.Error(), c.want) || strings.Contains(res.err.Error(), "\n") || res.stdout != "" {
+			t.Errorf("--sort-by %q: error %v, stdout %q: want one line with %q and no output", c.flag, res.err, res.stdout, c.want)
+		}
+	}
+	res := runCLI(t, 30*time.Second, "", "jobs", "compact", "--base", base, "--closed-through", closed, "--log-level", "error",
+		"--sort-by", "views=user,n", "--sort-by", "orders=id")
+	if res.err != nil {
+		t.Fatalf("jobs compact --sort-by: %v\n%s", res.err, res.stderr)
+	}
+	var sum compact.Summary
+	if err := json.Unmarshal([]byte(strings.TrimSpace(res.stdout)), &sum); err != nil {
+		t.Fatalf("summary %q: %v", res.stdout, err)
+	}
+	if sum.HoursCompacted != 2 || sum.SortedRuns != 1 {
+		t.Errorf("summary %+v: want 2 hours compacted, 1 of them (views) sorted", sum)
+	}
+	order := func(topic string) []int64 {
+		files, err := hours.TopicData(fsys, base, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ns []int64
+		for _, d := range files {
+			if d.Format != hours.Parquet {
+				t.Fatalf("%s is not Parquet", d.Path())
+			}
+			if _, err := rows.Read(fsys, d, func(rec map[string]any) error { ns = append(ns, rec["n"].(int64)); return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return ns
+	}
+	// Nulls (1, 5), then a (2), b (4), c (0, 3).
+	if got, want := order("views"), []int64{1, 5, 2, 4, 0, 3}; !slices.Equal(got, want) {
+		t.Errorf("views rows by n: %v, want %v (sorted by user, n)", got, want)
+	}
+	if got, want := order("clicks"), []int64{0, 1, 2, 3, 4, 5}; !slices.Equal(got, want) {
+		t.Errorf("clicks rows by n: %v, want the input order %v", got, want)
+	}
+}
