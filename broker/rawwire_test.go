@@ -3,7 +3,6 @@ package broker
 import (
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"io"
 	"net"
 	"testing"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/internal/kafkatest"
 )
 
 // rawConn is a bare Kafka connection for hand-made requests.
@@ -103,33 +104,7 @@ func (c *rawConn) expectClosed() {
 }
 
 // makeBatch builds a valid magic-2 batch of records with the given values.
-func makeBatch(ts int64, pid int64, epoch int16, seq int32, values ...string) []byte {
-	var recs []byte
-	for i, v := range values {
-		r := kmsg.NewRecord()
-		r.OffsetDelta = int32(i)
-		r.TimestampDelta64 = int64(i)
-		r.Key = []byte("k")
-		r.Value = []byte(v)
-		recs = r.AppendTo(recs)
-	}
-	b := kmsg.RecordBatch{
-		PartitionLeaderEpoch: -1,
-		Magic:                2,
-		LastOffsetDelta:      int32(len(values) - 1),
-		FirstTimestamp:       ts,
-		MaxTimestamp:         ts + int64(len(values)-1),
-		ProducerID:           pid,
-		ProducerEpoch:        epoch,
-		FirstSequence:        seq,
-		NumRecords:           int32(len(values)),
-		Records:              recs,
-	}
-	out := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-12))
-	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
-	return out
-}
+var makeBatch = kafkatest.Batch
 
 func produceRequest(version int16, acks int16, topic string, partition int32, records []byte) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
