@@ -196,11 +196,14 @@ func TestFailoverToNextReplica(t *testing.T) {
 		}
 		e.crash(t, ms[1])
 		for _, m := range []*Member{ms[0], ms[2]} {
-			// The cache reads each state node on its own watch event: wait
-			// until every partition shows the controller's write.
+			// The cache reads each state node and the broker registrations
+			// on their own watch events: wait until every partition shows
+			// the controller's write and broker 2 gone.
 			snap = await(t, m, "broker 2's partitions fail over", func(s Snapshot) bool {
 				return leadersAre("pairs", []int32{1, 1, 3, 1, 1, 3})(s) &&
-					!slices.ContainsFunc(s.Topics["pairs"].Partitions, func(p Partition) bool { return p.LeaderEpoch != 1 })
+					!slices.ContainsFunc(s.Topics["pairs"].Partitions, func(p Partition) bool {
+						return p.LeaderEpoch != 1 || !slices.Equal(p.OfflineReplicas, []int32{2})
+					})
 			})
 			for _, p := range snap.Topics["pairs"].Partitions {
 				if !slices.Equal(p.ISR, []int32{p.Leader}) || p.LeaderEpoch != 1 || !slices.Equal(p.OfflineReplicas, []int32{2}) {
