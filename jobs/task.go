@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -54,12 +55,7 @@ func taskFor(j Job, exe, summary string) (task, error) {
 		}
 		if v, ok := a["env"]; ok {
 			m, _ := stringMap(v)
-			keys := make([]string, 0, len(m))
-			for k := range m {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
 				t.env = append(t.env, k+"="+m[k])
 			}
 		}
@@ -81,12 +77,7 @@ func taskFor(j Job, exe, summary string) (task, error) {
 		}
 		if v, ok := a["sort_by"]; ok {
 			m, _ := sortByArg(v)
-			topics := make([]string, 0, len(m))
-			for t := range m {
-				topics = append(topics, t)
-			}
-			sort.Strings(topics)
-			for _, t := range topics {
+			for _, t := range slices.Sorted(maps.Keys(m)) {
 				argv = append(argv, "--sort-by", t+"="+strings.Join(m[t], ","))
 			}
 		}
@@ -117,12 +108,7 @@ func taskFor(j Job, exe, summary string) (task, error) {
 		}
 		if v, ok := a["topics"]; ok {
 			m, _ := stringMap(v)
-			keys := make([]string, 0, len(m))
-			for k := range m {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
 				argv = append(argv, "--topic-age", k+"="+m[k])
 			}
 		}

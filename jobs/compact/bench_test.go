@@ -50,21 +50,8 @@ func BenchmarkCompact(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				cfg := Config{FS: fsys, Base: base, Codec: codec, ClosedThrough: closedAll}
-				if bc.sortBy != nil {
-					cfg.SortBy = map[string][]string{"pv": bc.sortBy}
-				}
-				c, err := New(cfg)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-				c0 := cpuTime()
-				sum, err := c.Run(context.Background())
-				cpu += cpuTime() - c0
-				if err != nil {
-					b.Fatal(err)
-				}
+				sum, used := timedRun(b, Config{FS: fsys, Base: base, Codec: codec, ClosedThrough: closedAll}, "pv", bc.sortBy)
+				cpu += used
 				if sum.HoursCompacted != 1 {
 					b.Fatalf("summary %+v", sum)
 				}
@@ -78,6 +65,28 @@ func BenchmarkCompact(b *testing.B) {
 			b.ReportMetric(float64(files*perFile)*float64(b.N)/cpu.Seconds(), "records/cpu-s")
 		})
 	}
+}
+
+// timedRun makes a Compactor of cfg (topic sorted by sortBy unless nil),
+// starts the timer and runs it once, returning its summary and the CPU
+// time the run took. The timer is stopped on entry.
+func timedRun(b *testing.B, cfg Config, topic string, sortBy []string) (Summary, time.Duration) {
+	b.Helper()
+	if sortBy != nil {
+		cfg.SortBy = map[string][]string{topic: sortBy}
+	}
+	c, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.StartTimer()
+	c0 := cpuTime()
+	sum, err := c.Run(context.Background())
+	used := cpuTime() - c0
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sum, used
 }
 
 // cpuTime is the user plus system CPU time of this process so far.
@@ -118,22 +127,9 @@ func BenchmarkCompactWide(b *testing.B) {
 						avroBytes += fi.Size()
 					}
 				}
-				cfg := Config{FS: fsys, Base: base, ClosedThrough: closedAll}
-				if sortBy != nil {
-					cfg.SortBy = map[string][]string{s.topic: sortBy}
-				}
-				c, err := New(cfg)
-				if err != nil {
-					b.Fatal(err)
-				}
 				b.SetBytes(avroBytes)
-				b.StartTimer()
-				c0 := cpuTime()
-				sum, err := c.Run(context.Background())
-				cpu += cpuTime() - c0
-				if err != nil {
-					b.Fatal(err)
-				}
+				sum, used := timedRun(b, Config{FS: fsys, Base: base, ClosedThrough: closedAll}, s.topic, sortBy)
+				cpu += used
 				ratio = float64(sum.BytesOut) / float64(sum.BytesIn)
 			}
 			b.ReportMetric(ratio, "parquet/avro")
