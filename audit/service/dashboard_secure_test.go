@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,25 @@ func TestDashboardBehindBasicAuthOverTLS(t *testing.T) {
 	}
 	if got.Points != 6 {
 		t.Fatalf("after login: %+v; want the chart's 6 points", got)
+	}
+
+	// A user who opens https://viewer:PASSWORD@host/: the browser logs in
+	// with the URL's credentials, and the page's own requests must work
+	// too (fetch refuses a URL with credentials, as a relative URL resolved
+	// against this page's would be) and be authenticated.
+	inURL := newBrowser(t, ctx, bin, pin)
+	u := url.URL{Scheme: "https", Host: srv.Addr(), Path: "/", User: url.UserPassword("viewer", securetest.Password("viewer"))}
+	if err := chromedp.Do(inURL,
+		chromedp.Navigate(u.String()),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-loaded="true"], #summary .error`)),
+	); err != nil {
+		t.Fatalf("chromium, credentials in the URL: %v", err)
+	}
+	got, err = chromedp.Run(inURL, chromedp.Evaluate[page](read))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Loaded != "true" || got.Points != 6 {
+		t.Fatalf("credentials in the URL: %+v; want the chart's 6 points", got)
 	}
 }
