@@ -177,6 +177,19 @@ for name, info, call in [("anonymous", "x:y", lambda c: c.get_subjects()),
         out[name] = "allowed"
     except SchemaRegistryError as e:
         out[name] = e.error_code
+# A compatibility check against a subject that does not exist: Confluent
+# 7.x answers compatible for latest and for all versions, 40402 for a
+# numbered version.
+r = client("reader:reader-pw")
+new = Schema(schema, "AVRO")
+out["compat_missing"] = [r.test_compatibility("nosuch-value", new),
+                         r.test_compatibility("nosuch-value", new, verbose=True),
+                         r.test_compatibility_all_versions("nosuch-value", new)]
+try:
+    r.test_compatibility("nosuch-value", new, version=1)
+    out["compat_missing_v1"] = "compatible"
+except SchemaRegistryError as e:
+    out["compat_missing_v1"] = [e.http_status_code, e.error_code, e.error_message]
 print(json.dumps(out))
 `
 		cmd := exec.CommandContext(ctx, py, "-c", script, p.url, f.CAPEM, secureSchema)
@@ -194,6 +207,8 @@ print(json.dumps(out))
 			Latest         int    `json:"latest"`
 			Anonymous      any    `json:"anonymous"`
 			ReaderRegister any    `json:"reader_register"`
+			CompatMissing  []bool `json:"compat_missing"`
+			CompatV1       any    `json:"compat_missing_v1"`
 		}
 		if err := json.Unmarshal(raw, &out); err != nil {
 			t.Fatalf("python output %q: %v", raw, err)
@@ -203,6 +218,12 @@ print(json.dumps(out))
 		}
 		if out.Anonymous != float64(40101) || out.ReaderRegister != float64(40301) {
 			t.Errorf("python client refusals: wrong credentials %v, reader registering %v; want 40101, 40301", out.Anonymous, out.ReaderRegister)
+		}
+		if fmt.Sprint(out.CompatMissing) != "[true true true]" {
+			t.Errorf("python client test_compatibility (latest, latest verbose, all versions) on a missing subject: %v, want all true", out.CompatMissing)
+		}
+		if fmt.Sprint(out.CompatV1) != "[404 40402 Version 1 not found.]" {
+			t.Errorf("python client test_compatibility version 1 on a missing subject: %v, want [404 40402 Version 1 not found.]", out.CompatV1)
 		}
 	})
 }

@@ -46,3 +46,14 @@ func ErrorCode(err error) (code, status int) {
 	}
 	return 50001, http.StatusInternalServerError
 }
+
+// confluentError is an error whose text is the message Confluent Schema
+// Registry gives for it, word for word (clients show it to users); it
+// wraps the sentinel that picks its code and status.
+type confluentError struct {
+	sentinel error
+	message  string
+}
+
+func (e confluentError) Error() string { return e.message }
+func (e confluentError) Unwrap() error { return e.sentinel }

@@ -12,6 +12,17 @@
 // 40401..40409, 409, 42201..42207 and 50001 and their HTTP statuses (the
 // table is in apierror.go). Only AVRO schemas are accepted.
 //
+// Compatibility checks answer as Confluent 7.x does:
+// POST /compatibility/subjects/{s}/versions/{v|latest} tests against that
+// one live version (latest: the newest, whatever the level's _TRANSITIVE),
+// POST /compatibility/subjects/{s}/versions against every version the level
+// names, as a registration would. A subject without live versions (never
+// registered, or all soft-deleted) is compatible with latest and with all
+// (Confluent 5.x answered 40401; 7.x changed it on purpose), and has no
+// version N: 404 40402 "Version N not found.". ?verbose=true adds
+// "messages" (the problems found) and answers a schema that does not parse
+// with is_compatible false and the parse error instead of 42201.
+//
 // Schema references: a schema may use the named types of other subjects'
 // versions, listed as Confluent's "references" [{name, subject, version}]
 // (version -1 means the latest, stored as its number). The referenced types

@@ -56,6 +56,7 @@ func (r *Registry) Handler() http.Handler {
 	h("GET /subjects/{subject}/versions/{version}/schema", r.getRawVersion)
 	h("GET /subjects/{subject}/versions/{version}/referencedby", r.getReferencedBy)
 	h("DELETE /subjects/{subject}/versions/{version}", r.deleteVersion)
+	h("POST /compatibility/subjects/{subject}/versions", r.postCompatibility)
 	h("POST /compatibility/subjects/{subject}/versions/{version}", r.postCompatibility)
 	h("GET /config", r.getConfig)
 	h("PUT /config", r.putConfig)
@@ -358,12 +359,24 @@ func (r *Registry) postCompatibility(_ http.ResponseWriter, req *http.Request) (
 	if err := decodeBody(req, &body); err != nil {
 		return nil, err
 	}
-	problems, err := r.CheckCompatibility(req.Context(), req.PathValue("subject"), req.PathValue("version"), body)
+	var problems []string
+	var err error
+	if version := req.PathValue("version"); version != "" {
+		problems, err = r.CheckCompatibility(req.Context(), req.PathValue("subject"), version, body)
+	} else {
+		problems, err = r.CheckCompatibilityAll(req.Context(), req.PathValue("subject"), body)
+	}
+	verbose := flag(req, "verbose")
+	if verbose && errors.Is(err, ErrInvalidSchema) {
+		// Confluent's verbose answer to a schema it cannot parse: not
+		// compatible, and why.
+		problems, err = []string{err.Error()}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	res := CompatibilityResult{IsCompatible: len(problems) == 0}
-	if flag(req, "verbose") {
+	if verbose {
 		res.Messages = append([]string{}, problems...)
 	}
 	return res, nil

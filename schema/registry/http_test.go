@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -181,8 +182,8 @@ func testREST(t *testing.T, store Store) {
 		t.Fatalf("verbose compatibility: %s", r.body)
 	}
 	expect(t, call(t, srv, "POST", "/compatibility/subjects/brand-new/versions/latest", schemaBody(userBad)), 200, map[string]any{"is_compatible": true})
-	expectError(t, call(t, srv, "POST", "/compatibility/subjects/users-value/versions/7", schemaBody(userV2)), 404, 40402, "version not found")
-	expectError(t, call(t, srv, "POST", "/compatibility/subjects/brand-new/versions/1", schemaBody(userV2)), 404, 40401, "subject not found")
+	expectError(t, call(t, srv, "POST", "/compatibility/subjects/users-value/versions/7", schemaBody(userV2)), 404, 40402, "Version 7 not found.")
+	expectError(t, call(t, srv, "POST", "/compatibility/subjects/brand-new/versions/1", schemaBody(userV2)), 404, 40402, "Version 1 not found.")
 	expectError(t, call(t, srv, "POST", "/compatibility/subjects/users-value/versions/latest", schemaBody(`nope`)), 422, 42201, "invalid schema")
 
 	// Config.
@@ -230,6 +231,66 @@ func testREST(t *testing.T, store Store) {
 }
 
 func (r apiResponse) String() string { return string(r.body) }
+
+// TestCompatibilityMissingSubject: what Confluent Schema Registry 7.x
+// answers a compatibility check against a subject without live versions
+// (its CompatibilityResource, and RestApiTest.testCompatibilityNonExistentSubject;
+// 5.x answered 40401, changed on purpose): "latest" and the all-versions
+// form of 7.x are compatible, verbose or not (nothing to break); a
+// numbered version is 404 40402 "Version N not found."; a schema that
+// does not parse is still refused (42201), or reported under verbose.
+func TestCompatibilityMissingSubject(t *testing.T) {
+	forEachStore(t, func(t *testing.T, store Store) {
+		srv := newServer(t, store)
+		// gone-value had versions; all are soft-deleted.
+		expect(t, call(t, srv, "POST", "/subjects/gone-value/versions", schemaBody(userV1)), 200, map[string]int{"id": 1})
+		expect(t, call(t, srv, "DELETE", "/subjects/gone-value", nil), 200, []int{1})
+		for _, subject := range []string{"brand-new", "gone-value"} {
+			base := "/compatibility/subjects/" + subject + "/versions"
+			for _, path := range []string{base + "/latest", base + "/-1", base, base + "/latest?verbose=false", base + "?verbose=False"} {
+				expect(t, call(t, srv, "POST", path, schemaBody(userBad)), 200, map[string]any{"is_compatible": true})
+			}
+			for _, path := range []string{base + "/latest?verbose=true", base + "?verbose=True"} {
+				expect(t, call(t, srv, "POST", path, schemaBody(userBad)), 200, map[string]any{"is_compatible": true})
+			}
+			for _, path := range []string{base + "/1", base + "/1?verbose=true"} {
+				r := call(t, srv, "POST", path, schemaBody(userV1))
+				expect(t, r, 404, map[string]any{"error_code": 40402, "message": "Version 1 not found."})
+			}
+			for _, path := range []string{base + "/latest", base} {
+				expectError(t, call(t, srv, "POST", path, schemaBody(`{"type":"recrd"}`)), 422, 42201, "invalid schema")
+				r := call(t, srv, "POST", path+"?verbose=true", schemaBody(`{"type":"recrd"}`))
+				m, _ := r.json(t).(map[string]any)
+				if msgs, _ := m["messages"].([]any); r.status != 200 || m["is_compatible"] != false || len(msgs) != 1 || !strings.Contains(fmt.Sprint(msgs[0]), "invalid schema") {
+					t.Fatalf("POST %s?verbose=true, an invalid schema: HTTP %d %s; want 200, not compatible, the parse error", path, r.status, r.body)
+				}
+			}
+		}
+	})
+}
+
+// TestCompatibilityLatestAndAll: .../versions/latest checks against the
+// newest live version alone (Confluent 7.x passes that one version to its
+// checker, whatever the level), .../versions against what the level
+// names, as a registration does. Under BACKWARD_TRANSITIVE a schema that
+// reads the newest version's data but not the first's is compatible with
+// latest and not with all.
+func TestCompatibilityLatestAndAll(t *testing.T) {
+	srv := newServer(t, newMemStore(t))
+	expect(t, call(t, srv, "PUT", "/config/u", map[string]any{"compatibility": "BACKWARD_TRANSITIVE"}), 200, map[string]any{"compatibility": "BACKWARD_TRANSITIVE"})
+	expect(t, call(t, srv, "POST", "/subjects/u/versions", schemaBody(userV1)), 200, map[string]int{"id": 1})
+	expect(t, call(t, srv, "POST", "/subjects/u/versions", schemaBody(userV2)), 200, map[string]int{"id": 2})
+	// email without a default: reads version 2's data, not version 1's.
+	v3 := `{"type":"record","name":"User","namespace":"ex","fields":[{"name":"id","type":"long"},{"name":"email","type":"string"}]}`
+	expect(t, call(t, srv, "POST", "/compatibility/subjects/u/versions/latest", schemaBody(v3)), 200, map[string]any{"is_compatible": true})
+	expect(t, call(t, srv, "POST", "/compatibility/subjects/u/versions/2", schemaBody(v3)), 200, map[string]any{"is_compatible": true})
+	expect(t, call(t, srv, "POST", "/compatibility/subjects/u/versions/1", schemaBody(v3)), 200, map[string]any{"is_compatible": false})
+	r := call(t, srv, "POST", "/compatibility/subjects/u/versions?verbose=true", schemaBody(v3))
+	m, _ := r.json(t).(map[string]any)
+	if msgs, _ := m["messages"].([]any); r.status != 200 || m["is_compatible"] != false || len(msgs) != 1 || !strings.Contains(fmt.Sprint(msgs[0]), "version 1") {
+		t.Fatalf("all versions, verbose: HTTP %d %s; want not compatible, with version 1's problem", r.status, r.body)
+	}
+}
 
 func TestRESTContentTypes(t *testing.T) {
 	srv := newServer(t, newMemStore(t))

@@ -208,14 +208,55 @@ func (r *Registry) check(ctx context.Context, s *avro.Schema, live []VersionReco
 	return problems, nil
 }
 
-// CheckCompatibility tests a schema against one version of the subject
-// ("latest" checks as registration would) and returns the problems found.
+// CheckCompatibility tests a schema as Confluent Schema Registry 7.x
+// answers POST /compatibility/subjects/{subject}/versions/{version}:
+// against that one live version ("latest": the newest), under the
+// subject's level. A subject without live versions is compatible with
+// "latest" (there is nothing to break; Confluent 5.x answered 40401, 7.x
+// answers this on purpose) and has no version n: ErrVersionNotFound
+// (40402, "Version n not found."), as for a version the subject lacks.
 func (r *Registry) CheckCompatibility(ctx context.Context, subject, version string, in SchemaInput) ([]string, error) {
-	s, _, err := r.parseInput(ctx, in)
+	n, latest, err := parseVersion(version)
 	if err != nil {
 		return nil, err
 	}
-	n, latest, err := parseVersion(version)
+	live, err := r.versions(ctx, subject, false)
+	if err != nil && !errors.Is(err, ErrSubjectNotFound) {
+		return nil, err
+	}
+	var against []VersionRecord
+	switch {
+	case latest && len(live) > 0:
+		against = live[len(live)-1:]
+	case !latest:
+		for _, v := range live {
+			if v.Version == n {
+				against = []VersionRecord{v}
+			}
+		}
+		if against == nil {
+			return nil, confluentError{ErrVersionNotFound, fmt.Sprintf("Version %d not found.", n)}
+		}
+	}
+	return r.checkAgainst(ctx, subject, in, against)
+}
+
+// CheckCompatibilityAll tests a schema as a registration would: against
+// the live versions the subject's level names (POST
+// /compatibility/subjects/{subject}/versions, Confluent 7.x). A subject
+// without live versions is compatible.
+func (r *Registry) CheckCompatibilityAll(ctx context.Context, subject string, in SchemaInput) ([]string, error) {
+	live, err := r.versions(ctx, subject, false)
+	if err != nil && !errors.Is(err, ErrSubjectNotFound) {
+		return nil, err
+	}
+	return r.checkAgainst(ctx, subject, in, live)
+}
+
+// checkAgainst parses the schema (even when there is nothing to check it
+// against: an invalid schema is refused) and checks it against versions.
+func (r *Registry) checkAgainst(ctx context.Context, subject string, in SchemaInput, versions []VersionRecord) ([]string, error) {
+	s, _, err := r.parseInput(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -223,22 +264,7 @@ func (r *Registry) CheckCompatibility(ctx context.Context, subject, version stri
 	if err != nil {
 		return nil, err
 	}
-	live, err := r.versions(ctx, subject, false)
-	if latest && errors.Is(err, ErrSubjectNotFound) {
-		return nil, nil // the first schema of a subject is compatible
-	}
-	if err != nil {
-		return nil, err
-	}
-	if latest {
-		return r.check(ctx, s, live, level)
-	}
-	for _, v := range live {
-		if v.Version == n {
-			return r.check(ctx, s, []VersionRecord{v}, level)
-		}
-	}
-	return nil, fmt.Errorf("%w: %q version %d", ErrVersionNotFound, subject, n)
+	return r.check(ctx, s, versions, level)
 }
 
 // parseVersion reads a version path element: "latest" or -1, or 1..MaxInt32.
