@@ -11,7 +11,8 @@ func recordOf(fields string) string {
 }
 
 // TestLevelsMatrix registers a history with NONE, sets a level and
-// registers one more schema; each level must accept or refuse it.
+// registers one more schema; each level must accept or refuse it, and the
+// all-versions compatibility check must agree.
 func TestLevelsMatrix(t *testing.T) {
 	var (
 		a  = recordOf(`{"name":"a","type":"int"}`)
@@ -73,10 +74,12 @@ func TestLevelsMatrix(t *testing.T) {
 				}
 			}
 			must(t, reg.store.SetCompatibility(ctx, "s", tc.level))
-			problems, err := reg.CheckCompatibility(ctx, "s", "latest", SchemaInput{Schema: tc.next, SchemaType: "AVRO"})
+			// The all-versions check is the registration's; latest
+			// checks the newest live version alone.
+			problems, err := reg.CheckCompatibilityAll(ctx, "s", SchemaInput{Schema: tc.next, SchemaType: "AVRO"})
 			must(t, err)
 			if (len(problems) == 0) != tc.ok {
-				t.Fatalf("compatibility endpoint: problems %q, want ok=%v", problems, tc.ok)
+				t.Fatalf("compatibility endpoint, all versions: problems %q, want ok=%v", problems, tc.ok)
 			}
 			_, err = reg.Register(ctx, "s", SchemaInput{Schema: tc.next}, false)
 			if tc.ok && err != nil {
