@@ -51,6 +51,14 @@
 //	GET /                                              the dashboard (one self-contained HTML page)
 //	GET /healthz                                       "ok", without authentication
 //
+// The dashboard plots each downstream tier's completeness per window from
+// the windows API: closed windows on a solid line, open ones (closed:
+// false, still counting, so "nothing loaded yet" reads 0%) as hollow
+// points on dashed steps; the y-axis runs from 0% in round steps (25% up
+// to 100%, wider above). Its requests are built from location.origin, so
+// a page opened as https://user:password@host/ works and its requests
+// carry the credentials the browser logged in with.
+//
 // With Config.Security the listener serves HTTPS and/or requires basic
 // authentication; every path but /healthz needs the Read permission (a
 // viewer role).
