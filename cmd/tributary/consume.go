@@ -38,7 +38,8 @@ func newConsumeCommand() *cobra.Command {
 		Short: "Print a topic's records, one value per line (like kafka-console-consumer)",
 		Long: "Consume prints record values one per line. It stops after --max-messages records, or\n" +
 			"when --timeout-ms passes with no new record (exit status 0 in both cases), or on SIGINT.\n" +
-			"Without --partition it reads every partition of the topic, without a consumer group.",
+			"Without --partition it reads every partition of the topic, without a consumer group.\n" +
+			"It fails at once (within --request-timeout) when no broker answers or the topic does not exist.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext(cmd)

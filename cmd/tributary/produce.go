@@ -43,7 +43,9 @@ func newProduceCommand() *cobra.Command {
 		Short: "Produce one record per line of standard input (like kafka-console-producer)",
 		Long: "Produce reads standard input and sends one record per line. With --key-separator, the\n" +
 			"text before the first separator is the key and the rest the value. It flushes at end of\n" +
-			"input and exits non-zero if any record was not acknowledged.",
+			"input and exits non-zero if any record was not acknowledged. Before reading, it fails (within\n" +
+			"--request-timeout) when no broker answers, or the topic does not exist and the brokers do not\n" +
+			"create topics on first use (auto.create.topics.enable).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext(cmd)
