@@ -219,11 +219,12 @@ func readFrame(r io.Reader, size int) ([]byte, error) {
 	return frame, nil
 }
 
-// startResources logs the descriptor budget and starts the loop that takes
+// startResources logs the descriptor budget (at debug: every broker of a
+// dev cluster or pipeline would print it at start) and starts the loop that takes
 // back used reserve descriptors.
 func (b *Broker) startResources() {
 	bd := b.res.budget
-	b.logger.Info("descriptor budget", "RLIMIT_NOFILE", bd.limit, "log.max.open.files", bd.files,
+	b.logger.Debug("descriptor budget", "RLIMIT_NOFILE", bd.limit, "log.max.open.files", bd.files,
 		"max.connections", bd.conns, "log.descriptor.reserve", bd.logReserve, "unplanned_reserve", bd.reserve)
 	b.wg.Add(1)
 	go func() {

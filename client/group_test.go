@@ -18,7 +18,7 @@ import (
 )
 
 // newGroupMember joins a group on ce with one topic and n streams; it is
-// closed at test end.
+// closed at test end. cfg.Logger defaults to the test's log at warn.
 func newGroupMember(t *testing.T, ce *coordEnv, cluster *brokertest.Cluster, cfg GroupConfig, topic string, n int) (*GroupConsumer, []*Stream) {
 	t.Helper()
 	cfg.Brokers = cluster.Addrs()
@@ -26,7 +26,9 @@ func newGroupMember(t *testing.T, ce *coordEnv, cluster *brokertest.Cluster, cfg
 	if cfg.RebalanceBackoff == 0 {
 		cfg.RebalanceBackoff = 100 * time.Millisecond
 	}
-	cfg.Logger = testenv.Logger(t, slog.LevelWarn)
+	if cfg.Logger == nil {
+		cfg.Logger = testenv.Logger(t, slog.LevelWarn)
+	}
 	ctx := testContext(t, time.Minute)
 	g, err := NewGroupConsumer(ctx, cfg)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -256,7 +257,8 @@ func (g *GroupConsumer) claim(ctx context.Context, sess coord.Session, mine []to
 
 // releaseAll deletes the owner nodes this member created. It checks each
 // node is still this session's before deleting, so that it never removes
-// another member's claim.
+// another member's claim. A release that ctx cut short is no warning: ctx
+// ends only with Close, whose closing of the session removes the nodes.
 func (g *GroupConsumer) releaseAll(ctx context.Context) {
 	g.commitMu.Lock()
 	g.mu.Lock()
@@ -270,7 +272,11 @@ func (g *GroupConsumer) releaseAll(ctx context.Context) {
 			err = sess.Delete(ctx, path, st.Version)
 		}
 		if err != nil && !errors.Is(err, coord.ErrNoNode) {
-			g.logger.Warn("releasing partition failed", "path", path, "err", err)
+			level := slog.LevelWarn
+			if ctx.Err() != nil {
+				level = slog.LevelDebug
+			}
+			g.logger.Log(context.Background(), level, "releasing partition failed", "path", path, "err", err)
 		}
 	}
 }

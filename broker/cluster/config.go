@@ -56,7 +56,9 @@ type Config struct {
 	// Rack is broker.rack; empty means none (the field is then omitted).
 	Rack string
 	// Logger receives membership, election and controller messages; nil
-	// discards them.
+	// discards them. It is the broker's own logger, which names the broker
+	// where the process runs several (a dev cluster): the member adds no
+	// broker attribute of its own, or every line would carry it twice.
 	Logger *slog.Logger
 	// Now stamps the registration and controller nodes; default time.Now.
 	Now func() time.Time

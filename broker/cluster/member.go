@@ -55,7 +55,7 @@ func Join(ctx context.Context, connect SessionFactory, cfg Config) (*Member, err
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := cfg.logger().With("broker", cfg.BrokerID)
+	log := cfg.logger()
 	s, err := connect(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: broker %d: connect: %w", cfg.BrokerID, err)

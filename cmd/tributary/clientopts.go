@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"strconv"
@@ -30,12 +31,28 @@ var (
 	errTopicMissing = errors.New("topic does not exist")
 	// errRecordsFailed is returned when some produced records were not acknowledged.
 	errRecordsFailed = errors.New("records failed")
+	// errUnreachable is returned when no bootstrap broker answered.
+	errUnreachable = errors.New("cannot connect to the brokers")
 )
 
 // badFlag builds the one-line error for a flag whose value is wrong, naming
 // the flag so that the user knows what to fix.
 func badFlag(name, value, why string) error {
 	return fmt.Errorf("%w: --%s %q: %s", errBadFlag, name, value, why)
+}
+
+// missingFlag is the error of a required flag not given; it names the flag
+// only, never the placeholder its variable holds.
+func missingFlag(name, want string) error {
+	return fmt.Errorf("%w: --%s is required (%s)", errBadFlag, name, want)
+}
+
+// requireFlag is missingFlag unless fs has flag name set on the command line.
+func requireFlag(fs *pflag.FlagSet, name, want string) error {
+	if fs.Changed(name) {
+		return nil
+	}
+	return missingFlag(name, want)
 }
 
 // clientOptions are the connection flags every client-side command shares.
@@ -57,12 +74,12 @@ const defaultRequestTimeout = 30 * time.Second
 
 func (o *clientOptions) addFlags(fs *pflag.FlagSet) {
 	o.fs = fs
-	fs.StringVar(&o.bootstrap, "bootstrap", "", "comma-separated broker addresses HOST:PORT (required unless --command-config gives bootstrap.servers)")
+	fs.StringVar(&o.bootstrap, "bootstrap", "", "comma-separated broker addresses HOST:PORT, also spelt --bootstrap-server (required unless --command-config gives bootstrap.servers)")
 	fs.StringVar(&o.clientID, "client-id", "tributary-cli", "client.id sent to the broker")
 	fs.StringVar(&o.commandConfig, "command-config", "",
 		"Kafka client properties FILE: security.protocol, ssl.*, sasl.* (secrets as ${env:NAME} or ${file:PATH}), bootstrap.servers, client.id")
 	fs.DurationVar(&o.requestTimeout, "request-timeout", defaultRequestTimeout,
-		"how long admin requests (create, list, describe, delete, metadata) may take")
+		"how long admin requests (create, list, describe, delete, metadata), and produce's and consume's first look at the topic, may take")
 }
 
 // brokers are --bootstrap's, or the --command-config file's when the flag
@@ -99,15 +116,22 @@ func (o *clientOptions) validate() error {
 	}
 	brokers := o.brokers()
 	if len(brokers) == 0 {
-		return fmt.Errorf("%w: --bootstrap is required (HOST:PORT), or bootstrap.servers in --command-config", errBadFlag)
+		return missingFlag("bootstrap", "HOST:PORT, or bootstrap.servers in --command-config")
+	}
+	// The addresses may be the file's: name where the bad one came from.
+	badAddr := func(why string) error { return badFlag("bootstrap", o.bootstrap, why) }
+	if o.bootstrap == "" {
+		badAddr = func(why string) error {
+			return fmt.Errorf("%w: --command-config %s: bootstrap.servers %q: %s", errBadFlag, o.commandConfig, strings.Join(brokers, ","), why)
+		}
 	}
 	for _, b := range brokers {
 		host, port, ok := strings.Cut(b, ":")
 		if !ok || host == "" {
-			return badFlag("bootstrap", o.bootstrap, "want HOST:PORT")
+			return badAddr("want HOST:PORT")
 		}
 		if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
-			return badFlag("bootstrap", o.bootstrap, "port must be 1-65535")
+			return badAddr("port must be 1-65535")
 		}
 	}
 	if o.requestTimeout <= 0 {
@@ -140,6 +164,17 @@ func readCommandConfig(path string) (network.ClientConfig, error) {
 		return network.ClientConfig{}, fmt.Errorf("%w: --command-config %s: %w", errBadFlag, path, err)
 	}
 	return c, nil
+}
+
+// reachError names the bootstrap addresses in err when err says the brokers
+// could not be reached (a dial that failed or timed out, or no answer within
+// --request-timeout), so that a wrong address reads as one.
+func (o *clientOptions) reachError(err error) error {
+	var netErr net.Error // context.DeadlineExceeded is one too
+	if errors.As(err, &netErr) {
+		return fmt.Errorf("%w at %s: %w", errUnreachable, strings.Join(o.brokers(), ","), err)
+	}
+	return err
 }
 
 // newClient returns a client with the command's producer or consumer
@@ -263,7 +298,7 @@ func parseCompression(s string) (kgo.CompressionCodec, error) {
 // with the flag named rather than as a broker error code.
 func checkTopicName(topic string) error {
 	if topic == "" {
-		return fmt.Errorf("%w: --topic is required", errBadFlag)
+		return missingFlag("topic", "a topic name")
 	}
 	if topic == "." || topic == ".." || len(topic) > 249 {
 		return badFlag("topic", topic, "not a legal topic name")

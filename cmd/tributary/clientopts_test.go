@@ -4,11 +4,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/internal/brokertest"
 )
 
 // cliResult is what one run of the command tree printed and returned.
@@ -145,6 +152,117 @@ func TestHelpListsCommands(t *testing.T) {
 	for _, sub := range []string{"topics", "produce", "consume", "bench"} {
 		if !strings.Contains(res.stdout, sub) {
 			t.Errorf("help does not list %q:\n%s", sub, res.stdout)
+		}
+	}
+}
+
+// walkCommands calls fn for every command of the tree under root.
+func walkCommands(root *cobra.Command, fn func(*cobra.Command)) {
+	fn(root)
+	for _, c := range root.Commands() {
+		walkCommands(c, fn)
+	}
+}
+
+// TestBootstrapServerEverywhere: every command that takes --bootstrap also
+// takes Kafka's spelling, --bootstrap-server, for the same value.
+func TestBootstrapServerEverywhere(t *testing.T) {
+	var with []string
+	walkCommands(newRootCommand(), func(c *cobra.Command) {
+		if c.Flags().Lookup("bootstrap") == nil {
+			return
+		}
+		with = append(with, c.CommandPath())
+		if err := c.ParseFlags([]string{"--bootstrap-server", "h:9092"}); err != nil {
+			t.Errorf("%s --bootstrap-server: %v", c.CommandPath(), err)
+			return
+		}
+		if got := c.Flags().Lookup("bootstrap").Value.String(); got != "h:9092" {
+			t.Errorf("%s --bootstrap-server h:9092 set --bootstrap to %q", c.CommandPath(), got)
+		}
+	})
+	for _, want := range []string{"tributary consume", "tributary produce", "tributary topics list", "tributary topics delete-records", "tributary bench produce"} {
+		if !slices.Contains(with, want) {
+			t.Errorf("%q is not among the commands with --bootstrap: %v", want, with)
+		}
+	}
+
+	bs := brokertest.New(t).Addr()
+	mustRun(t, "", "topics", "create", "--bootstrap-server", bs, "--topic", "spelt")
+	if out := mustRun(t, "", "topics", "list", "--bootstrap-server", bs).stdout; out != "spelt\n" {
+		t.Fatalf("topics list --bootstrap-server printed %q", out)
+	}
+}
+
+// TestRequiredFlagsNamedNotQuoted: a required flag left out is named as
+// required, not quoted with the placeholder its variable holds, and its
+// help line shows no default.
+func TestRequiredFlagsNamedNotQuoted(t *testing.T) {
+	const bs = "127.0.0.1:1"
+	for _, tc := range []struct {
+		args      []string
+		want, not string
+	}{
+		{[]string{"topics", "delete-records", "--bootstrap", bs, "--topic", "t"}, "bad flag value: --offset is required (an offset, or -1 for the high watermark)", `"-2"`},
+		{[]string{"topics", "alter", "--bootstrap", bs, "--topic", "t"}, "bad flag value: --partitions is required (the new partition count)", `"0"`},
+		{[]string{"consume", "--bootstrap", bs}, "bad flag value: --topic is required (a topic name)", `""`},
+	} {
+		res := runCLI(t, 10*time.Second, "", tc.args...)
+		if res.err == nil || res.err.Error() != tc.want || strings.Contains(res.err.Error(), tc.not) {
+			t.Errorf("%v: err %v, want %q", tc.args, res.err, tc.want)
+		}
+	}
+	// A value the user typed is still quoted.
+	res := runCLI(t, 10*time.Second, "", "topics", "delete-records", "--bootstrap", bs, "--topic", "t", "--offset", "-2")
+	if res.err == nil || !strings.Contains(res.err.Error(), `--offset "-2": must be an offset`) {
+		t.Errorf("--offset -2: err %v", res.err)
+	}
+
+	// Help: no flag says it is required and shows a default.
+	walkCommands(newRootCommand(), func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if !strings.Contains(f.Usage, "required") || strings.Contains(f.Usage, "required unless") {
+				return
+			}
+			var help bytes.Buffer
+			fs := pflag.NewFlagSet("", pflag.ContinueOnError)
+			fs.AddFlag(f)
+			fs.SetOutput(&help)
+			fs.PrintDefaults()
+			if strings.Contains(help.String(), "(default ") {
+				t.Errorf("%s: a required flag shows a default: %s", c.CommandPath(), strings.TrimSpace(help.String()))
+			}
+		})
+	})
+}
+
+// TestCommandConfigBootstrapNamed: a bad address from --command-config is
+// reported as the file's bootstrap.servers, not as an empty --bootstrap.
+func TestCommandConfigBootstrapNamed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "client.properties")
+	if err := os.WriteFile(path, []byte("bootstrap.servers=brokerhost\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := runCLI(t, 10*time.Second, "", "topics", "list", "--command-config", path)
+	want := "bad flag value: --command-config " + path + `: bootstrap.servers "brokerhost": want HOST:PORT`
+	if res.err == nil || res.err.Error() != want {
+		t.Fatalf("err %v, want %s", res.err, want)
+	}
+}
+
+func TestInvocationName(t *testing.T) {
+	for argv0, want := range map[string]string{
+		"tributary":                            "tributary",
+		"bin/tributary":                        "bin/tributary",
+		"./tributary":                          "./tributary",
+		"/opt/tributary/bin/tributary":         "/opt/tributary/bin/tributary",
+		"/tmp/go-build123/b001/exe/tributary":  "tributary", // go run
+		"/tmp/go-build123/b001/tributary.test": "tributary", // a test binary
+		"/home/a b/bin/tributary":              `'/home/a b/bin/tributary'`,
+		"/home/it's/tributary":                 `'/home/it'\''s/tributary'`,
+	} {
+		if got := invocationName(argv0); got != want {
+			t.Errorf("invocationName(%q) = %q, want %q", argv0, got, want)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/audit"
@@ -37,7 +38,8 @@ func newConsumeCommand() *cobra.Command {
 		Short: "Print a topic's records, one value per line (like kafka-console-consumer)",
 		Long: "Consume prints record values one per line. It stops after --max-messages records, or\n" +
 			"when --timeout-ms passes with no new record (exit status 0 in both cases), or on SIGINT.\n" +
-			"Without --partition it reads every partition of the topic, without a consumer group.",
+			"Without --partition it reads every partition of the topic, without a consumer group.\n" +
+			"It fails at once (within --request-timeout) when no broker answers or the topic does not exist.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext(cmd)
@@ -48,7 +50,7 @@ func newConsumeCommand() *cobra.Command {
 	o.client.addFlags(cmd.Flags())
 	fs := cmd.Flags()
 	fs.StringVar(&o.topic, "topic", "", "topic to consume (required)")
-	fs.Int32Var(&o.partition, "partition", -1, "consume only this partition (default: all)")
+	fs.Int32Var(&o.partition, "partition", -1, "consume only this partition (-1: every partition)")
 	fs.StringVar(&o.offset, "offset", "latest", "where to start: earliest, latest or an offset N (in every consumed partition)")
 	fs.Int64Var(&o.maxMessages, "max-messages", 0, "exit after this many records (0: no limit)")
 	fs.BoolVar(&o.printKey, "print-key", false, "print KEY<separator>VALUE; a missing key prints as null")
@@ -162,6 +164,9 @@ func (o *consumeOptions) run(ctx context.Context, out, errOut io.Writer) (err er
 		return err
 	}
 	defer cl.Close()
+	if err := o.checkTopic(ctx, cl); err != nil {
+		return err
+	}
 	var counter *auditCounter
 	if o.auditTier != "" {
 		if counter, err = o.audit.start(o.auditTier, o.client.connection(), nil); err != nil {
@@ -212,6 +217,16 @@ func (o *consumeOptions) run(ctx context.Context, out, errOut io.Writer) (err er
 		}
 	}
 	return nil
+}
+
+// checkTopic asks the brokers for the topic, within --request-timeout, as
+// topics list does: the consumer itself would wait for ever, silently, for
+// brokers it cannot reach or a topic that does not exist.
+func (o *consumeOptions) checkTopic(ctx context.Context, cl *kgo.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, o.client.requestTimeout)
+	defer cancel()
+	_, err := selectPartitions(ctx, kadm.NewClient(cl), o.topic, o.partition)
+	return o.client.reachError(err)
 }
 
 // fetchError returns the first fetch error that should stop consuming.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -221,13 +222,93 @@ func TestProduceMissingSeparatorFails(t *testing.T) {
 	}
 }
 
+// TestProduceToMissingPartitionFails: a --partition the topic does not
+// have fails at once, naming the flag, before any record is sent.
 func TestProduceToMissingPartitionFails(t *testing.T) {
 	bs := brokertest.New(t).Addr()
 	createTopic(t, bs, "narrow", 1)
-	res := runCLI(t, 60*time.Second, "x\n", "produce", "--bootstrap", bs, "--topic", "narrow",
-		"--partition", "5", "--delivery-timeout", "2s")
-	if !errors.Is(res.err, errRecordsFailed) {
-		t.Fatalf("producing to partition 5 of a 1-partition topic: err %v", res.err)
+	for _, cmd := range []string{"produce", "consume"} {
+		start := time.Now()
+		res := runCLI(t, 60*time.Second, "x\n", cmd, "--bootstrap", bs, "--topic", "narrow", "--partition", "5")
+		if !errors.Is(res.err, errBadFlag) || !strings.Contains(res.err.Error(), `--partition "5": topic narrow has 1 partitions`) {
+			t.Fatalf("%s to partition 5 of a 1-partition topic: err %v", cmd, res.err)
+		}
+		if d := time.Since(start); d > 20*time.Second {
+			t.Fatalf("%s took %v to refuse partition 5", cmd, d)
+		}
+	}
+}
+
+// closedPort is an address nothing listens on: a port the kernel gave out
+// and that was closed again.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestClientsUnreachableBrokerFail: consume and produce against a closed
+// port say that they cannot connect, naming the address, and exit non-zero
+// within --request-timeout, where consume used to print "Processed a total
+// of 0 messages" and exit 0 (or wait for ever without --timeout-ms) and
+// produce used to fail after --delivery-timeout.
+func TestClientsUnreachableBrokerFail(t *testing.T) {
+	bs := closedPort(t)
+	for _, args := range [][]string{
+		{"consume", "--topic", "x", "--timeout-ms", "2000"},
+		{"consume", "--topic", "x"},
+		{"produce", "--topic", "x"},
+		{"topics", "list"},
+	} {
+		start := time.Now()
+		res := runCLI(t, 30*time.Second, "line\n", append(args, "--bootstrap", bs, "--request-timeout", "10s")...)
+		if !errors.Is(res.err, errUnreachable) || !strings.Contains(res.err.Error(), "cannot connect to the brokers at "+bs+": ") {
+			t.Fatalf("%v against a closed port: err %v, want cannot connect to the brokers at %s", args, res.err, bs)
+		}
+		if strings.Contains(res.err.Error(), "\n") || strings.Contains(res.stderr, "Processed a total") {
+			t.Fatalf("%v: err %q, stderr %q", args, res.err, res.stderr)
+		}
+		if d := time.Since(start); d > 20*time.Second {
+			t.Fatalf("%v took %v to fail", args, d)
+		}
+	}
+}
+
+// TestClientsMissingTopicFail: against a dev cluster, consume of a topic
+// that does not exist says so and exits non-zero (it used to wait, and
+// exit 0 at --timeout-ms), and creates nothing. Produce, whose brokers
+// create a topic on first use, still does; against brokers that do not, it
+// says the topic does not exist.
+func TestClientsMissingTopicFail(t *testing.T) {
+	dev := startDev(t, "--dir", t.TempDir(), "--port", "0", "--log-level", "warn")
+	bs := dev.bootstrap[0]
+	for _, extra := range [][]string{{"--timeout-ms", "2000"}, nil} {
+		res := runCLI(t, 30*time.Second, "", append([]string{"consume", "--bootstrap", bs, "--topic", "nosuch"}, extra...)...)
+		if !errors.Is(res.err, errTopicMissing) || res.err.Error() != "topic does not exist: nosuch" {
+			t.Fatalf("consume of a missing topic %v: err %v", extra, res.err)
+		}
+	}
+	if out := mustRun(t, "", "topics", "list", "--bootstrap", bs).stdout; out != "" {
+		t.Fatalf("consume created topics: %q", out)
+	}
+	mustRun(t, "v\n", "produce", "--bootstrap", bs, "--topic", "created", "--no-audit")
+	if out := mustRun(t, "", "topics", "list", "--bootstrap", bs).stdout; out != "created\n" {
+		t.Fatalf("topics after produce to a new topic: %q", out)
+	}
+
+	strict := brokertest.New(t, brokertest.NoAutoCreate()).Addr()
+	start := time.Now()
+	res := runCLI(t, 60*time.Second, "v\n", "produce", "--bootstrap", strict, "--topic", "nosuch", "--no-audit")
+	if !errors.Is(res.err, errTopicMissing) || !strings.Contains(res.err.Error(), "topic does not exist: nosuch") {
+		t.Fatalf("produce to a missing topic without auto-creation: err %v", res.err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("produce took %v to refuse a missing topic", d)
 	}
 }
 

@@ -11,7 +11,9 @@ import (
 	"sync"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/audit"
 )
@@ -41,7 +43,9 @@ func newProduceCommand() *cobra.Command {
 		Short: "Produce one record per line of standard input (like kafka-console-producer)",
 		Long: "Produce reads standard input and sends one record per line. With --key-separator, the\n" +
 			"text before the first separator is the key and the rest the value. It flushes at end of\n" +
-			"input and exits non-zero if any record was not acknowledged.",
+			"input and exits non-zero if any record was not acknowledged. Before reading, it fails (within\n" +
+			"--request-timeout) when no broker answers, or the topic does not exist and the brokers do not\n" +
+			"create topics on first use (auto.create.topics.enable).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext(cmd)
@@ -53,7 +57,7 @@ func newProduceCommand() *cobra.Command {
 	o.producer.addFlags(cmd.Flags(), "-1")
 	cmd.Flags().StringVar(&o.topic, "topic", "", "topic to produce to (required)")
 	cmd.Flags().StringVar(&o.keySeparator, "key-separator", "", "split each line into KEY SEP VALUE at the first SEP")
-	cmd.Flags().Int32Var(&o.partition, "partition", -1, "produce every record to this partition (default: by key, or sticky)")
+	cmd.Flags().Int32Var(&o.partition, "partition", -1, "produce every record to this partition (-1: by key, or sticky)")
 	cmd.Flags().BoolVar(&o.noAudit, "no-audit", false, "do not count records for the audit (the producer tier audits by default)")
 	o.audit.addFlags(cmd.Flags())
 	return cmd
@@ -111,6 +115,9 @@ func (o *produceOptions) run(ctx context.Context, in io.Reader, errOut io.Writer
 		return err
 	}
 	defer cl.Close()
+	if err := o.checkTopic(ctx, cl); err != nil {
+		return err
+	}
 	var counter *auditCounter
 	if !o.noAudit {
 		if counter, err = o.audit.start(audit.TierProducer, o.client.connection(), nil); err != nil {
@@ -179,4 +186,44 @@ func (o *produceOptions) run(ctx context.Context, in io.Reader, errOut io.Writer
 		return auditErr
 	}
 	return nil
+}
+
+// checkTopic asks the brokers for the topic before standard input is read,
+// within --request-timeout, with a Metadata request that lets a broker with
+// auto.create.topics.enable create it, as the producer's own requests do:
+// brokers that cannot be reached, a topic that is not there and will not be
+// created, or a --partition it does not have fail here in one line, where
+// the producer would fail every record after --delivery-timeout.
+func (o *produceOptions) checkTopic(ctx context.Context, cl *kgo.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, o.client.requestTimeout)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(o.topic)
+	req.Topics = []kmsg.MetadataRequestTopic{rt}
+	req.AllowAutoTopicCreation = true
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return o.client.reachError(fmt.Errorf("describe topic %s: %w", o.topic, err))
+	}
+	for _, t := range resp.Topics {
+		if t.Topic == nil || *t.Topic != o.topic {
+			continue
+		}
+		switch err := kerr.ErrorForCode(t.ErrorCode); {
+		case errors.Is(err, kerr.UnknownTopicOrPartition):
+			return fmt.Errorf("%w: %s (and the brokers do not create topics on first use)", errTopicMissing, o.topic)
+		case errors.Is(err, kerr.LeaderNotAvailable):
+			return nil // just created: the producer waits for its leaders
+		case err != nil:
+			return fmt.Errorf("describe topic %s: %w", o.topic, err)
+		}
+		parts := make([]int32, len(t.Partitions))
+		for i, p := range t.Partitions {
+			parts[i] = p.Partition
+		}
+		_, err := pickPartition(o.topic, parts, o.partition)
+		return err
+	}
+	return fmt.Errorf("%w: %s", errTopicMissing, o.topic)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,6 +25,8 @@ type topicsOptions struct {
 	replicationFactor int16
 	configs           []string
 	ifNotExists       bool
+
+	fs *pflag.FlagSet // the subcommand's flags, for the required ones
 }
 
 func newTopicsCommand() *cobra.Command {
@@ -45,7 +48,7 @@ func newTopicsCreateCommand() *cobra.Command {
 		Short: "Create a topic",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.runCreate(cmd.Context(), cmd.OutOrStdout())
+			return o.client.reachError(o.runCreate(cmd.Context(), cmd.OutOrStdout()))
 		},
 	}
 	o.client.addFlags(cmd.Flags())
@@ -64,7 +67,7 @@ func newTopicsListCommand() *cobra.Command {
 		Short: "List topic names, one per line",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.runList(cmd.Context(), cmd.OutOrStdout())
+			return o.client.reachError(o.runList(cmd.Context(), cmd.OutOrStdout()))
 		},
 	}
 	o.client.addFlags(cmd.Flags())
@@ -78,7 +81,7 @@ func newTopicsDescribeCommand() *cobra.Command {
 		Short: "Describe a topic's partitions, leaders and configs (all topics without --topic)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.runDescribe(cmd.Context(), cmd.OutOrStdout())
+			return o.client.reachError(o.runDescribe(cmd.Context(), cmd.OutOrStdout()))
 		},
 	}
 	o.client.addFlags(cmd.Flags())
@@ -93,7 +96,7 @@ func newTopicsDeleteCommand() *cobra.Command {
 		Short: "Delete a topic",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.runDelete(cmd.Context(), cmd.OutOrStdout())
+			return o.client.reachError(o.runDelete(cmd.Context(), cmd.OutOrStdout()))
 		},
 	}
 	o.client.addFlags(cmd.Flags())

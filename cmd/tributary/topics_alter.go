@@ -20,10 +20,11 @@ func newTopicsAlterCommand() *cobra.Command {
 		Short: "Grow a topic to more partitions",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.runAlter(cmd.Context(), cmd.OutOrStdout())
+			return o.client.reachError(o.runAlter(cmd.Context(), cmd.OutOrStdout()))
 		},
 	}
 	o.client.addFlags(cmd.Flags())
+	o.fs = cmd.Flags()
 	cmd.Flags().StringVar(&o.topic, "topic", "", "topic name (required)")
 	cmd.Flags().Int32Var(&o.partitions, "partitions", 0, "the topic's new partition count (required)")
 	return cmd
@@ -34,6 +35,9 @@ func (o *topicsOptions) runAlter(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	if err := checkTopicName(o.topic); err != nil {
+		return err
+	}
+	if err := requireFlag(o.fs, "partitions", "the new partition count"); err != nil {
 		return err
 	}
 	if o.partitions < 1 {

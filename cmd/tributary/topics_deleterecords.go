@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // deleteRecordsOptions are the flags of `topics delete-records`.
@@ -29,13 +31,14 @@ func newTopicsDeleteRecordsCommand() *cobra.Command {
 		Short: "Delete a topic's records below an offset",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd.Context(), cmd.OutOrStdout())
+			return o.topics.client.reachError(o.run(cmd.Context(), cmd.OutOrStdout()))
 		},
 	}
 	o.topics.client.addFlags(cmd.Flags())
+	o.topics.fs = cmd.Flags()
 	cmd.Flags().StringVar(&o.topics.topic, "topic", "", "topic name (required)")
 	cmd.Flags().Int32Var(&o.partition, "partition", -1, "partition (-1: every partition)")
-	cmd.Flags().Int64Var(&o.offset, "offset", -2, "delete every record below this offset (-1: the high watermark; required)")
+	cmd.Flags().Int64Var(&o.offset, "offset", 0, "delete every record below this offset, -1: below the high watermark (required)")
 	return cmd
 }
 
@@ -44,6 +47,9 @@ func (o *deleteRecordsOptions) run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	if err := checkTopicName(o.topics.topic); err != nil {
+		return err
+	}
+	if err := requireFlag(o.topics.fs, "offset", "an offset, or -1 for the high watermark"); err != nil {
 		return err
 	}
 	if o.offset < -1 {
@@ -96,10 +102,18 @@ func selectPartitions(ctx context.Context, adm *kadm.Client, topic string, parti
 		return nil, fmt.Errorf("describe topic %s: %w", topic, err)
 	}
 	d, ok := details[topic]
-	if !ok || d.Err != nil {
+	switch {
+	case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
 		return nil, fmt.Errorf("%w: %s", errTopicMissing, topic)
+	case d.Err != nil:
+		return nil, fmt.Errorf("describe topic %s: %w", topic, d.Err)
 	}
-	all := d.Partitions.Numbers()
+	return pickPartition(topic, d.Partitions.Numbers(), partition)
+}
+
+// pickPartition is all, or only partition when it is not -1, which must be
+// one of all.
+func pickPartition(topic string, all []int32, partition int32) ([]int32, error) {
 	if partition == -1 {
 		return all, nil
 	}
