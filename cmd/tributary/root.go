@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,7 +38,34 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newLinkCommand())
 	// After AddCommand: cobra hands it to every command of the tree.
 	root.SetGlobalNormalizationFunc(flagAliases)
+	refuseUnknownSubcommands(root)
 	return root
+}
+
+// refuseUnknownSubcommands makes every group command below the root (topics,
+// jobs, audit, ...) fail on a word that names none of its subcommands:
+// cobra prints such a group's help and exits 0 for `tributary topics lst`,
+// a typo that did nothing. Without arguments the group still prints its help.
+func refuseUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+	if c == c.Root() || !c.HasSubCommands() || c.Runnable() {
+		return
+	}
+	c.Args = cobra.ArbitraryArgs
+	// cobra's own default, which it sets only for the root's suggestions.
+	c.SuggestionsMinimumDistance = 2
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if near := cmd.SuggestionsFor(args[0]); len(near) > 0 {
+			msg += " (did you mean " + strings.Join(near, " or ") + "?)"
+		}
+		return errors.New(msg + "; see " + cmd.CommandPath() + " --help")
+	}
 }
 
 // flagAliases gives every command the spellings of Kafka's tools for its
