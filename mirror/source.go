@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,6 +55,10 @@ type source struct {
 
 	mu     sync.Mutex
 	active map[string]int // topics being mirrored -> partitions at discovery
+
+	// unmatchedWarned: the last refresh warned that topics matches none of
+	// the source's topics (discover goroutine only).
+	unmatchedWarned bool
 }
 
 func (s *source) open() error {
@@ -109,6 +114,7 @@ func (s *source) refresh(ctx, intake context.Context) error {
 	active := maps.Clone(s.active)
 	s.mu.Unlock()
 	var errs []error
+	s.warnUnmatched(details)
 	for _, name := range slices.Sorted(maps.Keys(details)) {
 		d := details[name]
 		if d.Err != nil || !s.m.mirrored(name) {
@@ -153,6 +159,38 @@ func (s *source) refresh(ctx, intake context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// warnUnmatched warns, once until it changes, when the topics regex
+// matches none of the source's topics (the audit topic aside): a typo in
+// topics would otherwise mirror nothing with no word said. Topics created
+// later are still picked up, so it is a warning, not an error.
+func (s *source) warnUnmatched(details kadm.TopicDetails) {
+	var others []string
+	matched := false
+	for _, name := range slices.Sorted(maps.Keys(details)) {
+		if name == AuditTopic || strings.HasPrefix(name, "__") {
+			continue
+		}
+		if s.m.mirrored(name) {
+			matched = true
+			break
+		}
+		others = append(others, name)
+	}
+	if matched {
+		s.unmatchedWarned = false
+		return
+	}
+	if s.unmatchedWarned {
+		return
+	}
+	s.unmatchedWarned = true
+	if len(others) > 10 {
+		others = append(others[:10], "...")
+	}
+	s.log.Warn("topics matches no topic of this source (yet); nothing but the audit topic is mirrored until one appears",
+		"topics", s.m.cfg.Topics, "topics.exclude", s.m.cfg.TopicsExclude, "source_topics", strings.Join(others, ","))
 }
 
 // ensureTarget makes sure the target topic of source topic exists with at
