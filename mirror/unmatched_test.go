@@ -1,32 +1,13 @@
 package mirror
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/tributary/tributary/internal/testproc"
 )
-
-// lockedBuffer collects a logger's output for a test to read while the
-// mirror's goroutines write to it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestMirrorWarnsTopicsMatchNothing: a topics regex with a typo ("click"
 // for the source's "clicks") mirrors nothing; the mirror says so, once,
@@ -35,7 +16,7 @@ func (b *lockedBuffer) String() string {
 func TestMirrorWarnsTopicsMatchNothing(t *testing.T) {
 	dc1, target := newCluster(t, "dc1"), newCluster(t, "analytics")
 	dc1.CreateTopicWithConfigs(t, "clicks", 1, nil)
-	var logs lockedBuffer
+	var logs testproc.SyncBuffer
 	cfg := Config{
 		Sources:              []SourceConfig{zkSource(dc1)},
 		TargetBrokers:        []string{target.Addr()},
