@@ -20,6 +20,13 @@ TEST_FLAGS ?=
 BENCH_RECORDS ?= 2000000
 BENCH_RUNS    ?= 3
 
+# docs regenerates what is generated in docs/: the CLI reference (docs/cli)
+# from the commands themselves. The docs tests (internal/docstest,
+# TestCLIReferenceUpToDate) fail when it is stale.
+.PHONY: docs
+docs:
+	$(GO) run ./cmd/tributary gen-docs --dir docs/cli
+
 .PHONY: all build test test-unit deps fmt vet bench bench-vs-kafka bench-cleaner bench-vs-mm2 demo demo-secure soak clean fuzz-broker
 
 all: build

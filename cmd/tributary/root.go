@@ -27,5 +27,6 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newCertsCommand())
 	root.AddCommand(newSoakCommand())
 	root.AddCommand(newLinkCommand())
+	root.AddCommand(newGenDocsCommand())
 	return root
 }
