@@ -1,0 +1,224 @@
+package docstest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testproc"
+)
+
+func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }
+
+// docFiles are the documents whose blocks are checked: README.md and every
+// Markdown file under docs/, as paths relative to the repository root.
+func docFiles(t *testing.T, root string) []string {
+	t.Helper()
+	files := []string{"README.md"}
+	err := filepath.WalkDir(filepath.Join(root, "docs"), func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			rel, _ := filepath.Rel(root, path)
+			files = append(files, rel)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// TestMarkdownBlocks checks every document's markers and properties blocks.
+func TestMarkdownBlocks(t *testing.T) {
+	root := testenv.RepoRoot(t)
+	for _, f := range docFiles(t, root) {
+		blocks, err := Extract(filepath.Join(root, f))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if err := CheckProperties(blocks); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestPackageTable checks docs/architecture.md's package table against `go
+// list ./...`.
+func TestPackageTable(t *testing.T) {
+	root := testenv.RepoRoot(t)
+	cmd := exec.Command("go", "list", "./...")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list ./...: %v", err)
+	}
+	var pkgs []string
+	for _, p := range strings.Fields(string(out)) {
+		if rel, ok := strings.CutPrefix(p, "github.com/tributary/tributary/"); ok {
+			pkgs = append(pkgs, rel)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := PackageTable(string(md))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ComparePackages(table, pkgs); err != nil {
+		t.Fatalf("docs/architecture.md: %v", err)
+	}
+}
+
+// TestExamples runs every run block of the documents, file by file, each file
+// against a dev cluster of its own.
+func TestExamples(t *testing.T) {
+	root := testenv.RepoRoot(t)
+	ran := 0
+	for _, f := range docFiles(t, root) {
+		blocks, err := Extract(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err) // TestMarkdownBlocks says more
+		}
+		var run []Block
+		for _, b := range blocks {
+			if b.Run {
+				run = append(run, b)
+			}
+		}
+		if len(run) == 0 {
+			continue
+		}
+		ran += len(run)
+		t.Run(strings.ReplaceAll(f, "/", "_"), func(t *testing.T) { runFile(t, run) })
+	}
+	if ran == 0 {
+		t.Fatal("no run blocks found in the documents")
+	}
+}
+
+// TestBrokenExampleFails proves that an example using a flag the CLI does not
+// have fails the test, with the binary the examples run.
+func TestBrokenExampleFails(t *testing.T) {
+	blocks, err := Parse("broken.md", []byte("<!-- docs-test: run -->\n```sh\nbin/tributary topics list --bootstrap 127.0.0.1:9092 --no-such-flag\n```\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSession(t, false)
+	_, err = s.Run(context.Background(), blocks[0])
+	if !errors.Is(err, ErrBlockFailed) || !strings.Contains(err.Error(), "unknown flag: --no-such-flag") {
+		t.Fatalf("err %v, want ErrBlockFailed naming the unknown flag", err)
+	}
+}
+
+func portOffset(t *testing.T) int {
+	v := os.Getenv("TRIBUTARY_TEST_PORT_OFFSET")
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatalf("TRIBUTARY_TEST_PORT_OFFSET=%q: %v", v, err)
+	}
+	return n
+}
+
+// newSession makes a working directory with bin/tributary built from this
+// checkout; with zk, the documented ZooKeeper is the test's under a chroot of
+// this session.
+func newSession(t *testing.T, zk bool) *Session {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(testproc.Binary(t), filepath.Join(dir, "bin", "tributary")); err != nil {
+		t.Fatal(err)
+	}
+	s := &Session{Dir: dir, Rewrite: Rewrite{PortOffset: portOffset(t)}}
+	if zk {
+		s.Rewrite.ZooKeeper = fmt.Sprintf("%s/docstest-%d", testenv.ZooKeeper(t), time.Now().UnixNano())
+	}
+	t.Cleanup(func() { s.Close(10 * time.Second) })
+	return s
+}
+
+func runFile(t *testing.T, blocks []Block) {
+	needZK := false
+	for _, b := range blocks {
+		needZK = needZK || zkAddrRE.MatchString(b.Text)
+	}
+	s := newSession(t, needZK)
+	startCluster(t, s)
+	ctx := context.Background()
+	for _, b := range blocks {
+		start := time.Now()
+		out, err := s.Run(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s ran in %v:\n%s", b, time.Since(start).Round(time.Millisecond), out)
+	}
+}
+
+// startCluster starts the dev cluster the documents are written against, in
+// the session's directory, and waits until its brokers and registry answer.
+func startCluster(t *testing.T, s *Session) {
+	t.Helper()
+	off := s.Rewrite.PortOffset
+	registry := net.JoinHostPort("127.0.0.1", strconv.Itoa(DocRegistryPort+off))
+	cmd := exec.Command(filepath.Join(s.Dir, "bin", "tributary"), "dev",
+		"--brokers", strconv.Itoa(DocBrokers), "--port", strconv.Itoa(DocBrokerPort+off),
+		"--registry", registry, "--dir", filepath.Join(t.TempDir(), "cluster"), "--log-level", "warn")
+	cmd.Dir = s.Dir
+	log := &testproc.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	for p := DocBrokerPort + off; p < DocBrokerPort+off+DocBrokers; p++ {
+		if c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)), time.Second); err == nil {
+			c.Close()
+			t.Fatalf("port %d is already in use: the examples' dev cluster needs 127.0.0.1:%d-%d and %s (stop what listens there, or set TRIBUTARY_TEST_PORT_OFFSET)",
+				p, DocBrokerPort+off, DocBrokerPort+off+DocBrokers-1, registry)
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.groups = append(s.groups, cmd.Process.Pid)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("dev cluster output:\n%s", log.String())
+		}
+	})
+	testenv.WaitFor(t, 60*time.Second, "the dev cluster's brokers and registry", func() (bool, string) {
+		if cmd.ProcessState != nil {
+			return false, "exited: " + log.String()
+		}
+		for p := DocBrokerPort + off; p < DocBrokerPort+off+DocBrokers; p++ {
+			c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)), time.Second)
+			if err != nil {
+				return false, err.Error()
+			}
+			c.Close()
+		}
+		resp, err := http.Get("http://" + registry + "/subjects")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+}
