@@ -222,3 +222,40 @@ func startCluster(t *testing.T, s *Session) {
 		return resp.StatusCode == http.StatusOK, resp.Status
 	})
 }
+
+// zkPathSources are the files whose ZooKeeper path constants the node table
+// of docs/architecture.md must show.
+var zkPathSources = []string{
+	"broker/cluster/layout.go", "broker/cluster/shutdown.go", "broker/cluster/zkreassign.go",
+	"broker/acl/store.go", "broker/sasl/store.go", "broker/entityconfig/entityconfig.go",
+	"broker/producerids.go", "jobs/store.go", "schema/registry/coordstore.go",
+}
+
+// TestZooKeeperTable checks that every ZooKeeper path constant of the code
+// (zkPathSources) appears in docs/architecture.md's node table.
+func TestZooKeeperTable(t *testing.T) {
+	root := testenv.RepoRoot(t)
+	md, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(md), "The nodes actually used")
+	if !ok {
+		t.Fatal(`docs/architecture.md: no "The nodes actually used" ZooKeeper table`)
+	}
+	table, _, _ = strings.Cut(table, "\n```\n\n")
+	for _, src := range zkPathSources {
+		paths, err := PathConstants(filepath.Join(root, src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(paths) == 0 {
+			t.Errorf("%s: no ZooKeeper path constants found (moved? update zkPathSources)", src)
+		}
+		for _, p := range paths {
+			if !strings.Contains(table, p) {
+				t.Errorf("docs/architecture.md's ZooKeeper table misses %s (a constant of %s)", p, src)
+			}
+		}
+	}
+}
