@@ -27,7 +27,8 @@
 // The documented addresses are rewritten before a block runs, so that tests
 // of several checkouts can run side by side: 127.0.0.1:9092..9094 and
 // localhost:9092..9094 become the dev cluster's brokers, :8081 its registry and
-// :8082..8089 ports for registries the blocks start themselves
+// :8082..8089 ports for registries the blocks start themselves, :8090 the
+// audit service
 // (each plus TRIBUTARY_TEST_PORT_OFFSET), and 127.0.0.1:2181 becomes the test
 // ZooKeeper (TRIBUTARY_TEST_ZK) under a chroot of the run's own. Nothing else
 // is changed. A block fails the test with its file and line, its text and

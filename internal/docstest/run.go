@@ -31,7 +31,7 @@ type Rewrite struct {
 }
 
 var (
-	kafkaAddrRE = regexp.MustCompile(`\b(127\.0\.0\.1|localhost):(909[2-4]|808[1-9])\b`)
+	kafkaAddrRE = regexp.MustCompile(`\b(127\.0\.0\.1|localhost):(909[2-4]|808[1-9]|8090)\b`)
 	zkAddrRE    = regexp.MustCompile(`\b127\.0\.0\.1:2181\b`)
 )
 
