@@ -1,7 +1,7 @@
 package docstest
 
 import (
-		"context"
+	"context"
 	"errors"
 	"fmt"
 	"os"
