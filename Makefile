@@ -27,6 +27,13 @@ BENCH_RUNS    ?= 3
 docs:
 	$(GO) run ./cmd/tributary gen-docs --dir docs/cli
 
+# docs-check runs the docs tests that need no server (the examples need the
+# test ZooKeeper and run in make test).
+.PHONY: docs-check
+docs-check:
+	$(GO) test -count=1 -run 'TestMarkdownBlocks|TestPackageTable|TestZooKeeperTable|TestComparePackages|TestParseMarkers|TestCheckProperties|TestRewrite|TestSessionFailsOnBrokenBlock|TestBrokenExampleFails' ./internal/docstest
+	$(GO) test -count=1 -run 'TestCLIReference|TestDocsUseRealFlags|TestCheckCommandLine' ./cmd/tributary
+
 .PHONY: all build test test-unit deps fmt vet bench bench-vs-kafka bench-cleaner bench-vs-mm2 demo demo-secure soak clean fuzz-broker
 
 all: build
