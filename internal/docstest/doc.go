@@ -30,7 +30,7 @@
 // :8082..8089 ports for registries the blocks start themselves, :8090 the
 // audit service
 // (each plus TRIBUTARY_TEST_PORT_OFFSET), and 127.0.0.1:2181 becomes the test
-// ZooKeeper (TRIBUTARY_TEST_ZK) under a chroot of the run's own. Nothing else
+// ZooKeeper (TRIBUTARY_TEST_ZK) under a fresh chroot, removed at the end. Nothing else
 // is changed. A block fails the test with its file and line, its text and
 // its output when it exits non-zero or runs past BlockTimeout.
 //

@@ -3,7 +3,6 @@ package docstest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/zktest"
 )
 
 func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }
@@ -150,7 +150,7 @@ func newSession(t *testing.T, zk bool) *Session {
 	}
 	s := &Session{Dir: dir, Rewrite: Rewrite{PortOffset: portOffset(t)}}
 	if zk {
-		s.Rewrite.ZooKeeper = fmt.Sprintf("%s/docstest-%d", testenv.ZooKeeper(t), time.Now().UnixNano())
+		s.Rewrite.ZooKeeper = zktest.Chroot(t, testenv.ZooKeeper(t), "docstest")
 	}
 	t.Cleanup(func() { s.Close(10 * time.Second) })
 	return s
@@ -198,14 +198,19 @@ func startCluster(t *testing.T, s *Session) {
 		t.Fatal(err)
 	}
 	s.groups = append(s.groups, cmd.Process.Pid)
+	// Reaped as soon as it exits, so that Close does not wait on a zombie.
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("dev cluster output:\n%s", log.String())
 		}
 	})
 	testenv.WaitFor(t, 60*time.Second, "the dev cluster's brokers and registry", func() (bool, string) {
-		if cmd.ProcessState != nil {
+		select {
+		case <-exited:
 			return false, "exited: " + log.String()
+		default:
 		}
 		for p := DocBrokerPort + off; p < DocBrokerPort+off+DocBrokers; p++ {
 			c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)), time.Second)
