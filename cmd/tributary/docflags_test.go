@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tributary/tributary/internal/docstest"
 )
 
 // TestDocsUseRealFlags finds every `tributary ...` command line in README.md
@@ -17,21 +19,15 @@ import (
 // internal/docstest cannot run it.
 func TestDocsUseRealFlags(t *testing.T) {
 	root := filepath.Join("..", "..")
-	files := []string{filepath.Join(root, "README.md")}
-	err := filepath.WalkDir(filepath.Join(root, "docs"), func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && d.Name() == "cli" {
-			return filepath.SkipDir
-		}
-		if strings.HasSuffix(path, ".md") {
-			files = append(files, path)
-		}
-		return nil
-	})
+	docs, err := docstest.DocFiles(root)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var files []string
+	for _, f := range docs {
+		if !strings.HasPrefix(f, filepath.Join("docs", "cli")+string(filepath.Separator)) {
+			files = append(files, filepath.Join(root, f))
+		}
 	}
 	checked := 0
 	for _, f := range files {

@@ -21,18 +21,9 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }
 
-// docFiles are the documents whose blocks are checked: README.md and every
-// Markdown file under docs/, as paths relative to the repository root.
 func docFiles(t *testing.T, root string) []string {
 	t.Helper()
-	files := []string{"README.md"}
-	err := filepath.WalkDir(filepath.Join(root, "docs"), func(path string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
-			rel, _ := filepath.Rel(root, path)
-			files = append(files, rel)
-		}
-		return err
-	})
+	files, err := DocFiles(root)
 	if err != nil {
 		t.Fatal(err)
 	}

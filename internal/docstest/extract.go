@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 )
@@ -129,3 +130,20 @@ func CheckProperties(blocks []Block) error {
 }
 
 var trailingCommentRE = regexp.MustCompile(`\s[#!]`)
+
+// DocFiles returns the documents the docs tests read, relative to the
+// repository root: README.md and every Markdown file under docs/.
+func DocFiles(root string) ([]string, error) {
+	files := []string{"README.md"}
+	err := filepath.WalkDir(filepath.Join(root, "docs"), func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			rel, rerr := filepath.Rel(root, path)
+			if rerr != nil {
+				return rerr
+			}
+			files = append(files, rel)
+		}
+		return err
+	})
+	return files, err
+}
