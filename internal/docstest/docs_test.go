@@ -255,3 +255,22 @@ func TestZooKeeperTable(t *testing.T) {
 		}
 	}
 }
+
+// TestLayoutUpToDate checks that docs/layout.md is what
+// scripts/package-layout.sh prints for the code as it is.
+func TestLayoutUpToDate(t *testing.T) {
+	root := testenv.RepoRoot(t)
+	cmd := exec.Command("bash", "scripts/package-layout.sh")
+	cmd.Dir = root
+	want, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("scripts/package-layout.sh: %v", err)
+	}
+	have, err := os.ReadFile(filepath.Join(root, "docs", "layout.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(have) != string(want) {
+		t.Fatal("docs/layout.md is stale (the packages or their imports changed); run `make docs` and commit the result")
+	}
+}
