@@ -34,7 +34,7 @@ docs:
 .PHONY: docs-check
 docs-check:
 	$(GO) test -count=1 -run 'TestMarkdownBlocks|TestPackageTable|TestZooKeeperTable|TestLayoutUpToDate|TestComparePackages|TestParseMarkers|TestCheckProperties|TestRewrite|TestSessionFailsOnBrokenBlock|TestBrokenExampleFails' ./internal/docstest
-	$(GO) test -count=1 -run 'TestCLIReference|TestDocsUseRealFlags|TestCheckCommandLine' ./cmd/tributary
+	$(GO) test -count=1 -run 'TestCLIReference|TestDocsUseRealFlags|TestCheckCommandLine|TestREADMENamesEveryCommand' ./cmd/tributary
 
 .PHONY: all build test test-unit deps fmt vet bench bench-vs-kafka bench-cleaner bench-vs-mm2 demo demo-secure soak clean fuzz-broker
 

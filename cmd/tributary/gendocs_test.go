@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -98,3 +99,39 @@ func diffMarkdownDirs(t *testing.T, committed, fresh string) []string {
 }
 
 func joinLines(lines []string) string { return strings.Join(lines, "\n  ") }
+
+// TestREADMENamesEveryCommand checks the README's one sentence that names
+// the subcommands against the command tree (the full list is the generated
+// CLI reference).
+func TestREADMENamesEveryCommand(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sentence, ok := strings.Cut(string(data), "Each part is a subcommand of one binary")
+	if !ok {
+		t.Fatal(`README.md: no "Each part is a subcommand of one binary" sentence`)
+	}
+	sentence, _, _ = strings.Cut(sentence, "[CLI reference]")
+	named := map[string]bool{}
+	for _, m := range regexp.MustCompile("`([a-z-]+)`").FindAllStringSubmatch(sentence, -1) {
+		named[m[1]] = true
+	}
+	var missing []string
+	for _, c := range newRootCommand().Commands() {
+		if c.IsAvailableCommand() && c.Name() != "help" && c.Name() != "completion" && c.Name() != "version" {
+			if !named[c.Name()] {
+				missing = append(missing, c.Name())
+			}
+			delete(named, c.Name())
+		}
+	}
+	delete(named, "tributary")
+	for n := range named {
+		missing = append(missing, n+" (no such command)")
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		t.Fatalf("README.md's list of commands is stale: %s", strings.Join(missing, ", "))
+	}
+}
