@@ -20,6 +20,22 @@ TEST_FLAGS ?=
 BENCH_RECORDS ?= 2000000
 BENCH_RUNS    ?= 3
 
+# docs regenerates what is generated in docs/: the CLI reference (docs/cli)
+# from the commands themselves, and the package layout (docs/layout.md) from
+# go list. The docs tests (internal/docstest,
+# TestCLIReferenceUpToDate) fail when it is stale.
+.PHONY: docs
+docs:
+	$(GO) run ./cmd/tributary gen-docs --dir docs/cli
+	bash scripts/package-layout.sh > docs/layout.md
+
+# docs-check runs the docs tests that need no server (the examples need the
+# test ZooKeeper and run in make test).
+.PHONY: docs-check
+docs-check:
+	$(GO) test -count=1 -run 'TestMarkdownBlocks|TestPackageTable|TestZooKeeperTable|TestLayoutUpToDate|TestComparePackages|TestParseMarkers|TestCheckProperties|TestRewrite|TestSessionFailsOnBrokenBlock|TestBrokenExampleFails' ./internal/docstest
+	$(GO) test -count=1 -run 'TestCLIReference|TestDocsUseRealFlags|TestCheckCommandLine|TestREADMENamesEveryCommand' ./cmd/tributary
+
 .PHONY: all build test test-unit deps fmt vet bench bench-vs-kafka bench-cleaner bench-vs-mm2 demo demo-secure soak clean fuzz-broker
 
 all: build

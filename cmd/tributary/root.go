@@ -36,6 +36,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newCertsCommand())
 	root.AddCommand(newSoakCommand())
 	root.AddCommand(newLinkCommand())
+	root.AddCommand(newGenDocsCommand())
 	// After AddCommand: cobra hands it to every command of the tree.
 	root.SetGlobalNormalizationFunc(flagAliases)
 	refuseUnknownSubcommands(root)
