@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/tributary/tributary/internal/testproc"
 )
@@ -163,4 +167,59 @@ func bannerURL(t *testing.T, s, label string) string {
 		t.Fatalf("no %q line in:\n%s", label, s)
 	}
 	return m[1]
+}
+
+// TestFlagTypeNames: pflag shows the back-quoted words of a flag's usage as
+// its type name (`--loader tributary loader run`); every flag of every
+// command must show its own type instead, and `pipeline up --help` shows
+// `--loader string`.
+func TestFlagTypeNames(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if strings.Contains(f.Usage, "`") {
+				name, _ := pflag.UnquoteUsage(f)
+				t.Errorf("%s --%s: usage has back quotes, so --help shows its type as %q", c.CommandPath(), f.Name, name)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCommand())
+	res := runCLI(t, 10*time.Second, "", "pipeline", "up", "--help")
+	for _, want := range []string{"--loader string ", "--hive-metastore string ", "--compact-interval duration "} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("pipeline up --help lacks %q:\n%s", want, res.stdout)
+		}
+	}
+}
+
+// TestPipelineHiveMetastoreRefused: a --hive-metastore that is not
+// thrift://HOST:PORT, or whose port nobody serves, fails the start with one
+// line naming the flag, and so does one without compaction.
+func TestPipelineHiveMetastoreRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "thrift://" + ln.Addr().String()
+	ln.Close()
+	for _, c := range []struct {
+		sub  string
+		args []string
+		want string
+	}{
+		{"up", []string{"--hive-metastore", "http://127.0.0.1:9083"}, `--hive-metastore "http://127.0.0.1:9083": tables: invalid configuration: hive.metastore.uris: "http://127.0.0.1:9083" is not thrift://host:port`},
+		{"demo", []string{"--hive-metastore", "thrift://127.0.0.1"}, `--hive-metastore "thrift://127.0.0.1": `},
+		{"demo", []string{"--hive-metastore", closed, "--compact-interval", "0"}, `--compact-interval "0s": --hive-metastore needs compaction`},
+		{"up", []string{"--hive-metastore", closed, "--hive-database", "no-dashes"}, `--hive-metastore "` + closed + `": tables: invalid configuration: hive.database="no-dashes"`},
+		{"up", []string{"--hive-metastore", closed}, `--hive-metastore "` + closed + `": cannot reach it: `},
+	} {
+		args := append([]string{"pipeline", c.sub, "--dir", t.TempDir(), "--brokers", "1", "--loader", "continuous"}, c.args...)
+		res := runCLI(t, 2*time.Minute, "", args...)
+		if res.err == nil || !strings.Contains(res.err.Error(), c.want) || strings.Contains(res.err.Error(), "\n") {
+			t.Errorf("%v: error %v, want one line with %q", args, res.err, c.want)
+		}
+	}
 }
