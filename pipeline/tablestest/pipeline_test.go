@@ -23,7 +23,7 @@ import (
 // TestPipelineTablesSpark is the demo's page-view table in Spark: the
 // pipeline (two datacenters, the mirror, the loader, the audit service and
 // its compaction part) runs with Config.HiveMetastoreURIs on the real
-// metastore of make test, its partitions short (20 s) so that several
+// metastore of make test, its partitions a minute long, as the demo's, so that several
 // become ready within the test. The compaction part is held after each of
 // its catalog syncs (Config.CompactPauseAt): while a partition is
 // registered as Avro and again once every partition is compacted, Spark SQL
@@ -36,7 +36,7 @@ import (
 // partition.
 func TestPipelineTablesSpark(t *testing.T) {
 	uri := testenv.HiveMetastore(t)
-	const partition = 20 * time.Second
+	const partition = time.Minute
 	dir := t.TempDir()
 	db := fmt.Sprintf("tablestest_pipeline_%d", time.Now().UnixNano())
 	resume := filepath.Join(dir, "resume")
@@ -73,7 +73,7 @@ func TestPipelineTablesSpark(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		res, err := p.RunFor(ctx, pipeline.DemoOptions{Duration: 50 * time.Second, Drain: 4 * time.Minute}, io.Discard)
+		res, err := p.RunFor(ctx, pipeline.DemoOptions{Duration: 75 * time.Second, Drain: 4 * time.Minute}, io.Discard)
 		done <- result{res, err}
 	}()
 	t.Cleanup(func() {
@@ -102,6 +102,7 @@ func TestPipelineTablesSpark(t *testing.T) {
 	var loaded map[string]time.Time
 	checked := map[string]bool{} // partitions checked while Avro
 	var res *pipeline.Result
+	last := ""
 	for res == nil {
 		var paused string
 		testenv.WaitFor(t, 6*time.Minute, "a held compaction pass or the demo's end", func() (bool, string) {
@@ -114,10 +115,15 @@ func TestPipelineTablesSpark(t *testing.T) {
 				return true, ""
 			default:
 			}
+			// A pass that goes on can hold again at once: a hold is its
+			// file's text and time.
 			b, err := os.ReadFile(resume + ".paused")
-			if err == nil {
-				paused = string(b)
-				return true, ""
+			fi, serr := os.Stat(resume + ".paused")
+			if err == nil && serr == nil {
+				if id := string(b) + fi.ModTime().String(); id != last {
+					paused, last = string(b), id
+					return true, ""
+				}
 			}
 			return false, fmt.Sprint(err)
 		})
@@ -148,7 +154,7 @@ func TestPipelineTablesSpark(t *testing.T) {
 			t.Fatal(err)
 		}
 		testenv.WaitFor(t, time.Minute, "the held pass to go on", func() (bool, string) {
-			_, err := os.Stat(resume + ".paused")
+			_, err := os.Stat(resume)
 			return os.IsNotExist(err), fmt.Sprint(err)
 		})
 	}
