@@ -100,7 +100,7 @@ func newPipelineUpCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return runPipelineUp(cmd, o) },
 	}
 	addPipelineFlags(cmd, &o, pipeline.DefaultAuditWindow, pipeline.DefaultLoadInterval)
-	cmd.Flags().DurationVar(&o.partitionDuration, "partition-duration", time.Hour, "the loader's partition.duration.ms")
+	cmd.Flags().DurationVar(&o.partitionDuration, "partition-duration", 0, "the loader's partition.duration.ms, whole minutes (0: an hour)")
 	cmd.Flags().DurationVar(&o.compactInterval, "compact-interval", 0, "run readiness (_SUCCESS from the audit counts) and compaction this often (0: never, or every "+
 		upCompactInterval.String()+" with --hive-metastore)")
 	return cmd
@@ -169,6 +169,8 @@ func (o *pipelineOptions) config(cmd *cobra.Command) (pipeline.Config, func(), e
 		{"load-interval", o.loadInterval <= 0, o.loadInterval},
 		{"duration", o.duration < 0, o.duration},
 		{"drain-timeout", o.drain < 0, o.drain},
+		{"partition-duration", o.partitionDuration < 0, o.partitionDuration},
+		{"compact-interval", o.compactInterval < 0, o.compactInterval},
 	}
 	for _, c := range checks {
 		if c.bad {

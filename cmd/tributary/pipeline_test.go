@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -18,7 +19,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tributary/tributary/internal/properties"
+	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/jobs/tables"
 )
 
 func TestPipelineRejectsBadFlags(t *testing.T) {
@@ -221,5 +225,43 @@ func TestPipelineHiveMetastoreRefused(t *testing.T) {
 		if res.err == nil || !strings.Contains(res.err.Error(), c.want) || strings.Contains(res.err.Error(), "\n") {
 			t.Errorf("%v: error %v, want one line with %q", args, res.err, c.want)
 		}
+	}
+}
+
+// TestPipelineUpHiveMetastore: `pipeline up --hive-metastore` (the real
+// metastore of make test) names the table and a spark-sql line to query it
+// in its banner, and writes DIR/tables.properties, the tables configuration
+// `jobs compact --tables-config` takes, with the metastore, the database
+// and the pipeline's registry.
+func TestPipelineUpHiveMetastore(t *testing.T) {
+	uri := testenv.HiveMetastore(t)
+	dir := t.TempDir()
+	db := fmt.Sprintf("cmd_pipeline_%d", time.Now().UnixNano())
+	banner, stop := startPipelineUp(t, "--dir", dir, "--brokers", "1", "--rate", "5", "--loader", "continuous",
+		"--hive-metastore", uri, "--hive-database", db)
+	defer stop()
+	table := db + ".pageviews"
+	for _, want := range []string{"tables             " + table + " in " + uri,
+		"query            spark-sql --conf spark.sql.catalogImplementation=hive --conf spark.hadoop.hive.metastore.uris=" + uri +
+			` -e "SELECT hour, count(*) FROM ` + table + ` GROUP BY hour ORDER BY hour"`} {
+		if !strings.Contains(banner, want) {
+			t.Errorf("banner lacks %q:\n%s", want, banner)
+		}
+	}
+	f, err := os.Open(filepath.Join(dir, "tables.properties"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := properties.Read(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := tables.ConfigFromProperties(properties.New(m))
+	if err != nil || !cfg.Enabled || strings.Join(cfg.URIs, ",") != uri || cfg.Database != db {
+		t.Errorf("tables.properties %v: %+v, %v", m, cfg, err)
+	}
+	if reg := bannerURL(t, banner, "schema registry"); m["schema.registry.url"] != reg {
+		t.Errorf("tables.properties has schema.registry.url %q, the registry is %s", m["schema.registry.url"], reg)
 	}
 }
