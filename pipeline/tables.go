@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/tributary/tributary/client/serde"
 	"github.com/tributary/tributary/internal/properties"
@@ -116,6 +117,27 @@ func (p *Pipeline) Tables() *tables.Metastore { return p.tables }
 func (p *Pipeline) SparkSQL(query string) string {
 	return fmt.Sprintf("spark-sql --conf spark.sql.catalogImplementation=hive --conf spark.hadoop.hive.metastore.uris=%s -e %q",
 		strings.Join(p.cfg.HiveMetastoreURIs, ","), query)
+}
+
+// printRegistered is the demo's last lines with a metastore: what the
+// table holds and how to query it.
+func (p *Pipeline) printRegistered(w io.Writer) {
+	if p.tables == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	parts, err := p.tables.Registered(ctx, p.cfg.Topic)
+	if err != nil {
+		fmt.Fprintf(w, "tables: %s: %v\n", p.Table(), err)
+		return
+	}
+	formats := map[string]int{}
+	for _, rp := range parts {
+		formats[rp.Format]++
+	}
+	fmt.Fprintf(w, "tables: %s holds %d partitions (%d Parquet, %d Avro); query it with\n  %s\n", p.Table(), len(parts),
+		formats["parquet"], formats["avro"], p.SparkSQL(fmt.Sprintf("SELECT * FROM %s LIMIT 10", p.Table())))
 }
 
 // printTables is the banner's tables lines.

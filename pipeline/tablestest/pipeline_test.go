@@ -179,6 +179,11 @@ func TestPipelineTablesSpark(t *testing.T) {
 	if len(parts) != res.Readiness.Partitions {
 		t.Errorf("the metastore has %d partitions, the files %d", len(parts), res.Readiness.Partitions)
 	}
+	var printed bytes.Buffer
+	res.Print(&printed, p)
+	if want := fmt.Sprintf("tables: %s holds %d partitions (%d Parquet, 0 Avro); query it with\n  spark-sql ", table, len(parts), len(parts)); !strings.Contains(printed.String(), want) {
+		t.Errorf("the demo's report lacks %q:\n%s", want, printed.String())
+	}
 	t.Logf("%s: %d records; %d partitions checked in Spark as Avro, then as Parquet", res.Summary(), res.Loaded, len(checked))
 	checkSpark(t, p, uri, table, partition, values, loaded)
 }
