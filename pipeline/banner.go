@@ -40,6 +40,7 @@ func (p *Pipeline) PrintBanner(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  loader             %s -> %s (%s)\n", AnalyticsCluster, p.cfg.OutputURI(), mode)
 	fmt.Fprintf(w, "  audit              window %v, topic __audit on %s\n", p.cfg.AuditWindow, AnalyticsCluster)
+	p.printTables(w)
 	if p.secure != nil {
 		p.printSecure(w)
 	}

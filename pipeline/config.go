@@ -96,6 +96,19 @@ type Config struct {
 	// (package compact, with the audit service's counts) over the output
 	// this often, and Verify reports the partitions' Readiness.
 	CompactInterval time.Duration
+	// HiveMetastoreURIs is hive.metastore.uris (thrift://host:port, tried
+	// in order): the compaction part registers the topic's ready
+	// partitions, as Avro and then as compacted Parquet, in table
+	// <HiveDatabase>.<Topic> of that Hive Metastore, through the
+	// TablesFile it writes into Dir. Needs CompactInterval.
+	HiveMetastoreURIs []string
+	// HiveDatabase is hive.database; default tables.DefaultDatabase.
+	HiveDatabase string
+	// CompactPauseAt and CompactPauseFile hold every compaction pass after
+	// each of its steps of that name until the file exists
+	// (compact.Config's PauseAt and PauseFile): the tests' hook to query
+	// the tables between registration and compaction.
+	CompactPauseAt, CompactPauseFile string
 	// Executable is the tributary binary the jobs scheduler runs loader
 	// jobs with; default os.Executable(). Only LoaderScheduled uses it.
 	Executable string
@@ -209,7 +222,7 @@ func (c Config) Validate() error {
 	if err := c.HDFSOptions.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	return nil
+	return c.validateTables()
 }
 
 // zooKeeperFor returns the zookeeper.connect string of cluster ("" on

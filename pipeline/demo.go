@@ -301,6 +301,7 @@ func (r *Result) Print(out io.Writer, p *Pipeline) {
 		fmt.Fprintf(out, "\nproduce -> loaded file latency: p50 %v, p99 %v, max %v; %s\n",
 			r.Latency50.Round(time.Millisecond), r.Latency99.Round(time.Millisecond), r.LatencyMax.Round(time.Millisecond), dups)
 	}
+	p.printRegistered(out)
 	fmt.Fprintln(out, r.Summary())
 	if r.Readiness != nil {
 		fmt.Fprintln(out, r.Readiness)

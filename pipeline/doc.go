@@ -28,6 +28,8 @@
 //	<Dir>/<cluster>/broker-<id>/   broker data of dc1, dc2, analytics
 //	<Dir>/audit/audit.db           the audit service's store
 //	<Dir>/loader.properties        the scheduled loader job's configuration
+//	<Dir>/tables.properties        with Config.HiveMetastoreURIs: the tables configuration
+//	                               (jobs compact --tables-config's keys)
 //	<Dir>/secure/                  with Config.Secure: the generated CA, certificates,
 //	                               passwords (mode 0600) and client properties (secure.go)
 //	<Dir>/data/                    loaded files (without HDFS), the loader's layout
@@ -81,6 +83,20 @@
 // drain time and two minutes are up) and Demo prints, after the summary:
 //
 //	readiness: R of P partitions ready (audit-proved), C compacted
+//
+// # Tables
+//
+// With Config.HiveMetastoreURIs the compaction part registers the topic's
+// table, <HiveDatabase>.<Topic>, in that Hive Metastore (package
+// jobs/tables): each partition once it is ready, at its Avro files, and
+// again at its Parquet once compacted. Start writes <Dir>/tables.properties
+// (hive.integration, hive.metastore.uris, hive.database,
+// schema.registry.url: what `tributary jobs compact --tables-config` and
+// `jobs retention --tables-config` take), registers through what it says,
+// and reaches the metastore once before the parts start: a metastore that
+// is not thrift://host:port, or does not answer, fails Start with
+// ErrTables. The banner names the table and prints a spark-sql command
+// that queries it.
 //
 // # Stopping and faults
 //

@@ -12,4 +12,7 @@ var (
 	// ErrAuditIncomplete marks a closed audit window where a tier counted
 	// fewer records than the producers.
 	ErrAuditIncomplete = errors.New("pipeline: audit incomplete")
+	// ErrTables marks a Hive Metastore (Config.HiveMetastoreURIs) that is
+	// invalid or cannot be reached at start.
+	ErrTables = errors.New("pipeline: hive metastore")
 )

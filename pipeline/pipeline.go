@@ -22,6 +22,7 @@ import (
 	"github.com/tributary/tributary/internal/devcluster"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/network"
+	"github.com/tributary/tributary/jobs/tables"
 	"github.com/tributary/tributary/pipeline/pageview"
 )
 
@@ -45,6 +46,9 @@ type Pipeline struct {
 	secure   *secureSetup // nil unless Config.Secure
 	fsys     filesys.FS
 	base     string
+	// tables is the metastore of Config.HiveMetastoreURIs (nil without).
+	tables    *tables.Metastore
+	tablesCfg tables.Config
 
 	// filesMu keeps compaction passes and reading the output apart.
 	filesMu sync.Mutex
@@ -109,6 +113,9 @@ func Start(ctx context.Context, cfg Config) (_ *Pipeline, err error) {
 		}
 	}
 	if err := p.startClusters(ctx); err != nil {
+		return nil, err
+	}
+	if err := p.openTables(ctx); err != nil {
 		return nil, err
 	}
 	if err := p.createTopics(ctx); err != nil {
@@ -445,6 +452,9 @@ func (p *Pipeline) Close() error {
 		if err := p.StopPart(name); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		}
+	}
+	if p.tables != nil {
+		_ = p.tables.Close()
 	}
 	if p.fsys != nil {
 		if err := p.fsys.Close(); err != nil {

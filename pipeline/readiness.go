@@ -41,11 +41,16 @@ func (a pipelineAudit) Windows(ctx context.Context, topic string, from, to time.
 }
 
 func (p *Pipeline) compactor() (*compact.Compactor, error) {
-	return compact.New(compact.Config{FS: p.fsys, Base: p.base, Topics: []string{p.cfg.Topic},
+	var catalog compact.Catalog
+	if p.tables != nil {
+		catalog = p.tables
+	}
+	return compact.New(compact.Config{FS: p.fsys, Base: p.base, Topics: []string{p.cfg.Topic}, Catalog: catalog,
 		ClosedThrough: func(ctx context.Context) (time.Time, error) {
 			return loader.CommittedThrough(ctx, p.fsys, p.base, LoaderJob)
 		},
 		Delay: CompactDelay, Audit: pipelineAudit{p}, TargetFileSize: 16 << 20,
+		PauseAt: p.cfg.CompactPauseAt, PauseFile: p.cfg.CompactPauseFile,
 		Logger: p.logger.With("part", "compact")})
 }
 

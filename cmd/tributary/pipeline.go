@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tributary/tributary/internal/properties"
+	"github.com/tributary/tributary/jobs/tables"
 	"github.com/tributary/tributary/pipeline"
 )
 
@@ -36,6 +38,8 @@ type pipelineOptions struct {
 	logLevel      string
 	logFile       string
 	secure        bool
+	hiveMetastore string
+	hiveDatabase  string
 
 	// demo only
 	partitionDuration time.Duration
@@ -73,11 +77,14 @@ func addPipelineFlags(cmd *cobra.Command, o *pipelineOptions, window time.Durati
 	f.DurationVar(&o.auditWindow, "audit-window", window, "audit window")
 	f.DurationVar(&o.auditInterval, "audit-interval", pipeline.DefaultAuditInterval, "how often every tier publishes its audit counts")
 	f.DurationVar(&o.loadInterval, "load-interval", load, "time between loader runs (scheduled) or commits (continuous)")
-	f.StringVar(&o.loader, "loader", "scheduled", "scheduled (a jobs-scheduler job running `tributary loader run`) or continuous (in-process)")
+	f.StringVar(&o.loader, "loader", "scheduled", "scheduled (a jobs-scheduler job running 'tributary loader run') or continuous (in-process)")
 	f.StringVar(&o.logLevel, "log-level", "warn", "debug, info, warn or error")
 	f.StringVar(&o.logFile, "log-file", "", "write the parts' logs to this file instead of stderr")
 	f.BoolVar(&o.secure, "secure", false, "secure every part: SASL_SSL (SCRAM-SHA-512) to every cluster, the mirror's target over SSL with a client certificate, "+
 		"SSL between brokers, the registry and dashboard over HTTPS with basic authentication; certificates, users and passwords are generated into DIR/"+pipeline.SecureDir)
+	f.StringVar(&o.hiveMetastore, "hive-metastore", "", "register the page-view table in this Hive Metastore (hive.metastore.uris: thrift://HOST:PORT[,...]): each partition once ready, Avro, then Parquet once compacted; "+
+		"also written, with the other keys of jobs compact --tables-config, to DIR/"+pipeline.TablesFile)
+	f.StringVar(&o.hiveDatabase, "hive-database", tables.DefaultDatabase, "hive.database of --hive-metastore: the table is DATABASE.TOPIC")
 }
 
 func newPipelineUpCommand() *cobra.Command {
@@ -93,8 +100,16 @@ func newPipelineUpCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return runPipelineUp(cmd, o) },
 	}
 	addPipelineFlags(cmd, &o, pipeline.DefaultAuditWindow, pipeline.DefaultLoadInterval)
+	cmd.Flags().DurationVar(&o.partitionDuration, "partition-duration", 0, "the loader's partition.duration.ms, whole minutes (0: an hour)")
+	cmd.Flags().DurationVar(&o.compactInterval, "compact-interval", 0, "run readiness (_SUCCESS from the audit counts) and compaction this often (0: never, or every "+
+		upCompactInterval.String()+" with --hive-metastore)")
 	return cmd
 }
+
+// upCompactInterval is pipeline up's compaction interval with
+// --hive-metastore and no --compact-interval: the tables are registered by
+// the compaction part.
+const upCompactInterval = time.Minute
 
 func newPipelineDemoCommand() *cobra.Command {
 	var o pipelineOptions
@@ -118,7 +133,7 @@ func newPipelineDemoCommand() *cobra.Command {
 }
 
 // config turns the flags into a pipeline configuration; errors name the flag.
-func (o pipelineOptions) config(cmd *cobra.Command) (pipeline.Config, func(), error) {
+func (o *pipelineOptions) config(cmd *cobra.Command) (pipeline.Config, func(), error) {
 	level, err := parseLogLevel(o.logLevel)
 	if err != nil {
 		return pipeline.Config{}, nil, err
@@ -154,6 +169,8 @@ func (o pipelineOptions) config(cmd *cobra.Command) (pipeline.Config, func(), er
 		{"load-interval", o.loadInterval <= 0, o.loadInterval},
 		{"duration", o.duration < 0, o.duration},
 		{"drain-timeout", o.drain < 0, o.drain},
+		{"partition-duration", o.partitionDuration < 0, o.partitionDuration},
+		{"compact-interval", o.compactInterval < 0, o.compactInterval},
 	}
 	for _, c := range checks {
 		if c.bad {
@@ -172,6 +189,13 @@ func (o pipelineOptions) config(cmd *cobra.Command) (pipeline.Config, func(), er
 	if err != nil {
 		closeLog()
 		return pipeline.Config{}, nil, err
+	}
+	var metastores []string
+	if o.hiveMetastore != "" {
+		metastores = properties.SplitList(o.hiveMetastore)
+		if o.compactInterval == 0 && !cmd.Flags().Changed("compact-interval") {
+			o.compactInterval = upCompactInterval
+		}
 	}
 	cfg := pipeline.Config{
 		HDFSOptions:       hdfsOpts,
@@ -195,11 +219,13 @@ func (o pipelineOptions) config(cmd *cobra.Command) (pipeline.Config, func(), er
 		CompactInterval:   o.compactInterval,
 		LoaderScheduled:   scheduled,
 		Secure:            o.secure,
+		HiveMetastoreURIs: metastores,
+		HiveDatabase:      o.hiveDatabase,
 		Logger:            textLogger(logOut, level),
 	}
 	if err := cfg.Validate(); err != nil {
 		closeLog()
-		return pipeline.Config{}, nil, err
+		return pipeline.Config{}, nil, o.tablesError(err)
 	}
 	return cfg, closeLog, nil
 }
@@ -214,7 +240,7 @@ func runPipelineUp(cmd *cobra.Command, o pipelineOptions) (err error) {
 	defer stop()
 	p, err := pipeline.Start(ctx, cfg)
 	if err != nil {
-		return err
+		return o.tablesError(err)
 	}
 	defer func() { err = errors.Join(err, p.Close()) }()
 	out := cmd.OutOrStdout()
@@ -234,5 +260,18 @@ func runPipelineDemo(cmd *cobra.Command, o pipelineOptions) error {
 	ctx, stop := signalContext(cmd)
 	defer stop()
 	_, err = pipeline.Demo(ctx, cfg, pipeline.DemoOptions{Duration: o.duration, Drain: o.drain, Progress: o.progress}, cmd.OutOrStdout())
-	return err
+	return o.tablesError(err)
+}
+
+// tablesError names the flag of a metastore the pipeline refused or could
+// not reach, in one line.
+func (o pipelineOptions) tablesError(err error) error {
+	if !errors.Is(err, pipeline.ErrTables) {
+		return err
+	}
+	if o.compactInterval <= 0 {
+		return badFlag("compact-interval", o.compactInterval.String(), "--hive-metastore needs compaction, which registers the tables: give a positive interval")
+	}
+	_, why, _ := strings.Cut(err.Error(), pipeline.ErrTables.Error()+": ")
+	return badFlag("hive-metastore", o.hiveMetastore, strings.ReplaceAll(why, "\n", "; "))
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,7 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/tributary/tributary/internal/properties"
+	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/jobs/tables"
 )
 
 func TestPipelineRejectsBadFlags(t *testing.T) {
@@ -163,4 +171,97 @@ func bannerURL(t *testing.T, s, label string) string {
 		t.Fatalf("no %q line in:\n%s", label, s)
 	}
 	return m[1]
+}
+
+// TestFlagTypeNames: pflag shows the back-quoted words of a flag's usage as
+// its type name (`--loader tributary loader run`); every flag of every
+// command must show its own type instead, and `pipeline up --help` shows
+// `--loader string`.
+func TestFlagTypeNames(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if strings.Contains(f.Usage, "`") {
+				name, _ := pflag.UnquoteUsage(f)
+				t.Errorf("%s --%s: usage has back quotes, so --help shows its type as %q", c.CommandPath(), f.Name, name)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCommand())
+	res := runCLI(t, 10*time.Second, "", "pipeline", "up", "--help")
+	for _, want := range []string{"--loader string ", "--hive-metastore string ", "--compact-interval duration "} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("pipeline up --help lacks %q:\n%s", want, res.stdout)
+		}
+	}
+}
+
+// TestPipelineHiveMetastoreRefused: a --hive-metastore that is not
+// thrift://HOST:PORT, or whose port nobody serves, fails the start with one
+// line naming the flag, and so does one without compaction.
+func TestPipelineHiveMetastoreRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "thrift://" + ln.Addr().String()
+	ln.Close()
+	for _, c := range []struct {
+		sub  string
+		args []string
+		want string
+	}{
+		{"up", []string{"--hive-metastore", "http://127.0.0.1:9083"}, `--hive-metastore "http://127.0.0.1:9083": tables: invalid configuration: hive.metastore.uris: "http://127.0.0.1:9083" is not thrift://host:port`},
+		{"demo", []string{"--hive-metastore", "thrift://127.0.0.1"}, `--hive-metastore "thrift://127.0.0.1": `},
+		{"demo", []string{"--hive-metastore", closed, "--compact-interval", "0"}, `--compact-interval "0s": --hive-metastore needs compaction`},
+		{"up", []string{"--hive-metastore", closed, "--hive-database", "no-dashes"}, `--hive-metastore "` + closed + `": tables: invalid configuration: hive.database="no-dashes"`},
+		{"up", []string{"--hive-metastore", closed}, `--hive-metastore "` + closed + `": cannot reach it: `},
+	} {
+		args := append([]string{"pipeline", c.sub, "--dir", t.TempDir(), "--brokers", "1", "--loader", "continuous"}, c.args...)
+		res := runCLI(t, 2*time.Minute, "", args...)
+		if res.err == nil || !strings.Contains(res.err.Error(), c.want) || strings.Contains(res.err.Error(), "\n") {
+			t.Errorf("%v: error %v, want one line with %q", args, res.err, c.want)
+		}
+	}
+}
+
+// TestPipelineUpHiveMetastore: `pipeline up --hive-metastore` (the real
+// metastore of make test) names the table and a spark-sql line to query it
+// in its banner, and writes DIR/tables.properties, the tables configuration
+// `jobs compact --tables-config` takes, with the metastore, the database
+// and the pipeline's registry.
+func TestPipelineUpHiveMetastore(t *testing.T) {
+	uri := testenv.HiveMetastore(t)
+	dir := t.TempDir()
+	db := fmt.Sprintf("cmd_pipeline_%d", time.Now().UnixNano())
+	banner, stop := startPipelineUp(t, "--dir", dir, "--brokers", "1", "--rate", "5", "--loader", "continuous",
+		"--hive-metastore", uri, "--hive-database", db)
+	defer stop()
+	table := db + ".pageviews"
+	for _, want := range []string{"tables             " + table + " in " + uri,
+		"query            spark-sql --conf spark.sql.catalogImplementation=hive --conf spark.hadoop.hive.metastore.uris=" + uri +
+			` -e "SELECT hour, count(*) FROM ` + table + ` GROUP BY hour ORDER BY hour"`} {
+		if !strings.Contains(banner, want) {
+			t.Errorf("banner lacks %q:\n%s", want, banner)
+		}
+	}
+	f, err := os.Open(filepath.Join(dir, "tables.properties"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := properties.Read(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := tables.ConfigFromProperties(properties.New(m))
+	if err != nil || !cfg.Enabled || strings.Join(cfg.URIs, ",") != uri || cfg.Database != db {
+		t.Errorf("tables.properties %v: %+v, %v", m, cfg, err)
+	}
+	if reg := bannerURL(t, banner, "schema registry"); m["schema.registry.url"] != reg {
+		t.Errorf("tables.properties has schema.registry.url %q, the registry is %s", m["schema.registry.url"], reg)
+	}
 }
