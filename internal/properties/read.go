@@ -1,9 +1,11 @@
 package properties
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -12,12 +14,30 @@ import (
 // documentation). It returns every malformed line at once, each error
 // naming its line and wrapping ErrSyntax.
 func Read(r io.Reader) (map[string]string, error) {
+	f, err := Parse(r)
+	if err != nil {
+		return nil, err
+	}
+	return f.Values, nil
+}
+
+// File is a parsed properties file: its values and, for each key, the
+// line it was read from (the first line of a continued one, 1-based).
+type File struct {
+	Values map[string]string
+	Lines  map[string]int
+}
+
+// Parse is Read that also keeps the line of every key, for messages that
+// point into the file (Suspects).
+func Parse(r io.Reader) (*File, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("properties: reading: %w", err)
 	}
 	lines := naturalLines(data)
 	props := map[string]string{}
+	at := map[string]int{}
 	var errs []error
 	for i := 0; i < len(lines); i++ {
 		first := i + 1
@@ -42,12 +62,38 @@ func Read(r io.Reader) (map[string]string, error) {
 			errs = append(errs, fmt.Errorf("%w: line %d: %v", ErrSyntax, first, err))
 			continue
 		}
-		props[k] = v
+		props[k], at[k] = v, first
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return props, nil
+	return &File{Values: props, Lines: at}, nil
+}
+
+// Suspect is a value that ends in what looks like a comment written after
+// it ("x=5   # five"). java.util.Properties, and so Read, takes it as part
+// of the value: '#' and '!' start a comment only at the start of a line.
+type Suspect struct {
+	Key, Value string
+	Line       int
+}
+
+func (s Suspect) String() string {
+	return fmt.Sprintf("line %d: %s=%q ends in what looks like a comment: %s", s.Line, s.Key, s.Value, commentRule)
+}
+
+// Suspects lists the values of f that look like they end in a comment,
+// sorted by line: what a caller warns about for the keys whose type
+// (a string, a list, a regular expression) lets the getters accept them.
+func (f *File) Suspects() []Suspect {
+	var out []Suspect
+	for k, v := range f.Values {
+		if TrailingComment(v) {
+			out = append(out, Suspect{Key: k, Value: v, Line: f.Lines[k]})
+		}
+	}
+	slices.SortFunc(out, func(a, b Suspect) int { return cmp.Compare(a.Line, b.Line) })
+	return out
 }
 
 // naturalLines splits data at \n, \r and \r\n.
