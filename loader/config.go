@@ -225,6 +225,9 @@ func (c Config) Validate() error {
 	if _, err := properties.ParseURI(c.OutputURI); err != nil {
 		return bad("output.uri %q: %v", c.OutputURI, err)
 	}
+	if _, err := properties.ParseURI(c.RegistryURL); err != nil {
+		return bad("schema.registry.url %q: %v", c.RegistryURL, err)
+	}
 	if _, err := parseCodec(c.Codec); err != nil {
 		return err
 	}

@@ -98,10 +98,14 @@ func TestTrailingComment(t *testing.T) {
 		"audit.enable=true  # yes\n" +
 		"plain=a#b\n" +
 		"frag=file:///out#x\n" +
-		"spaced=file:///my dir\n"
+		"spaced=file:///my dir\n" +
+		"escaped=a \\#b\n" // written by Write: meant
 	f, err := Parse(strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := f.Values["escaped"]; got != "a #b" {
+		t.Errorf("escaped = %q", got)
 	}
 	if got := f.Values["topics"]; got != "views|clicks   # a regular expression" {
 		t.Errorf("topics = %q: values are literal", got)

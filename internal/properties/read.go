@@ -26,6 +26,9 @@ func Read(r io.Reader) (map[string]string, error) {
 type File struct {
 	Values map[string]string
 	Lines  map[string]int
+	// suspect holds the keys whose value as written (escapes unresolved,
+	// so that "a \\# b" is not one) looks like it ends in a comment.
+	suspect map[string]bool
 }
 
 // Parse is Read that also keeps the line of every key, for messages that
@@ -37,7 +40,7 @@ func Parse(r io.Reader) (*File, error) {
 	}
 	lines := naturalLines(data)
 	props := map[string]string{}
-	at := map[string]int{}
+	at, suspect := map[string]int{}, map[string]bool{}
 	var errs []error
 	for i := 0; i < len(lines); i++ {
 		first := i + 1
@@ -57,17 +60,18 @@ func Parse(r io.Reader) (*File, error) {
 			line = trimLeadingSpace(lines[i])
 		}
 		logical = append(logical, line...)
-		k, v, err := splitPair(logical)
+		k, v, rawLen, err := splitPair(logical)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: line %d: %v", ErrSyntax, first, err))
 			continue
 		}
 		props[k], at[k] = v, first
+		suspect[k] = trailingComment.Match(logical[len(logical)-rawLen:])
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return &File{Values: props, Lines: at}, nil
+	return &File{Values: props, Lines: at, suspect: suspect}, nil
 }
 
 // Suspect is a value that ends in what looks like a comment written after
@@ -88,7 +92,7 @@ func (s Suspect) String() string {
 func (f *File) Suspects() []Suspect {
 	var out []Suspect
 	for k, v := range f.Values {
-		if TrailingComment(v) {
+		if f.suspect[k] {
 			out = append(out, Suspect{Key: k, Value: v, Line: f.Lines[k]})
 		}
 	}
@@ -137,8 +141,8 @@ func oddTrailingBackslashes(b []byte) bool {
 }
 
 // splitPair cuts a logical line into its unescaped key and value, as
-// Properties.load0 does.
-func splitPair(line []byte) (key, value string, err error) {
+// Properties.load0 does; rawLen is the length of the value as written.
+func splitPair(line []byte) (key, value string, rawLen int, err error) {
 	keyEnd, valueStart := len(line), len(line)
 	hasSep := false
 	for i := 0; i < len(line); i++ {
@@ -167,12 +171,12 @@ func splitPair(line []byte) (key, value string, err error) {
 		valueStart++
 	}
 	if key, err = unescape(line[:keyEnd]); err != nil {
-		return "", "", fmt.Errorf("key: %v", err)
+		return "", "", 0, fmt.Errorf("key: %v", err)
 	}
 	if value, err = unescape(line[valueStart:]); err != nil {
-		return "", "", fmt.Errorf("key %q: %v", key, err)
+		return "", "", 0, fmt.Errorf("key %q: %v", key, err)
 	}
-	return key, value, nil
+	return key, value, len(line) - valueStart, nil
 }
 
 // unescape resolves the backslash escapes of s.
