@@ -150,7 +150,7 @@ func runLoader(cmd *cobra.Command, o loaderOptions, serve bool) error {
 func logCommit(logger *slog.Logger, ci loader.CommitInfo) {
 	logger.Info("partition committed", "topic", ci.Topic, "partition", ci.Partition, "seq", ci.Seq,
 		"offsets", fmt.Sprintf("%d-%d", ci.FirstOffset, ci.NextOffset-1), "records", ci.Records,
-		"files", ci.Files, "errors", ci.Errors, "duplicates", ci.Duplicates)
+		"files", ci.Files, "file_bytes", ci.FileBytes, "errors", ci.Errors, "duplicates", ci.Duplicates)
 }
 
 func isTerminal(w io.Writer) bool {
