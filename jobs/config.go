@@ -127,13 +127,44 @@ func (j *Job) Next(t time.Time) time.Time {
 	return j.schedule.Next(t.UTC()).UTC()
 }
 
-// LoadConfig reads and validates a jobs YAML file.
+// LoadConfig reads and validates a jobs YAML file, and checks that the
+// files its jobs name for their child processes exist on this machine
+// (CheckFiles): a missing loader properties file would otherwise surface
+// only as a failed run at the job's first due time.
 func LoadConfig(path string) ([]Job, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
 	}
-	return ParseConfig(data)
+	list, err := ParseConfig(data)
+	if err != nil {
+		return nil, err
+	}
+	return list, CheckFiles(list)
+}
+
+// fileArgs are the arguments that name a local file the child process reads.
+var fileArgs = []string{"config", "hdfs_config", "tables_config"}
+
+// CheckFiles reports, as a *FieldError naming the job and the argument,
+// the first file a job's arguments name that does not exist (relative
+// paths are the child's: relative to this process's directory).
+func CheckFiles(list []Job) error {
+	for i, j := range list {
+		if j.Kind == KindExec {
+			continue // a user's command: its arguments are its own
+		}
+		for _, k := range fileArgs {
+			p, ok := j.Args[k].(string)
+			if !ok || p == "" {
+				continue
+			}
+			if _, err := os.Stat(p); err != nil {
+				return &FieldError{Index: i, Job: j.Name, Field: "args." + k, Err: fmt.Errorf("%s: %w", p, errors.Unwrap(err))}
+			}
+		}
+	}
+	return nil
 }
 
 // ParseConfig parses and validates a jobs YAML document. Unknown keys are

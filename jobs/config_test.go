@@ -2,6 +2,8 @@ package jobs
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -227,5 +229,44 @@ func TestSortByPassedOn(t *testing.T) {
 	}
 	if want := "--sort-by pageviews=user,timestamp --sort-by requests=user_id,ts"; !strings.Contains(strings.Join(tk.argv, " "), want) {
 		t.Errorf("argv %q lacks %q", tk.argv, want)
+	}
+}
+
+// TestLoadConfigChecksFiles: LoadConfig (what `jobs serve` reads) refuses
+// a job whose loader properties file, or compact's hdfs_config, does not
+// exist, naming the job, the argument and the path; ParseConfig, which
+// checks a document on any machine, does not look at files.
+func TestLoadConfigChecksFiles(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "loader.properties")
+	if err := os.WriteFile(conf, []byte("name=hourly\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write := func(doc string) string {
+		p := filepath.Join(dir, "jobs.yaml")
+		if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	loaderJob := func(path string) string {
+		return "jobs:\n  - name: load\n    schedule: \"@every 5m\"\n    kind: loader\n    args: {config: " + path + "}\n"
+	}
+	if _, err := LoadConfig(write(loaderJob(conf))); err != nil {
+		t.Fatalf("an existing file: %v", err)
+	}
+	missing := filepath.Join(dir, "loadr.properties")
+	if _, err := ParseConfig([]byte(loaderJob(missing))); err != nil {
+		t.Fatalf("ParseConfig: %v", err)
+	}
+	_, err := LoadConfig(write(loaderJob(missing)))
+	var fe *FieldError
+	if !errors.As(err, &fe) || !errors.Is(err, ErrBadConfig) || fe.Job != "load" || fe.Field != "args.config" ||
+		err.Error() != `job "load": args.config: `+missing+`: no such file or directory` {
+		t.Errorf("a missing loader config: %v", err)
+	}
+	_, err = LoadConfig(write("jobs:\n  - name: c\n    schedule: \"@hourly\"\n    kind: compact\n    args: {base: /b, loader_job: l, hdfs_config: " + missing + "}\n"))
+	if err == nil || err.Error() != `job "c": args.hdfs_config: `+missing+`: no such file or directory` {
+		t.Errorf("a missing hdfs_config: %v", err)
 	}
 }

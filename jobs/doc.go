@@ -11,7 +11,9 @@
 // or a descriptor such as "@every 5m" or "@hourly", UTC), a kind (loader,
 // compact, retention or exec), its args, a per-attempt timeout, retries
 // with an exponential retry_backoff, and paused. Unknown keys and invalid
-// values are errors naming the job and the field (FieldError).
+// values are errors naming the job and the field (FieldError). LoadConfig
+// also refuses a job whose config, hdfs_config or tables_config file does
+// not exist on this machine (CheckFiles), before any run is due.
 //
 // "@every D" is aligned to multiples of D since the Unix epoch (not to the
 // scheduler's start), so that all schedulers compute the same due times.

@@ -16,6 +16,9 @@ type asyncWriter struct {
 	done chan struct{}
 	mu   sync.Mutex
 	err  error
+	// size counts the bytes Write accepted: the file's size once Close
+	// returned nil. Only the writing goroutine touches it.
+	size int64
 }
 
 const asyncDepth = 4
@@ -53,6 +56,7 @@ func (a *asyncWriter) Write(b []byte) (int, error) {
 	}
 	buf := bufPool.Get().(*[]byte)
 	*buf = append((*buf)[:0], b...)
+	a.size += int64(len(b))
 	a.ch <- buf
 	return len(b), nil
 }

@@ -222,6 +222,12 @@ func (c Config) Validate() error {
 	if _, err := regexp.Compile(c.Topics); err != nil {
 		return bad("topics: %v", err)
 	}
+	if _, err := properties.ParseURI(c.OutputURI); err != nil {
+		return bad("output.uri %q: %v", c.OutputURI, err)
+	}
+	if _, err := properties.ParseURI(c.RegistryURL); err != nil {
+		return bad("schema.registry.url %q: %v", c.RegistryURL, err)
+	}
 	if _, err := parseCodec(c.Codec); err != nil {
 		return err
 	}
@@ -315,7 +321,7 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	c.Registry = serde.ClientConfigFromProperties(p, "")
 	c.RegistryURL = c.Registry.URL
 	c.Topics = p.String("topics")
-	c.OutputURI = p.String("output.uri")
+	c.OutputURI = p.URI("output.uri")
 	c.Codec = p.String("codec")
 	c.HDFS = filesys.HDFSOptionsFromProperties(p)
 	c.CommitRecords = p.Int64("commit.records", 1)

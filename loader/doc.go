@@ -80,7 +80,19 @@
 // CommittedThrough is the smallest watermark over the partitions
 // _partitions counts, a partition without a commit being the zero time, so
 // that no hour closes (and becomes ready) while a partition has committed
-// none of it.
+// none of it. Jobs lists the jobs with state under a base, so that a
+// caller can tell a mistyped job (no state) from one that committed
+// nothing yet.
+//
+// # Topics and counts
+//
+// topics is a regular expression over whole topic names; one that matches
+// no topic (internal "__" topics aside) fails Run with ErrNoTopics, naming
+// the expression and topics that exist, while Serve warns each cycle and
+// loads the topics once they appear. A run's Summary counts record_bytes
+// (key and value bytes as the brokers held them, what the audit counts)
+// apart from file_bytes (the size of the data files committed).
+//
 // Recovery, when a process takes a partition: read the newest manifest,
 // redo its moves, re-publish its audit events unless marked published,
 // then delete everything under tmp/ (uncommitted data of crashed runs),

@@ -17,4 +17,9 @@ var (
 	// run ends without committing those partitions; the next run starts
 	// from their commits.
 	ErrFetchStalled = errors.New("loader: fetch stalled")
+	// ErrNoTopics: the topics regular expression matches no topic of the
+	// cluster (a typo, or a topic not created yet). Run fails with it
+	// (the message names the expression and some topics that exist);
+	// Serve warns every cycle and keeps trying.
+	ErrNoTopics = errors.New("loader: topics matches no topic")
 )

@@ -153,10 +153,11 @@ func (l *Loader) Run(ctx context.Context) (Summary, error) {
 	_, _ = rand.Read(b[:])
 	l.runID = time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
 	r0, by0, e0, f0, _, _ := l.progress.Snapshot()
-	d0 := l.progress.dups.Load()
+	d0, fb0 := l.progress.dups.Load(), l.progress.fileBytes.Load()
 	done, err := l.run(ctx)
 	r1, by1, e1, f1, _, _ := l.progress.Snapshot()
-	sum := Summary{Records: r1 - r0, Bytes: by1 - by0, Errors: e1 - e0, Files: f1 - f0, Duplicates: l.progress.dups.Load() - d0,
+	sum := Summary{Records: r1 - r0, RecordBytes: by1 - by0, FileBytes: l.progress.fileBytes.Load() - fb0,
+		Errors: e1 - e0, Files: f1 - f0, Duplicates: l.progress.dups.Load() - d0,
 		Partitions: int64(done), Seconds: since(start)}
 	return sum, err
 }
@@ -263,7 +264,9 @@ func (l *Loader) Serve(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if err != nil {
+		if errors.Is(err, ErrNoTopics) {
+			l.log.Warn("nothing to load; checking again next cycle", "err", err)
+		} else if err != nil {
 			l.log.Error("load cycle failed; retrying", "err", err)
 		} else {
 			l.log.Debug("load cycle", "records", sum.Records, "files", sum.Files, "errors", sum.Errors)
@@ -283,8 +286,13 @@ func (l *Loader) partitions(ctx context.Context) ([]topicPartition, error) {
 		return nil, fmt.Errorf("metadata: %w", err)
 	}
 	var out []topicPartition
+	var others []string
 	for _, t := range md.Topics.Sorted() {
-		if strings.HasPrefix(t.Topic, "__") || !l.topics.MatchString(t.Topic) {
+		if strings.HasPrefix(t.Topic, "__") {
+			continue
+		}
+		if !l.topics.MatchString(t.Topic) {
+			others = append(others, t.Topic)
 			continue
 		}
 		if t.Err != nil {
@@ -294,7 +302,24 @@ func (l *Loader) partitions(ctx context.Context) ([]topicPartition, error) {
 			out = append(out, topicPartition{t.Topic, p.Partition})
 		}
 	}
+	if len(out) == 0 {
+		return nil, noTopics(l.cfg.Topics, others)
+	}
 	return out, nil
+}
+
+// noTopics is ErrNoTopics naming the expression and up to ten of the
+// topics that exist.
+func noTopics(expr string, existing []string) error {
+	if len(existing) == 0 {
+		return fmt.Errorf("%w: topics=%q, and the cluster has no topics", ErrNoTopics, expr)
+	}
+	const show = 10
+	list := strings.Join(existing[:min(len(existing), show)], ", ")
+	if len(existing) > show {
+		list += fmt.Sprintf(" and %d more", len(existing)-show)
+	}
+	return fmt.Errorf("%w: topics=%q (a regular expression over whole topic names); the cluster has %s", ErrNoTopics, expr, list)
 }
 
 func topicsOf(parts []topicPartition) []string {

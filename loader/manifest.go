@@ -218,6 +218,29 @@ func readPartitions(fsys filesys.FS, name string) (int32, error) {
 	return v.Partitions, nil
 }
 
+// Jobs lists, sorted, the loader jobs that keep state under base (a job's
+// first run records it before loading anything): what a name given to
+// CommittedThrough is checked against, since an unknown job has committed
+// nothing and reads as the zero time.
+func Jobs(fsys filesys.FS, base string) ([]string, error) {
+	dir := path.Join(base, StateDir)
+	list, err := fsys.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	var out []string
+	for _, fi := range list {
+		if fi.IsDir() {
+			out = append(out, fi.Name())
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // States lists the committed state of every partition of a job; a
 // partition the job loads that has no commit yet has a zero state.
 func States(ctx context.Context, fsys filesys.FS, base, job string) ([]PartitionState, error) {

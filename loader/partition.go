@@ -33,7 +33,7 @@ type bucketKey struct {
 type dataFile struct {
 	key         bucketKey
 	tmp         string
-	w           io.WriteCloser
+	w           *asyncWriter
 	data        fileWriter
 	first, last int64
 	lastUse     int64
@@ -468,14 +468,20 @@ func (pl *partLoad) commit(ctx context.Context, reachedEnd bool) error {
 	l.pruneManifests(pl, nil)
 
 	files := int64(len(pl.closed))
+	var fileBytes int64
+	for _, f := range pl.closed {
+		fileBytes += f.w.size
+	}
 	l.metrics.commits.Inc()
 	l.metrics.records.Add(float64(m.Records))
 	l.metrics.bytes.Add(float64(m.Bytes))
 	l.metrics.files.Add(float64(files))
+	l.metrics.fileBytes.Add(float64(fileBytes))
 	l.metrics.commitSeconds.Observe(time.Since(start).Seconds())
 	l.progress.files.Add(files)
+	l.progress.fileBytes.Add(fileBytes)
 	l.progress.commit(CommitInfo{Topic: pl.topic, Partition: pl.partition, Seq: m.Seq, FirstOffset: m.FirstOffset,
-		NextOffset: m.NextOffset, Records: m.Records, Errors: m.Errors, Duplicates: m.Duplicates, Files: files})
+		NextOffset: m.NextOffset, Records: m.Records, Errors: m.Errors, Duplicates: m.Duplicates, Files: files, FileBytes: fileBytes})
 	pl.reset()
 	return nil
 }

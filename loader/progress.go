@@ -17,12 +17,15 @@ type CommitInfo struct {
 	NextOffset        int64
 	Records, Errors   int64
 	Duplicates, Files int64
-	ReachedEnd        bool
+	// FileBytes is the size of the data files committed.
+	FileBytes  int64
+	ReachedEnd bool
 }
 
 // Progress is a live view of a run, safe to read while it goes.
 type Progress struct {
 	records, bytes, errors, files, dups atomic.Int64
+	fileBytes                           atomic.Int64
 	done, total                         atomic.Int64
 	mu                                  sync.Mutex
 	onCommit                            func(CommitInfo)
@@ -46,9 +49,14 @@ func (p *Progress) commit(ci CommitInfo) {
 
 // Summary is what a run did.
 type Summary struct {
-	Records    int64   `json:"records"`
-	Files      int64   `json:"files"`
-	Bytes      int64   `json:"bytes"`
+	Records int64 `json:"records"`
+	Files   int64 `json:"files"`
+	// RecordBytes counts the key and value bytes of the records loaded, as
+	// the brokers held them (the audit's bytes).
+	RecordBytes int64 `json:"record_bytes"`
+	// FileBytes is the size of the data files committed (Avro blocks,
+	// compressed by codec), what the output grew by.
+	FileBytes  int64   `json:"file_bytes"`
 	Errors     int64   `json:"errors"`
 	Duplicates int64   `json:"duplicates"`
 	Partitions int64   `json:"partitions"`
@@ -57,6 +65,7 @@ type Summary struct {
 
 type metrics struct {
 	records, bytes, errors, duplicates, files, commits prometheus.Counter
+	fileBytes                                          prometheus.Counter
 	commitSeconds                                      prometheus.Histogram
 }
 
@@ -70,13 +79,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		errors:     c("bad_records_total", "Records written to _errors (not framed, unknown schema, undecodable)."),
 		duplicates: c("duplicates_total", "Mirror duplicates dropped by the origin high-water marks."),
 		files:      c("files_total", "Data files committed."),
+		fileBytes:  c("file_bytes_total", "Bytes of the data files committed."),
 		commits:    c("commits_total", "Partition commits."),
 		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "tributary", Subsystem: "loader",
 			Name: "commit_seconds", Help: "Time to commit one partition (close files, manifest, moves, audit).",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}),
 	}
 	if reg != nil {
-		for _, col := range []prometheus.Collector{m.records, m.bytes, m.errors, m.duplicates, m.files, m.commits, m.commitSeconds} {
+		for _, col := range []prometheus.Collector{m.records, m.bytes, m.errors, m.duplicates, m.files, m.fileBytes, m.commits, m.commitSeconds} {
 			_ = reg.Register(col)
 		}
 	}

@@ -1,7 +1,10 @@
 package loader_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -129,4 +132,57 @@ func TestRegistryDown(t *testing.T) {
 	}
 	runChild(t, baseConfig(c, "noreg", d.topic, base))
 	checkExactlyOnce(t, d, readAll(t, fsys, base))
+}
+
+// TestNoMatchingTopic: a topics expression that matches no topic fails Run
+// with ErrNoTopics naming the expression and the topics there are (it used
+// to load nothing and succeed); Serve warns every cycle and loads the
+// topic once it exists.
+func TestNoMatchingTopic(t *testing.T) {
+	c := newCluster(t)
+	c.CreateTopic(t, "other", 1)
+	fsys, base := filesystest.Local(t)
+	logs := &syncWriter{w: &bytes.Buffer{}}
+	cfg := baseConfig(c, "late", "late-.*", base)
+	cfg.CommitInterval = 50 * time.Millisecond
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	l, err := loader.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, err = l.Run(ctx)
+	if !errors.Is(err, loader.ErrNoTopics) || !strings.Contains(err.Error(), `topics="late-.*"`) || !strings.Contains(err.Error(), "the cluster has other") {
+		t.Fatalf("Run: %v, want ErrNoTopics naming the expression and the topic other", err)
+	}
+	serveCtx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- l.Serve(serveCtx) }()
+	warnings := func() int {
+		logs.mu.Lock()
+		defer logs.mu.Unlock()
+		return strings.Count(logs.w.String(), `level=WARN msg="nothing to load; checking again next cycle"`)
+	}
+	for warnings() < 2 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d warnings; logs:\n%s", warnings(), logs.w.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	d := dataset{topic: "late-one", n: 50, partitions: 1, start: hourStart(), span: time.Hour}
+	c.CreateTopic(t, d.topic, d.partitions)
+	c.produceDataset(t, d)
+	waitLanded(t, ctx, func() int { return len(readAll(t, fsys, base)) }, d.n)
+	stop()
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	if strings.Contains(logs.w.String(), "level=ERROR") {
+		t.Errorf("an error logged for a topic not there yet:\n%s", logs.w.String())
+	}
 }

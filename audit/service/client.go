@@ -35,6 +35,15 @@ func NewClient(baseURL string, hc *http.Client) (*Client, error) {
 	return &Client{base: strings.TrimRight(baseURL, "/"), http: hc}, nil
 }
 
+// Topics returns the topics the service has counts of, sorted.
+func (c *Client) Topics(ctx context.Context) ([]string, error) {
+	var out struct {
+		Topics []string `json:"topics"`
+	}
+	err := c.get(ctx, "/api/topics", &out)
+	return out.Topics, err
+}
+
 // Windows returns the topic's window reports with window_start in [from, to).
 func (c *Client) Windows(ctx context.Context, topic string, from, to time.Time) ([]WindowReport, error) {
 	q := url.Values{"from": {from.UTC().Format(time.RFC3339)}, "to": {to.UTC().Format(time.RFC3339)}}

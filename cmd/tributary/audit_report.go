@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -117,6 +118,11 @@ func (o *auditReportOptions) run(ctx context.Context, out io.Writer) error {
 	if err := json.Unmarshal(body, &reps); err != nil {
 		return fmt.Errorf("audit report: bad answer from %s: %w", o.server, err)
 	}
+	if len(reps) == 0 {
+		if err := o.checkSeen(ctx); err != nil {
+			return err
+		}
+	}
 	if o.json {
 		if _, err := out.Write(body); err != nil {
 			return err
@@ -134,6 +140,25 @@ func (o *auditReportOptions) run(ctx context.Context, out io.Writer) error {
 		return fmt.Errorf("%w: %d closed window(s) of %s miss records", errIncomplete, bad, o.topic)
 	}
 	return nil
+}
+
+// checkSeen fails when the audit has no counts of the topic at all (a
+// mistyped --topic reads as a report without windows), listing the topics
+// it has.
+func (o *auditReportOptions) checkSeen(ctx context.Context) error {
+	c, err := service.NewClient(o.server, nil)
+	if err != nil {
+		return err
+	}
+	seen, err := c.Topics(ctx)
+	if err != nil {
+		return fmt.Errorf("audit report: %w", err)
+	}
+	if slices.Contains(seen, o.topic) {
+		return nil
+	}
+	return fmt.Errorf("audit report: --topic %q: the audit has no counts of this topic (%s)", o.topic,
+		listOr(seen, "topics it has", "it has counts of no topic yet"))
 }
 
 func printReportTable(out io.Writer, reps []service.WindowReport) error {

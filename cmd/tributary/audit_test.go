@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tributary/tributary/audit"
+	"github.com/tributary/tributary/audit/service"
 	"github.com/tributary/tributary/internal/brokertest"
 	"github.com/tributary/tributary/internal/kafkatest"
 )
@@ -71,5 +76,41 @@ func TestAuditFlagsRejected(t *testing.T) {
 		if !errors.Is(res.err, errBadFlag) {
 			t.Errorf("tributary %s: err %v, want a bad-flag error", strings.Join(args, " "), res.err)
 		}
+	}
+}
+
+// TestAuditReportUnknownTopic: `audit report --topic` of a topic the audit
+// has no counts of fails naming it and listing the topics it has (it used
+// to print an empty table and exit 0); a topic it has reports as before.
+func TestAuditReportUnknownTopic(t *testing.T) {
+	bs := brokertest.New(t).Addr()
+	createTopic(t, bs, "audited", 1)
+	mustRun(t, "a\nb\nc\n", "produce", "--bootstrap", bs, "--topic", "audited", "--audit-cluster", "dc1")
+	reg := prometheus.NewRegistry()
+	svc, err := service.New(service.Config{Clusters: []service.Cluster{{Name: "dc1", Brokers: []string{bs}}}, Dir: t.TempDir(),
+		Listen: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler), Registerer: reg, Gatherer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	server := "http://" + svc.Addr()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		res := runCLI(t, 30*time.Second, "", "audit", "report", "--server", server, "--topic", "audited", "--json")
+		if res.err == nil && strings.Contains(res.stdout, `"producer": 3`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the audit never reported audited: %v %s", res.err, res.stdout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	res := runCLI(t, 30*time.Second, "", "audit", "report", "--server", server, "--topic", "audtied")
+	if want := `--topic "audtied": the audit has no counts of this topic (topics it has: audited)`; res.err == nil ||
+		!strings.Contains(res.err.Error(), want) || res.stdout != "" {
+		t.Errorf("unknown topic: %v (stdout %q), want an error with %q", res.err, res.stdout, want)
 	}
 }

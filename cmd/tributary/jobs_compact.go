@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,6 +30,7 @@ type jobsCompactOptions struct {
 	base          string
 	loaderJob     string
 	closedThrough string
+	force         bool
 	topics        string
 	delay         time.Duration
 	codec         string
@@ -61,7 +63,8 @@ func newJobsCompactCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.base, "base", "", "loader output: hdfs://host:port/path, file:///path or a local path (required)")
 	f.StringVar(&o.loaderJob, "loader-job", "", "the loader job whose commits close hours (required unless --closed-through)")
-	f.StringVar(&o.closedThrough, "closed-through", "", "treat data as complete up to this RFC 3339 time instead of asking the loader")
+	f.StringVar(&o.closedThrough, "closed-through", "", "treat data as complete up to this time instead of asking the loader: RFC 3339 (2026-12-04T10:00:00Z), now, or now-DURATION (now-2h); never past now, nor past what the loader jobs under --base have committed unless --force-closed-through")
+	f.BoolVar(&o.force, "force-closed-through", false, "accept a --closed-through past what the loader has committed: hours still being loaded get _SUCCESS, which downstream schedulers act on")
 	f.StringVar(&o.topics, "topics", "", "comma-separated topics (default: every topic under --base)")
 	f.DurationVar(&o.delay, "delay", compact.DefaultDelay, "wait past an hour's end for late records")
 	f.StringVar(&o.codec, "codec", compact.DefaultCodec, "Parquet compression: zstd or snappy")
@@ -126,18 +129,23 @@ func runJobsCompact(cmd *cobra.Command, o jobsCompactOptions) error {
 	if err != nil {
 		return err
 	}
-	fsys, base, err := filesys.OpenWith(ctx, o.base, hdfsOpts.WithLogger(logger))
+	fsys, base, err := openBase(ctx, "--base", o.base, hdfsOpts.WithLogger(logger))
 	if err != nil {
-		return fmt.Errorf("--base: %w", err)
+		return err
 	}
 	defer fsys.Close()
+	if o.loaderJob != "" {
+		if err := checkLoaderJob(fsys, base, o.base, o.loaderJob); err != nil {
+			return err
+		}
+	}
 	closed := func(ctx context.Context) (time.Time, error) {
 		return loader.CommittedThrough(ctx, fsys, base, o.loaderJob)
 	}
 	if o.closedThrough != "" {
-		t, err := time.Parse(time.RFC3339, o.closedThrough)
+		t, err := closedThroughFlag(ctx, o, fsys, base, time.Now())
 		if err != nil {
-			return fmt.Errorf("--closed-through: %w", err)
+			return err
 		}
 		closed = func(context.Context) (time.Time, error) { return t, nil }
 	}
@@ -155,6 +163,11 @@ func runJobsCompact(cmd *cobra.Command, o jobsCompactOptions) error {
 		Catalog: catalog}
 	if o.topics != "" {
 		cfg.Topics = strings.Split(o.topics, ",")
+		for _, t := range cfg.Topics {
+			if err := checkTopic(fsys, base, "--topics", o.base, t); err != nil {
+				return err
+			}
+		}
 	}
 	if v := os.Getenv(compact.EnvCrashAt); v != "" {
 		if cfg.CrashAt, err = strconv.Atoi(v); err != nil {
@@ -178,6 +191,122 @@ func runJobsCompact(cmd *cobra.Command, o jobsCompactOptions) error {
 		err = werr
 	}
 	return err
+}
+
+// openBase opens the loader output uri of flag and checks that it exists:
+// a mistyped base would otherwise read as an output without hours.
+func openBase(ctx context.Context, flag, uri string, opts filesys.HDFSOptions) (filesys.FS, string, error) {
+	fsys, base, err := filesys.OpenWith(ctx, uri, opts)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", flag, err)
+	}
+	if ok, err := filesys.Exists(fsys, base); err != nil || !ok {
+		fsys.Close()
+		if err == nil {
+			err = errors.New("does not exist")
+		}
+		return nil, "", fmt.Errorf("%s %s: %w", flag, uri, err)
+	}
+	return fsys, base, nil
+}
+
+// checkLoaderJob checks that job keeps state under base (uri, for the
+// message): an unknown job has committed nothing, so every hour would stay
+// open.
+func checkLoaderJob(fsys filesys.FS, base, uri, job string) error {
+	known, err := loader.Jobs(fsys, base)
+	if err != nil {
+		return err
+	}
+	if slices.Contains(known, job) {
+		return nil
+	}
+	return fmt.Errorf("--loader-job %q: no such loader job under %s (%s)", job, uri, listOr(known, "loader jobs there", "no loader job has run there"))
+}
+
+// checkTopic checks that topic has a directory under base.
+func checkTopic(fsys filesys.FS, base, flag, uri, topic string) error {
+	known, err := hours.Topics(fsys, base)
+	if err != nil {
+		return err
+	}
+	if slices.Contains(known, topic) {
+		return nil
+	}
+	return fmt.Errorf("%s %q: no such topic under %s (%s)", flag, topic, uri, listOr(known, "topics there", "no topic has been loaded there"))
+}
+
+// listOr is "what: a, b, c" (at most ten, then a count), or none when the
+// list is empty.
+func listOr(items []string, what, none string) string {
+	if len(items) == 0 {
+		return none
+	}
+	const show = 10
+	s := what + ": " + strings.Join(items[:min(len(items), show)], ", ")
+	if len(items) > show {
+		s += fmt.Sprintf(" and %d more", len(items)-show)
+	}
+	return s
+}
+
+// closedThroughFlag reads --closed-through (parseTimeFlag) and refuses a
+// time past now, which would mark hours not yet over ready, and a time
+// past what the loader has committed (the --loader-job, else every loader
+// job under the base) unless --force-closed-through: _SUCCESS is what
+// downstream schedulers start on, and it would land on hours the loader is
+// still writing.
+func closedThroughFlag(ctx context.Context, o jobsCompactOptions, fsys filesys.FS, base string, now time.Time) (time.Time, error) {
+	t, err := parseTimeFlag("closed-through", o.closedThrough, now)
+	if err != nil {
+		return t, err
+	}
+	if t.After(now) {
+		return t, fmt.Errorf("--closed-through %s is in the future (now is %s): an hour is closed only once it is over and loaded",
+			t.Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	if o.force {
+		return t, nil
+	}
+	jobs := []string{o.loaderJob}
+	if o.loaderJob == "" {
+		if jobs, err = loader.Jobs(fsys, base); err != nil {
+			return t, err
+		}
+	}
+	for _, job := range jobs {
+		committed, err := loader.CommittedThrough(ctx, fsys, base, job)
+		if err != nil {
+			return t, err
+		}
+		if t.After(committed) {
+			at := "nothing yet"
+			if !committed.IsZero() {
+				at = "through " + committed.Format(time.RFC3339)
+			}
+			return t, fmt.Errorf("--closed-through %s is past what loader job %q has committed (%s): its hours would get _SUCCESS while still loading; --force-closed-through accepts it",
+				t.Format(time.RFC3339), job, at)
+		}
+	}
+	return t, nil
+}
+
+// parseTimeFlag reads a time flag: RFC 3339 ("2026-12-04T10:00:00Z",
+// "2026-12-04T10:00:00+01:00"), "now", or now minus a Go duration
+// ("now-2h", "now-90m").
+func parseTimeFlag(flag, v string, now time.Time) (time.Time, error) {
+	s := strings.TrimSpace(v)
+	if rest, ok := strings.CutPrefix(s, "now"); ok {
+		if rest == "" {
+			return now.UTC(), nil
+		}
+		if d, err := time.ParseDuration(strings.TrimPrefix(rest, "-")); err == nil && rest[0] == '-' && d >= 0 {
+			return now.Add(-d).UTC(), nil
+		}
+	} else if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t.UTC(), nil
+	}
+	return time.Time{}, badFlag(flag, v, "want an RFC 3339 time (2026-12-04T10:00:00Z), now, or now-DURATION (now-2h, now-90m)")
 }
 
 // writeSummary prints v as one JSON line (the last line of output, which is

@@ -24,6 +24,8 @@ func TestJobsServeRefusesBadConfig(t *testing.T) {
 		{"invalid schedule", "jobs:\n  - name: rep\n    schedule: \"99 * * * *\"\n    kind: exec\n    args: {command: [\"true\"]}\n", `job "rep": schedule`},
 		{"unknown kind", "jobs:\n  - name: rep\n    schedule: \"@hourly\"\n    kind: mapreduce\n", `job "rep": kind: unknown kind "mapreduce"`},
 		{"missing argument", "jobs:\n  - name: load\n    schedule: \"@every 5m\"\n    kind: loader\n    args: {}\n", `job "load": args.config: missing`},
+		{"missing loader config", "jobs:\n  - name: load\n    schedule: \"@every 5m\"\n    kind: loader\n    args: {config: " + dir + "/loadr.properties}\n",
+			`job "load": args.config: ` + dir + `/loadr.properties: no such file or directory`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -63,7 +63,7 @@ func newLoaderCommand() *cobra.Command {
 }
 
 func loaderConfig(o loaderOptions, logger *slog.Logger) (loader.Config, error) {
-	props, err := readPropertiesFile(o.config, o.overrides)
+	props, err := readProperties(logger, o.config, o.overrides)
 	if err != nil {
 		return loader.Config{}, err
 	}
@@ -131,8 +131,8 @@ func runLoader(cmd *cobra.Command, o loaderOptions, serve bool) error {
 	}
 	sum, err := l.Run(ctx)
 	stopBar()
-	fmt.Fprintf(out, "loader %s: %d records, %d files, %d bytes, %d errors, %d duplicates, %d partitions, %.1f s\n",
-		cfg.Name, sum.Records, sum.Files, sum.Bytes, sum.Errors, sum.Duplicates, sum.Partitions, sum.Seconds)
+	fmt.Fprintf(out, "loader %s: %d records (%d record bytes), %d files (%d file bytes), %d errors, %d duplicates, %d partitions, %.1f s\n",
+		cfg.Name, sum.Records, sum.RecordBytes, sum.Files, sum.FileBytes, sum.Errors, sum.Duplicates, sum.Partitions, sum.Seconds)
 	if o.summaryJSON != "" {
 		b, _ := json.Marshal(sum)
 		if o.summaryJSON == "-" {
@@ -150,7 +150,7 @@ func runLoader(cmd *cobra.Command, o loaderOptions, serve bool) error {
 func logCommit(logger *slog.Logger, ci loader.CommitInfo) {
 	logger.Info("partition committed", "topic", ci.Topic, "partition", ci.Partition, "seq", ci.Seq,
 		"offsets", fmt.Sprintf("%d-%d", ci.FirstOffset, ci.NextOffset-1), "records", ci.Records,
-		"files", ci.Files, "errors", ci.Errors, "duplicates", ci.Duplicates)
+		"files", ci.Files, "file_bytes", ci.FileBytes, "errors", ci.Errors, "duplicates", ci.Duplicates)
 }
 
 func isTerminal(w io.Writer) bool {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/jobs/compact"
+	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/loader"
 )
 
@@ -60,11 +60,14 @@ func runLoaderHours(cmd *cobra.Command, o loaderHoursOptions) error {
 	}
 	ctx, cancel := signalContext(cmd)
 	defer cancel()
-	fsys, base, err := filesys.OpenWith(ctx, cfg.OutputURI, cfg.HDFS.WithLogger(logger))
+	fsys, base, err := openBase(ctx, "output.uri", cfg.OutputURI, cfg.HDFS.WithLogger(logger))
 	if err != nil {
-		return fmt.Errorf("output.uri: %w", err)
+		return err
 	}
 	defer fsys.Close()
+	if err := checkTopic(fsys, base, "--topic", cfg.OutputURI, o.topic); err != nil {
+		return err
+	}
 	closed, err := loader.CommittedThrough(ctx, fsys, base, cfg.Name)
 	if err != nil {
 		return err
@@ -83,13 +86,23 @@ func runLoaderHours(cmd *cobra.Command, o loaderHoursOptions) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(out, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "PARTITION\tSTATE\tPRODUCER\tLOADER\tSHORTFALL\tFILES\tFORMAT\tLOCATION")
+	fmt.Fprintln(tw, "PARTITION\tSTATE\tPRODUCER\tLOADER\tSHORTFALL\tFILES\tFORMAT\tLATE\tLOCATION")
 	for _, r := range rep {
 		counts := "-\t-\t-"
 		if r.Audited {
 			counts = fmt.Sprintf("%d\t%d\t%d", r.Producer, r.Loader, r.Shortfall)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", r.Hour.String(), r.State, counts, r.Files, r.Format, r.Location)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Hour.String(), r.State, counts, r.Files, r.Format, lateFiles(r.Status), r.Location)
 	}
 	return tw.Flush()
+}
+
+// lateFiles is the LATE column: the loader files that came after an
+// hour's compaction and wait in its directory for the next one to merge
+// them, "-" when none.
+func lateFiles(st hours.Status) string {
+	if st.LateFiles == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d (%d B, to recompact)", st.LateFiles, st.LateBytes)
 }

@@ -38,14 +38,6 @@ func TestLoaderHoursCommand(t *testing.T) {
 		t.Helper()
 		return mustRun(t, "", args...).stdout
 	}
-	hoursJSON := func() []compact.HourReport {
-		t.Helper()
-		var rep []compact.HourReport
-		if err := json.Unmarshal([]byte(run("loader", "hours", "--config", conf, "--topic", "views", "--json")), &rep); err != nil {
-			t.Fatal(err)
-		}
-		return rep
-	}
 	run("loader", "run", "--config", conf, "--log-level", "warn")
 	states := func(rep []compact.HourReport) string {
 		var s []string
@@ -54,12 +46,12 @@ func TestLoaderHoursCommand(t *testing.T) {
 		}
 		return strings.Join(s, " ")
 	}
-	if rep := hoursJSON(); states(rep) != "waiting-for-audit waiting-for-audit loading" || rep[0].Files != 1 || rep[0].Format != "avro" {
+	if rep := hoursOf(t, conf); states(rep) != "waiting-for-audit waiting-for-audit loading" || rep[0].Files != 1 || rep[0].Format != "avro" {
 		t.Fatalf("before compaction: %s %+v", states(rep), rep)
 	}
 	catalog := filepath.Join(f.dir, "catalog.json")
 	run("jobs", "compact", "--base", out, "--loader-job", "hourly", "--delay", "1m", "--catalog-file", catalog, "--log-level", "warn")
-	rep := hoursJSON()
+	rep := hoursOf(t, conf)
 	if states(rep) != "compacted compacted loading" || rep[1].Format != "parquet" || !strings.HasSuffix(rep[1].Location, ".c1") {
 		t.Fatalf("after compaction: %s %+v", states(rep), rep)
 	}
@@ -151,4 +143,96 @@ func TestJobsCompactRegistersHiveTables(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(kept) {
 		t.Errorf("Spark through the table: %v, want (count, sum) per hour %v", got, kept)
 	}
+}
+
+// TestJobsCompactAndHoursRefuseTypos (issue 39): a topic, loader job or
+// base that does not exist, and a --closed-through in the future, past
+// what the loader committed or in no accepted format, each fail with a
+// one-line error naming it, writing nothing; `loader hours` shows the late
+// files of a compacted hour, and the recompaction's summary tells the late
+// records from the generation it rewrote.
+func TestJobsCompactAndHoursRefuseTypos(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	f := newLoaderFixture(t)
+	f.broker.CreateTopic(t, "views", 1)
+	const sch = `{"type":"record","name":"View","fields":[{"name":"n","type":"long"}]}`
+	hour := time.Now().UTC().Truncate(time.Hour).Add(-4 * time.Hour)
+	for i := range 10 {
+		f.produce(ctx, t, "views", sch, map[string]any{"n": int64(i)}, hour.Add(time.Duration(i)*time.Minute))
+	}
+	out := t.TempDir()
+	conf := f.writeProps(t, "loader.properties", f.loaderProps("views", out))
+	mustRun(t, "", "loader", "run", "--config", conf, "--log-level", "warn")
+
+	compactArgs := func(args ...string) []string {
+		return append([]string{"jobs", "compact", "--base", out, "--delay", "1m", "--log-level", "warn"}, args...)
+	}
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"loader", "hours", "--config", conf, "--topic", "nosuch"}, `--topic "nosuch": no such topic under file://` + out + ` (topics there: views)`},
+		{compactArgs("--loader-job", "hourlyy"), `--loader-job "hourlyy": no such loader job under ` + out + ` (loader jobs there: hourly)`},
+		{[]string{"jobs", "compact", "--base", out + "/nope", "--loader-job", "hourly"}, `--base ` + out + `/nope: does not exist`},
+		{compactArgs("--loader-job", "hourly", "--topics", "veiws"), `--topics "veiws": no such topic under ` + out + ` (topics there: views)`},
+		{compactArgs("--closed-through", "yesterday"), `--closed-through "yesterday": want an RFC 3339 time (2026-12-04T10:00:00Z), now, or now-DURATION (now-2h, now-90m)`},
+		{compactArgs("--closed-through", "now+1h"), `--closed-through "now+1h": want an RFC 3339 time`},
+		{compactArgs("--closed-through", future), `--closed-through ` + future + ` is in the future`},
+		{compactArgs("--closed-through", future, "--force-closed-through"), `--closed-through ` + future + ` is in the future`},
+		{compactArgs("--closed-through", "now"), `is past what loader job "hourly" has committed (through `},
+		{compactArgs("--closed-through", "now", "--loader-job", "hourly"), `is past what loader job "hourly" has committed (through `},
+	} {
+		res := runCLI(t, time.Minute, "", c.args...)
+		if res.err == nil || !strings.Contains(res.err.Error(), c.want) || strings.Contains(res.err.Error(), "\n") || res.stdout != "" {
+			t.Errorf("%v: %v (stdout %q), want an error with %q", c.args, res.err, res.stdout, c.want)
+		}
+	}
+	if rep := hoursOf(t, conf); rep[0].State != "waiting-for-audit" {
+		t.Fatalf("a refused run changed the hour: %+v", rep)
+	}
+	mustRun(t, "", compactArgs("--closed-through", "now-2h")...)
+	if rep := hoursOf(t, conf); rep[0].State != "compacted" || rep[0].LateFiles != 0 {
+		t.Fatalf("--closed-through now-2h: %+v", rep)
+	}
+	mustRun(t, "", compactArgs("--closed-through", "now", "--force-closed-through")...)
+
+	// Three late records of the compacted hour wait in its directory.
+	for i := range 3 {
+		f.produce(ctx, t, "views", sch, map[string]any{"n": int64(100 + i)}, hour.Add(time.Duration(30+i)*time.Minute))
+	}
+	mustRun(t, "", "loader", "run", "--config", conf, "--log-level", "warn")
+	rep := hoursOf(t, conf)
+	if rep[0].State != "compacted" || rep[0].LateFiles != 1 || rep[0].LateBytes <= 0 {
+		t.Fatalf("late files: %+v", rep)
+	}
+	table := mustRun(t, "", "loader", "hours", "--config", conf, "--topic", "views").stdout
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	if want := fmt.Sprintf("1 (%d B, to recompact)", rep[0].LateBytes); !strings.Contains(lines[0], "LATE") || !strings.Contains(lines[1], want) {
+		t.Fatalf("table, want %q in the hour's row:\n%s", want, table)
+	}
+	res := mustRun(t, "", compactArgs("--loader-job", "hourly")...)
+	var sum compact.Summary
+	all := strings.Split(strings.TrimSpace(res.stdout), "\n")
+	if err := json.Unmarshal([]byte(all[len(all)-1]), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.HoursRecompacted != 1 || sum.Records != 3 || sum.FilesIn != 1 || sum.FilesOut != 1 ||
+		sum.FilesRewritten != 1 || sum.RecordsRewritten != 10 || sum.BytesRewritten <= 0 || sum.BytesOut <= 0 {
+		t.Errorf("recompaction summary %s", all[len(all)-1])
+	}
+	if rep := hoursOf(t, conf); rep[0].LateFiles != 0 || rep[0].Files != 2 {
+		t.Errorf("after recompaction: %+v", rep)
+	}
+}
+
+// hoursOf is `loader hours --json` of the topic views.
+func hoursOf(t *testing.T, conf string) []compact.HourReport {
+	t.Helper()
+	var rep []compact.HourReport
+	if err := json.Unmarshal([]byte(mustRun(t, "", "loader", "hours", "--config", conf, "--topic", "views", "--json").stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,28 +85,112 @@ func TestLoaderRunCommand(t *testing.T) {
 	conf := f.writeProps(t, "loader.properties", props)
 	summary := filepath.Join(f.dir, "summary.json")
 	res := mustRun(t, "", "loader", "run", "--config", conf, "--summary-json", summary, "--log-level", "warn")
-	if !strings.Contains(res.stdout, "loader hourly: 100 records, ") {
+	if !strings.Contains(res.stdout, "loader hourly: 100 records (") {
 		t.Errorf("summary line missing: %q", res.stdout)
 	}
-	var sum struct{ Records, Files, Bytes, Errors int64 }
+	var sum struct {
+		Records, Files, Errors int64
+		RecordBytes            int64 `json:"record_bytes"`
+		FileBytes              int64 `json:"file_bytes"`
+	}
 	raw, err := os.ReadFile(summary)
-	if err != nil || json.Unmarshal(raw, &sum) != nil || sum.Records != 100 || sum.Files < 1 || sum.Bytes == 0 {
+	if err != nil || json.Unmarshal(raw, &sum) != nil || sum.Records != 100 || sum.Files < 1 {
 		t.Errorf("summary json %s: %v %+v", raw, err, sum)
 	}
 	var files []string
+	var size int64
 	filepath.WalkDir(filepath.Join(out, "clicks"), func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			files = append(files, p)
+			fi, _ := d.Info()
+			size += fi.Size()
 		}
 		return nil
 	})
 	if int64(len(files)) != sum.Files {
 		t.Errorf("%d data files, summary says %d", len(files), sum.Files)
 	}
+	// Record bytes are the values as produced (5 bytes of framing and a
+	// zigzag long each, no keys); file bytes what the directory grew by.
+	var recordBytes int64
+	for i := range 100 {
+		recordBytes += 5 + int64(len(binary.AppendVarint(nil, int64(i))))
+	}
+	if sum.RecordBytes != recordBytes || sum.FileBytes != size {
+		t.Errorf("record_bytes %d, file_bytes %d; want %d and the files' %d", sum.RecordBytes, sum.FileBytes, recordBytes, size)
+	}
+	if want := fmt.Sprintf("100 records (%d record bytes), %d files (%d file bytes), ", recordBytes, sum.Files, size); !strings.Contains(res.stdout, want) {
+		t.Errorf("summary line %q, want %q in it", res.stdout, want)
+	}
 
 	props["commit.records"] = "lots"
 	conf = f.writeProps(t, "bad.properties", props)
 	if res := runCLI(t, time.Minute, "", "loader", "run", "--config", conf); res.err == nil || !strings.Contains(res.err.Error(), "commit.records") {
 		t.Errorf("bad config: %v, want an error naming commit.records", res.err)
+	}
+}
+
+// TestLoaderPropertiesCommentsAndTypos: a properties file written as the
+// README once had it (comments after values, issue 39) is refused where
+// the value cannot be meant (output.uri) and warned about with its line
+// where it can (topics); a topics expression that matches no topic fails
+// `loader run` naming the expression and the topics there are.
+func TestLoaderPropertiesCommentsAndTypos(t *testing.T) {
+	f := newLoaderFixture(t)
+	f.broker.CreateTopic(t, "clicks", 1)
+	f.broker.CreateTopic(t, "views", 1)
+	out := t.TempDir()
+	write := func(name, outputURI, topics string) string {
+		text := "# the README's block\n" +
+			"name=hourly\n" +
+			"bootstrap.servers=" + f.broker.Addr() + "\n" +
+			"schema.registry.url=" + f.registryURL + "\n" +
+			"audit.enable=false\n" +
+			"output.uri=" + outputURI + "\n" +
+			"topics=" + topics + "\n"
+		p := filepath.Join(f.dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	conf := write("readme.properties", "file://"+out+"    # where the files go", "views|clicks   # a regular expression")
+	res := runCLI(t, time.Minute, "", "loader", "run", "--config", conf)
+	if res.err == nil || !strings.Contains(res.err.Error(), "output.uri=") || !strings.Contains(res.err.Error(), "ends in what looks like a comment") {
+		t.Errorf("output.uri with a comment: %v, want an error naming output.uri", res.err)
+	}
+	for _, want := range []string{"line=6 key=output.uri", "line=7 key=topics"} {
+		if !strings.Contains(res.stderr, want) || !strings.Contains(res.stderr, "looks like it ends in a comment") {
+			t.Errorf("stderr %q: want a warning with %q", res.stderr, want)
+		}
+	}
+	if _, err := os.Stat(out + "    "); !os.IsNotExist(err) {
+		t.Errorf("the output went to %q: %v", out+"    ", err)
+	}
+	conf = write("fragment.properties", "file://"+out+"#x", "clicks")
+	if res := runCLI(t, time.Minute, "", "loader", "run", "--config", conf); res.err == nil || !strings.Contains(res.err.Error(), "output.uri=") ||
+		!strings.Contains(res.err.Error(), "no #fragment") {
+		t.Errorf("output.uri with a fragment: %v", res.err)
+	}
+
+	// The comment left on topics: warned about, and here it matches
+	// nothing ("views|clicks   # ..." would match views alone: the
+	// warning is what tells).
+	conf = write("topics.properties", "file://"+out, "clicks   # the clicks topic")
+	res = runCLI(t, time.Minute, "", "loader", "run", "--config", conf)
+	if res.err == nil || !strings.Contains(res.err.Error(), `topics="clicks   # the clicks topic"`) ||
+		!strings.Contains(res.err.Error(), "matches no topic") || !strings.Contains(res.err.Error(), "the cluster has clicks, views") {
+		t.Errorf("topics matching nothing: %v, want an error naming the expression and the topics", res.err)
+	}
+	if !strings.Contains(res.stderr, "line=7 key=topics") {
+		t.Errorf("stderr %q: want the warning about topics", res.stderr)
+	}
+	conf = write("typo.properties", "file://"+out, "clikcs")
+	if res := runCLI(t, time.Minute, "", "loader", "run", "--config", conf); res.err == nil || !strings.Contains(res.err.Error(), `topics="clikcs"`) {
+		t.Errorf("a mistyped topic: %v", res.err)
+	}
+	conf = write("good.properties", "file://"+out, "views|clicks")
+	if res := mustRun(t, "", "loader", "run", "--config", conf); strings.Contains(res.stderr, "comment") {
+		t.Errorf("a clean file warned: %s", res.stderr)
 	}
 }

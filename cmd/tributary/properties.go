@@ -3,18 +3,29 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/properties"
 )
 
-// readPropertiesFile reads the Kafka-style properties file of --config
+// readPropertiesFile is readProperties warning on stderr.
+func readPropertiesFile(path string, overrides []string) (map[string]string, error) {
+	return readProperties(textLogger(os.Stderr, slog.LevelWarn), path, overrides)
+}
+
+// readProperties reads the Kafka-style properties file of --config
 // (internal/properties' syntax) and applies the --override key=value pairs
 // on top, as `tributary broker`, `mirror` and `loader` all take them. An
-// override's value is taken as it is, unescaped.
-func readPropertiesFile(path string, overrides []string) (map[string]string, error) {
+// override's value is taken as it is, unescaped. Every value of the file
+// that looks like it ends in a comment ("topics=a|b   # regex": '#' starts
+// a comment only at the start of a line) is warned about on logger, with
+// its line; the typed keys among them are refused by the configuration's
+// getters.
+func readProperties(logger *slog.Logger, path string, overrides []string) (map[string]string, error) {
 	if path == "" {
 		return nil, errors.New("--config is required")
 	}
@@ -22,10 +33,17 @@ func readPropertiesFile(path string, overrides []string) (map[string]string, err
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	props, err := properties.Read(f)
+	file, err := properties.Parse(f)
 	f.Close()
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	props := file.Values
+	for _, s := range file.Suspects() {
+		if !slices.ContainsFunc(overrides, func(kv string) bool { k, _, _ := strings.Cut(kv, "="); return strings.TrimSpace(k) == s.Key }) {
+			logger.Warn("property value looks like it ends in a comment; '#' starts a comment only at the start of a line, so it is part of the value",
+				"file", path, "line", s.Line, "key", s.Key, "value", s.Value)
+		}
 	}
 	for _, kv := range overrides {
 		k, v, ok := strings.Cut(kv, "=")

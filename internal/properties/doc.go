@@ -43,6 +43,18 @@
 // case (Kafka's rule: not yes, 1 or t); lists are comma separated, each
 // item trimmed, empty items dropped.
 //
+// URIs (Props.URI, ParseURI) may carry neither whitespace nor a
+// #fragment: no location is meant by either.
+//
+// # Comments after a value
+//
+// Values are literal, as in Java: "x=5   # five" is the value "5   # five".
+// Such a value (whitespace then '#' or '!') cannot be meant where the type
+// forbids it, so the typed getters refuse it with ErrTrailingComment
+// (numbers, durations, booleans, URIs); where the type allows it (strings,
+// lists, regular expressions) the reader of the file warns, naming the key
+// and the line: Parse keeps every key's line and File.Suspects lists them.
+//
 // A bad value does not stop the reading: Err returns every problem at once
 // (errors.Join of *Error, each naming its key and value), and Unknown the
 // keys nobody read, sorted, for the caller to warn about.

@@ -101,6 +101,19 @@ func (p *Props) Bool(key string, def bool) bool {
 	return b
 }
 
+// URI returns key as a URI (see ParseURI), "" when absent or refused.
+func (p *Props) URI(key string) string {
+	v, ok := p.Lookup(key)
+	if !ok || v == "" {
+		return v
+	}
+	if _, err := ParseURI(v); err != nil {
+		p.Reject(key, err)
+		return ""
+	}
+	return v
+}
+
 func (p *Props) integer(key string, bits int, min int64) int64 {
 	v, ok := p.Lookup(key)
 	if !ok {

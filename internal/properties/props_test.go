@@ -2,6 +2,7 @@ package properties
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -81,5 +82,84 @@ func TestErrJoinsEveryProblem(t *testing.T) {
 	var e *Error
 	if !errors.As(err, &e) || e.Key != "zero" {
 		t.Errorf("errors.As: %+v", e)
+	}
+}
+
+// TestTrailingComment: a comment written after a value (the README's
+// mistake, issue 39) stays part of the value as java.util.Properties has
+// it, is listed with its line by Suspects, and is refused by every getter
+// whose type cannot hold it, with a reason that says why.
+func TestTrailingComment(t *testing.T) {
+	in := "# a comment line\n" +
+		"output.uri=file:///out    # where the files go\n" +
+		"topics=views|clicks   # a regular expression\n" +
+		"commit.records=5000 ! five thousand\n" +
+		"commit.interval.ms = 60000   # a minute\n" +
+		"audit.enable=true  # yes\n" +
+		"plain=a#b\n" +
+		"frag=file:///out#x\n" +
+		"spaced=file:///my dir\n" +
+		"escaped=a \\#b\n" // written by Write: meant
+	f, err := Parse(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Values["escaped"]; got != "a #b" {
+		t.Errorf("escaped = %q", got)
+	}
+	if got := f.Values["topics"]; got != "views|clicks   # a regular expression" {
+		t.Errorf("topics = %q: values are literal", got)
+	}
+	var got []string
+	for _, s := range f.Suspects() {
+		got = append(got, fmt.Sprintf("%d %s", s.Line, s.Key))
+	}
+	want := []string{"2 output.uri", "3 topics", "4 commit.records", "5 commit.interval.ms", "6 audit.enable"}
+	if !slices.Equal(got, want) {
+		t.Errorf("suspects %q, want %q", got, want)
+	}
+	if s := f.Suspects()[1].String(); !strings.Contains(s, "line 3: topics=") || !strings.Contains(s, "start of a line") {
+		t.Errorf("suspect reads %q", s)
+	}
+
+	p := New(f.Values)
+	if v := p.URI("output.uri"); v != "" {
+		t.Errorf("output.uri accepted as %q", v)
+	}
+	p.Int64("commit.records", 1)
+	p.Duration("commit.interval.ms", time.Millisecond, 1)
+	p.Bool("audit.enable", true)
+	p.URI("frag")
+	p.URI("spaced")
+	if s := p.String("topics"); s != "views|clicks   # a regular expression" {
+		t.Errorf("String changed the value: %q", s)
+	}
+	if s := p.URI("plain"); s != "" {
+		t.Errorf("a URI with '#' accepted: %q", s)
+	}
+	err = p.Err()
+	var refused []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var pe *Error
+		if !errors.As(e, &pe) {
+			t.Fatalf("%v is not an *Error", e)
+		}
+		refused = append(refused, pe.Key)
+		comment := errors.Is(e, ErrTrailingComment)
+		if wantComment := pe.Key != "frag" && pe.Key != "spaced" && pe.Key != "plain"; comment != wantComment {
+			t.Errorf("%v: trailing-comment reason %v, want %v", e, comment, wantComment)
+		}
+	}
+	if want := []string{"output.uri", "commit.records", "commit.interval.ms", "audit.enable", "frag", "spaced", "plain"}; !slices.Equal(refused, want) {
+		t.Errorf("refused %q, want %q", refused, want)
+	}
+	if !strings.Contains(err.Error(), `spaced="file:///my dir": a URI cannot contain spaces`) ||
+		!strings.Contains(err.Error(), `frag="file:///out#x": a URI naming a location has no #fragment`) {
+		t.Errorf("reasons: %v", err)
+	}
+	for _, ok := range []string{"file:///out", "hdfs://nn:8020/data", "/local/dir", "http://h:8081/a%20b"} {
+		if _, err := ParseURI(ok); err != nil {
+			t.Errorf("ParseURI(%q): %v", ok, err)
+		}
 	}
 }

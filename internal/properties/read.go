@@ -1,9 +1,11 @@
 package properties
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -12,12 +14,33 @@ import (
 // documentation). It returns every malformed line at once, each error
 // naming its line and wrapping ErrSyntax.
 func Read(r io.Reader) (map[string]string, error) {
+	f, err := Parse(r)
+	if err != nil {
+		return nil, err
+	}
+	return f.Values, nil
+}
+
+// File is a parsed properties file: its values and, for each key, the
+// line it was read from (the first line of a continued one, 1-based).
+type File struct {
+	Values map[string]string
+	Lines  map[string]int
+	// suspect holds the keys whose value as written (escapes unresolved,
+	// so that "a \\# b" is not one) looks like it ends in a comment.
+	suspect map[string]bool
+}
+
+// Parse is Read that also keeps the line of every key, for messages that
+// point into the file (Suspects).
+func Parse(r io.Reader) (*File, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("properties: reading: %w", err)
 	}
 	lines := naturalLines(data)
 	props := map[string]string{}
+	at, suspect := map[string]int{}, map[string]bool{}
 	var errs []error
 	for i := 0; i < len(lines); i++ {
 		first := i + 1
@@ -37,17 +60,44 @@ func Read(r io.Reader) (map[string]string, error) {
 			line = trimLeadingSpace(lines[i])
 		}
 		logical = append(logical, line...)
-		k, v, err := splitPair(logical)
+		k, v, rawLen, err := splitPair(logical)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: line %d: %v", ErrSyntax, first, err))
 			continue
 		}
-		props[k] = v
+		props[k], at[k] = v, first
+		suspect[k] = trailingComment.Match(logical[len(logical)-rawLen:])
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return props, nil
+	return &File{Values: props, Lines: at, suspect: suspect}, nil
+}
+
+// Suspect is a value that ends in what looks like a comment written after
+// it ("x=5   # five"). java.util.Properties, and so Read, takes it as part
+// of the value: '#' and '!' start a comment only at the start of a line.
+type Suspect struct {
+	Key, Value string
+	Line       int
+}
+
+func (s Suspect) String() string {
+	return fmt.Sprintf("line %d: %s=%q ends in what looks like a comment: %s", s.Line, s.Key, s.Value, commentRule)
+}
+
+// Suspects lists the values of f that look like they end in a comment,
+// sorted by line: what a caller warns about for the keys whose type
+// (a string, a list, a regular expression) lets the getters accept them.
+func (f *File) Suspects() []Suspect {
+	var out []Suspect
+	for k, v := range f.Values {
+		if f.suspect[k] {
+			out = append(out, Suspect{Key: k, Value: v, Line: f.Lines[k]})
+		}
+	}
+	slices.SortFunc(out, func(a, b Suspect) int { return cmp.Compare(a.Line, b.Line) })
+	return out
 }
 
 // naturalLines splits data at \n, \r and \r\n.
@@ -91,8 +141,8 @@ func oddTrailingBackslashes(b []byte) bool {
 }
 
 // splitPair cuts a logical line into its unescaped key and value, as
-// Properties.load0 does.
-func splitPair(line []byte) (key, value string, err error) {
+// Properties.load0 does; rawLen is the length of the value as written.
+func splitPair(line []byte) (key, value string, rawLen int, err error) {
 	keyEnd, valueStart := len(line), len(line)
 	hasSep := false
 	for i := 0; i < len(line); i++ {
@@ -121,12 +171,12 @@ func splitPair(line []byte) (key, value string, err error) {
 		valueStart++
 	}
 	if key, err = unescape(line[:keyEnd]); err != nil {
-		return "", "", fmt.Errorf("key: %v", err)
+		return "", "", 0, fmt.Errorf("key: %v", err)
 	}
 	if value, err = unescape(line[valueStart:]); err != nil {
-		return "", "", fmt.Errorf("key %q: %v", key, err)
+		return "", "", 0, fmt.Errorf("key %q: %v", key, err)
 	}
-	return key, value, nil
+	return key, value, len(line) - valueStart, nil
 }
 
 // unescape resolves the backslash escapes of s.

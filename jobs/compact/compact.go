@@ -159,13 +159,23 @@ type Summary struct {
 	// refused with ErrCatalogBlocked (a schema change the table cannot
 	// take): their hours wait, the other topics go on.
 	TablesBlocked []string `json:"tables_schema_blocked,omitempty"`
-	FilesIn       int      `json:"files_in"`
-	FilesOut      int      `json:"files_out"`
-	BytesIn       int64    `json:"bytes_in"`
-	BytesOut      int64    `json:"bytes_out"`
-	Records       int64    `json:"records"`
-	LateFiles     int      `json:"late_files,omitempty"`
-	Hours         []string `json:"hours,omitempty"`
+	// FilesIn, BytesIn and Records count the Avro files compacted in this
+	// run (late ones included), FilesOut and BytesOut the Parquet files
+	// written from them: bytes_out/bytes_in is the run's ratio.
+	FilesIn  int   `json:"files_in"`
+	FilesOut int   `json:"files_out"`
+	BytesIn  int64 `json:"bytes_in"`
+	BytesOut int64 `json:"bytes_out"`
+	Records  int64 `json:"records"`
+	// FilesRewritten, BytesRewritten and RecordsRewritten count the Parquet
+	// files of earlier generations copied into the new generation of a
+	// recompacted hour (a generation holds the whole hour, so merging 50
+	// late records rewrites all of it): written again, not new data.
+	FilesRewritten   int      `json:"files_rewritten,omitempty"`
+	BytesRewritten   int64    `json:"bytes_rewritten,omitempty"`
+	RecordsRewritten int64    `json:"records_rewritten,omitempty"`
+	LateFiles        int      `json:"late_files,omitempty"`
+	Hours            []string `json:"hours,omitempty"`
 	// HoursFailed lists the hours whose compaction failed, with the error.
 	HoursFailed []string `json:"hours_failed,omitempty"`
 	// SortedRuns counts the sorted runs written for topics with a sort
@@ -521,7 +531,9 @@ func (c *Compactor) compactHour(ctx context.Context, h hours.Hour, sum *Summary)
 	var outs []hours.File
 	var runs int
 	next := map[uint32]int{}
+	rewritten := 0 // outs[:rewritten] are the copied earlier outputs
 	if m != nil {
+		rewritten = len(m.Outputs)
 		for _, o := range m.Outputs {
 			if err := c.copyFile(path.Join(m.OutputDir(h), o.Name), path.Join(loc, o.Name)); err != nil {
 				return err
@@ -597,14 +609,21 @@ func (c *Compactor) compactHour(ctx context.Context, h hours.Hour, sum *Summary)
 		sum.HoursRecompacted++
 	}
 	sum.FilesIn += len(ins)
-	sum.FilesOut += len(outs)
 	sum.Records += recs
 	sum.SortedRuns += runs
-	for _, o := range outs {
-		sum.BytesOut += o.Size
+	for i, o := range outs {
+		if i < rewritten {
+			sum.FilesRewritten++
+			sum.BytesRewritten += o.Size
+			sum.RecordsRewritten += o.Records
+		} else {
+			sum.FilesOut++
+			sum.BytesOut += o.Size
+		}
 	}
 	sum.Hours = append(sum.Hours, h.String())
-	c.log.Info("compacted hour", "hour", h.String(), "generation", gen, "avro_files", len(ins), "parquet_files", len(outs), "records", recs, "sorted_runs", runs)
+	c.log.Info("compacted hour", "hour", h.String(), "generation", gen, "avro_files", len(ins), "parquet_files", len(outs)-rewritten, "records", recs,
+		"rewritten_files", rewritten, "sorted_runs", runs)
 	return nil
 }
 

@@ -22,7 +22,11 @@
 //
 // Only ready hours are compacted. Avro files that land in a compacted hour
 // (records later than the delay) are merged by the next run into a new
-// generation (recompaction, below) and counted as late_files.
+// generation (recompaction, below) and counted as late_files. The summary
+// keeps what is new apart from what is rewritten: records, files_in,
+// bytes_in, files_out and bytes_out count this run's Avro inputs and the
+// Parquet written from them; records_rewritten, files_rewritten and
+// bytes_rewritten the earlier generation's files copied into the new one.
 //
 // # Catalog
 //

@@ -107,8 +107,9 @@ type Status struct {
 	// SchemaID is the largest writer schema id among the location's files.
 	SchemaID int `json:"schema_id"`
 	// LateFiles are loader files that came after the compaction (in the
-	// hour directory, waiting for recompaction).
-	LateFiles int `json:"late_files,omitempty"`
+	// hour directory, waiting for recompaction); LateBytes their size.
+	LateFiles int   `json:"late_files,omitempty"`
+	LateBytes int64 `json:"late_bytes,omitempty"`
 }
 
 // Ready reports whether the partition has its _SUCCESS marker.
@@ -135,6 +136,7 @@ func StatusOf(fsys filesys.FS, h Hour, closed time.Time, delay time.Duration) (S
 	for _, d := range data {
 		if d.Path() != path.Join(st.Location, d.Name) {
 			st.LateFiles++
+			st.LateBytes += d.Size
 			continue
 		}
 		st.Files++
