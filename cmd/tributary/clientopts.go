@@ -149,12 +149,7 @@ func (o *clientOptions) connection() network.ClientConfig {
 // readCommandConfig reads a Kafka client properties file (--command-config)
 // through the one properties reader; errors name the flag and the key.
 func readCommandConfig(path string) (network.ClientConfig, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return network.ClientConfig{}, fmt.Errorf("%w: --command-config: %w", errBadFlag, err)
-	}
-	defer f.Close()
-	props, err := properties.Read(f)
+	props, err := readPropertiesFile(path, nil)
 	if err != nil {
 		return network.ClientConfig{}, fmt.Errorf("%w: --command-config %s: %w", errBadFlag, path, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"os"
 
 	"github.com/tributary/tributary/client/serde"
 	"github.com/tributary/tributary/internal/properties"
@@ -31,12 +30,7 @@ func catalogOf(file, tablesConfig, base string, logger *slog.Logger) (compact.Ca
 	case tablesConfig == "":
 		return nil, none, nil
 	}
-	f, err := os.Open(tablesConfig)
-	if err != nil {
-		return nil, none, fmt.Errorf("--tables-config: %w", err)
-	}
-	props, err := properties.Read(f)
-	f.Close()
+	props, err := readPropertiesFile(tablesConfig, nil)
 	if err != nil {
 		return nil, none, fmt.Errorf("--tables-config %s: %w", tablesConfig, err)
 	}
