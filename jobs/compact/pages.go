@@ -58,7 +58,7 @@ func valuePages(t *layout.Table, info *common.Tag, pageSize int32, codec parquet
 			if t.DefinitionLevels[j] == t.MaxDefinitionLevel {
 				v := t.Values[j]
 				var n int32
-				minVal, maxVal, n = funcs.MinMaxSize(minVal, maxVal, v)
+				minVal, maxVal, n = minMaxSize(funcs, minVal, maxVal, v)
 				size += n
 				vals = append(vals, v)
 			} else if t.Values[j] == nil {
@@ -168,7 +168,7 @@ func dictPages(dict *layout.DictRecType, t *layout.Table, pageSize int32, codec 
 			if t.DefinitionLevels[j] == t.MaxDefinitionLevel {
 				v := t.Values[j]
 				var n int32
-				minVal, maxVal, n = funcs.MinMaxSize(minVal, maxVal, v)
+				minVal, maxVal, n = minMaxSize(funcs, minVal, maxVal, v)
 				size += n
 				k, ok := dict.DictMap[dictKey(v)]
 				if !ok {
@@ -212,6 +212,35 @@ func dictPages(dict *layout.DictRecType, t *layout.Table, pageSize int32, codec 
 		i = j
 	}
 	return pages, total
+}
+
+// minMaxSize is funcs.MinMaxSize leaving NaN out of the statistics, as
+// the format asks (a NaN bound would make a reader skip pages whose other
+// values match a filter), and with zero bounds as -0 (min) and +0 (max),
+// so that a reader comparing either zero with them keeps the page.
+func minMaxSize(funcs common.FuncTable, minVal, maxVal, v any) (any, any, int32) {
+	switch x := v.(type) {
+	case float32:
+		return floatBounds(funcs, minVal, maxVal, x)
+	case float64:
+		return floatBounds(funcs, minVal, maxVal, x)
+	}
+	return funcs.MinMaxSize(minVal, maxVal, v)
+}
+
+func floatBounds[F float32 | float64](funcs common.FuncTable, minVal, maxVal any, v F) (any, any, int32) {
+	if v != v { // NaN
+		_, _, n := funcs.MinMaxSize(nil, nil, v)
+		return minVal, maxVal, n
+	}
+	lo, hi, n := funcs.MinMaxSize(minVal, maxVal, v)
+	if lo.(F) == 0 {
+		lo = F(math.Copysign(0, -1))
+	}
+	if hi.(F) == 0 {
+		hi = F(0)
+	}
+	return lo, hi, n
 }
 
 // dictKey is v as a dictionary's map key: a float by its bits, since as
