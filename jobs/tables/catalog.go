@@ -180,6 +180,9 @@ func (m *Metastore) sync(ctx context.Context, topic string, want []Partition) er
 			return fmt.Errorf("tables: topic %s: the latest schema of subject %s-value: %w", topic, topic, err)
 		}
 	}
+	if latest, err = hiveLiteral(latest); err != nil {
+		return fmt.Errorf("tables: topic %s: %w", topic, err)
+	}
 	latestCols, err := columns(latest)
 	if err != nil {
 		return fmt.Errorf("tables: topic %s: %w", topic, err)
@@ -367,6 +370,14 @@ func (m *Metastore) plans(ctx context.Context, topic string, want []Partition) (
 				return nil, fmt.Errorf("tables: topic %s: schema %d: %w", topic, p.SchemaID, err)
 			}
 			texts[p.SchemaID] = text
+		}
+		// A Parquet partition's columns are its files' (matched by name);
+		// an Avro partition is read with the literal Hive can map.
+		if p.Format != "parquet" {
+			var err error
+			if text, err = hiveLiteral(text); err != nil {
+				return nil, fmt.Errorf("tables: topic %s: schema %d: %w", topic, p.SchemaID, err)
+			}
 		}
 		cols, err := columns(text)
 		if err != nil {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/linkedin/goavro/v2"
 )
 
 func TestColumnsMapAvroToHive(t *testing.T) {
@@ -45,10 +47,46 @@ func TestColumnsMapAvroToHive(t *testing.T) {
 		"referrer string", "ts timestamp", "ts_us bigint", "day date", "price decimal(10,2)",
 		"tags array<string>", "attrs map<string,bigint>",
 		"device struct<os:string,id:binary>", "prev struct<os:string,id:binary>", "os2 string",
-		"extra uniontype<string,bigint>", "payload binary", "series map<string,array<bigint>>",
+		"extra struct<member0:string,member1:bigint>", "payload binary", "series map<string,array<bigint>>",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("columns:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestHiveLiteralRenamesSeveralTypeUnions: the literal of the table and
+// its Avro partitions replaces a top-level union of several non-null
+// types by <name>_members, a nullable record of members defaulting to
+// null (Avro resolution then skips the written union), in its place; the
+// columns show it as struct<member0,...>; a schema without one is kept.
+func TestHiveLiteralRenamesSeveralTypeUnions(t *testing.T) {
+	const schema = `{"type":"record","name":"R","fields":[{"name":"a","type":"long"},` +
+		`{"name":"u","type":["null","string",{"type":"record","name":"P","fields":[{"name":"x","type":"int"}]}],"default":null},` +
+		`{"name":"b","type":["null","string"]}]}`
+	lit, err := hiveLiteral(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := goavro.NewCodec(lit); err != nil {
+		t.Fatalf("literal %s: %v", lit, err)
+	}
+	cols, err := columns(lit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cols {
+		got = append(got, c.Name+" "+c.Type)
+	}
+	if w := "a bigint,u_members struct<member0:string,member1:struct<x:int>>,b string"; strings.Join(got, ",") != w {
+		t.Fatalf("columns of %s:\n%s\nwant %s", lit, strings.Join(got, ","), w)
+	}
+	if !strings.Contains(lit, `"default":null`) {
+		t.Errorf("literal without defaults: %s", lit)
+	}
+	plain := `{"type":"record","name":"R","fields":[{"name":"a","type":["null","long"]}]}`
+	if lit, _ := hiveLiteral(plain); lit != plain {
+		t.Errorf("a schema without such unions became %s", lit)
 	}
 }
 
