@@ -61,7 +61,8 @@
 //	fixed(n)                FIXED_LEN_BYTE_ARRAY(n)          binary               binary  binary          fixed_size_binary  BLOB
 //	decimal(p,s) bytes      FIXED_LEN_BYTE_ARRAY(fewest      decimal(p,s)         decimal decimal         decimal128(p,s)    DECIMAL(p,s)
 //	                        for p) DECIMAL(p,s)
-//	decimal(p,s) fixed(n)   FIXED_LEN_BYTE_ARRAY(n) DECIMAL  decimal(p,s)         decimal decimal         decimal128(p,s)    DECIMAL(p,s)
+//	decimal(p,s) fixed(n)   FIXED_LEN_BYTE_ARRAY(n) (no      binary               binary  binary          fixed_size_binary  BLOB
+//	                        annotation: see below)
 //	date                    INT32 DATE                       date                 date    date            date32             DATE
 //	time-millis             INT32 (no annotation)            int                  int     int             int32              INTEGER
 //	time-micros             INT64 (no annotation)            bigint               bigint  bigint          int64              BIGINT
@@ -106,6 +107,12 @@
 //     reads no INT32/INT64 decimals and Spark's vectorized reader no
 //     BYTE_ARRAY ones (parquet-mr's legacy format, which Spark writes for
 //     Hive with writeLegacyFormat, makes the same choice).
+//   - A decimal of an Avro fixed is FIXED_LEN_BYTE_ARRAY without the
+//     DECIMAL annotation (the unscaled two's-complement bytes): Hive 2.3's
+//     AvroSerDe reads such a decimal as binary, so the table's column is
+//     binary, and Hive's Parquet reader fails a query on a DECIMAL in a
+//     binary column (HiveDecimalWritable cannot be cast to BytesWritable).
+//     Use bytes for decimals that should be decimals everywhere.
 //   - time-millis and time-micros carry no TIME annotation: Spark's native
 //     reader (3.5 and 4.1) refuses a whole file with a TIME column. The
 //     value is the millisecond (or microsecond) of the day; the Avro type

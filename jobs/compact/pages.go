@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/klauspost/compress/zstd"
+	"github.com/parquet-go/parquet-go/encoding/delta"
 	"github.com/xitongsys/parquet-go/common"
 	"github.com/xitongsys/parquet-go/compress"
 	"github.com/xitongsys/parquet-go/encoding"
@@ -79,7 +80,7 @@ func valuePages(t *layout.Table, info *common.Tag, pageSize int32, codec parquet
 		pageEnc := parquet.Encoding_PLAIN
 		if len(vals) > 0 {
 			pageEnc = info.Encoding
-			raw = append(raw, enc.EncodingValues(vals)...)
+			raw = append(raw, encodeValues(enc, vals)...)
 		}
 		p := finishPage(t, info, raw, compressPage(raw, codec), j-i, pageEnc, pageSize, codec, minVal, maxVal, nulls)
 		total += int64(len(p.RawData))
@@ -89,6 +90,39 @@ func valuePages(t *layout.Table, info *common.Tag, pageSize int32, codec parquet
 	return pages, total
 }
 
+// encodeValues encodes vals as page p's encoding says. DELTA_BINARY_PACKED
+// integers go through parquet-go/parquet-go's encoder: xitongsys's
+// subtracts each miniblock's least delta in signed arithmetic, which
+// wraps for deltas more than half the type's range apart (int min and
+// max in one block) and writes too narrow a bit width, a page no reader
+// decodes (pyarrow: "InitHeader EOF").
+func encodeValues(p *layout.Page, vals []any) []byte {
+	if p.Info.Encoding == parquet.Encoding_DELTA_BINARY_PACKED {
+		var enc delta.BinaryPackedEncoding
+		switch *p.Schema.Type {
+		case parquet.Type_INT32:
+			src := make([]int32, len(vals))
+			for i, v := range vals {
+				src[i] = v.(int32)
+			}
+			b, err := enc.EncodeInt32(nil, src)
+			if err == nil {
+				return b
+			}
+		case parquet.Type_INT64:
+			src := make([]int64, len(vals))
+			for i, v := range vals {
+				src[i] = v.(int64)
+			}
+			b, err := enc.EncodeInt64(nil, src)
+			if err == nil {
+				return b
+			}
+		}
+	}
+	return p.EncodingValues(vals)
+}
+
 // trialSize is the compressed size of vals (column t's values) in one
 // page of encoding enc, levels left out: enc's cost, to compare encodings.
 func trialSize(vals []any, enc parquet.Encoding, t *layout.Table, codec parquet.CompressionCodec) int {
@@ -96,7 +130,7 @@ func trialSize(vals []any, enc parquet.Encoding, t *layout.Table, codec parquet.
 		info := *t.Info
 		info.Encoding = enc
 		p := &layout.Page{Info: &info, Schema: t.Schema}
-		return len(compressPage(p.EncodingValues(vals), codec))
+		return len(compressPage(encodeValues(p, vals), codec))
 	}
 	dict := layout.NewDictRec(*t.Schema.Type)
 	idx := make([]int32, len(vals))

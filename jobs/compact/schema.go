@@ -165,7 +165,11 @@ func (m *mapper) build(s any, ns, name string, depth int, rep int32) (*node, err
 			m.named[full] = s
 			size, _ := s["size"].(float64)
 			if s["logicalType"] == "decimal" {
-				return m.decimal(s, name, rep, int(size))
+				// No DECIMAL annotation: Hive 2.3's AvroSerDe reads a decimal
+				// of fixed as binary, so the table's column is binary, and
+				// Hive's Parquet reader fails on an annotated one in it.
+				scale, _ := s["scale"].(float64)
+				return m.leaf(name, fmt.Sprintf("type=FIXED_LEN_BYTE_ARRAY, length=%d", int(size)), rep, decimalConv(int(scale), int(size)))
 			}
 			return m.leaf(name, fmt.Sprintf("type=FIXED_LEN_BYTE_ARRAY, length=%d", int(size)), rep, convBytes)
 		case "array":

@@ -43,8 +43,11 @@
 // table's columns from its avro.schema.literal and reads every Avro
 // partition with it as the reader schema, so a top-level field of such a
 // union is registered in the literal as <name>_members (MembersSuffix), a
-// nullable record defaulting to null: Avro partitions show it as null,
-// Parquet partitions (compacted hours) its members. A union of several
+// nullable record defaulting to null: the table is readable, the column
+// is null in every partition (Avro resolution skips the renamed union;
+// Hive's Parquet reader takes the table's column name, which the files
+// lack), its values read by the native readers from the Parquet files
+// (struct member0, member1, ...). A union of several
 // types nested deeper stays uniontype in the literal (unreadable to Spark;
 // other engines read it). The table's serde is
 // Avro with avro.schema.literal set to that schema, and its columns are

@@ -84,7 +84,8 @@ func (m *typeMapper) hive(s any, ns string, depth int) (string, error) {
 			if typ == "enum" {
 				return "string", nil
 			}
-			return logical(t, "binary"), nil
+			// Hive 2.3's AvroSerDe reads a decimal of fixed as binary.
+			return "binary", nil
 		case "array":
 			items, err := m.hive(t["items"], ns, depth+1)
 			if err != nil {
@@ -145,7 +146,7 @@ func (m *typeMapper) namedOrPrimitive(name string, def map[string]any, ns string
 	case "enum":
 		return "string", nil
 	default:
-		return logical(def, "binary"), nil
+		return "binary", nil
 	}
 }
 
@@ -210,9 +211,9 @@ const MembersSuffix = "_members"
 // Spark cannot read, and derives a table's columns from its literal, which
 // Spark also uses as the reader schema of every Avro partition; renamed,
 // Avro's schema resolution skips the written union and gives the default.
-// So the column is null in Avro partitions and holds the members once an
-// hour is compacted (its Parquet holds them under the field's own name;
-// readers match partitions to the table by position). A union of several
+// So the table is readable and the column is null in every partition
+// (Hive's Parquet reader takes the table's column name, which the files
+// lack): the members are read from the Parquet files by native readers. A union of several
 // types nested deeper keeps Hive's uniontype: such a table stays
 // unreadable to Spark (ErrUnsupportedSchema is not raised, since other
 // engines read it).
