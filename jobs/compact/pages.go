@@ -3,6 +3,7 @@ package compact
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"math"
 	"math/bits"
 
@@ -99,28 +100,32 @@ func valuePages(t *layout.Table, info *common.Tag, pageSize int32, codec parquet
 func encodeValues(p *layout.Page, vals []any) []byte {
 	if p.Info.Encoding == parquet.Encoding_DELTA_BINARY_PACKED {
 		var enc delta.BinaryPackedEncoding
+		var b []byte
+		var err error
 		switch *p.Schema.Type {
 		case parquet.Type_INT32:
-			src := make([]int32, len(vals))
-			for i, v := range vals {
-				src[i] = v.(int32)
-			}
-			b, err := enc.EncodeInt32(nil, src)
-			if err == nil {
-				return b
-			}
+			b, err = enc.EncodeInt32(nil, typed[int32](vals))
 		case parquet.Type_INT64:
-			src := make([]int64, len(vals))
-			for i, v := range vals {
-				src[i] = v.(int64)
-			}
-			b, err := enc.EncodeInt64(nil, src)
-			if err == nil {
-				return b
-			}
+			b, err = enc.EncodeInt64(nil, typed[int64](vals))
+		default:
+			err = errNotInts
+		}
+		if err == nil {
+			return b
 		}
 	}
 	return p.EncodingValues(vals)
+}
+
+var errNotInts = errors.New("not an integer column")
+
+// typed is vals (all of type T) as a []T.
+func typed[T any](vals []any) []T {
+	out := make([]T, len(vals))
+	for i, v := range vals {
+		out[i] = v.(T)
+	}
+	return out
 }
 
 // trialSize is the compressed size of vals (column t's values) in one

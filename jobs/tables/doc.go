@@ -43,11 +43,15 @@
 // table's columns from its avro.schema.literal and reads every Avro
 // partition with it as the reader schema, so a top-level field of such a
 // union is registered in the literal as <name>_members (MembersSuffix), a
-// nullable record defaulting to null: the table is readable, the column
-// is null in every partition (Avro resolution skips the renamed union;
-// Hive's Parquet reader takes the table's column name, which the files
-// lack), its values read by the native readers from the Parquet files
-// (struct member0, member1, ...). A union of several
+// nullable record defaulting to null: Avro partitions show it as null
+// (Avro resolution skips the renamed union). Parquet partitions show its
+// members: the table's serde then has parquet.column.index.access=true,
+// so that Hive's Parquet reader matches the files' columns (which keep the
+// field's own name) to the table's by position — set only while every
+// Parquet partition's columns are the table's first, in order; otherwise
+// (a schema version that added fields to a topic storing Kafka columns,
+// which come last in the files) it is left unset and the column is null
+// in Parquet partitions too. A union of several
 // types nested deeper stays uniontype in the literal (unreadable to Spark;
 // other engines read it). The table's serde is
 // Avro with avro.schema.literal set to that schema, and its columns are

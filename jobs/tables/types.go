@@ -211,9 +211,9 @@ const MembersSuffix = "_members"
 // Spark cannot read, and derives a table's columns from its literal, which
 // Spark also uses as the reader schema of every Avro partition; renamed,
 // Avro's schema resolution skips the written union and gives the default.
-// So the table is readable and the column is null in every partition
-// (Hive's Parquet reader takes the table's column name, which the files
-// lack): the members are read from the Parquet files by native readers. A union of several
+// So the table is readable and the column is null in Avro partitions;
+// Parquet partitions show the members when the table can be read by
+// position (indexAccess). A union of several
 // types nested deeper keeps Hive's uniontype: such a table stays
 // unreadable to Spark (ErrUnsupportedSchema is not raised, since other
 // engines read it).

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	hms "github.com/beltran/gohive/hive_metastore"
 	"github.com/linkedin/goavro/v2"
 )
 
@@ -151,5 +152,41 @@ func TestSameLocation(t *testing.T) {
 	}
 	if sameLocation("hdfs://nn:1/a", "hdfs://nn:2/a") || sameLocation("hdfs://nn:1/a", "file:///a") || sameLocation("file:///a/v1", "file:///a") {
 		t.Fatal("different locations equal")
+	}
+}
+
+// TestIndexAccessOnlyWhenSafe: Parquet partitions are read by position
+// only in a table whose literal renamed a union's field, and only while
+// every Parquet partition's columns are the table's first, in order (a
+// v1 file before the stored Kafka columns a v2 table put after its added
+// field would read one column as another).
+func TestIndexAccessOnlyWhenSafe(t *testing.T) {
+	cols := func(names ...string) []*hms.FieldSchema {
+		var out []*hms.FieldSchema
+		for _, n := range names {
+			out = append(out, &hms.FieldSchema{Name: n, Type: "bigint"})
+		}
+		return out
+	}
+	table := cols("a", "u_members", "c", "kafka_key")
+	for _, c := range []struct {
+		renamed bool
+		files   [][]string
+		want    bool
+	}{
+		{true, [][]string{{"a", "u_members"}, {"a", "u_members", "c", "kafka_key"}}, true},
+		{true, nil, true},
+		{false, [][]string{{"a", "u_members"}}, false},
+		{true, [][]string{{"a", "u_members", "kafka_key"}}, false},
+		{true, [][]string{{"a", "u_members", "c", "kafka_key", "d"}}, false},
+	} {
+		var plans []plan
+		for _, f := range c.files {
+			plans = append(plans, plan{hiveNames: f})
+		}
+		plans = append(plans, plan{}) // an Avro partition
+		if got := indexAccess(c.renamed, table, plans); got != c.want {
+			t.Errorf("renamed %v, files %v: %v, want %v", c.renamed, c.files, got, c.want)
+		}
 	}
 }

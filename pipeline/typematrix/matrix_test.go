@@ -693,16 +693,16 @@ func fileExpect(id int64, col string, expect func(int64, string) any, hourOf map
 // metastore: the table's columns are v2's, so a v1 record's added fields
 // are null in Parquet and their defaults in Avro (read with the table's
 // schema); the union of several types is multi_members, null in Avro
-// and Parquet partitions alike (jobs/tables' documented limit).
+// partitions (jobs/tables' documented limit).
 func sparkExpect(id int64, col string, parquet bool, expect func(int64, string) any, hourOf map[int64]int) (any, bool) {
 	switch {
 	case col == "multi":
 		return nil, false
 	case col == "multi"+tables.MembersSuffix:
-		// Null in every partition (jobs/tables' documented limit): Avro
-		// resolution skips the renamed union, and Hive's Parquet reader
-		// takes the table's column name, which the files lack.
-		return nil, true
+		if !parquet {
+			return nil, true
+		}
+		return expect(id, "multi"), true
 	case hourOf[id] < 2 && col == "added_n":
 		return nil, true
 	case hourOf[id] < 2 && col == "added_s":
