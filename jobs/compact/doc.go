@@ -76,7 +76,10 @@
 //	["null", T]             T, OPTIONAL                      T                    T       T               T                  T
 //	[A, B, ...]             group of OPTIONAL member0,       struct<member0:A,    struct  struct          struct             STRUCT
 //	 (null or not)          member1, ... (as Spark's Avro    member1:B, ...>
-//	                        reader and parquet-avro)
+//	                        reader and parquet-avro)         (a top-level field:
+//	                                                         <name>_members, null
+//	                                                         in Avro partitions;
+//	                                                         see jobs/tables)
 //
 // Why these and not others:
 //

@@ -62,6 +62,10 @@
 // partitions the ParquetHiveSerDe. A reader decodes each partition as it
 // was written and shows the table's newer columns as null; Spark does so
 // with its default settings, because the table's own format is Avro.
+// Spark reads every Avro partition with the table's literal as the reader
+// schema, so a newer field's default (not null) shows in an older Avro
+// partition and null in an older Parquet one: give added fields a null
+// default where the two must agree.
 //
 // # Schema evolution
 //
