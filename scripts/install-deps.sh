@@ -3,7 +3,8 @@
 # ZooKeeper, netcat-openbsd for ZooKeeper's four-letter words, Chromium for
 # the dashboard test, Burrow and Maven for the Kafka-tools compatibility
 # tests), the independent Avro/Parquet readers (a Python virtualenv with
-# fastavro, pyarrow, confluent-kafka, PySpark 3.5.9 and DuckDB in .cache/venv), the test
+# fastavro, pyarrow, confluent-kafka, PySpark 3.5.9 and DuckDB in .cache/venv;
+# PySpark 4.1.1 in .cache/venv-spark4), the test
 # Hive Metastore's jars (testing/hive-metastore), Apache Kafka 2.8.2's command-line
 # tools (jars from Maven Central in .cache/kafka-2.8/lib), Apache Kafka 3.9's
 # broker and tools (.cache/kafka/lib, through scripts/kafka.sh fetch) and the
@@ -50,26 +51,36 @@ if [ ${#need[@]} -gt 0 ]; then
 	done
 fi
 
-# The readers tests use to check what we write: someone else's code, not ours.
-venv=.cache/venv
-# PySpark 3.5 (Spark SQL with Hive support: the newest whose built-in Hive
-# client speaks to the test metastore's 3.1) and DuckDB read the tables.
-py_pkgs=(fastavro pyarrow 'confluent-kafka[schemaregistry]' pyspark==3.5.9 duckdb)
-if ! "$venv/bin/python3" -c 'import fastavro, pyarrow, duckdb; from confluent_kafka.schema_registry import SchemaRegistryClient; import pyspark; assert pyspark.__version__ == "3.5.9"' 2>/dev/null; then
-	echo "install-deps: making $venv with ${py_pkgs[*]}"
-	if [ ! -x "$venv/bin/pip" ]; then
-		rm -rf "$venv"
-		python3 -m venv "$venv"
+# make_venv DIR CHECK PKG...: unless DIR's python runs CHECK, makes the
+# virtualenv DIR (if missing) and pip-installs PKG... into it.
+make_venv() {
+	local dir=$1 check=$2 pip_log
+	shift 2
+	"$dir/bin/python3" -c "$check" 2>/dev/null && return 0
+	echo "install-deps: making $dir with $*"
+	if [ ! -x "$dir/bin/pip" ]; then
+		rm -rf "$dir"
+		python3 -m venv "$dir"
 	fi
 	pip_log=$(mktemp)
-	if ! "$venv/bin/pip" install -q --disable-pip-version-check "${py_pkgs[@]}" >"$pip_log" 2>&1; then
+	if ! "$dir/bin/pip" install -q --disable-pip-version-check "$@" >"$pip_log" 2>&1; then
 		cat "$pip_log" >&2
 		rm -f "$pip_log"
-		echo "install-deps: pip install ${py_pkgs[*]} failed" >&2
+		echo "install-deps: pip install $* failed" >&2
 		exit 1
 	fi
 	rm -f "$pip_log"
-fi
+}
+
+# The readers tests use to check what we write: someone else's code, not ours.
+# PySpark 3.5 (Spark SQL with Hive support: the newest whose built-in Hive
+# client speaks to the test metastore's 3.1) and DuckDB read the tables.
+make_venv .cache/venv 'import fastavro, pyarrow, duckdb; from confluent_kafka.schema_registry import SchemaRegistryClient; import pyspark; assert pyspark.__version__ == "3.5.9"' \
+	fastavro pyarrow 'confluent-kafka[schemaregistry]' pyspark==3.5.9 duckdb
+# PySpark 4.1.1 in a virtualenv of its own (one Python holds one PySpark):
+# the type-matrix test reads the tables with Spark 3.5 and 4.1, whose
+# built-in Hive 2.3 client speaks to the test metastore's 3.1 too.
+make_venv .cache/venv-spark4 'import pyspark; assert pyspark.__version__ == "4.1.1"' pyspark==4.1.1
 
 # Apache Kafka 2.8.2's tools (TopicCommand, ConfigCommand, DumpLogSegments)
 # for internal/kafkacompat: fetched again only when their pom changes. Into

@@ -21,6 +21,7 @@
 #                                   (19083 + TRIBUTARY_TEST_PORT_OFFSET)
 # and the reader/browser the tests check output with:
 #   TRIBUTARY_TEST_PYTHON (.cache/venv, fastavro + pyarrow, made by install-deps.sh)
+#   TRIBUTARY_TEST_SPARK4_PYTHON (.cache/venv-spark4, PySpark 4.1, made by install-deps.sh)
 #
 # TRIBUTARY_KEEP_SERVER_DIR=1 keeps the temp dir (server logs) after the run.
 set -euo pipefail
@@ -179,6 +180,9 @@ export TRIBUTARY_TEST_HDFS_SECURE_AUTHENTICATION_ENV=$state/hdfs-authentication/
 export TRIBUTARY_TEST_HIVE_METASTORE=thrift://127.0.0.1:$hms_port
 if [ -x "$repo/.cache/venv/bin/python3" ]; then
 	export TRIBUTARY_TEST_PYTHON=$repo/.cache/venv/bin/python3
+fi
+if [ -x "$repo/.cache/venv-spark4/bin/python3" ]; then
+	export TRIBUTARY_TEST_SPARK4_PYTHON=$repo/.cache/venv-spark4/bin/python3
 fi
 echo "with-servers: ZooKeeper standalone $TRIBUTARY_TEST_ZK and ensemble $TRIBUTARY_TEST_ZK_ENSEMBLE, HDFS $TRIBUTARY_TEST_HDFS, Kerberized HDFS 127.0.0.1:$privacy_port (privacy) and 127.0.0.1:$authentication_port (authentication), Hive Metastore $TRIBUTARY_TEST_HIVE_METASTORE up in $((SECONDS - start))s" >&2
 

@@ -106,14 +106,15 @@ func (m *OwnMetastore) Stop(t testing.TB) {
 	}
 }
 
-// sparkScript runs the queries given as a JSON list on stdin in one Spark
-// session with Hive support, against the metastore of argv[1], and prints
-// one line "ROWS <json>": a list, per query, of its rows as objects.
-const sparkScript = `
+// sparkSession starts a local Spark session with Hive support against
+// the metastore of argv[1] (its Derby and warehouse dirs under argv[2]) as
+// spark, and reads the JSON on stdin as inp; a script after it sets out,
+// printed as one line "ROWS <json>".
+const sparkSession = `
 import json, os, sys
 os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 from pyspark.sql import SparkSession
-queries = json.load(sys.stdin)
+inp = json.load(sys.stdin)
 spark = (SparkSession.builder.master("local[2]").appName("tributary-test")
     .config("spark.hadoop.hive.metastore.uris", sys.argv[1])
     .config("spark.sql.warehouse.dir", "file://" + sys.argv[2])
@@ -123,8 +124,13 @@ spark = (SparkSession.builder.master("local[2]").appName("tributary-test")
     .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dderby.system.home=" + sys.argv[2])
     .enableHiveSupport().getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
+`
+
+// sparkScript runs the queries given as a JSON list on stdin, in order,
+// and prints, per query, its rows as objects.
+const sparkScript = `
 out = []
-for q in queries:
+for q in inp:
     out.append([r.asDict(recursive=True) for r in spark.sql(q).collect()])
 spark.stop()
 print("ROWS " + json.dumps(out, default=str))
@@ -138,11 +144,36 @@ print("ROWS " + json.dumps(out, default=str))
 func SparkSQL(t testing.TB, uri string, queries ...string) [][]map[string]any {
 	t.Helper()
 	var out [][]map[string]any
-	runPython(t, "pyspark", sparkScript, queries, &out, uri, t.TempDir())
+	SparkScript(t, Python(t), uri, sparkScript, queries, &out)
 	if len(out) != len(queries) {
 		t.Fatalf("spark: %d results for %d queries", len(out), len(queries))
 	}
 	return out
+}
+
+// SparkScript runs script with the PySpark of the interpreter py (Python
+// or Spark4Python) in a session with Hive support against the metastore at
+// uri: the script finds the session as spark and input (as JSON) as inp,
+// and prints "ROWS " and its result as JSON, decoded into output. One JVM
+// start; fails t on any error.
+func SparkScript(t testing.TB, py, uri, script string, input, output any) {
+	t.Helper()
+	runPythonWith(t, py, "pyspark", sparkSession+script, input, output, uri, t.TempDir())
+}
+
+// EnvSpark4Python names a Python interpreter with PySpark 4.1
+// (.cache/venv-spark4, made by scripts/install-deps.sh).
+const EnvSpark4Python = "TRIBUTARY_TEST_SPARK4_PYTHON"
+
+// Spark4Python returns the interpreter of EnvSpark4Python or fails t.
+func Spark4Python(t testing.TB) string {
+	t.Helper()
+	py := os.Getenv(EnvSpark4Python)
+	if py == "" {
+		t.Fatalf("no Python with PySpark 4.1: %s is unset; run the tests through `make test` "+
+			"(scripts/install-deps.sh makes .cache/venv-spark4)", EnvSpark4Python)
+	}
+	return py
 }
 
 const duckdbScript = `
@@ -167,7 +198,19 @@ func DuckDB(t testing.TB, queries ...string) [][]map[string]any {
 
 func runPython(t testing.TB, module, script string, input, output any, args ...string) {
 	t.Helper()
-	py := Python(t)
+	runPythonWith(t, Python(t), module, script, input, output, args...)
+}
+
+// PythonScript runs script with the TRIBUTARY_TEST_PYTHON interpreter
+// (fastavro, pyarrow, duckdb), input as JSON on stdin, args as argv[1:];
+// the script prints "ROWS " and its result as JSON, decoded into output.
+func PythonScript(t testing.TB, script string, input, output any, args ...string) {
+	t.Helper()
+	runPython(t, "json", script, input, output, args...)
+}
+
+func runPythonWith(t testing.TB, py, module, script string, input, output any, args ...string) {
+	t.Helper()
 	if err := exec.Command(py, "-c", "import "+module).Run(); err != nil {
 		t.Fatalf("%s cannot import %s: run `make deps` (scripts/install-deps.sh installs it into the virtualenv)", py, module)
 	}

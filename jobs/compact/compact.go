@@ -726,6 +726,17 @@ func (c *Compactor) writeGroup(ctx context.Context, h hours.Hour, tmp string, g 
 			wc.Close()
 			return fmt.Errorf("%w: %v", ErrUnsupportedSchema, err)
 		}
+		// parquet-go gives every column field_id 0; readers that match
+		// columns by id (Iceberg, Spark's fieldId.read) would take them all
+		// for one. Avro has no ids to give: none, as parquet-mr writes.
+		for _, el := range pw.SchemaHandler.SchemaElements {
+			el.FieldID = nil
+		}
+		// The writer schema, under parquet-avro's key: what the Parquet
+		// types leave out (time-millis and -micros are plain integers,
+		// doc.go) a reader finds there (package jobs/hours/rows does).
+		avroSchema := g[0].schema
+		pw.Footer.KeyValueMetadata = append(pw.Footer.KeyValueMetadata, &parquet.KeyValue{Key: hours.ParquetAvroSchemaKey, Value: &avroSchema})
 		sh := &shredder{root: root, leaves: m.leaves, pw: pw}
 		pw.MarshalFunc = sh.marshal
 		pw.CompressionType = parquet.CompressionCodec_SNAPPY

@@ -49,17 +49,89 @@
 //
 // # Schema mapping (Avro writer schema -> Parquet)
 //
-//	boolean, int, long, float, double -> BOOLEAN, INT32, INT64, FLOAT, DOUBLE
-//	string, enum                      -> BYTE_ARRAY (UTF8)
-//	bytes, fixed                      -> BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY
-//	record                            -> group
-//	array                             -> LIST (3-level: list/element)
-//	map                               -> MAP (key_value: key UTF8, value)
-//	["null", T]                       -> T, OPTIONAL
-//	[A, B, ...] (with or without null)-> group of OPTIONAL member0, member1, ... (as parquet-avro)
-//	timestamp-millis/-micros          -> INT64 TIMESTAMP_MILLIS/_MICROS
-//	date, time-millis, time-micros    -> INT32 DATE, INT32 TIME_MILLIS, INT64 TIME_MICROS
-//	decimal (bytes or fixed)          -> BYTE_ARRAY / FIXED_LEN_BYTE_ARRAY DECIMAL(precision, scale)
+// Every table here is read value by value by each reader named
+// (pipeline/typematrix). Hive is the column type jobs/tables registers
+// (Hive's AvroSerDe's for Avro partitions); "Spark" is Spark 3.5.9 and
+// 4.1.1 through the metastore with default settings, "native" Spark's own
+// Parquet reader (spark.read.parquet).
+//
+//	Avro                    Parquet (physical, logical)      Hive                 Spark   native Spark    pyarrow            DuckDB
+//	boolean                 BOOLEAN                          boolean              boolean boolean         bool               BOOLEAN
+//	int                     INT32                            int                  int     int             int32              INTEGER
+//	long                    INT64                            bigint               bigint  bigint          int64              BIGINT
+//	float, double           FLOAT, DOUBLE                    float, double        same    same            float, double      FLOAT, DOUBLE
+//	string, enum, uuid      BYTE_ARRAY STRING                string               string  string          string             VARCHAR
+//	bytes                   BYTE_ARRAY                       binary               binary  binary          binary             BLOB
+//	fixed(n)                FIXED_LEN_BYTE_ARRAY(n)          binary               binary  binary          fixed_size_binary  BLOB
+//	decimal(p,s) bytes      FIXED_LEN_BYTE_ARRAY(fewest      decimal(p,s)         decimal decimal         decimal128(p,s)    DECIMAL(p,s)
+//	                        for p) DECIMAL(p,s)
+//	decimal(p,s) fixed(n)   FIXED_LEN_BYTE_ARRAY(n) (no      binary               binary  binary          fixed_size_binary  BLOB
+//	                        annotation: see below)
+//	date                    INT32 DATE                       date                 date    date            date32             DATE
+//	time-millis             INT32 (no annotation)            int                  int     int             int32              INTEGER
+//	time-micros             INT64 (no annotation)            bigint               bigint  bigint          int64              BIGINT
+//	timestamp-millis        INT96                            timestamp            timestamp timestamp     timestamp[ns]      TIMESTAMP
+//	timestamp-micros        INT64 TIMESTAMP(MICROS, UTC)     bigint (micros)      bigint  timestamp       timestamp[us, UTC] TIMESTAMP WITH TIME ZONE
+//	local-timestamp-millis  INT64 TIMESTAMP(MILLIS, local)   bigint (millis)      bigint  timestamp_ntz   timestamp[ms]      TIMESTAMP
+//	local-timestamp-micros  INT64 TIMESTAMP(MICROS, local)   bigint (micros)      bigint  timestamp_ntz   timestamp[us]      TIMESTAMP
+//	record                  group                            struct<...>          struct  struct          struct             STRUCT
+//	array                   LIST (3-level: list/element)     array<...>           array   array           list               LIST
+//	map                     MAP (key_value: key, value)      map<string,...>      map     map             map                MAP
+//	["null", T]             T, OPTIONAL                      T                    T       T               T                  T
+//	[A, B, ...]             group of OPTIONAL member0,       struct<member0:A,    struct  struct          struct             STRUCT
+//	 (null or not)          member1, ... (as Spark's Avro    member1:B, ...>
+//	                        reader and parquet-avro)         (a top-level field:
+//	                                                         <name>_members, null
+//	                                                         in Avro partitions;
+//	                                                         see jobs/tables)
+//
+// Why these and not others:
+//
+//   - Field ids: none (parquet-go would give every column 0, which readers
+//     resolving columns by id, Iceberg's or Spark's fieldId.read, take for
+//     one column). Avro has no ids to give.
+//   - timestamp-millis is INT96, as Hive, Impala and Spark's
+//     outputTimestampType=INT96 write it: a table's Parquet partitions are
+//     read through Hive's ParquetHiveSerDe (the table's own format is Avro,
+//     so Spark does not convert it to its native reader), and Hive's Parquet
+//     reader up to 3.1, which Spark 3.5 and 4.1 run as their built-in Hive
+//     2.3 client, reads a timestamp column only from INT96: INT64 TIMESTAMP
+//     fails every query touching the column (ClassCastException
+//     LongWritable -> TimestampWritable), measured on both Spark versions.
+//     INT96 has no annotation and is an instant (UTC) to every reader; its
+//     cost is size: about 4 bytes a row compressed against 1 for a delta
+//     INT64 (the page views 0.752x the Avro, against 0.438x as INT64).
+//     Values before 1900 make Spark's native reader ask for
+//     spark.sql.parquet.int96RebaseModeInRead (the file names no Spark
+//     version, so Spark cannot know its calendar is proleptic).
+//   - timestamp-micros and the local timestamps are INT64 TIMESTAMP (micros
+//     UTC-adjusted: an instant; local-*: not), read correctly by every
+//     native reader. Hive's AvroSerDe 2.3 knows only timestamp-millis, so
+//     their Avro partitions read as bigint; the table column is bigint too
+//     (Hive's Parquet reader reads these INT64 as bigint), the same number
+//     on both formats.
+//   - Decimals are FIXED_LEN_BYTE_ARRAY: Hive's Parquet reader up to 3.1
+//     reads no INT32/INT64 decimals and Spark's vectorized reader no
+//     BYTE_ARRAY ones (parquet-mr's legacy format, which Spark writes for
+//     Hive with writeLegacyFormat, makes the same choice).
+//   - A decimal of an Avro fixed is FIXED_LEN_BYTE_ARRAY without the
+//     DECIMAL annotation (the unscaled two's-complement bytes): Hive 2.3's
+//     AvroSerDe reads such a decimal as binary, so the table's column is
+//     binary, and Hive's Parquet reader fails a query on a DECIMAL in a
+//     binary column (HiveDecimalWritable cannot be cast to BytesWritable).
+//     Use bytes for decimals that should be decimals everywhere.
+//   - time-millis and time-micros carry no TIME annotation: Spark's native
+//     reader (3.5 and 4.1) refuses a whole file with a TIME column. The
+//     value is the millisecond (or microsecond) of the day; the Avro type
+//     is in the file's footer metadata under parquet.avro.schema (the
+//     writer schema, as parquet-avro stores it), which package
+//     jobs/hours/rows reads to give them back as durations.
+//   - enum and uuid are strings: pyarrow reads an ENUM annotation as
+//     binary and Parquet's UUID (FIXED[16]) is read by neither Hive nor
+//     Spark.
+//   - Statistics leave NaN out of float bounds (a NaN bound would make a
+//     reader skip pages that match a filter) and give zero bounds as -0
+//     (min) and +0 (max); INT96 columns have none (no defined order).
 //
 // Recursive records are not supported (Parquet has no recursion); such an
 // hour fails with ErrUnsupportedSchema and stays Avro. An empty array or
@@ -93,6 +165,7 @@
 //
 //	string, enum                     dictionary or DELTA_LENGTH_BYTE_ARRAY
 //	int, long and their logical types dictionary or DELTA_BINARY_PACKED
+//	timestamp-millis (INT96)         dictionary or PLAIN
 //	float, double                    dictionary or PLAIN
 //	boolean, bytes, fixed, decimal   PLAIN
 //
@@ -111,10 +184,10 @@
 // cannot read it, and it lost to PLAIN on the decimal-fraction doubles
 // below (212,779 bytes against 114,840 for a latency column).
 //
-// With zstd the pipeline's page views come out at 0.438x the loader's
-// deflate Avro (snappy 0.579x), a 30-field request log (size_test.go) at
-// 0.521x (snappy 0.683x); before the trials and the zstd level, 0.480x and
-// 0.567x.
+// With zstd the pipeline's page views come out at 0.752x the loader's
+// deflate Avro (snappy 1.177x), a 30-field request log (size_test.go) at
+// 0.560x (snappy 0.760x): their timestamp-millis is INT96 (above); as
+// INT64 they were 0.438x and 0.521x.
 //
 // # Sort order
 //

@@ -203,7 +203,10 @@ def norm(v):
         if v.tzinfo is None:
             v = v.replace(tzinfo=datetime.timezone.utc)
         return v.astimezone(datetime.timezone.utc).isoformat()
-    if isinstance(v, (datetime.date, datetime.time)):
+    if isinstance(v, datetime.time):
+        # time-millis: Parquet holds the millisecond of the day, unannotated (doc.go)
+        return ((v.hour * 60 + v.minute) * 60 + v.second) * 1000 + v.microsecond // 1000
+    if isinstance(v, datetime.date):
         return v.isoformat()
     if isinstance(v, decimal.Decimal):
         return str(v)

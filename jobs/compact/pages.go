@@ -3,11 +3,13 @@ package compact
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"math"
 	"math/bits"
 
 	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/klauspost/compress/zstd"
+	"github.com/parquet-go/parquet-go/encoding/delta"
 	"github.com/xitongsys/parquet-go/common"
 	"github.com/xitongsys/parquet-go/compress"
 	"github.com/xitongsys/parquet-go/encoding"
@@ -58,7 +60,7 @@ func valuePages(t *layout.Table, info *common.Tag, pageSize int32, codec parquet
 			if t.DefinitionLevels[j] == t.MaxDefinitionLevel {
 				v := t.Values[j]
 				var n int32
-				minVal, maxVal, n = funcs.MinMaxSize(minVal, maxVal, v)
+				minVal, maxVal, n = minMaxSize(funcs, minVal, maxVal, v)
 				size += n
 				vals = append(vals, v)
 			} else if t.Values[j] == nil {
@@ -79,7 +81,7 @@ func valuePages(t *layout.Table, info *common.Tag, pageSize int32, codec parquet
 		pageEnc := parquet.Encoding_PLAIN
 		if len(vals) > 0 {
 			pageEnc = info.Encoding
-			raw = append(raw, enc.EncodingValues(vals)...)
+			raw = append(raw, encodeValues(enc, vals)...)
 		}
 		p := finishPage(t, info, raw, compressPage(raw, codec), j-i, pageEnc, pageSize, codec, minVal, maxVal, nulls)
 		total += int64(len(p.RawData))
@@ -89,6 +91,43 @@ func valuePages(t *layout.Table, info *common.Tag, pageSize int32, codec parquet
 	return pages, total
 }
 
+// encodeValues encodes vals as page p's encoding says. DELTA_BINARY_PACKED
+// integers go through parquet-go/parquet-go's encoder: xitongsys's
+// subtracts each miniblock's least delta in signed arithmetic, which
+// wraps for deltas more than half the type's range apart (int min and
+// max in one block) and writes too narrow a bit width, a page no reader
+// decodes (pyarrow: "InitHeader EOF").
+func encodeValues(p *layout.Page, vals []any) []byte {
+	if p.Info.Encoding == parquet.Encoding_DELTA_BINARY_PACKED {
+		var enc delta.BinaryPackedEncoding
+		var b []byte
+		var err error
+		switch *p.Schema.Type {
+		case parquet.Type_INT32:
+			b, err = enc.EncodeInt32(nil, typed[int32](vals))
+		case parquet.Type_INT64:
+			b, err = enc.EncodeInt64(nil, typed[int64](vals))
+		default:
+			err = errNotInts
+		}
+		if err == nil {
+			return b
+		}
+	}
+	return p.EncodingValues(vals)
+}
+
+var errNotInts = errors.New("not an integer column")
+
+// typed is vals (all of type T) as a []T.
+func typed[T any](vals []any) []T {
+	out := make([]T, len(vals))
+	for i, v := range vals {
+		out[i] = v.(T)
+	}
+	return out
+}
+
 // trialSize is the compressed size of vals (column t's values) in one
 // page of encoding enc, levels left out: enc's cost, to compare encodings.
 func trialSize(vals []any, enc parquet.Encoding, t *layout.Table, codec parquet.CompressionCodec) int {
@@ -96,7 +135,7 @@ func trialSize(vals []any, enc parquet.Encoding, t *layout.Table, codec parquet.
 		info := *t.Info
 		info.Encoding = enc
 		p := &layout.Page{Info: &info, Schema: t.Schema}
-		return len(compressPage(p.EncodingValues(vals), codec))
+		return len(compressPage(encodeValues(p, vals), codec))
 	}
 	dict := layout.NewDictRec(*t.Schema.Type)
 	idx := make([]int32, len(vals))
@@ -168,7 +207,7 @@ func dictPages(dict *layout.DictRecType, t *layout.Table, pageSize int32, codec 
 			if t.DefinitionLevels[j] == t.MaxDefinitionLevel {
 				v := t.Values[j]
 				var n int32
-				minVal, maxVal, n = funcs.MinMaxSize(minVal, maxVal, v)
+				minVal, maxVal, n = minMaxSize(funcs, minVal, maxVal, v)
 				size += n
 				k, ok := dict.DictMap[dictKey(v)]
 				if !ok {
@@ -212,6 +251,35 @@ func dictPages(dict *layout.DictRecType, t *layout.Table, pageSize int32, codec 
 		i = j
 	}
 	return pages, total
+}
+
+// minMaxSize is funcs.MinMaxSize leaving NaN out of the statistics, as
+// the format asks (a NaN bound would make a reader skip pages whose other
+// values match a filter), and with zero bounds as -0 (min) and +0 (max),
+// so that a reader comparing either zero with them keeps the page.
+func minMaxSize(funcs common.FuncTable, minVal, maxVal, v any) (any, any, int32) {
+	switch x := v.(type) {
+	case float32:
+		return floatBounds(funcs, minVal, maxVal, x)
+	case float64:
+		return floatBounds(funcs, minVal, maxVal, x)
+	}
+	return funcs.MinMaxSize(minVal, maxVal, v)
+}
+
+func floatBounds[F float32 | float64](funcs common.FuncTable, minVal, maxVal any, v F) (any, any, int32) {
+	if v != v { // NaN
+		_, _, n := funcs.MinMaxSize(nil, nil, v)
+		return minVal, maxVal, n
+	}
+	lo, hi, n := funcs.MinMaxSize(minVal, maxVal, v)
+	if lo.(F) == 0 {
+		lo = F(math.Copysign(0, -1))
+	}
+	if hi.(F) == 0 {
+		hi = F(0)
+	}
+	return lo, hi, n
 }
 
 // dictKey is v as a dictionary's map key: a float by its bits, since as

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/bits"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	pqdelta "github.com/parquet-go/parquet-go/encoding/delta"
 	"github.com/xitongsys/parquet-go/common"
 	"github.com/xitongsys/parquet-go/encoding"
 	"github.com/xitongsys/parquet-go/layout"
@@ -143,4 +145,43 @@ func TestAllNullColumnsRead(t *testing.T) {
 	}
 	pq := copyOut(t, fsys, dirs[0], compactedFiles(t, fsys, dirs[0]), filepath.Join(local, "pq"))
 	t.Logf("pyarrow vs fastavro: %v", comparePython(t, map[string]check{"hour": {Avro: orig, Parquet: pq}}))
+}
+
+// TestDeltaExtremes: DELTA_BINARY_PACKED pages of int and long columns
+// holding their minimum and maximum side by side decode to the values
+// (parquet-go's own encoder wrote too narrow a bit width for them).
+func TestDeltaExtremes(t *testing.T) {
+	for _, c := range []struct {
+		typ  parquet.Type
+		vals []any
+	}{
+		{parquet.Type_INT32, []any{int32(math.MinInt32), int32(math.MaxInt32), int32(0), int32(-1), int32(math.MaxInt32), int32(math.MinInt32)}},
+		{parquet.Type_INT64, []any{int64(math.MinInt64), int64(math.MaxInt64), int64(0), int64(-1), int64(math.MaxInt64), int64(math.MinInt64)}},
+	} {
+		typ := c.typ
+		p := &layout.Page{Info: &common.Tag{Encoding: parquet.Encoding_DELTA_BINARY_PACKED}, Schema: &parquet.SchemaElement{Type: &typ}}
+		b := encodeValues(p, c.vals)
+		var enc pqdelta.BinaryPackedEncoding
+		var got []any
+		if typ == parquet.Type_INT32 {
+			out, err := enc.DecodeInt32(nil, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range out {
+				got = append(got, v)
+			}
+		} else {
+			out, err := enc.DecodeInt64(nil, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range out {
+				got = append(got, v)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.vals) {
+			t.Errorf("%v: decoded %v, want %v", typ, got, c.vals)
+		}
+	}
 }

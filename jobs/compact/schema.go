@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -39,6 +40,11 @@ const (
 	kindUnion
 )
 
+// goavroLogical are the logical types goavro decodes (and names union
+// branches by).
+var goavroLogical = map[string]bool{"long.timestamp-millis": true, "long.timestamp-micros": true,
+	"int.time-millis": true, "long.time-micros": true, "int.date": true, "bytes.decimal": true}
+
 // mapper turns Avro schemas into node trees.
 type mapper struct {
 	named  map[string]any // full name -> definition, for references
@@ -64,7 +70,9 @@ func (m *mapper) branchKey(s any, ns string) string {
 			n, _ := avro.NameOf(s, ns)
 			return n
 		}
-		if lt, ok := s["logicalType"].(string); ok {
+		// goavro names a branch of a logical type it knows TYPE.LOGICAL,
+		// of one it does not (local-timestamp-*, uuid) by its type.
+		if lt, ok := s["logicalType"].(string); ok && goavroLogical[t+"."+lt] {
 			return t + "." + lt
 		}
 		return t
@@ -157,7 +165,11 @@ func (m *mapper) build(s any, ns, name string, depth int, rep int32) (*node, err
 			m.named[full] = s
 			size, _ := s["size"].(float64)
 			if s["logicalType"] == "decimal" {
-				return m.decimal(s, name, rep, int(size))
+				// No DECIMAL annotation: Hive 2.3's AvroSerDe reads a decimal
+				// of fixed as binary, so the table's column is binary, and
+				// Hive's Parquet reader fails on an annotated one in it.
+				scale, _ := s["scale"].(float64)
+				return m.leaf(name, fmt.Sprintf("type=FIXED_LEN_BYTE_ARRAY, length=%d", int(size)), rep, decimalConv(int(scale), int(size)))
 			}
 			return m.leaf(name, fmt.Sprintf("type=FIXED_LEN_BYTE_ARRAY, length=%d", int(size)), rep, convBytes)
 		case "array":
@@ -185,17 +197,26 @@ func (m *mapper) primitive(t string, def map[string]any, name string, rep int32)
 	if def != nil {
 		lt, _ = def["logicalType"].(string)
 	}
+	// The logical types as doc.go's table maps them (and why).
 	switch t + "." + lt {
 	case "long.timestamp-millis":
-		return m.leaf(name, "type=INT64, convertedtype=TIMESTAMP_MILLIS, encoding=DELTA_BINARY_PACKED", rep, convMillis)
+		// INT96: what Hive's Parquet reader up to 3.1 (Spark's built-in
+		// Hive client) reads as a timestamp; it refuses INT64 ones.
+		return m.leaf(name, "type=INT96, omitstats=true", rep, convInt96)
 	case "long.timestamp-micros":
-		return m.leaf(name, "type=INT64, convertedtype=TIMESTAMP_MICROS, encoding=DELTA_BINARY_PACKED", rep, convMicros)
+		return m.leaf(name, timestampTag("MICROS", true), rep, convMicros)
+	case "long.local-timestamp-millis":
+		return m.leaf(name, timestampTag("MILLIS", false), rep, convMillis)
+	case "long.local-timestamp-micros":
+		return m.leaf(name, timestampTag("MICROS", false), rep, convMicros)
 	case "int.date":
 		return m.leaf(name, "type=INT32, convertedtype=DATE, encoding=DELTA_BINARY_PACKED", rep, convDate)
 	case "int.time-millis":
-		return m.leaf(name, "type=INT32, convertedtype=TIME_MILLIS, encoding=DELTA_BINARY_PACKED", rep, convTimeMillis)
+		// No TIME annotation: Spark's own reader (3.5 and 4.1) refuses a
+		// file with one in any column; the value is the millisecond of the day.
+		return m.leaf(name, "type=INT32, encoding=DELTA_BINARY_PACKED", rep, convTimeMillis)
 	case "long.time-micros":
-		return m.leaf(name, "type=INT64, convertedtype=TIME_MICROS, encoding=DELTA_BINARY_PACKED", rep, convTimeMicros)
+		return m.leaf(name, "type=INT64, encoding=DELTA_BINARY_PACKED", rep, convTimeMicros)
 	case "bytes.decimal":
 		return m.decimal(def, name, rep, 0)
 	}
@@ -211,6 +232,7 @@ func (m *mapper) primitive(t string, def map[string]any, name string, rep int32)
 	case "double":
 		return m.leaf(name, "type=DOUBLE", rep, convAs[float64])
 	case "string":
+		// uuid too: Parquet's UUID is a FIXED[16] no Spark or Hive reads.
 		return m.leaf(name, utf8Tag, rep, convString)
 	case "bytes":
 		return m.leaf(name, "type=BYTE_ARRAY", rep, convBytes)
@@ -218,17 +240,42 @@ func (m *mapper) primitive(t string, def map[string]any, name string, rep int32)
 	return nil, fmt.Errorf("compact: field %s: unsupported Avro type %q", name, t)
 }
 
+// timestampTag is an INT64 TIMESTAMP column of unit MILLIS or MICROS,
+// UTC-adjusted (an instant: the converted type too, which implies it) or
+// local (a date-time without a zone: no converted type, which would say
+// UTC).
+func timestampTag(unit string, utc bool) string {
+	tag := "type=INT64, logicaltype=TIMESTAMP, logicaltype.unit=" + unit + ", logicaltype.isadjustedtoutc=" + fmt.Sprint(utc)
+	if utc {
+		tag += ", convertedtype=TIMESTAMP_" + unit
+	}
+	return tag + ", encoding=DELTA_BINARY_PACKED"
+}
+
+// decimal maps an Avro decimal to FIXED_LEN_BYTE_ARRAY DECIMAL: an Avro
+// fixed keeps its size, bytes get the fewest bytes that hold the
+// precision, as parquet-mr's legacy (Hive-compatible) format does. Hive's
+// Parquet reader up to 3.1 reads no INT32 or INT64 decimals, and Spark's
+// vectorized reader no BYTE_ARRAY ones.
 func (m *mapper) decimal(def map[string]any, name string, rep int32, fixedSize int) (*node, error) {
 	prec, _ := def["precision"].(float64)
 	scale, _ := def["scale"].(float64)
 	if prec <= 0 {
 		return nil, fmt.Errorf("compact: field %s: decimal without a precision", name)
 	}
-	conv := decimalConv(int(scale), fixedSize)
-	if fixedSize > 0 {
-		return m.leaf(name, fmt.Sprintf("type=FIXED_LEN_BYTE_ARRAY, length=%d, convertedtype=DECIMAL, precision=%d, scale=%d", fixedSize, int(prec), int(scale)), rep, conv)
+	if fixedSize == 0 {
+		fixedSize = decimalBytes(int(prec))
 	}
-	return m.leaf(name, fmt.Sprintf("type=BYTE_ARRAY, convertedtype=DECIMAL, precision=%d, scale=%d", int(prec), int(scale)), rep, conv)
+	conv := decimalConv(int(scale), fixedSize)
+	return m.leaf(name, fmt.Sprintf("type=FIXED_LEN_BYTE_ARRAY, length=%d, convertedtype=DECIMAL, precision=%d, scale=%d", fixedSize, int(prec), int(scale)), rep, conv)
+}
+
+// decimalBytes is the fewest bytes whose two's complement holds every
+// unscaled value of precision digits.
+func decimalBytes(precision int) int {
+	limit := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(precision)), nil)
+	limit.Sub(limit, big.NewInt(1))
+	return limit.BitLen()/8 + 1
 }
 
 func (m *mapper) leaf(name, typ string, rep int32, conv func(any) (any, error)) (*node, error) {
@@ -321,6 +368,27 @@ func convMicros(v any) (any, error) {
 		return v, nil
 	}
 	return nil, fmt.Errorf("value %v (%T) is not a timestamp", v, v)
+}
+
+// convInt96 turns a timestamp-millis value into Parquet's INT96 (as Hive,
+// Impala and Spark write it): 8 bytes of nanoseconds within the day, then
+// 4 bytes of Julian day number, little-endian, UTC. Computed from the
+// millisecond so that no instant a long holds overflows.
+func convInt96(v any) (any, error) {
+	ms, err := convMillis(v)
+	if err != nil {
+		return nil, err
+	}
+	const msPerDay = 86400000
+	const julianEpoch = 2440588 // the Julian day number of 1970-01-01
+	days := ms.(int64) / msPerDay
+	if ms.(int64)%msPerDay < 0 {
+		days--
+	}
+	var b [12]byte
+	binary.LittleEndian.PutUint64(b[:8], uint64((ms.(int64)-days*msPerDay)*1e6))
+	binary.LittleEndian.PutUint32(b[8:], uint32(days+julianEpoch))
+	return string(b[:]), nil
 }
 
 func convDate(v any) (any, error) {

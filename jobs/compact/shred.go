@@ -60,7 +60,7 @@ func (s *shredder) encoding(name string, t *layout.Table) *common.Tag {
 	switch typ := *t.Schema.Type; {
 	case typ == parquet.Type_BYTE_ARRAY && info.Encoding == parquet.Encoding_RLE_DICTIONARY:
 		other = parquet.Encoding_DELTA_LENGTH_BYTE_ARRAY
-	case typ == parquet.Type_INT32 || typ == parquet.Type_INT64 || typ == parquet.Type_FLOAT || typ == parquet.Type_DOUBLE:
+	case typ == parquet.Type_INT32 || typ == parquet.Type_INT64 || typ == parquet.Type_INT96 || typ == parquet.Type_FLOAT || typ == parquet.Type_DOUBLE:
 		other = parquet.Encoding_RLE_DICTIONARY
 	default:
 		return &info

@@ -17,6 +17,11 @@ const (
 	Parquet Format = "parquet"
 )
 
+// ParquetAvroSchemaKey is the key, in a compacted Parquet file's footer
+// metadata, of the Avro writer schema its rows were written with
+// (parquet-avro's key; frozen).
+const ParquetAvroSchemaKey = "parquet.avro.schema"
+
 // Ext is the file name extension of the format, with its dot.
 func (f Format) Ext() string { return "." + string(f) }
 

@@ -145,6 +145,40 @@ func (m *Metastore) Sync(ctx context.Context, topic string, want []Partition) er
 type plan struct {
 	values []string
 	sd     *hms.StorageDescriptor
+	// hiveNames are a Parquet partition's columns as the table's literal
+	// names them (hiveLiteral); see indexAccess.
+	hiveNames []string
+}
+
+// indexAccessKey, set among a table's serde parameters (which Spark's
+// Hive client puts into every partition's job), makes Hive's Parquet
+// reader match a file's columns to the table's by position, not name.
+const indexAccessKey = "parquet.column.index.access"
+
+// indexAccess reports whether the table (of literal columns cols) needs
+// and may have indexAccessKey: its literal renamed a union's field
+// (hiveLiteral: the Parquet files hold it under the field's own name, so
+// by name Hive finds nothing and shows null), and every Parquet
+// partition's columns are the first of the table's, in order (else by
+// position would read one column as another).
+func indexAccess(renamed bool, cols []*hms.FieldSchema, plans []plan) bool {
+	if !renamed {
+		return false
+	}
+	for _, p := range plans {
+		if p.hiveNames == nil {
+			continue
+		}
+		if len(p.hiveNames) > len(cols) {
+			return false
+		}
+		for i, n := range p.hiveNames {
+			if cols[i].Name != n {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // partitionKeys are the table's partition columns for want: the
@@ -179,6 +213,10 @@ func (m *Metastore) sync(ctx context.Context, topic string, want []Partition) er
 		if latest, err = want[0].Stored.FileSchema(latest); err != nil {
 			return fmt.Errorf("tables: topic %s: the latest schema of subject %s-value: %w", topic, topic, err)
 		}
+	}
+	fileLatest := latest
+	if latest, err = hiveLiteral(latest); err != nil {
+		return fmt.Errorf("tables: topic %s: %w", topic, err)
 	}
 	latestCols, err := columns(latest)
 	if err != nil {
@@ -240,6 +278,7 @@ func (m *Metastore) sync(ctx context.Context, topic string, want []Partition) er
 		}
 	}
 
+	byPosition := indexAccess(latest != fileLatest, latestCols, plans)
 	if tbl == nil && len(plans) == 0 && m.cfg.TableLocation == nil {
 		return nil // nothing to show yet, and no location for a table
 	}
@@ -248,14 +287,17 @@ func (m *Metastore) sync(ctx context.Context, topic string, want []Partition) er
 			return fmt.Errorf("tables: topic %s: %w", topic, err)
 		}
 		tbl = m.newTable(topic, table, cols, latest, plans, keys)
+		setIndexAccess(tbl.Sd.SerdeInfo, byPosition)
 		if err := m.conn.check(cl.CreateTable(ctx, tbl)); err != nil {
 			return fmt.Errorf("tables: topic %s: create table %s.%s: %w", topic, db, table, err)
 		}
 		m.log.Info("table created", "topic", topic, "table", db+"."+table, "columns", len(cols))
-	} else if !sameCols(tbl.Sd.Cols, cols) || tbl.Parameters[schemaLiteral] != latest {
+	} else if !sameCols(tbl.Sd.Cols, cols) || tbl.Parameters[schemaLiteral] != latest ||
+		(tbl.Sd.SerdeInfo.Parameters[indexAccessKey] == "true") != byPosition {
 		tbl.Sd.Cols = cols
 		tbl.Parameters[schemaLiteral] = latest
 		tbl.Sd.SerdeInfo.Parameters[schemaLiteral] = latest
+		setIndexAccess(tbl.Sd.SerdeInfo, byPosition)
 		if err := m.conn.check(cl.AlterTable(ctx, db, table, tbl)); err != nil {
 			return fmt.Errorf("tables: topic %s: alter table %s.%s: %w", topic, db, table, err)
 		}
@@ -307,6 +349,14 @@ func (m *Metastore) sync(ctx context.Context, topic string, want []Partition) er
 			"added", len(add), "altered", len(alter), "dropped", len(have))
 	}
 	return nil
+}
+
+func setIndexAccess(serde *hms.SerDeInfo, on bool) {
+	if on {
+		serde.Parameters[indexAccessKey] = "true"
+	} else {
+		delete(serde.Parameters, indexAccessKey)
+	}
 }
 
 // valuesKey identifies a partition by its values.
@@ -368,6 +418,24 @@ func (m *Metastore) plans(ctx context.Context, topic string, want []Partition) (
 			}
 			texts[p.SchemaID] = text
 		}
+		// A Parquet partition's columns are its files'; an Avro partition
+		// is read with the literal Hive can map.
+		lit, err := hiveLiteral(text)
+		if err != nil {
+			return nil, fmt.Errorf("tables: topic %s: schema %d: %w", topic, p.SchemaID, err)
+		}
+		var hiveNames []string
+		if p.Format == "parquet" {
+			litCols, err := columns(lit)
+			if err != nil {
+				return nil, fmt.Errorf("tables: topic %s: schema %d: %w", topic, p.SchemaID, err)
+			}
+			for _, c := range litCols {
+				hiveNames = append(hiveNames, c.Name)
+			}
+		} else {
+			text = lit
+		}
 		cols, err := columns(text)
 		if err != nil {
 			return nil, fmt.Errorf("tables: topic %s: schema %d: %w", topic, p.SchemaID, err)
@@ -376,7 +444,7 @@ func (m *Metastore) plans(ctx context.Context, topic string, want []Partition) (
 		if !strings.Contains(loc, "://") {
 			loc = strings.TrimSuffix(m.cfg.FileSystem, "/") + loc
 		}
-		out = append(out, plan{values: partitionValues(p), sd: storage(p.Format, strings.TrimSuffix(loc, "/"), cols, text)})
+		out = append(out, plan{values: partitionValues(p), sd: storage(p.Format, strings.TrimSuffix(loc, "/"), cols, text), hiveNames: hiveNames})
 	}
 	return out, nil
 }

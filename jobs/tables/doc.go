@@ -33,8 +33,27 @@
 // the files hold them. The columns are those of the latest schema of
 // the topic's value subject (<topic>-value) in the schema registry, mapped
 // as Hive's AvroSerDe maps Avro (see columns): records as struct, arrays,
-// maps, a union with null as its other branch, other unions as uniontype,
-// date, timestamp-millis and decimal as Hive's types. The table's serde is
+// maps, a union with null as its other branch, date, timestamp-millis and
+// decimal as Hive's types, the other logical types as their underlying
+// type (Hive 2.3's AvroSerDe knows no others; package compact's Parquet
+// gives the same numbers). A union of several non-null types is
+// struct<member0:A,member1:B,...> (as Spark's Avro reader and compact's
+// Parquet map it), not Hive's uniontype, which Spark cannot read: one
+// such column made the whole table unreadable. Spark derives an Avro
+// table's columns from its avro.schema.literal and reads every Avro
+// partition with it as the reader schema, so a top-level field of such a
+// union is registered in the literal as <name>_members (MembersSuffix), a
+// nullable record defaulting to null: Avro partitions show it as null
+// (Avro resolution skips the renamed union). Parquet partitions show its
+// members: the table's serde then has parquet.column.index.access=true,
+// so that Hive's Parquet reader matches the files' columns (which keep the
+// field's own name) to the table's by position — set only while every
+// Parquet partition's columns are the table's first, in order; otherwise
+// (a schema version that added fields to a topic storing Kafka columns,
+// which come last in the files) it is left unset and the column is null
+// in Parquet partitions too. A union of several
+// types nested deeper stays uniontype in the literal (unreadable to Spark;
+// other engines read it). The table's serde is
 // Avro with avro.schema.literal set to that schema, and its columns are
 // also given explicitly (a standalone metastore cannot derive them).
 //
@@ -43,6 +62,10 @@
 // partitions the ParquetHiveSerDe. A reader decodes each partition as it
 // was written and shows the table's newer columns as null; Spark does so
 // with its default settings, because the table's own format is Avro.
+// Spark reads every Avro partition with the table's literal as the reader
+// schema, so a newer field's default (not null) shows in an older Avro
+// partition and null in an older Parquet one: give added fields a null
+// default where the two must agree.
 //
 // # Schema evolution
 //

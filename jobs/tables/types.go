@@ -13,9 +13,12 @@ import (
 // AvroSerDe derives them (AvroObjectInspectorGenerator): field names in
 // lower case, records as struct, arrays, maps with string keys, a union
 // of null and one type as that type (Hive columns are all nullable),
-// other unions as uniontype, enums as string, and the logical types
-// date, timestamp-millis and decimal as Hive's date, timestamp and
-// decimal(p,s). A recursive record has no Hive type.
+// enums as string, and the logical types date, timestamp-millis and
+// decimal as Hive's date, timestamp and decimal(p,s) (the others as their
+// underlying type, as Hive 2.3's AvroSerDe reads them) — except that a
+// union of several non-null types is struct<member0:A,member1:B,...>, as
+// Spark's Avro reader maps it (Hive's uniontype is unreadable to Spark).
+// A recursive record has no Hive type.
 func columns(schemaText string) ([]*hms.FieldSchema, error) {
 	var doc any
 	if err := json.Unmarshal([]byte(schemaText), &doc); err != nil {
@@ -81,7 +84,8 @@ func (m *typeMapper) hive(s any, ns string, depth int) (string, error) {
 			if typ == "enum" {
 				return "string", nil
 			}
-			return logical(t, "binary"), nil
+			// Hive 2.3's AvroSerDe reads a decimal of fixed as binary.
+			return "binary", nil
 		case "array":
 			items, err := m.hive(t["items"], ns, depth+1)
 			if err != nil {
@@ -142,7 +146,7 @@ func (m *typeMapper) namedOrPrimitive(name string, def map[string]any, ns string
 	case "enum":
 		return "string", nil
 	default:
-		return logical(def, "binary"), nil
+		return "binary", nil
 	}
 }
 
@@ -184,7 +188,70 @@ func (m *typeMapper) union(branches []any, ns string, depth int) (string, error)
 	case 1:
 		return types[0], nil
 	}
-	return "uniontype<" + strings.Join(types, ",") + ">", nil
+	// Not uniontype, which Spark cannot read at all (one such column makes
+	// the whole table unreadable): a struct of one field per branch, as
+	// Spark's Avro reader and package compact's Parquet map it.
+	parts := make([]string, len(types))
+	for i, t := range types {
+		parts[i] = fmt.Sprintf("member%d:%s", i, t)
+	}
+	return "struct<" + strings.Join(parts, ",") + ">", nil
+}
+
+// MembersSuffix is appended to the name of a top-level field whose type
+// is a union of several non-null types in the Avro schema literal of the
+// table and of its Avro partitions (see hiveLiteral).
+const MembersSuffix = "_members"
+
+// hiveLiteral returns the Avro schema literal registered for the table and
+// its Avro partitions: schemaText with each top-level field whose type is
+// a union of several non-null types replaced by a field <name>_members
+// (MembersSuffix), default null, of a record of optional member0,
+// member1, ... Hive's AvroSerDe would map the union to uniontype, which
+// Spark cannot read, and derives a table's columns from its literal, which
+// Spark also uses as the reader schema of every Avro partition; renamed,
+// Avro's schema resolution skips the written union and gives the default.
+// So the table is readable and the column is null in Avro partitions;
+// Parquet partitions show the members when the table can be read by
+// position (indexAccess). A union of several
+// types nested deeper keeps Hive's uniontype: such a table stays
+// unreadable to Spark (ErrUnsupportedSchema is not raised, since other
+// engines read it).
+func hiveLiteral(schemaText string) (string, error) {
+	var root map[string]any
+	if err := json.Unmarshal([]byte(schemaText), &root); err != nil || root["type"] != "record" {
+		return schemaText, nil // columns reports what is wrong
+	}
+	fields, _ := root["fields"].([]any)
+	changed := false
+	for i, f := range fields {
+		fd, _ := f.(map[string]any)
+		branches, ok := fd["type"].([]any)
+		if !ok {
+			continue
+		}
+		var members []any
+		for _, b := range branches {
+			if b != "null" {
+				members = append(members, map[string]any{"name": fmt.Sprintf("member%d", len(members)), "type": []any{"null", b}, "default": nil})
+			}
+		}
+		if len(members) < 2 {
+			continue
+		}
+		name, _ := fd["name"].(string)
+		rec := map[string]any{"type": "record", "name": name + MembersSuffix, "fields": members}
+		fields[i] = map[string]any{"name": name + MembersSuffix, "type": []any{"null", rec}, "default": nil}
+		changed = true
+	}
+	if !changed {
+		return schemaText, nil
+	}
+	b, err := json.Marshal(root)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrUnsupportedSchema, err)
+	}
+	return string(b), nil
 }
 
 // logical returns the Hive type of a logical type Hive's AvroSerDe knows,

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	hms "github.com/beltran/gohive/hive_metastore"
+	"github.com/linkedin/goavro/v2"
 )
 
 func TestColumnsMapAvroToHive(t *testing.T) {
@@ -45,10 +48,46 @@ func TestColumnsMapAvroToHive(t *testing.T) {
 		"referrer string", "ts timestamp", "ts_us bigint", "day date", "price decimal(10,2)",
 		"tags array<string>", "attrs map<string,bigint>",
 		"device struct<os:string,id:binary>", "prev struct<os:string,id:binary>", "os2 string",
-		"extra uniontype<string,bigint>", "payload binary", "series map<string,array<bigint>>",
+		"extra struct<member0:string,member1:bigint>", "payload binary", "series map<string,array<bigint>>",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("columns:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestHiveLiteralRenamesSeveralTypeUnions: the literal of the table and
+// its Avro partitions replaces a top-level union of several non-null
+// types by <name>_members, a nullable record of members defaulting to
+// null (Avro resolution then skips the written union), in its place; the
+// columns show it as struct<member0,...>; a schema without one is kept.
+func TestHiveLiteralRenamesSeveralTypeUnions(t *testing.T) {
+	const schema = `{"type":"record","name":"R","fields":[{"name":"a","type":"long"},` +
+		`{"name":"u","type":["null","string",{"type":"record","name":"P","fields":[{"name":"x","type":"int"}]}],"default":null},` +
+		`{"name":"b","type":["null","string"]}]}`
+	lit, err := hiveLiteral(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := goavro.NewCodec(lit); err != nil {
+		t.Fatalf("literal %s: %v", lit, err)
+	}
+	cols, err := columns(lit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cols {
+		got = append(got, c.Name+" "+c.Type)
+	}
+	if w := "a bigint,u_members struct<member0:string,member1:struct<x:int>>,b string"; strings.Join(got, ",") != w {
+		t.Fatalf("columns of %s:\n%s\nwant %s", lit, strings.Join(got, ","), w)
+	}
+	if !strings.Contains(lit, `"default":null`) {
+		t.Errorf("literal without defaults: %s", lit)
+	}
+	plain := `{"type":"record","name":"R","fields":[{"name":"a","type":["null","long"]}]}`
+	if lit, _ := hiveLiteral(plain); lit != plain {
+		t.Errorf("a schema without such unions became %s", lit)
 	}
 }
 
@@ -113,5 +152,41 @@ func TestSameLocation(t *testing.T) {
 	}
 	if sameLocation("hdfs://nn:1/a", "hdfs://nn:2/a") || sameLocation("hdfs://nn:1/a", "file:///a") || sameLocation("file:///a/v1", "file:///a") {
 		t.Fatal("different locations equal")
+	}
+}
+
+// TestIndexAccessOnlyWhenSafe: Parquet partitions are read by position
+// only in a table whose literal renamed a union's field, and only while
+// every Parquet partition's columns are the table's first, in order (a
+// v1 file before the stored Kafka columns a v2 table put after its added
+// field would read one column as another).
+func TestIndexAccessOnlyWhenSafe(t *testing.T) {
+	cols := func(names ...string) []*hms.FieldSchema {
+		var out []*hms.FieldSchema
+		for _, n := range names {
+			out = append(out, &hms.FieldSchema{Name: n, Type: "bigint"})
+		}
+		return out
+	}
+	table := cols("a", "u_members", "c", "kafka_key")
+	for _, c := range []struct {
+		renamed bool
+		files   [][]string
+		want    bool
+	}{
+		{true, [][]string{{"a", "u_members"}, {"a", "u_members", "c", "kafka_key"}}, true},
+		{true, nil, true},
+		{false, [][]string{{"a", "u_members"}}, false},
+		{true, [][]string{{"a", "u_members", "kafka_key"}}, false},
+		{true, [][]string{{"a", "u_members", "c", "kafka_key", "d"}}, false},
+	} {
+		var plans []plan
+		for _, f := range c.files {
+			plans = append(plans, plan{hiveNames: f})
+		}
+		plans = append(plans, plan{}) // an Avro partition
+		if got := indexAccess(c.renamed, table, plans); got != c.want {
+			t.Errorf("renamed %v, files %v: %v, want %v", c.renamed, c.files, got, c.want)
+		}
 	}
 }

@@ -2,6 +2,8 @@ package rows
 
 import (
 	"bytes"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/big"
@@ -13,6 +15,8 @@ import (
 	"github.com/xitongsys/parquet-go/source"
 
 	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/jobs/hours"
+	"github.com/tributary/tributary/schema/avro"
 )
 
 // readBatch is how many rows are decoded at once.
@@ -30,6 +34,14 @@ func readParquet(fsys filesys.FS, name string, fn func(map[string]any) error) (i
 	}
 	defer pr.ReadStop()
 	root := schemaTree(pr)
+	for _, kv := range pr.Footer.KeyValueMetadata {
+		if kv.Key == hours.ParquetAvroSchemaKey && kv.Value != nil {
+			var doc any
+			if json.Unmarshal([]byte(*kv.Value), &doc) == nil {
+				root.markTimes(doc, "", map[string]any{}, 0)
+			}
+		}
+	}
 	total := pr.GetNumRows()
 	var n int64
 	for n < total {
@@ -60,6 +72,79 @@ type pnode struct {
 	name     string
 	el       *parquet.SchemaElement
 	children []*pnode
+	// time is the Avro logical type of an unannotated time-millis or
+	// time-micros leaf (package compact writes them as plain integers),
+	// found in the file's Avro schema.
+	time string
+}
+
+// markTimes walks the Avro schema s alongside n as package compact maps
+// one onto the other (records to groups, arrays to list/element, maps to
+// key_value/value, a union with null to its branch, other unions to
+// member0, member1, ...) and marks the time-millis and time-micros leaves.
+func (n *pnode) markTimes(s any, ns string, named map[string]any, depth int) {
+	if n == nil || depth > 64 {
+		return
+	}
+	child := func(i int) *pnode {
+		if i < len(n.children) {
+			return n.children[i]
+		}
+		return nil
+	}
+	switch s := s.(type) {
+	case []any:
+		var branches []any
+		for _, b := range s {
+			if b != "null" {
+				branches = append(branches, b)
+			}
+		}
+		if len(branches) == 1 {
+			n.markTimes(branches[0], ns, named, depth+1)
+			return
+		}
+		for i, b := range branches {
+			child(i).markTimes(b, ns, named, depth+1)
+		}
+	case string:
+		if def, ok := named[s]; ok {
+			n.markTimes(def, ns, named, depth+1)
+		} else if def, ok := named[ns+"."+s]; ok {
+			n.markTimes(def, ns, named, depth+1)
+		}
+	case map[string]any:
+		if lt, _ := s["logicalType"].(string); lt == "time-millis" || lt == "time-micros" {
+			n.time = lt
+			return
+		}
+		switch t := s["type"].(type) {
+		case map[string]any, []any:
+			n.markTimes(t, ns, named, depth+1)
+			return
+		}
+		switch s["type"] {
+		case "record", "error":
+			full, inner := avro.NameOf(s, ns)
+			named[full] = s
+			fields, _ := s["fields"].([]any)
+			for i, f := range fields {
+				fd, _ := f.(map[string]any)
+				child(i).markTimes(fd["type"], inner, named, depth+1)
+			}
+		case "enum", "fixed":
+			full, _ := avro.NameOf(s, ns)
+			named[full] = s
+		case "array":
+			if c := child(0); c != nil && len(c.children) > 0 {
+				c.children[0].markTimes(s["items"], ns, named, depth+1)
+			}
+		case "map":
+			if c := child(0); c != nil && len(c.children) > 1 {
+				c.children[1].markTimes(s["values"], ns, named, depth+1)
+			}
+		}
+	}
 }
 
 func schemaTree(pr *reader.ParquetReader) *pnode {
@@ -155,6 +240,14 @@ func (n *pnode) isUnion() bool {
 }
 
 func (n *pnode) leaf(v reflect.Value) (any, error) {
+	switch {
+	case n.time == "time-millis":
+		return time.Duration(v.Int()) * time.Millisecond, nil
+	case n.time == "time-micros":
+		return time.Duration(v.Int()) * time.Microsecond, nil
+	case n.el.GetType() == parquet.Type_INT96:
+		return int96Time(v.String())
+	}
 	if n.el.ConvertedType != nil {
 		switch *n.el.ConvertedType {
 		case parquet.ConvertedType_UTF8, parquet.ConvertedType_ENUM:
@@ -180,6 +273,17 @@ func (n *pnode) leaf(v reflect.Value) (any, error) {
 		return v.Interface(), nil
 	}
 	return nil, fmt.Errorf("%s: a %s leaf is not understood", n.name, v.Type())
+}
+
+// int96Time reads an INT96 timestamp: nanoseconds of the day, then the
+// Julian day number, little-endian.
+func int96Time(b string) (any, error) {
+	if len(b) != 12 {
+		return nil, fmt.Errorf("an INT96 of %d bytes", len(b))
+	}
+	nanos := int64(binary.LittleEndian.Uint64([]byte(b[:8])))
+	day := int64(binary.LittleEndian.Uint32([]byte(b[8:])))
+	return time.Unix((day-2440588)*86400, nanos).UTC(), nil
 }
 
 // decimal reads a DECIMAL: an unscaled two's-complement big-endian integer
