@@ -53,7 +53,7 @@ func newSoakCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.dir, "dir", "", "directory for every process's data, configuration and log (default: a new temporary directory)")
 	f.StringVar(&o.repo, "repo", ".", "the repository checkout: its scripts/zk.sh and testing/hdfs/ run ZooKeeper and HDFS")
-	f.StringVar(&o.python, "python", os.Getenv("TRIBUTARY_TEST_PYTHON"), "Python with fastavro, the independent reader of the loaded files (default $TRIBUTARY_TEST_PYTHON)")
+	f.StringVar(&o.python, "python", "", "Python with fastavro, the independent reader of the loaded files (default $TRIBUTARY_TEST_PYTHON)")
 	f.DurationVar(&o.duration, "duration", soak.DefaultDuration, "how long the producers run (a short run goes on until every fault kind happened once)")
 	f.Float64Var(&o.rate, "rate", soak.DefaultRate, "page views per second per datacenter")
 	f.Int64Var(&o.seed, "seed", 0, "the fault schedule's seed (0: a random one, printed)")
@@ -70,6 +70,11 @@ func runSoak(cmd *cobra.Command, o soakOptions) error {
 	logger, err := newLogger(cmd, o.logLevel)
 	if err != nil {
 		return err
+	}
+	if o.python == "" {
+		// Read here, not as the flag's default: the help (and the generated
+		// CLI reference) must not show this machine's path.
+		o.python = os.Getenv("TRIBUTARY_TEST_PYTHON")
 	}
 	switch {
 	case o.duration <= 0:
