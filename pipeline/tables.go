@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/tributary/tributary/client/serde"
 	"github.com/tributary/tributary/internal/properties"
 	"github.com/tributary/tributary/jobs/tables"
 )
@@ -65,20 +63,7 @@ func (p *Pipeline) openTables(ctx context.Context) error {
 	if err := writeProperties(file, "the tables configuration (tributary jobs compact --tables-config)", props); err != nil {
 		return err
 	}
-	pp := properties.New(props)
-	cfg, err := tables.ConfigFromProperties(pp)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrTables, err)
-	}
-	rc, err := serde.NewRegistryClient(serde.ClientConfigFromProperties(pp, ""))
-	if err == nil {
-		err = pp.Err()
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrTables, err)
-	}
-	cfg.FileSystem = fileSystemOf(p.cfg.OutputURI())
-	m, err := tables.New(cfg, rc, tables.Options{Logger: p.logger.With("part", "compact")})
+	m, cfg, err := tables.Open(properties.New(props), p.cfg.OutputURI(), tables.Options{Logger: p.logger.With("part", "compact")})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrTables, err)
 	}
@@ -88,15 +73,6 @@ func (p *Pipeline) openTables(ctx context.Context) error {
 	}
 	p.tables, p.tablesCfg = m, cfg
 	return nil
-}
-
-// fileSystemOf is the scheme://authority of an output URI, which the
-// metastore's partition locations carry.
-func fileSystemOf(uri string) string {
-	if u, err := url.Parse(uri); err == nil && u.Scheme != "" && u.Scheme != "file" {
-		return u.Scheme + "://" + u.Host
-	}
-	return "file:///"
 }
 
 // Table returns the database-qualified name of the page-view topic's

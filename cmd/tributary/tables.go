@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 
-	"github.com/tributary/tributary/client/serde"
 	"github.com/tributary/tributary/internal/properties"
 	"github.com/tributary/tributary/jobs/compact"
 	"github.com/tributary/tributary/jobs/tables"
@@ -35,40 +33,15 @@ func catalogOf(file, tablesConfig, base string, logger *slog.Logger) (compact.Ca
 		return nil, none, fmt.Errorf("--tables-config %s: %w", tablesConfig, err)
 	}
 	p := properties.New(props)
-	cfg, err := tables.ConfigFromProperties(p)
-	rcfg := serde.ClientConfigFromProperties(p, "")
-	if err == nil {
-		err = p.Err()
-	}
+	m, _, err := tables.Open(p, base, tables.Options{Logger: logger})
 	if err != nil {
 		return nil, none, fmt.Errorf("--tables-config %s: %w", tablesConfig, err)
 	}
 	for _, k := range p.Unknown() {
 		logger.Warn("unknown key in --tables-config, ignored", "key", k)
 	}
-	if !cfg.Enabled {
+	if m == nil {
 		return nil, none, nil
 	}
-	if rcfg.URL == "" {
-		return nil, none, fmt.Errorf("--tables-config %s: schema.registry.url is required with hive.integration=true (the table's columns come from the topic's latest value schema)", tablesConfig)
-	}
-	rc, err := serde.NewRegistryClient(rcfg)
-	if err != nil {
-		return nil, none, fmt.Errorf("--tables-config %s: %w", tablesConfig, err)
-	}
-	cfg.FileSystem = fileSystemOf(base)
-	m, err := tables.New(cfg, rc, tables.Options{Logger: logger})
-	if err != nil {
-		return nil, none, fmt.Errorf("--tables-config %s: %w", tablesConfig, err)
-	}
 	return m, func() { _ = m.Close() }, nil
-}
-
-// fileSystemOf is the scheme://authority of a --base (file:/// for a local
-// path: its partition paths /x become file:///x).
-func fileSystemOf(base string) string {
-	if u, err := url.Parse(base); err == nil && u.Scheme != "" && u.Scheme != "file" {
-		return u.Scheme + "://" + u.Host
-	}
-	return "file:///"
 }

@@ -90,3 +90,31 @@ func TestCheckPartitionsRefusesMalformedWants(t *testing.T) {
 		t.Errorf("twice: err = %v", err)
 	}
 }
+
+// TestOpen: the one constructor from properties returns no metastore with
+// hive.integration=false, refuses an enabled configuration without a
+// schema registry, and gives partition locations the base's file system.
+func TestOpen(t *testing.T) {
+	m, _, err := Open(properties.New(map[string]string{"hive.integration": "false"}), "file:///tmp/x", Options{})
+	if m != nil || err != nil {
+		t.Fatalf("hive.integration=false: %v, %v; want no metastore, no error", m, err)
+	}
+	_, _, err = Open(properties.New(map[string]string{"hive.integration": "true", "hive.metastore.uris": "thrift://127.0.0.1:9083"}), "/tmp/x", Options{})
+	if !errors.Is(err, ErrNoRegistry) || !errors.Is(err, ErrBadConfig) {
+		t.Fatalf("no schema.registry.url: %v; want ErrNoRegistry", err)
+	}
+	m, cfg, err := Open(properties.New(map[string]string{"hive.integration": "true", "hive.metastore.uris": "thrift://127.0.0.1:9083",
+		"schema.registry.url": "http://127.0.0.1:8081"}), "hdfs://namenode:8020/data", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if cfg.FileSystem != "hdfs://namenode:8020" {
+		t.Fatalf("FileSystem %q; want hdfs://namenode:8020", cfg.FileSystem)
+	}
+	for base, want := range map[string]string{"/data": "file:///", "file:///data": "file:///", "hdfs://nn:1/x": "hdfs://nn:1"} {
+		if got := FileSystemOf(base); got != want {
+			t.Errorf("FileSystemOf(%q) = %q; want %q", base, got, want)
+		}
+	}
+}

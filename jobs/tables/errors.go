@@ -18,6 +18,8 @@ var (
 	ErrIncompatible error = incompatible{}
 	// ErrUnavailable: no metastore of hive.metastore.uris could be reached or a call on it failed in transport.
 	ErrUnavailable = errors.New("tables: metastore unavailable")
+	// ErrNoRegistry: hive.integration=true without schema.registry.url (Open).
+	ErrNoRegistry = errors.New("schema.registry.url is required with hive.integration=true (the table's columns come from the topic's latest value schema)")
 )
 
 type incompatible struct{}
