@@ -504,6 +504,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, leader *kgo.Broker, parts []fol
 	if resp.ErrorCode != 0 {
 		return false, kerr.ErrorForCode(resp.ErrorCode)
 	}
+	f.learnLogStarts(ctx, leader, resp)
 	progressed, behind := true, true
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {
@@ -525,6 +526,64 @@ func (f *fetcher) fetchOnce(ctx context.Context, leader *kgo.Broker, parts []fol
 		return false, errLeaderBehind
 	}
 	return progressed, nil
+}
+
+// learnLogStarts fills in the leader's log start offset of the partitions
+// answered OFFSET_OUT_OF_RANGE without one (a leader that, like Kafka's,
+// leaves it out of error answers) by ListOffsets earliest, as Kafka's
+// follower does (fetchEarliestOffsetFromLeader); applyFetched then knows
+// whether to start over at it. A failed ListOffsets leaves them unknown:
+// the next fetch asks again.
+func (f *fetcher) learnLogStarts(ctx context.Context, leader *kgo.Broker, resp *kmsg.FetchResponse) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = f.m.b.cfg.BrokerID
+	asked := false
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
+		var lt *kmsg.ListOffsetsRequestTopic
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			if rp.ErrorCode != kerr.OffsetOutOfRange.Code || rp.LogStartOffset >= 0 {
+				continue
+			}
+			if lt == nil {
+				req.Topics = append(req.Topics, kmsg.NewListOffsetsRequestTopic())
+				lt = &req.Topics[len(req.Topics)-1]
+				lt.Topic = rt.Topic
+			}
+			lp := kmsg.NewListOffsetsRequestTopicPartition()
+			lp.Partition, lp.Timestamp = rp.Partition, -2 // earliest
+			lt.Partitions = append(lt.Partitions, lp)
+			asked = true
+		}
+	}
+	if !asked {
+		return
+	}
+	kresp, err := leader.Request(ctx, req)
+	if err != nil {
+		return
+	}
+	starts := map[string]map[int32]int64{}
+	for _, rt := range kresp.(*kmsg.ListOffsetsResponse).Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode == 0 {
+				if starts[rt.Topic] == nil {
+					starts[rt.Topic] = map[int32]int64{}
+				}
+				starts[rt.Topic][rp.Partition] = rp.Offset
+			}
+		}
+	}
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			if start, ok := starts[rt.Topic][rp.Partition]; ok && rp.ErrorCode == kerr.OffsetOutOfRange.Code && rp.LogStartOffset < 0 {
+				rp.LogStartOffset = start
+			}
+		}
+	}
 }
 
 // applyFetched appends one partition's fetched batches. It reports false
