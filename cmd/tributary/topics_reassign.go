@@ -179,7 +179,10 @@ func (o *reassignOptions) inProgress(ctx context.Context, adm *kadm.Client, part
 // moved reports whether every partition in parts has the target replicas,
 // every one of them in the ISR.
 func (o *reassignOptions) moved(ctx context.Context, adm *kadm.Client, parts map[int32][]int32, target []int32) bool {
-	details, err := adm.ListTopics(ctx, o.topics.topic)
+	// kadm answers ListTopics from the client's cached metadata, up to
+	// MetadataMinAge (5 s) old; asking for the authorized operations
+	// sends a Metadata request each time.
+	details, err := adm.ListTopics(kadm.WithAuthorizedOps(ctx), o.topics.topic)
 	if err != nil {
 		return false
 	}
