@@ -322,7 +322,11 @@ func TestDevRestartKeepsReplication(t *testing.T) {
 	bs = strings.Join(r.bootstrap, ",")
 	// Right after the banner, as a user would.
 	produceValues(t, ctx, r.bootstrap, topic, n, 2*n)
-	after := awaitDescribe(t, ctx, bs, topic, fullReplication)
+	// The leaders are back on the preferred replicas at once, not after
+	// leader.imbalance.check.interval.seconds.
+	soon, cancelSoon := context.WithTimeout(ctx, 20*time.Second)
+	defer cancelSoon()
+	after := awaitDescribe(t, soon, bs, topic, fullReplication)
 	if sortedISRs(after) != sortedISRs(before) {
 		t.Errorf("after the restart, describe printed\n%s\nbefore it\n%s", after, before)
 	}

@@ -308,6 +308,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			return nil, err
 		}
 	}
+	c.restoreLeaders(ctx)
 	if cfg.Registry != "" {
 		if err := c.startRegistry(ctx); err != nil {
 			return nil, err

@@ -11,7 +11,10 @@
 // the same Dir has its topics with their replica assignments, leaders, ISRs
 // and configs, and the ACLs, SCRAM users, schemas and ZooKeeper-group
 // offsets, as they were (the brokers' sessions, and so their
-// registrations, end with the process). A Dir written before the tree was
+// registrations, end with the process). On either coordination, Start
+// then waits (up to 30 s) for every partition's replicas to be in sync
+// again and moves leadership back to the preferred replicas, where a
+// controlled stop left it elsewhere. A Dir written before the tree was
 // kept is seeded from the data instead (producer-id blocks handed out
 // before, then the topics found on disk, each partition served by the
 // broker holding its data, with one replica). With Config.ZooKeeper set
