@@ -241,3 +241,33 @@ func TestDurableLocked(t *testing.T) {
 	again := mustOpen(t, dir)
 	_ = again.Close()
 }
+
+// BenchmarkSet: a Set on a durable server (one fsynced log record) and on
+// an in-memory one.
+func BenchmarkSet(b *testing.B) {
+	for _, kind := range []string{"memory", "durable"} {
+		b.Run(kind, func(b *testing.B) {
+			srv := NewServer()
+			if kind == "durable" {
+				var err error
+				if srv, err = Open(b.TempDir()); err != nil {
+					b.Fatal(err)
+				}
+				defer srv.Close()
+			}
+			s := srv.Connect(Config{})
+			ctx := context.Background()
+			if _, err := s.Create(ctx, "/n", nil, coord.Persistent); err != nil {
+				b.Fatal(err)
+			}
+			val := make([]byte, 200)
+			b.SetBytes(int64(len(val)))
+			b.ResetTimer()
+			for range b.N {
+				if _, err := s.Set(ctx, "/n", val, coord.AnyVersion); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
