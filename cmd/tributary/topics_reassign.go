@@ -21,6 +21,7 @@ type reassignOptions struct {
 	replicas  string
 	cancel    bool
 	wait      bool
+	verify    bool
 }
 
 // reassignPoll spaces the looks at the reassignments in progress under
@@ -30,10 +31,11 @@ const reassignPoll = 200 * time.Millisecond
 // newTopicsReassignCommand is `topics reassign`, kafka-reassign-partitions
 // for one topic without a JSON file: --replicas 1,3 moves --partition P
 // (default every partition) to those brokers, the first preferred as
-// leader; --cancel cancels the reassignments in progress (of --partition,
-// or of every partition that has one); --wait waits, within
-// --request-timeout, until none of those asked for is in progress: a move
-// is in progress until all its target replicas are in the ISR.
+// leader; --verify shows the reassignments in progress; --cancel cancels
+// the reassignments in progress (of --partition, or of every partition
+// that has one); --wait waits, within --request-timeout, until none of
+// those asked for is in progress: a move is in progress until all its
+// target replicas are in the ISR.
 func newTopicsReassignCommand() *cobra.Command {
 	o := &reassignOptions{}
 	cmd := &cobra.Command{
@@ -50,12 +52,17 @@ func newTopicsReassignCommand() *cobra.Command {
 	cmd.Flags().StringVar(&o.replicas, "replicas", "", "the new replicas, comma-separated broker ids, preferred leader first")
 	cmd.Flags().BoolVar(&o.cancel, "cancel", false, "cancel the reassignments in progress instead")
 	cmd.Flags().BoolVar(&o.wait, "wait", false, "wait until the topic has no reassignment in progress")
+	cmd.Flags().BoolVar(&o.verify, "verify", false, "only show which partitions have a reassignment in progress (a move is until its new replicas are in sync)")
 	return cmd
 }
 
 // parseReplicas parses --replicas.
 func (o *reassignOptions) parseReplicas() ([]int32, error) {
 	switch {
+	case o.verify && (o.cancel || o.replicas != "" || o.wait):
+		return nil, fmt.Errorf("%w: --verify cannot be given with --replicas, --cancel or --wait", errBadFlag)
+	case o.verify:
+		return nil, nil
 	case o.cancel && o.replicas != "":
 		return nil, badFlag("replicas", o.replicas, "cannot be given with --cancel")
 	case o.cancel:
@@ -100,6 +107,9 @@ func (o *reassignOptions) run(ctx context.Context, out io.Writer) error {
 	parts, err := selectPartitions(ctx, adm, topic, o.partition)
 	if err != nil {
 		return err
+	}
+	if o.verify {
+		return o.printVerify(ctx, adm, out, parts)
 	}
 	if o.cancel && o.partition == -1 {
 		// Topic-wide, as kafka-reassign-partitions --cancel: only the
@@ -161,6 +171,28 @@ func (o *reassignOptions) run(ctx context.Context, out io.Writer) error {
 			return fmt.Errorf("waiting for the reassignments of %s: %w", topic, ctx.Err())
 		}
 	}
+}
+
+// printVerify prints, per partition, the reassignment in progress (its
+// replicas, the adding and the removing ones) or that there is none, as
+// kafka-reassign-partitions --verify reports.
+func (o *reassignOptions) printVerify(ctx context.Context, adm *kadm.Client, out io.Writer, parts []int32) error {
+	set := kadm.TopicsSet{}
+	set.Add(o.topics.topic, parts...)
+	listed, err := adm.ListPartitionReassignments(ctx, set)
+	if err != nil {
+		return fmt.Errorf("listing the reassignments of %s: %w", o.topics.topic, err)
+	}
+	for _, p := range parts {
+		r, ok := listed[o.topics.topic][p]
+		if !ok {
+			fmt.Fprintf(out, "Partition %s-%d: no reassignment in progress\n", o.topics.topic, p)
+			continue
+		}
+		fmt.Fprintf(out, "Partition %s-%d: reassignment in progress\tReplicas: %s\tAdding: %s\tRemoving: %s\n",
+			o.topics.topic, p, joinIDs(r.Replicas), joinIDs(r.AddingReplicas), joinIDs(r.RemovingReplicas))
+	}
+	return nil
 }
 
 // inProgress lists which of the topic's partitions parts have a

@@ -88,6 +88,7 @@ func TestTopicsReassign(t *testing.T) {
 		{[]string{"--replicas", "9"}, "INVALID_REPLICA_ASSIGNMENT"},
 		{[]string{"--replicas", "1,x"}, "--replicas"},
 		{[]string{"--replicas", "1,1"}, "given twice"},
+		{[]string{"--verify", "--cancel"}, "--verify"},
 		{nil, "--replicas"},
 	} {
 		args := append([]string{"topics", "reassign", "--bootstrap", bs, "--topic", "mv"}, c.args...)
@@ -172,6 +173,11 @@ func TestTopicsReassignWaitsForISR(t *testing.T) {
 	if res.err == nil || !strings.Contains(res.err.Error(), "waiting for the reassignments of h") {
 		t.Fatalf("reassign --wait of a move that cannot complete: err %v, stdout %q", res.err, res.stdout)
 	}
+	res = mustRun(t, "", "topics", "reassign", "--bootstrap", bs, "--topic", "h", "--verify")
+	adding := target[strings.Index(target, ",")+1:]
+	if want := "Partition h-0: reassignment in progress\tReplicas: " + target + "\tAdding: " + adding + "\tRemoving: \n"; res.stdout != want {
+		t.Fatalf("--verify printed %q, want %q", res.stdout, want)
+	}
 	res = mustRun(t, "", "topics", "reassign", "--bootstrap", bs, "--topic", "h", "--cancel")
 	if res.stdout != "Partition h-0: reassignment cancelled\n" {
 		t.Fatalf("topic-wide cancel printed %q", res.stdout)
@@ -179,6 +185,10 @@ func TestTopicsReassignWaitsForISR(t *testing.T) {
 	res = mustRun(t, "", "topics", "reassign", "--bootstrap", bs, "--topic", "h", "--cancel")
 	if res.stdout != "Topic h: no reassignment in progress\n" {
 		t.Fatalf("cancel with nothing in progress printed %q", res.stdout)
+	}
+	res = mustRun(t, "", "topics", "reassign", "--bootstrap", bs, "--topic", "h", "--verify")
+	if res.stdout != "Partition h-0: no reassignment in progress\n" {
+		t.Fatalf("--verify after the cancel printed %q", res.stdout)
 	}
 	c.Restart(t, int32(stopped))
 }
