@@ -270,7 +270,15 @@
 // followers (replica_fetcher.go, one fetcher per leader broker) copy the
 // batches unchanged with Fetch requests carrying their broker id, after
 // first truncating, on every new leader epoch, to where their latest epoch
-// ends in the leader's log (OffsetForLeaderEpoch). The leader (replica.go)
+// ends in the leader's log (OffsetForLeaderEpoch). A follower whose log
+// ends below the leader's log start (a new or emptied replica, one left
+// behind by retention or DeleteRecords) is answered OFFSET_OUT_OF_RANGE
+// with the leader's log start offset and high watermark, and starts over
+// there (Kafka's truncateFullyAndStartAt; a leader that gives no log start
+// is asked with ListOffsets earliest). A partition the leader answers with
+// an error is left out of its fetcher's requests for its own back-off (2
+// ms or 50 ms, doubling to 1 s), as Kafka delays a failed partition, while
+// the others are fetched at once. The leader (replica.go)
 // tracks each follower's fetch offset, advances the high watermark to the
 // smallest log end offset of the ISR, removes from the ISR a follower not
 // caught up for replica.lag.time.max.ms and adds back one that reached the

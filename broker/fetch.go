@@ -264,6 +264,15 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, parts [][]fetchTarget) (*fetc
 					minOne = false
 				}
 			}
+			if sp.ErrorCode == kerr.OffsetOutOfRange.Code {
+				// Where the valid range lies, as Kafka's leader answers it
+				// too: a follower below the log start (a new or emptied
+				// replica, or one that retention or DeleteRecords left
+				// behind) starts over at it without another round trip.
+				sp.HighWatermark = p.highWatermark()
+				sp.LastStableOffset = p.lastStable(sp.HighWatermark)
+				sp.LogStartOffset = p.log.StartOffset()
+			}
 			if sp.ErrorCode != 0 {
 				hadError = true
 			} else {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
@@ -33,6 +32,14 @@ type followedPartition struct {
 	// truncate is set when the leader epoch changed: the log must be
 	// reconciled with the leader's before fetching.
 	truncate bool
+	// delay is the partition's back-off after its last error and
+	// delayUntil when it ends: a partition the leader answered with an
+	// error is left out of the requests until then, as Kafka's fetcher
+	// delays a failed partition (replica.fetch.backoff.ms), while the
+	// others go on being fetched at once: one partition in error must not
+	// hold back the high watermark, and so acks=all, of the others.
+	delay      time.Duration
+	delayUntil time.Time
 }
 
 // fetcherManager owns the fetchers, one per leader broker.
@@ -197,6 +204,33 @@ func (f *fetcher) truncated(p *partition, epoch int32) {
 	f.mu.Unlock()
 }
 
+// delayPartition backs p (at epoch) off after an error: from 2 ms while
+// the leader does not serve a new partition yet (errLeaderBehind), from
+// 50 ms otherwise, doubling up to 1 s.
+func (f *fetcher) delayPartition(p *partition, epoch int32, behind bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fp := f.parts[p]
+	if fp == nil || fp.epoch != epoch {
+		return
+	}
+	if behind {
+		fp.delay = nextBehindBackoff(fp.delay)
+	} else {
+		fp.delay = nextBackoff(fp.delay)
+	}
+	fp.delayUntil = time.Now().Add(fp.delay)
+}
+
+// undelay clears p's back-off after an answer without error.
+func (f *fetcher) undelay(p *partition, epoch int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fp := f.parts[p]; fp != nil && fp.epoch == epoch {
+		fp.delay, fp.delayUntil = 0, time.Time{}
+	}
+}
+
 // retruncate marks p for truncation again (its log no longer lines up).
 func (f *fetcher) retruncate(p *partition, epoch int32) {
 	f.mu.Lock()
@@ -351,8 +385,9 @@ func (f *fetcher) truncateAll(ctx context.Context, leader *kgo.Broker, parts []f
 	req.ReplicaID = b.cfg.BrokerID
 	var todo []followedPartition
 	topics := map[string]int{}
+	now := time.Now()
 	for _, fp := range parts {
-		if !fp.truncate {
+		if !fp.truncate || now.Before(fp.delayUntil) {
 			continue
 		}
 		todo = append(todo, fp)
@@ -386,7 +421,6 @@ func (f *fetcher) truncateAll(ctx context.Context, leader *kgo.Broker, parts []f
 		}
 		answers[rt.Topic] = m
 	}
-	var firstErr error
 	for _, fp := range todo {
 		p := fp.p
 		a, ok := answers[p.topic][p.index]
@@ -394,12 +428,13 @@ func (f *fetcher) truncateAll(ctx context.Context, leader *kgo.Broker, parts []f
 			continue
 		}
 		if a.ErrorCode != 0 {
-			if firstErr == nil || (errors.Is(firstErr, errLeaderBehind) && !(leaderBehind(a.ErrorCode) && newPartition(p))) {
-				firstErr = kerr.ErrorForCode(a.ErrorCode)
-				if leaderBehind(a.ErrorCode) && newPartition(p) {
-					firstErr = fmt.Errorf("%w: %w", errLeaderBehind, firstErr)
-				}
+			// This partition alone waits: the others go on.
+			behind := leaderBehind(a.ErrorCode) && newPartition(p)
+			if !behind {
+				b.res.logs.log(slog.LevelInfo, "replica-truncate-"+strconv.Itoa(int(f.leader)), "asking the leader for epoch end offsets",
+					"topic", p.topic, "partition", p.index, "leader", f.leader, "err", kerr.ErrorForCode(a.ErrorCode))
 			}
+			f.delayPartition(p, fp.epoch, behind)
 			continue
 		}
 		leo := p.log.EndOffset()
@@ -420,9 +455,8 @@ func (f *fetcher) truncateAll(ctx context.Context, leader *kgo.Broker, parts []f
 			b.logger.Warn("truncating a follower's divergent tail", "topic", p.topic, "partition", p.index,
 				"from", leo, "to", target, "leader", f.leader, "leader_epoch", fp.epoch)
 			if err := p.log.TruncateTo(target); err != nil {
-				if firstErr == nil {
-					firstErr = err
-				}
+				b.res.logs.log(slog.LevelWarn, "replica-truncate", "truncating a follower's log", "topic", p.topic, "partition", p.index, "err", err)
+				f.delayPartition(p, fp.epoch, false)
 				continue
 			}
 			b.metrics.truncations.Inc()
@@ -431,8 +465,9 @@ func (f *fetcher) truncateAll(ctx context.Context, leader *kgo.Broker, parts []f
 			p.hw.Store(target)
 		}
 		f.truncated(p, fp.epoch)
+		f.undelay(p, fp.epoch)
 	}
-	return firstErr
+	return nil
 }
 
 // fetchOnce sends one Fetch for every partition ready to fetch and appends
@@ -452,7 +487,15 @@ func (f *fetcher) fetchOnce(ctx context.Context, leader *kgo.Broker, parts []fol
 	snap := b.metadata()
 	throttled := map[*partition]bool{}
 	allow := b.throttle.allowance(false)
+	now := time.Now()
+	var wake time.Time // the end of the earliest partition back-off
 	for _, fp := range parts {
+		if now.Before(fp.delayUntil) {
+			if wake.IsZero() || fp.delayUntil.Before(wake) {
+				wake = fp.delayUntil
+			}
+			continue
+		}
 		if fp.truncate {
 			continue
 		}
@@ -486,9 +529,17 @@ func (f *fetcher) fetchOnce(ctx context.Context, leader *kgo.Broker, parts []fol
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		byKey[fp.p.topic][fp.p.index] = fp
 	}
-	if n == 0 && held {
+	if n == 0 && (held || !wake.IsZero()) {
+		wait := time.Until(wake)
+		if held {
+			wait = b.throttle.wait(false)
+			if !wake.IsZero() {
+				wait = min(wait, time.Until(wake))
+			}
+		}
 		select {
-		case <-time.After(b.throttle.wait(false)):
+		case <-time.After(wait):
+		case <-f.kick:
 		case <-ctx.Done():
 		}
 		return true, nil
@@ -504,7 +555,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, leader *kgo.Broker, parts []fol
 	if resp.ErrorCode != 0 {
 		return false, kerr.ErrorForCode(resp.ErrorCode)
 	}
-	progressed, behind := true, true
+	f.learnLogStarts(ctx, leader, resp)
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {
 			fp, ok := byKey[rt.Topic][rp.Partition]
@@ -514,17 +565,75 @@ func (f *fetcher) fetchOnce(ctx context.Context, leader *kgo.Broker, parts []fol
 			if throttled[fp.p] {
 				b.throttle.record(false, int64(len(rp.RecordBatches)))
 			}
-			if !f.applyFetched(fp, rp) {
-				progressed = false
-				behind = behind && leaderBehind(rp.ErrorCode) && newPartition(fp.p)
+			if f.applyFetched(fp, rp) {
+				if fp.delay > 0 {
+					f.undelay(fp.p, fp.epoch)
+				}
+			} else {
+				f.delayPartition(fp.p, fp.epoch, leaderBehind(rp.ErrorCode) && newPartition(fp.p))
 			}
 		}
 	}
-	if !progressed && behind {
-		// Only partitions the leader does not serve yet held it back.
-		return false, errLeaderBehind
+	// The partitions in error wait their own back-off, not the others.
+	return true, nil
+}
+
+// learnLogStarts fills in the leader's log start offset of the partitions
+// answered OFFSET_OUT_OF_RANGE without one (a leader that, like Kafka's,
+// leaves it out of error answers) by ListOffsets earliest, as Kafka's
+// follower does (fetchEarliestOffsetFromLeader); applyFetched then knows
+// whether to start over at it. A failed ListOffsets leaves them unknown:
+// the next fetch asks again.
+func (f *fetcher) learnLogStarts(ctx context.Context, leader *kgo.Broker, resp *kmsg.FetchResponse) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = f.m.b.cfg.BrokerID
+	asked := false
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
+		var lt *kmsg.ListOffsetsRequestTopic
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			if rp.ErrorCode != kerr.OffsetOutOfRange.Code || rp.LogStartOffset >= 0 {
+				continue
+			}
+			if lt == nil {
+				req.Topics = append(req.Topics, kmsg.NewListOffsetsRequestTopic())
+				lt = &req.Topics[len(req.Topics)-1]
+				lt.Topic = rt.Topic
+			}
+			lp := kmsg.NewListOffsetsRequestTopicPartition()
+			lp.Partition, lp.Timestamp = rp.Partition, -2 // earliest
+			lt.Partitions = append(lt.Partitions, lp)
+			asked = true
+		}
 	}
-	return progressed, nil
+	if !asked {
+		return
+	}
+	kresp, err := leader.Request(ctx, req)
+	if err != nil {
+		return
+	}
+	starts := map[string]map[int32]int64{}
+	for _, rt := range kresp.(*kmsg.ListOffsetsResponse).Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode == 0 {
+				if starts[rt.Topic] == nil {
+					starts[rt.Topic] = map[int32]int64{}
+				}
+				starts[rt.Topic][rp.Partition] = rp.Offset
+			}
+		}
+	}
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			if start, ok := starts[rt.Topic][rp.Partition]; ok && rp.ErrorCode == kerr.OffsetOutOfRange.Code && rp.LogStartOffset < 0 {
+				rp.LogStartOffset = start
+			}
+		}
+	}
 }
 
 // applyFetched appends one partition's fetched batches. It reports false
@@ -543,7 +652,7 @@ func (f *fetcher) applyFetched(fp followedPartition, rp kmsg.FetchResponseTopicP
 			b.res.logs.log(slog.LevelWarn, "replica-restart", "restarting a follower's log", "topic", p.topic, "partition", p.index, "err", err)
 		}
 		p.hw.Store(min(p.hw.Load(), p.log.EndOffset()))
-		return false
+		return true // fetched again at once, from there
 	case errors.Is(err, kerr.OffsetOutOfRange):
 		// Our log end is past the leader's: reconcile again.
 		f.retruncate(p, fp.epoch)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -294,5 +295,128 @@ func askProducerIDs(t *testing.T, ctx context.Context, cl *kgo.Client, issued ma
 			t.Fatalf("broker %d issued producer id %d again (issued before: %v)", b.NodeID, resp.ProducerID, issued)
 		}
 		issued[resp.ProducerID] = true
+	}
+}
+
+// TestDevRestartKeepsReplication is issue 39's first hour: `tributary dev
+// --brokers 3`, a topic with three replicas and min.insync.replicas=2,
+// records produced with acks=all, a stop and the same command again. The
+// restarted cluster has the topic's replicas, configs, leaders and full
+// ISRs back, takes acks=all records at once, and every record produced on
+// either side of the restart reads back by value.
+func TestDevRestartKeepsReplication(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	const topic, n = "orders", 300
+	args := []string{"--dir", dir, "--brokers", "3", "--port", "0", "--log-level", "warn"}
+	r := startDev(t, args...)
+	bs := strings.Join(r.bootstrap, ",")
+	mustRun(t, "", "topics", "create", "--bootstrap", bs, "--topic", topic, "--partitions", "3",
+		"--replication-factor", "3", "--config", "min.insync.replicas=2")
+	before := awaitDescribe(t, ctx, bs, topic, fullReplication)
+	produceValues(t, ctx, r.bootstrap, topic, 0, n)
+	r.stop(t)
+
+	r = startDev(t, args...)
+	bs = strings.Join(r.bootstrap, ",")
+	// Right after the banner, as a user would.
+	produceValues(t, ctx, r.bootstrap, topic, n, 2*n)
+	// The leaders are back on the preferred replicas at once, not after
+	// leader.imbalance.check.interval.seconds.
+	soon, cancelSoon := context.WithTimeout(ctx, 20*time.Second)
+	defer cancelSoon()
+	after := awaitDescribe(t, soon, bs, topic, fullReplication)
+	if sortedISRs(after) != sortedISRs(before) {
+		t.Errorf("after the restart, describe printed\n%s\nbefore it\n%s", after, before)
+	}
+	checkValues(t, ctx, r.bootstrap, topic, 2*n)
+}
+
+// fullReplication: three partitions with three replicas each, all in sync,
+// min.insync.replicas=2 set.
+var fullReplication = regexp.MustCompile(`(?s)^Topic: orders\tPartitionCount: 3\tReplicationFactor: 3\tConfigs: [^\n]*min\.insync\.replicas=2[^\n]*\n` +
+	strings.Repeat(`\tTopic: orders\tPartition: \d\tLeader: \d\tReplicas: (\d),\d,\d\tIsr: \d,\d,\d\n`, 3) + `$`)
+
+// awaitDescribe runs `topics describe` until its output matches want, in
+// which every leader must be the first replica (the preferred one).
+func awaitDescribe(t *testing.T, ctx context.Context, bs, topic string, want *regexp.Regexp) string {
+	t.Helper()
+	var last string
+	for {
+		res := runCLI(t, 30*time.Second, "", "topics", "describe", "--bootstrap", bs, "--topic", topic)
+		last = res.stdout
+		if res.err == nil && want.MatchString(last) && preferredLeaders(last) {
+			return last
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("topics describe printed\n%s(err %v), want every partition fully replicated and led by its first replica", last, res.err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+var describedISR = regexp.MustCompile(`Isr: [\d,]+`)
+
+// sortedISRs lists each ISR of a describe output in id order (a replica
+// that rejoins is written in order, Kafka's controller appends it).
+func sortedISRs(describe string) string {
+	return describedISR.ReplaceAllStringFunc(describe, func(m string) string {
+		ids := strings.Split(strings.TrimPrefix(m, "Isr: "), ",")
+		slices.Sort(ids)
+		return "Isr: " + strings.Join(ids, ",")
+	})
+}
+
+var describedPartition = regexp.MustCompile(`Leader: (\d+)\tReplicas: (\d+)`)
+
+func preferredLeaders(describe string) bool {
+	for _, m := range describedPartition.FindAllStringSubmatch(describe, -1) {
+		if m[1] != m[2] {
+			return false
+		}
+	}
+	return true
+}
+
+// produceValues produces v<i> for i in [from, to) to partition i%3 with
+// acks=all (franz-go's default), each one acknowledged.
+func produceValues(t *testing.T, ctx context.Context, bootstrap []string, topic string, from, to int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RetryTimeout(60*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := from; i < to; i++ {
+		rec := &kgo.Record{Topic: topic, Partition: int32(i % 3), Value: []byte("v" + strconv.Itoa(i))}
+		if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+			t.Fatalf("produce v%d: %v", i, err)
+		}
+	}
+}
+
+// checkValues reads topic back: partition p holds v<p>, v<p+3>, ... below n.
+func checkValues(t *testing.T, ctx context.Context, bootstrap []string, topic string, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for got := 0; got < n; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d records: %v", got, n, ctx.Err())
+		}
+		fs.EachRecord(func(rec *kgo.Record) {
+			if want := "v" + strconv.Itoa(int(rec.Offset)*3+int(rec.Partition)); string(rec.Value) != want {
+				t.Fatalf("partition %d offset %d: %q, want %q", rec.Partition, rec.Offset, rec.Value, want)
+			}
+			got++
+		})
 	}
 }

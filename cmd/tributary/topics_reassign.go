@@ -21,6 +21,7 @@ type reassignOptions struct {
 	replicas  string
 	cancel    bool
 	wait      bool
+	verify    bool
 }
 
 // reassignPoll spaces the looks at the reassignments in progress under
@@ -30,8 +31,11 @@ const reassignPoll = 200 * time.Millisecond
 // newTopicsReassignCommand is `topics reassign`, kafka-reassign-partitions
 // for one topic without a JSON file: --replicas 1,3 moves --partition P
 // (default every partition) to those brokers, the first preferred as
-// leader; --cancel cancels the reassignments in progress; --wait waits,
-// within --request-timeout, until none of the topic's is in progress.
+// leader; --verify shows the reassignments in progress; --cancel cancels
+// the reassignments in progress (of --partition, or of every partition
+// that has one); --wait waits, within --request-timeout, until none of
+// those asked for is in progress: a move is in progress until all its
+// target replicas are in the ISR.
 func newTopicsReassignCommand() *cobra.Command {
 	o := &reassignOptions{}
 	cmd := &cobra.Command{
@@ -48,12 +52,17 @@ func newTopicsReassignCommand() *cobra.Command {
 	cmd.Flags().StringVar(&o.replicas, "replicas", "", "the new replicas, comma-separated broker ids, preferred leader first")
 	cmd.Flags().BoolVar(&o.cancel, "cancel", false, "cancel the reassignments in progress instead")
 	cmd.Flags().BoolVar(&o.wait, "wait", false, "wait until the topic has no reassignment in progress")
+	cmd.Flags().BoolVar(&o.verify, "verify", false, "only show which partitions have a reassignment in progress (a move is until its new replicas are in sync)")
 	return cmd
 }
 
 // parseReplicas parses --replicas.
 func (o *reassignOptions) parseReplicas() ([]int32, error) {
 	switch {
+	case o.verify && (o.cancel || o.replicas != "" || o.wait):
+		return nil, fmt.Errorf("%w: --verify cannot be given with --replicas, --cancel or --wait", errBadFlag)
+	case o.verify:
+		return nil, nil
 	case o.cancel && o.replicas != "":
 		return nil, badFlag("replicas", o.replicas, "cannot be given with --cancel")
 	case o.cancel:
@@ -99,6 +108,20 @@ func (o *reassignOptions) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if o.verify {
+		return o.printVerify(ctx, adm, out, parts)
+	}
+	if o.cancel && o.partition == -1 {
+		// Topic-wide, as kafka-reassign-partitions --cancel: only the
+		// partitions with a reassignment in progress are cancelled.
+		if parts, err = o.inProgress(ctx, adm, parts); err != nil {
+			return err
+		}
+		if len(parts) == 0 {
+			fmt.Fprintf(out, "Topic %s: no reassignment in progress\n", topic)
+			return nil
+		}
+	}
 	req := kadm.AlterPartitionAssignmentsReq{}
 	for _, p := range parts {
 		if o.cancel {
@@ -130,13 +153,15 @@ func (o *reassignOptions) run(ctx context.Context, out io.Writer) error {
 		return failed
 	}
 	for {
-		listed, err := adm.ListPartitionReassignments(ctx, nil)
+		pending, err := o.inProgress(ctx, adm, parts)
 		if err != nil {
-			return fmt.Errorf("listing the reassignments of %s: %w", topic, err)
+			return err
 		}
 		// The broker answering may not show a reassignment just written
-		// yet: a move is done once the replicas are the target too.
-		if len(listed[topic]) == 0 && (o.cancel || o.moved(ctx, adm, req[topic], replicas)) {
+		// yet: a move is done once the replicas are the target and all of
+		// them are in sync (KIP-455: the controller completes it then).
+		if !slices.ContainsFunc(pending, func(p int32) bool { _, ok := req[topic][p]; return ok }) &&
+			(o.cancel || o.moved(ctx, adm, req[topic], replicas)) {
 			fmt.Fprintf(out, "Topic %s: no reassignment in progress\n", topic)
 			return nil
 		}
@@ -148,15 +173,56 @@ func (o *reassignOptions) run(ctx context.Context, out io.Writer) error {
 	}
 }
 
-// moved reports whether every partition in parts has the target replicas.
+// printVerify prints, per partition, the reassignment in progress (its
+// replicas, the adding and the removing ones) or that there is none, as
+// kafka-reassign-partitions --verify reports.
+func (o *reassignOptions) printVerify(ctx context.Context, adm *kadm.Client, out io.Writer, parts []int32) error {
+	set := kadm.TopicsSet{}
+	set.Add(o.topics.topic, parts...)
+	listed, err := adm.ListPartitionReassignments(ctx, set)
+	if err != nil {
+		return fmt.Errorf("listing the reassignments of %s: %w", o.topics.topic, err)
+	}
+	for _, p := range parts {
+		r, ok := listed[o.topics.topic][p]
+		if !ok {
+			fmt.Fprintf(out, "Partition %s-%d: no reassignment in progress\n", o.topics.topic, p)
+			continue
+		}
+		fmt.Fprintf(out, "Partition %s-%d: reassignment in progress\tReplicas: %s\tAdding: %s\tRemoving: %s\n",
+			o.topics.topic, p, joinIDs(r.Replicas), joinIDs(r.AddingReplicas), joinIDs(r.RemovingReplicas))
+	}
+	return nil
+}
+
+// inProgress lists which of the topic's partitions parts have a
+// reassignment in progress. (kadm asks nothing for a nil set: the
+// partitions must be named.)
+func (o *reassignOptions) inProgress(ctx context.Context, adm *kadm.Client, parts []int32) ([]int32, error) {
+	set := kadm.TopicsSet{}
+	set.Add(o.topics.topic, parts...)
+	listed, err := adm.ListPartitionReassignments(ctx, set)
+	if err != nil {
+		return nil, fmt.Errorf("listing the reassignments of %s: %w", o.topics.topic, err)
+	}
+	return slices.Sorted(maps.Keys(listed[o.topics.topic])), nil
+}
+
+// moved reports whether every partition in parts has the target replicas,
+// every one of them in the ISR.
 func (o *reassignOptions) moved(ctx context.Context, adm *kadm.Client, parts map[int32][]int32, target []int32) bool {
-	details, err := adm.ListTopics(ctx, o.topics.topic)
+	// kadm answers ListTopics from the client's cached metadata, up to
+	// MetadataMinAge (5 s) old; asking for the authorized operations
+	// sends a Metadata request each time.
+	details, err := adm.ListTopics(kadm.WithAuthorizedOps(ctx), o.topics.topic)
 	if err != nil {
 		return false
 	}
 	d := details[o.topics.topic]
 	for p := range parts {
-		if pd, ok := d.Partitions[p]; !ok || !slices.Equal(pd.Replicas, target) {
+		pd, ok := d.Partitions[p]
+		if !ok || !slices.Equal(pd.Replicas, target) ||
+			slices.ContainsFunc(target, func(id int32) bool { return !slices.Contains(pd.ISR, id) }) {
 			return false
 		}
 	}

@@ -33,6 +33,9 @@ const (
 	DefaultZooKeeperSession = 10 * time.Second
 	// shutdownTimeout bounds the registry's graceful shutdown.
 	shutdownTimeout = 10 * time.Second
+	// CoordinationDir, under Dir, holds the in-process coordination
+	// service's tree (memcoord.Open).
+	CoordinationDir = "coordination"
 )
 
 // Config describes a cluster. Zero values mean defaults, except Dir.
@@ -250,7 +253,14 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		c.addrs[i] = make([]string, cfg.Brokers)
 	}
 	if cfg.ZooKeeper == "" {
-		c.srv = memcoord.NewServer()
+		// Durable in Dir, as ZooKeeper's tree is in its dataDir: a
+		// restart finds the topics' assignments, leaders, ISRs and configs
+		// (and ACLs, credentials, schemas, offsets) where they were.
+		srv, err := memcoord.Open(filepath.Join(dir, CoordinationDir))
+		if err != nil {
+			return nil, fmt.Errorf("devcluster: %w", err)
+		}
+		c.srv = srv
 		c.connect = func(context.Context) (coord.Session, error) { return c.srv.Connect(memcoord.Config{}), nil }
 	} else {
 		zc := zkcoord.Config{SessionTimeout: cfg.ZooKeeperSession, Logger: logger}
@@ -278,9 +288,11 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		c.brokers[i] = b
 	}
 	if c.srv != nil {
-		// The in-process coordinator starts empty: before any broker
-		// serves, it learns which producer ids were handed out before, and
-		// then which topics lie on which broker.
+		// A data directory written before the coordination state was kept
+		// in it has none: before any broker serves, the coordinator learns
+		// which producer ids were handed out before, and then which topics
+		// lie on which broker. (With the state kept, both find nothing to
+		// add.)
 		if err := broker.SeedProducerIDs(ctx, c.brokers...); err != nil {
 			return nil, err
 		}
@@ -296,6 +308,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			return nil, err
 		}
 	}
+	c.restoreLeaders(ctx)
 	if cfg.Registry != "" {
 		if err := c.startRegistry(ctx); err != nil {
 			return nil, err
@@ -602,6 +615,11 @@ func (c *Cluster) Close() error {
 		}
 		if err := brokers[i].Close(); err != nil {
 			errs = append(errs, fmt.Errorf("broker %d: %w", i+1, err))
+		}
+	}
+	if c.srv != nil {
+		if err := c.srv.Close(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -6,12 +6,20 @@
 // # Coordination
 //
 // With Config.ZooKeeper empty the brokers share one in-process memcoord
-// server, which lives as long as the Cluster: nothing of it is persisted, so
-// on start the server is seeded from the data directory (producer-id blocks
-// handed out before, then the topics found on disk, each partition served by
-// the broker holding its data). With Config.ZooKeeper set ("host:2181/chroot")
-// every broker and the registry hold a ZooKeeper session instead, and the
-// cluster state is ZooKeeper's.
+// server kept durably in <Dir>/coordination (memcoord.Open), as a
+// ZooKeeper server keeps its tree in its dataDir: a cluster started again on
+// the same Dir has its topics with their replica assignments, leaders, ISRs
+// and configs, and the ACLs, SCRAM users, schemas and ZooKeeper-group
+// offsets, as they were (the brokers' sessions, and so their
+// registrations, end with the process). On either coordination, Start
+// then waits (up to 30 s) for every partition's replicas to be in sync
+// again and moves leadership back to the preferred replicas, where a
+// controlled stop left it elsewhere. A Dir written before the tree was
+// kept is seeded from the data instead (producer-id blocks handed out
+// before, then the topics found on disk, each partition served by the
+// broker holding its data, with one replica). With Config.ZooKeeper set
+// ("host:2181/chroot") every broker and the registry hold a ZooKeeper
+// session instead, and the cluster state is ZooKeeper's.
 //
 // # Listeners and security
 //
@@ -36,8 +44,9 @@
 //
 // # Layout on disk
 //
-// Broker i (ids 1..N) keeps its partitions under <Dir>/broker-<i>. Nothing
-// else is written there.
+// Broker i (ids 1..N) keeps its partitions under <Dir>/broker-<i>; the
+// in-process coordination state is in <Dir>/coordination. Nothing else is
+// written there.
 //
 // # Faults
 //

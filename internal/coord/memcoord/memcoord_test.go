@@ -13,13 +13,33 @@ func newServer(t *testing.T) *Server {
 	return NewServer()
 }
 
-func TestConformance(t *testing.T) {
+// newDurable returns a server on a fresh directory, closed at cleanup.
+func newDurable(t *testing.T) *Server {
+	t.Helper()
+	srv, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return srv
+}
+
+func TestConformance(t *testing.T) { runConformance(t, newServer) }
+
+// A durable server keeps every semantic of the in-memory one.
+func TestConformanceDurable(t *testing.T) { runConformance(t, newDurable) }
+
+func runConformance(t *testing.T, open func(*testing.T) *Server) {
 	servers := map[*testing.T]*Server{}
 	coordtest.Run(t, func(t *testing.T) (coord.Session, func()) {
 		t.Helper()
 		srv, ok := servers[t]
 		if !ok {
-			srv = newServer(t)
+			srv = open(t)
 			servers[t] = srv
 		}
 		s := srv.Connect(Config{})

@@ -20,6 +20,10 @@ type Server struct {
 	// watches from ChildrenW.
 	dataWatches  map[string][]*watch
 	childWatches map[string][]*watch
+	// store is where a server from Open logs its writes; nil for
+	// NewServer's and after Close, which sets closed.
+	store  *store
+	closed bool
 }
 
 type node struct {
@@ -127,6 +131,8 @@ func (s *Server) endLocked(sess *Session, st sessionState) {
 	})
 	for _, p := range eph {
 		// Ephemerals have no children, so deleting them cannot fail.
+		// Nothing to log: an ephemeral node never is, and a deletion
+		// leaves the parent's stat as it was (its creation counter).
 		var t txn
 		if err := s.delete(&t, p, coord.AnyVersion); err == nil {
 			s.fire(t.triggers)
@@ -179,6 +185,9 @@ type trigger struct {
 type txn struct {
 	undo     []func()
 	triggers []trigger
+	// dirty are the paths whose node was created, changed or deleted
+	// (a durable server logs their state at commit).
+	dirty []string
 }
 
 func (t *txn) rollback() {
@@ -227,6 +236,7 @@ func (s *Server) create(t *txn, owner int64, p string, data []byte, mode coord.C
 	t.triggers = append(t.triggers,
 		trigger{coord.EventNodeCreated, name},
 		trigger{coord.EventNodeChildrenChanged, parentPath})
+	t.dirty = append(t.dirty, parentPath, name)
 	return name, nil
 }
 
@@ -248,6 +258,7 @@ func (s *Server) set(t *txn, p string, data []byte, version int32) (coord.Stat, 
 	n.stat.Modified = time.Now()
 	t.undo = append(t.undo, func() { n.data, n.stat = oldData, oldStat })
 	t.triggers = append(t.triggers, trigger{coord.EventNodeDataChanged, p})
+	t.dirty = append(t.dirty, p)
 	return n.statCopy(), nil
 }
 
@@ -277,6 +288,19 @@ func (s *Server) delete(t *txn, p string, version int32) error {
 	t.triggers = append(t.triggers,
 		trigger{coord.EventNodeDeleted, p},
 		trigger{coord.EventNodeChildrenChanged, parentPath})
+	t.dirty = append(t.dirty, p)
+	return nil
+}
+
+// commit makes a write durable (on a server from Open) and then fires its
+// watches; if it cannot be logged, the write is undone and the error
+// returned, as a ZooKeeper server that cannot write its log fails it.
+func (s *Server) commit(t *txn) error {
+	if err := s.persist(t); err != nil {
+		t.rollback()
+		return err
+	}
+	s.fire(t.triggers)
 	return nil
 }
 

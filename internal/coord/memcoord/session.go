@@ -2,6 +2,7 @@ package memcoord
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -85,7 +86,9 @@ func (s *Session) Create(ctx context.Context, path string, data []byte, mode coo
 	if err != nil {
 		return "", err
 	}
-	s.srv.fire(t.triggers)
+	if err := s.srv.commit(&t); err != nil {
+		return "", err
+	}
 	return name, nil
 }
 
@@ -106,12 +109,13 @@ func (s *Session) CreateAll(ctx context.Context, path string, data []byte, mode 
 	var t txn
 	for _, p := range slices.Backward(missing) {
 		if _, err := s.srv.create(&t, s.id, p, nil, coord.Persistent); err != nil {
-			s.srv.fire(t.triggers)
-			return "", err
+			return "", errors.Join(err, s.srv.commit(&t))
 		}
 	}
 	name, err := s.srv.create(&t, s.id, path, data, mode)
-	s.srv.fire(t.triggers)
+	if cerr := s.srv.commit(&t); cerr != nil {
+		return "", errors.Join(err, cerr)
+	}
 	return name, err
 }
 
@@ -187,7 +191,9 @@ func (s *Session) Set(ctx context.Context, path string, data []byte, version int
 	if err != nil {
 		return coord.Stat{}, err
 	}
-	s.srv.fire(t.triggers)
+	if err := s.srv.commit(&t); err != nil {
+		return coord.Stat{}, err
+	}
 	return st, nil
 }
 
@@ -201,8 +207,7 @@ func (s *Session) Delete(ctx context.Context, path string, version int32) error 
 	if err := s.srv.delete(&t, path, version); err != nil {
 		return err
 	}
-	s.srv.fire(t.triggers)
-	return nil
+	return s.srv.commit(&t)
 }
 
 // Children implements coord.Session.
@@ -269,8 +274,7 @@ func (s *Session) Multi(ctx context.Context, ops ...coord.Op) error {
 			return fmt.Errorf("memcoord: multi op %d: %w", i, err)
 		}
 	}
-	s.srv.fire(t.triggers)
-	return nil
+	return s.srv.commit(&t)
 }
 
 // Close ends the session: its pending watches fire with EventSessionLost and
