@@ -126,9 +126,9 @@ Connect with kcat:
   echo hello | kcat -b %[1]s -P -t greetings
   kcat -b %[1]s -C -t greetings -o beginning -e
 or with tributary:
-  tributary topics create --bootstrap %[1]s --topic greetings --partitions 3
-  echo hello | tributary produce --bootstrap %[1]s --topic greetings
-  tributary consume --bootstrap %[1]s --topic greetings --offset earliest
+  %[2]s topics create --bootstrap %[1]s --topic greetings --partitions 3
+  echo hello | %[2]s produce --bootstrap %[1]s --topic greetings
+  %[2]s consume --bootstrap %[1]s --topic greetings --offset earliest
 Press Ctrl-C to stop.
-`, bs)
+`, bs, invokedAs())
 }
