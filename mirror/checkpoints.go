@@ -32,6 +32,9 @@ type Translation struct {
 	TargetTopic  string
 	TargetOffset int64
 	OK           bool
+	// TargetEnd is the target partition's end offset (Translate only; -1
+	// unknown): TargetEnd - TargetOffset records are left to read there.
+	TargetEnd int64
 }
 
 // translate translates the committed offsets of group on source (those
@@ -217,4 +220,65 @@ func (c *checkpointer) syncGroup(ctx context.Context, group string, trs []Transl
 		err = resp.Error()
 	}
 	return err
+}
+
+// Translate translates the committed offsets of group on source (of
+// topic, or of every topic cfg mirrors when empty) with the offset syncs
+// on cfg's target, as the checkpoints do, and adds each target
+// partition's end offset (TargetEnd). It is what `tributary mirror
+// translate` prints.
+func Translate(ctx context.Context, cfg Config, source, group, topic string) ([]Translation, error) {
+	m, err := New(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	var sc *SourceConfig
+	for i := range m.cfg.Sources {
+		if m.cfg.Sources[i].Name == source {
+			sc = &m.cfg.Sources[i]
+		}
+	}
+	if sc == nil {
+		return nil, fmt.Errorf("%w: no source %q (source.%s.bootstrap.servers)", ErrInvalidConfig, source, source)
+	}
+	scl, err := network.NewClient(network.ClientConfig{Brokers: sc.Brokers, ClientID: m.cfg.ClientID, Logger: m.log}.Secured(sc.Security))
+	if err != nil {
+		return nil, fmt.Errorf("mirror: source %s: %w", source, err)
+	}
+	defer scl.Close()
+	offsets, err := kadm.NewClient(scl).FetchOffsets(ctx, group)
+	if err == nil {
+		err = offsets.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mirror: offsets of group %s on source %s: %w", group, source, err)
+	}
+	tcl, err := network.NewClient(network.ClientConfig{Brokers: m.cfg.TargetBrokers, ClientID: m.cfg.ClientID, Logger: m.log}.Secured(m.cfg.TargetSecurity),
+		syncConsumerOpts()...)
+	if err != nil {
+		return nil, fmt.Errorf("mirror: target: %w", err)
+	}
+	defer tcl.Close()
+	tail := newSyncTail(tcl)
+	if err := tail.catchUp(ctx); err != nil {
+		return nil, fmt.Errorf("mirror: reading %s on the target: %w", OffsetSyncsTopic, err)
+	}
+	trs := m.translate(tail.store, source, group, topic, offsets)
+	var targets []string
+	for _, tr := range trs {
+		if !slices.Contains(targets, tr.TargetTopic) {
+			targets = append(targets, tr.TargetTopic)
+		}
+	}
+	ends, err := tail.adm.ListEndOffsets(ctx, targets...)
+	if err != nil {
+		return nil, fmt.Errorf("mirror: target end offsets: %w", err)
+	}
+	for i := range trs {
+		trs[i].TargetEnd = -1
+		if e, ok := ends.Lookup(trs[i].TargetTopic, trs[i].Partition); ok && e.Err == nil {
+			trs[i].TargetEnd = e.Offset
+		}
+	}
+	return trs, nil
 }

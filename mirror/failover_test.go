@@ -2,8 +2,10 @@ package mirror
 
 import (
 	"fmt"
-	"maps"
-	"slices"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/mirror/checkpoint"
 )
 
@@ -118,6 +121,7 @@ func TestFailoverResumesExactlyAfterTheLastCommit(t *testing.T) {
 		})
 		return n == had, fmt.Sprintf("%v, want source %v minus %v", got, committed, logStart)
 	})
+	checkTranslateCommand(t, dc1, dc2, committed, logStart, had)
 	dc1.Stop(t, 1)
 	_ = stopMirror()
 
@@ -182,29 +186,75 @@ func TestFailoverResumesExactlyAfterTheLastCommit(t *testing.T) {
 // checkpoint per partition.
 func readCheckpoints(t *testing.T, c *cluster, topic, group string) map[int32]checkpoint.Checkpoint {
 	t.Helper()
+	out := map[int32]checkpoint.Checkpoint{}
+	for _, r := range readToEnd(t, c, topic) {
+		cp, err := checkpoint.Parse(r.Key, r.Value)
+		if err != nil {
+			t.Fatalf("%s at %d: %v", topic, r.Offset, err)
+		}
+		if cp.Group == group {
+			out[cp.Partition] = cp
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no checkpoint of group %s in %s", group, topic)
+	}
+	return out
+}
+
+// readToEnd reads topic of c from its start to its end offsets of now.
+func readToEnd(t *testing.T, c *cluster, topic string) []*kgo.Record {
+	t.Helper()
 	ends := endOffsets(t, c, topic)
-	cl := c.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl := c.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(50*time.Millisecond))
+	defer cl.Close()
 	ctx := testContext(t, 30*time.Second)
 	pos := map[int32]int64{}
-	out := map[int32]checkpoint.Checkpoint{}
+	var out []*kgo.Record
 	for !reached(pos, ends) {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			t.Fatalf("reading %s: %v", topic, ctx.Err())
+			t.Fatalf("reading %s: %v (at %v of %v)", topic, ctx.Err(), pos, ends)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			pos[r.Partition] = r.Offset + 1
-			cp, err := checkpoint.Parse(r.Key, r.Value)
-			if err != nil {
-				t.Fatalf("%s at %d: %v", topic, r.Offset, err)
-			}
-			if cp.Group == group {
-				out[cp.Partition] = cp
-			}
+			out = append(out, r)
 		})
 	}
-	if len(out) == 0 {
-		t.Fatalf("no checkpoint of group %s in %s (partitions %v)", group, topic, slices.Sorted(maps.Keys(ends)))
-	}
 	return out
+}
+
+// checkTranslateCommand runs `tributary mirror translate` and checks its
+// lines: each committed partition's source offset, its exact target
+// offset, and the lag to the target's end.
+func checkTranslateCommand(t *testing.T, dc1, dc2 *cluster, committed, logStart map[int32]int64, had int) {
+	t.Helper()
+	conf := filepath.Join(t.TempDir(), "mirror.properties")
+	props := fmt.Sprintf("source.dc1.bootstrap.servers=%s\ntarget.bootstrap.servers=%s\ntarget.name=dc2\ntopics=pageviews\n"+
+		"group.id=mirror-dc1-dc2\nreplication.policy.class=%s\n", dc1.Addr(), dc2.Addr(), DefaultReplicationPolicy)
+	if err := os.WriteFile(conf, []byte(props), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(testproc.Binary(t), "mirror", "translate", "--config", conf, "--source", "dc1", "--group", "app", "--topic", "pageviews").CombinedOutput()
+	if err != nil {
+		t.Fatalf("mirror translate: %v\n%s", err, out)
+	}
+	ends := endOffsets(t, dc2, "dc1.pageviews")
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != had+1 || !strings.HasPrefix(lines[0], "TOPIC") {
+		t.Fatalf("mirror translate printed:\n%s\nwant a header and %d partitions", out, had)
+	}
+	for _, line := range lines[1:] {
+		var topic, target string
+		var p int32
+		var src, off, lag int64
+		if _, err := fmt.Sscan(line, &topic, &p, &src, &target, &off, &lag); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		want := committed[p] - logStart[p]
+		if topic != "pageviews" || target != "dc1.pageviews" || src != committed[p] || off != want || lag != ends[p]-want {
+			t.Errorf("line %q, want pageviews %d %d dc1.pageviews %d %d", line, p, committed[p], want, ends[p]-want)
+		}
+	}
+	t.Logf("mirror translate:\n%s", out)
 }

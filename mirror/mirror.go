@@ -108,6 +108,9 @@ type partState struct {
 	// pending is the latest mark not yet given to the group, held until
 	// the audit counts of the records before it are published (marks.go).
 	pending atomic.Pointer[pendingMark]
+	// skipped is the latest record passed over as come from the target
+	// (skip), marked once the record sent before it is acknowledged.
+	skipped atomic.Pointer[skippedMark]
 	// targetKnown is set once the target producer is known to have the
 	// target partition in its metadata (grow.go).
 	targetKnown atomic.Bool
@@ -369,6 +372,11 @@ func (m *Mirror) produce(ctx context.Context, ps *partState, off int64, rec *kgo
 		if m.syncs != nil {
 			m.syncs.acked(ps, off, r.Offset)
 		}
+		defer func() {
+			if sk := ps.skipped.Load(); sk != nil && sk.after == off {
+				m.markSkipped(ps, &sk.pendingMark)
+			}
+		}()
 		size := int64(len(r.Key) + len(r.Value))
 		ps.records.Inc()
 		ps.bytes.Add(float64(size))
@@ -386,22 +394,33 @@ func (m *Mirror) produce(ctx context.Context, ps *partState, off int64, rec *kgo
 }
 
 // skip passes over a record that came from the target (Config.looped).
-// When nothing of its partition is in flight it is marked at once, so
-// that a partition holding only such records still commits; otherwise the
-// next mirrored record's mark covers it. (A promise finishing just then
-// may mark an earlier offset after it: a commit a little behind, never
-// ahead.)
+// When nothing of its partition is in flight it is marked at once;
+// otherwise the acknowledgement of the last record sent marks it (after
+// its own), so that a partition ending with such records still commits
+// to its end.
 func (m *Mirror) skip(ps *partState, off int64, mark func(next int64)) {
-	if ps.acked.Load() != ps.sent.Load() {
-		return
+	last := ps.sent.Load() - 1
+	ps.skipped.Store(&skippedMark{after: last, pendingMark: pendingMark{next: off + 1, mark: mark}})
+	// Idle (now or since): nobody else will mark it. Marked twice when the
+	// promise also saw it: marks never move back.
+	if ps.acked.Load() == ps.sent.Load() {
+		m.markSkipped(ps, &pendingMark{next: off + 1, mark: mark})
 	}
-	ps.sent.Store(off + 1)
-	ps.acked.Store(off + 1)
+}
+
+func (m *Mirror) markSkipped(ps *partState, pm *pendingMark) {
 	if m.counter == nil {
-		mark(off + 1)
+		pm.mark(pm.next)
 		return
 	}
-	ps.storePending(&pendingMark{next: off + 1, mark: mark})
+	ps.storePending(pm)
+}
+
+// skippedMark is a skipped record's mark, to be given after the record at
+// offset after is acknowledged.
+type skippedMark struct {
+	after int64
+	pendingMark
 }
 
 // storePending keeps the latest of the pending marks.
