@@ -46,6 +46,13 @@ const (
 	AuditTopic = "__audit"
 	// DefaultTransactionTimeout is transaction.timeout.ms's default, Kafka's.
 	DefaultTransactionTimeout = time.Minute
+	// DefaultCheckpointInterval is emit.checkpoints.interval.seconds's
+	// default, MirrorMaker 2's.
+	DefaultCheckpointInterval = time.Minute
+	// DefaultGroups and DefaultGroupsExclude are groups and groups.exclude's
+	// defaults (MirrorMaker 2's, as one regular expression).
+	DefaultGroups        = ".*"
+	DefaultGroupsExclude = "console-consumer-.*|connect-.*|__.*"
 	// DefaultClientID is client.id's default.
 	DefaultClientID = "tributary-mirror"
 )
@@ -97,6 +104,27 @@ type Config struct {
 	// TopicRename is topic.rename: the target topic's name, with ${source}
 	// and ${topic} replaced. Default "${topic}" (the same name).
 	TopicRename string
+	// ReplicationPolicy is replication.policy.class: DefaultReplicationPolicy
+	// or IdentityReplicationPolicy (MirrorMaker 2's class names); empty
+	// means topic.rename. ReplicationSeparator is
+	// replication.policy.separator (default ".").
+	ReplicationPolicy    string
+	ReplicationSeparator string
+	// Checkpoints is emit.checkpoints.enabled (default: on with a
+	// replication policy, off otherwise): the mirror records its offset
+	// syncs on the target and, every CheckpointInterval
+	// (emit.checkpoints.interval.seconds, default 60 s), translates the
+	// committed offsets of the source groups matching Groups (groups,
+	// default ".*") and not GroupsExclude (groups.exclude) into
+	// "<source>.checkpoints.internal" (checkpoint.go).
+	Checkpoints        *bool
+	CheckpointInterval time.Duration
+	Groups             string
+	GroupsExclude      string
+	// SyncGroupOffsets is sync.group.offsets.enabled (KIP-545): the
+	// translated offsets are also committed to the target's group of the
+	// same name while it has no active member.
+	SyncGroupOffsets bool
 	// TopicRefreshInterval is topic.refresh.interval.ms: how often sources
 	// are listed for new topics.
 	TopicRefreshInterval time.Duration
@@ -207,6 +235,35 @@ func (c Config) Validate() error {
 	} else if strings.Contains(c.GroupID, "/") {
 		bad("group.id %q contains '/'", c.GroupID)
 	}
+	switch c.ReplicationPolicy {
+	case "", DefaultReplicationPolicy, IdentityReplicationPolicy:
+	default:
+		bad("replication.policy.class %q: want %s or %s", c.ReplicationPolicy, DefaultReplicationPolicy, IdentityReplicationPolicy)
+	}
+	if c.ReplicationPolicy != "" && c.TopicRename != "" {
+		bad("topic.rename and replication.policy.class are both set: set one")
+	}
+	if c.ReplicationSeparator != "" && c.ReplicationPolicy != DefaultReplicationPolicy {
+		bad("replication.policy.separator is set without replication.policy.class=%s", DefaultReplicationPolicy)
+	}
+	if strings.Contains(c.ReplicationSeparator, "/") {
+		bad("replication.policy.separator %q contains '/'", c.ReplicationSeparator)
+	}
+	if _, err := regexp.Compile(c.Groups); err != nil {
+		bad("groups: %v", err)
+	}
+	if _, err := regexp.Compile(c.GroupsExclude); err != nil {
+		bad("groups.exclude: %v", err)
+	}
+	if c.CheckpointInterval < 0 {
+		bad("emit.checkpoints.interval.seconds: must be >= 1")
+	}
+	if c.ExactlyOnce && c.Checkpoints != nil && *c.Checkpoints {
+		bad("emit.checkpoints.enabled=true cannot be combined with exactly.once=true (not supported yet)")
+	}
+	if c.SyncGroupOffsets && !c.checkpoints() {
+		bad("sync.group.offsets.enabled=true needs emit.checkpoints.enabled (on by default with replication.policy.class)")
+	}
 	if c.TopicRename != "" {
 		if !strings.Contains(c.TopicRename, "${topic}") {
 			bad("topic.rename %q: must contain ${topic}", c.TopicRename)
@@ -281,8 +338,15 @@ func (c Config) withDefaults() Config {
 	if c.ClientID == "" {
 		c.ClientID = DefaultClientID
 	}
-	if c.TopicRename == "" {
+	if c.TopicRename == "" && c.ReplicationPolicy == "" {
 		c.TopicRename = DefaultTopicRename
+	}
+	or(&c.CheckpointInterval, DefaultCheckpointInterval)
+	if c.Groups == "" {
+		c.Groups = DefaultGroups
+	}
+	if c.GroupsExclude == "" {
+		c.GroupsExclude = DefaultGroupsExclude
 	}
 	or(&c.TopicRefreshInterval, DefaultTopicRefreshInterval)
 	or(&c.CommitInterval, DefaultCommitInterval)
@@ -326,6 +390,14 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// checkpoints reports whether offset syncs and checkpoints are emitted.
+func (c Config) checkpoints() bool {
+	if c.Checkpoints != nil {
+		return *c.Checkpoints
+	}
+	return c.ReplicationPolicy != "" && !c.ExactlyOnce
+}
+
 // resetEarliest reports whether auto.offset.reset starts at the beginning.
 func (c Config) resetEarliest() bool {
 	switch strings.ToLower(c.AutoOffsetReset) {
@@ -335,14 +407,6 @@ func (c Config) resetEarliest() bool {
 	return true
 }
 
-// targetTopic is where topic of source lands.
-func (c Config) targetTopic(source, topic string) string {
-	if topic == AuditTopic {
-		return topic
-	}
-	return strings.NewReplacer("${source}", source, "${topic}", topic).Replace(c.TopicRename)
-}
-
 // Keys lists the properties ConfigFromProperties reads besides the
 // source.NAME.* ones (source.NAME.bootstrap.servers,
 // source.NAME.zookeeper.connect and source.NAME. before each of
@@ -350,6 +414,9 @@ func (c Config) targetTopic(source, topic string) string {
 var Keys = append(prefixed("target.", network.SecurityKeys),
 	"target.name", "target.bootstrap.servers", "target.replication.factor", "client.id",
 	"topics", "topics.exclude", "group.id", "topic.rename", "topic.refresh.interval.ms",
+	"replication.policy.class", "replication.policy.separator",
+	"emit.checkpoints.enabled", "emit.checkpoints.interval.seconds", "groups", "groups.exclude",
+	"sync.group.offsets.enabled",
 	"offset.commit.interval.ms", "auto.offset.reset",
 	"buffer.max.records", "buffer.memory",
 	"producer.linger.ms", "producer.batch.size", "producer.compression.type",
@@ -430,6 +497,16 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	c.TopicsExclude = p.String("topics.exclude")
 	c.GroupID = p.String("group.id")
 	c.TopicRename = p.String("topic.rename")
+	c.ReplicationPolicy = p.String("replication.policy.class")
+	c.ReplicationSeparator = p.String("replication.policy.separator")
+	if _, ok := p.Lookup("emit.checkpoints.enabled"); ok {
+		on := p.Bool("emit.checkpoints.enabled", false)
+		c.Checkpoints = &on
+	}
+	c.CheckpointInterval = p.Duration("emit.checkpoints.interval.seconds", time.Second, 1)
+	c.Groups = p.String("groups")
+	c.GroupsExclude = p.String("groups.exclude")
+	c.SyncGroupOffsets = p.Bool("sync.group.offsets.enabled", false)
 	c.TopicRefreshInterval = ms("topic.refresh.interval.ms")
 	c.CommitInterval = ms("offset.commit.interval.ms")
 	c.AutoOffsetReset = p.String("auto.offset.reset")

@@ -30,11 +30,52 @@
 // it shows them (grow.go). A topic deleted at the source stops its
 // partitions.
 //
+// # Replication policies and loops
+//
+// replication.policy.class takes MirrorMaker 2's class names (policy.go):
+// DefaultReplicationPolicy names the target topic
+// "<S><replication.policy.separator><T>" ("dc1.pageviews"),
+// IdentityReplicationPolicy keeps T; without it topic.rename applies
+// (setting both is ErrInvalidConfig). Loops cannot form in active-active
+// mirroring (dc1 ⇄ dc2, each mirror's target.name the other's source
+// name): a record whose origin header (any of them) names target.name is
+// never mirrored back, under every policy (it is passed over and its
+// offset committed); under the default policy a topic whose name says it
+// came from the target at any hop ("<target>.<x>", "dc3.<target>.<x>",
+// MirrorSourceConnector.isCycle) is not mirrored, nor, under either
+// policy, MirrorMaker 2's internal topics (ReplicationPolicy.isInternalTopic:
+// names starting with "." or "__", ending with ".internal" or
+// "-internal"). The mirror's own internal topics are never mirrored.
+//
+// # Offset syncs and checkpoints
+//
+// With emit.checkpoints.enabled (default on under a replication policy,
+// off otherwise, refused with exactly.once) every record the target
+// acknowledges extends its partition's run of consecutive source and
+// target offsets (the target offset is the produce acknowledgement's);
+// runs go to OffsetSyncsTopic on the target (package mirror/offsetsync
+// owns the format and the exact translation) at every
+// emit.checkpoints.interval.seconds and at the drain (syncs.go). At the
+// same interval the checkpointer (checkpoints.go) reads the syncs,
+// fetches the committed offsets of every source group matching groups and
+// not groups.exclude (never group.id), translates those of mirrored
+// topics to the first target record at or past the commit, and writes
+// the changed ones as MirrorMaker 2 checkpoints (package mirror/checkpoint)
+// to CheckpointsTopic(S) ("<S>.checkpoints.internal", compacted, one
+// partition, which RemoteClusterUtils.translateOffsets reads). An offset
+// past what was mirrored is not checkpointed until it is. With
+// sync.group.offsets.enabled (KIP-545) the translations are committed to
+// the target group of the same name while it has no member there, never
+// moving an offset back. A commit made less than an interval before a
+// source is lost is not translated: the group resumes from the previous
+// checkpoint. Translate does the same translation for one group on demand
+// (`tributary mirror translate`).
+//
 // # Records (frozen format)
 //
 // Source partition p of topic T from source S goes to partition p of the
-// target topic topic.rename(S, T) ("${topic}" by default; __audit keeps its
-// name). Key, value, headers and timestamp are copied byte for byte, and a
+// target topic named by the replication policy or topic.rename(S, T)
+// ("${topic}" by default; __audit keeps its name). Key, value, headers and timestamp are copied byte for byte, and a
 // header origin.Header = "<S>/<p>/<offset>" is appended (package
 // mirror/origin owns the format and parses it), so a consumer downstream can drop duplicates exactly.
 //
@@ -94,7 +135,8 @@
 // kill are counted again: a surplus, never a false loss). Prometheus series are registered on
 // Config.Registerer: tributary_mirror_records_total and _bytes_total,
 // _lag_records per owned source partition, _seconds_since_commit,
-// _buffered_records and _buffered_bytes, _stopped_partitions, _rebalances_total.
+// _buffered_records and _buffered_bytes, _stopped_partitions, _rebalances_total,
+// and with checkpoints _checkpoint_age_seconds per source and group.
 //
 // # Concurrency
 //

@@ -481,6 +481,14 @@ func (e *eosGroup) produce(ctx context.Context, fs kgo.Fetches, perr *firstErr) 
 		if ps.halted.Load() {
 			return
 		}
+		if b.next[r.Topic] == nil {
+			b.next[r.Topic] = map[int32]int64{}
+		}
+		if m.cfg.looped(r.Headers) {
+			// From the target: not mirrored back, its offset committed with the poll.
+			b.next[r.Topic][r.Partition] = r.Offset + 1
+			return
+		}
 		out := &kgo.Record{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, Topic: ps.target, Partition: ps.partition}
 		out.Headers = make([]kgo.RecordHeader, len(r.Headers), len(r.Headers)+1)
 		copy(out.Headers, r.Headers)
@@ -502,9 +510,6 @@ func (e *eosGroup) produce(ctx context.Context, fs kgo.Fetches, perr *firstErr) 
 				perr.set(err)
 			}
 		})
-		if b.next[r.Topic] == nil {
-			b.next[r.Topic] = map[int32]int64{}
-		}
 		b.next[r.Topic][r.Partition] = r.Offset + 1
 		b.last[ps] = r.Offset + 1
 		size := int64(len(r.Key) + len(r.Value))

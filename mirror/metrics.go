@@ -13,6 +13,7 @@ type metrics struct {
 	stopped         prometheus.Gauge
 	rebalances      *prometheus.CounterVec // source
 	topics          *prometheus.GaugeVec   // source
+	checkpointAge   *prometheus.GaugeVec   // source, group
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -53,9 +54,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "tributary_mirror_topics",
 			Help: "Source topics being mirrored, per source.",
 		}, []string{"source"}),
+		checkpointAge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tributary_mirror_checkpoint_age_seconds",
+			Help: "Seconds since the checkpoints of a source consumer group last covered every partition it committed (emit.checkpoints.enabled).",
+		}, []string{"source", "group"}),
 	}
 	for _, c := range []prometheus.Collector{m.records, m.bytes, m.lag, m.sinceCommit,
-		m.bufferedRecords, m.bufferedBytes, m.stopped, m.rebalances, m.topics} {
+		m.bufferedRecords, m.bufferedBytes, m.stopped, m.rebalances, m.topics, m.checkpointAge} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -61,6 +61,10 @@ type Mirror struct {
 	// exactly-once mirror fenced by a newer instance).
 	fatal chan error
 
+	// syncs records where acknowledged records landed on the target, with
+	// checkpoints on (syncs.go); nil otherwise.
+	syncs *syncWriter
+
 	// maxMessage holds each target topic's max.message.bytes (int32).
 	maxMessage sync.Map
 }
@@ -104,6 +108,9 @@ type partState struct {
 	// pending is the latest mark not yet given to the group, held until
 	// the audit counts of the records before it are published (marks.go).
 	pending atomic.Pointer[pendingMark]
+	// skipped is the latest record passed over as come from the target
+	// (skip), marked once the record sent before it is acknowledged.
+	skipped atomic.Pointer[skippedMark]
 	// targetKnown is set once the target producer is known to have the
 	// target partition in its metadata (grow.go).
 	targetKnown atomic.Bool
@@ -136,6 +143,9 @@ func New(cfg Config, counter Counter) (*Mirror, error) {
 	if cfg.TopicsExclude != "" {
 		m.exclude = regexp.MustCompile(`^(?:` + cfg.TopicsExclude + `)$`)
 	}
+	if cfg.checkpoints() {
+		m.syncs = newSyncWriter(m)
+	}
 	for _, sc := range cfg.Sources {
 		m.sources = append(m.sources, &source{m: m, cfg: sc, log: m.log.With("source", sc.Name), active: map[string]int{}})
 	}
@@ -159,8 +169,11 @@ func (m *Mirror) mirrored(topic string) bool {
 	if topic == AuditTopic {
 		return !m.cfg.AuditDisable
 	}
-	if strings.HasPrefix(topic, "__") {
-		return false // internal topics: consumer offsets, Connect's, ...
+	if strings.HasPrefix(topic, "__") || m.cfg.internalTopic(topic) {
+		return false // internal topics: consumer offsets, Connect's, MirrorMaker 2's, ours
+	}
+	if m.cfg.isCycle(topic) {
+		return false // it came from the target: mirroring it back would loop
 	}
 	return m.include.MatchString(topic) && (m.exclude == nil || !m.exclude.MatchString(topic))
 }
@@ -203,6 +216,21 @@ func (m *Mirror) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	var cps *checkpointer
+	if m.syncs != nil {
+		names := []string{OffsetSyncsTopic}
+		for _, s := range m.sources {
+			names = append(names, m.cfg.CheckpointsTopic(s.cfg.Name))
+		}
+		for _, name := range names {
+			if err := createInternal(ctx, m.tadm, m.cfg.TargetReplicationFactor, name); err != nil {
+				return err
+			}
+		}
+		if cps, err = newCheckpointer(m); err != nil {
+			return err
+		}
+	}
 	intake, stopIntake := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, s := range m.sources {
@@ -213,6 +241,10 @@ func (m *Mirror) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); m.watch(ctx) }()
 	wg.Add(1)
 	go func() { defer wg.Done(); m.releaseLoop(ctx) }()
+	if cps != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); cps.run(ctx) }()
+	}
 	m.log.Info("mirror started", "sources", len(m.sources), "target", m.cfg.TargetName, "topics", m.cfg.Topics)
 	var fatal error
 	select {
@@ -234,6 +266,11 @@ func (m *Mirror) Run(ctx context.Context) error {
 	var errs []error
 	if err := m.target.Flush(dctx); err != nil {
 		errs = append(errs, fmt.Errorf("mirror: waiting for the target to acknowledge in-flight records: %w", err))
+	}
+	if m.syncs != nil {
+		if err := m.syncs.flush(dctx); err != nil {
+			errs = append(errs, fmt.Errorf("mirror: %w", err))
+		}
 	}
 	if err := m.releaseMarks(dctx); err != nil {
 		errs = append(errs, fmt.Errorf("mirror: publishing the audit counts before the last commit (the offsets since the last published counts stay uncommitted): %w", err))
@@ -298,6 +335,10 @@ func (m *Mirror) part(source, topic string, partition int32) *partState {
 // with off+1 once the target acknowledged rec and every record of the
 // partition before it.
 func (m *Mirror) produce(ctx context.Context, ps *partState, off int64, rec *kgo.Record, mark func(next int64)) {
+	if m.cfg.looped(rec.Headers) {
+		m.skip(ps, off, mark)
+		return
+	}
 	rec.Topic, rec.Partition = ps.target, ps.partition
 	// A record that cannot fit the target topic's max.message.bytes is
 	// refused here, before any later record of its partition is sent: a
@@ -328,6 +369,14 @@ func (m *Mirror) produce(ctx context.Context, ps *partState, off int64, rec *kgo
 		}
 		ps.acked.Store(off + 1)
 		m.lastAck.Store(time.Now().UnixNano())
+		if m.syncs != nil {
+			m.syncs.acked(ps, off, r.Offset)
+		}
+		defer func() {
+			if sk := ps.skipped.Load(); sk != nil && sk.after == off {
+				m.markSkipped(ps, &sk.pendingMark)
+			}
+		}()
 		size := int64(len(r.Key) + len(r.Value))
 		ps.records.Inc()
 		ps.bytes.Add(float64(size))
@@ -340,8 +389,51 @@ func (m *Mirror) produce(ctx context.Context, ps *partState, off int64, rec *kgo
 		if ps.target != AuditTopic {
 			m.counter.Count(ps.target, r.Timestamp, 1, size)
 		}
-		ps.pending.Store(&pendingMark{next: off + 1, mark: mark})
+		ps.storePending(&pendingMark{next: off + 1, mark: mark})
 	})
+}
+
+// skip passes over a record that came from the target (Config.looped).
+// When nothing of its partition is in flight it is marked at once;
+// otherwise the acknowledgement of the last record sent marks it (after
+// its own), so that a partition ending with such records still commits
+// to its end.
+func (m *Mirror) skip(ps *partState, off int64, mark func(next int64)) {
+	last := ps.sent.Load() - 1
+	ps.skipped.Store(&skippedMark{after: last, pendingMark: pendingMark{next: off + 1, mark: mark}})
+	// Idle (now or since): nobody else will mark it. Marked twice when the
+	// promise also saw it: marks never move back.
+	if ps.acked.Load() == ps.sent.Load() {
+		m.markSkipped(ps, &pendingMark{next: off + 1, mark: mark})
+	}
+}
+
+func (m *Mirror) markSkipped(ps *partState, pm *pendingMark) {
+	if m.counter == nil {
+		pm.mark(pm.next)
+		return
+	}
+	ps.storePending(pm)
+}
+
+// skippedMark is a skipped record's mark, to be given after the record at
+// offset after is acknowledged.
+type skippedMark struct {
+	after int64
+	pendingMark
+}
+
+// storePending keeps the latest of the pending marks.
+func (ps *partState) storePending(pm *pendingMark) {
+	for {
+		cur := ps.pending.Load()
+		if cur != nil && cur.next >= pm.next {
+			return
+		}
+		if ps.pending.CompareAndSwap(cur, pm) {
+			return
+		}
+	}
 }
 
 // recordSize bounds a record's size in a batch: its fields, their length

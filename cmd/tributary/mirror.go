@@ -37,6 +37,7 @@ func newMirrorCommand() *cobra.Command {
 	cmd.Flags().StringVar(&o.config, "config", "", "mirror.properties file (required)")
 	cmd.Flags().StringArrayVar(&o.overrides, "override", nil, "key=value overriding one property")
 	cmd.Flags().StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	cmd.AddCommand(newMirrorTranslateCommand())
 	return cmd
 }
 
