@@ -71,7 +71,7 @@ func runSoak(cmd *cobra.Command, o soakOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.python == "" {
+	if !cmd.Flags().Changed("python") {
 		// Read here, not as the flag's default: the help (and the generated
 		// CLI reference) must not show this machine's path.
 		o.python = os.Getenv("TRIBUTARY_TEST_PYTHON")
