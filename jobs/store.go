@@ -276,6 +276,26 @@ const (
 // is taken once. If the lock is held, the run is recorded skipped instead.
 // Returns the record's version when won.
 func (s *Store) claim(ctx context.Context, run *Run, request string) (claimOutcome, int32, error) {
+	for attempt := 1; ; attempt++ {
+		outcome, version, err := s.claimOnce(ctx, run, request, attempt < claimAttempts)
+		if !errors.Is(err, errLockReleased) {
+			return outcome, version, err
+		}
+	}
+}
+
+// claimAttempts bounds the claims of one run that find the lock held and
+// then released before they can read whose it was.
+const claimAttempts = 3
+
+// errLockReleased: a claim found the job's lock held, and gone when it
+// read whose it was; the claim is tried again (the run may go ahead now).
+var errLockReleased = errors.New("jobs: lock released during the claim")
+
+// claimOnce is one claim; with retry, a lock released between the failed
+// create and the read of its holder returns errLockReleased instead of a
+// skipped record naming no run.
+func (s *Store) claimOnce(ctx context.Context, run *Run, request string, retry bool) (claimOutcome, int32, error) {
 	data, _ := json.Marshal(run)
 	lock, _ := json.Marshal(lockData{Run: run.ID, Scheduler: run.Scheduler})
 	ops := []coord.Op{
@@ -309,7 +329,10 @@ func (s *Store) claim(ctx context.Context, run *Run, request string) (claimOutco
 		}
 	}
 	// The lock is held: record the run as skipped, once.
-	held, _, _ := s.readLock(ctx, run.Job)
+	held, _, lerr := s.readLock(ctx, run.Job)
+	if errors.Is(lerr, coord.ErrNoNode) && retry {
+		return claimTaken, 0, errLockReleased
+	}
 	now := time.Now().UTC()
 	skipped := *run
 	skipped.Status = StatusSkipped
