@@ -44,7 +44,7 @@ import (
 //
 // With Config.TimestampType INT64 (native readers only) the page views
 // come out at 0.461x and the request log at 0.525x (0.438x and 0.521x
-// before INT96, when files carried no parquet.avro.schema footer):
+// were measured before INT96 and the parquet.avro.schema footer came in):
 // maxPageViewRatioINT64 and maxWideRatioINT64.
 const (
 	maxPageViewRatio      = 0.77
