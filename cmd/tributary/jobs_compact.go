@@ -71,7 +71,7 @@ func newJobsCompactCommand() *cobra.Command {
 	f.StringVar(&o.topics, "topics", "", "comma-separated topics (default: every topic under --base)")
 	f.DurationVar(&o.delay, "delay", compact.DefaultDelay, "wait past an hour's end for late records")
 	f.StringVar(&o.codec, "codec", compact.DefaultCodec, "Parquet compression: zstd or snappy")
-	f.StringVar(&o.timestampType, "parquet-timestamp-type", compact.TimestampINT96, "Parquet type of Avro timestamp-millis: INT96 (what Spark reads through a Hive table's Parquet partitions) or INT64 (TIMESTAMP(MILLIS, UTC), delta-encoded, about a quarter the bytes; for files read only by native Parquet readers: not with a Hive catalog)")
+	f.StringVar(&o.timestampType, "parquet-timestamp-type", compact.TimestampINT96, "Parquet type of Avro timestamp-millis: INT96 (what Spark reads through a Hive table's Parquet partitions) or INT64 (TIMESTAMP(MILLIS, UTC), delta-encoded: about a byte a row against INT96's 4; for files read only by native Parquet readers, so not with a Hive --tables-config)")
 	f.StringVar(&o.targetSize, "target-file-size", "128MiB", "approximate size of each Parquet file")
 	f.StringArrayVar(&o.sortBy, "sort-by", nil, "TOPIC=COL[,COL...]: order that topic's rows in each Parquet file by these top-level fields, nulls first, e.g. requests=user_id (repeatable); pays where other columns follow the key")
 	f.StringVar(&o.summary, "summary-json", "", "also write the JSON summary to this file")
