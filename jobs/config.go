@@ -13,6 +13,8 @@ import (
 
 	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
+
+	"github.com/tributary/tributary/jobs/compact"
 )
 
 // Kind says what a job runs.
@@ -302,7 +304,7 @@ var argKinds = map[Kind]map[string]bool{
 	KindExec:   {"command": true, "env": false, "dir": false},
 	KindCompact: {"base": true, "loader_job": true, "topics": false, "delay": false, "codec": false, "target_file_size": false, "hdfs_config": false,
 		"audit_url": false, "completeness.threshold": false, "completeness.timeout": false, "catalog_file": false,
-		"tables_config": false, "sort_by": false},
+		"tables_config": false, "sort_by": false, "parquet_timestamp_type": false},
 	KindRetention: {"base": true, "max_age": false, "topics": false, "hdfs_config": false, "catalog_file": false, "tables_config": false},
 }
 
@@ -383,6 +385,12 @@ func validateArgs(kind Kind, args map[string]any) error {
 		if v, ok := args["codec"]; ok {
 			if s, _ := v.(string); s != "snappy" && s != "zstd" {
 				return argErr("codec", "%v: must be zstd or snappy", v)
+			}
+		}
+		if v, ok := args["parquet_timestamp_type"]; ok {
+			s, _ := v.(string)
+			if _, err := compact.ParseTimestampType(s); err != nil || s == "" {
+				return argErr("parquet_timestamp_type", "%v: must be INT96 (the default, which Spark reads through a Hive table) or INT64 (native Parquet readers only)", v)
 			}
 		}
 		if v, ok := args["target_file_size"]; ok {

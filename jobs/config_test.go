@@ -54,6 +54,9 @@ func TestParseConfigBad(t *testing.T) {
 		{"exec without command", head + "    schedule: \"@every 1m\"\n    kind: exec\n", "j1", "args.command"},
 		{"compact without base", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {loader_job: l}\n", "j1", "args.base"},
 		{"compact bad codec", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {base: /x, loader_job: l, codec: lzo}\n", "j1", "args.codec"},
+		{"compact bad parquet_timestamp_type", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {base: /x, loader_job: l, parquet_timestamp_type: TIMESTAMP_MILLIS}\n", "j1", "args.parquet_timestamp_type"},
+		{"compact empty parquet_timestamp_type", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {base: /x, loader_job: l, parquet_timestamp_type: \"\"}\n", "j1", "args.parquet_timestamp_type"},
+		{"compact parquet_timestamp_type number", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {base: /x, loader_job: l, parquet_timestamp_type: 64}\n", "j1", "args.parquet_timestamp_type"},
 		{"compact empty hdfs_config", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {base: /x, loader_job: l, hdfs_config: \"\"}\n", "j1", "args.hdfs_config"},
 		{"compact threshold over 1", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {base: /x, loader_job: l, completeness.threshold: 1.5}\n", "j1", "args.completeness.threshold"},
 		{"compact bad timeout", head + "    schedule: \"@hourly\"\n    kind: compact\n    args: {base: /x, loader_job: l, completeness.timeout: soon}\n", "j1", "args.completeness.timeout"},
@@ -116,6 +119,27 @@ func TestReadinessArgsPassedOn(t *testing.T) {
 		if !strings.Contains(strings.Join(tk.argv, " "), want[j.Name]) {
 			t.Errorf("%s: argv %q lacks %q", j.Name, tk.argv, want[j.Name])
 		}
+	}
+}
+
+// TestTimestampTypePassedOn: a compact job's parquet_timestamp_type is
+// handed to `tributary jobs compact` as --parquet-timestamp-type.
+func TestTimestampTypePassedOn(t *testing.T) {
+	jobs, err := ParseConfig([]byte(`jobs:
+  - name: c
+    schedule: "@hourly"
+    kind: compact
+    args: {base: /data, loader_job: l, parquet_timestamp_type: INT64}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := taskFor(jobs[0], "tributary", "sum.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "--parquet-timestamp-type INT64"; !strings.Contains(strings.Join(tk.argv, " "), want) {
+		t.Errorf("argv %q lacks %q", tk.argv, want)
 	}
 }
 

@@ -72,6 +72,9 @@ func taskFor(j Job, exe, summary string) (task, error) {
 		if v, ok := a["codec"]; ok {
 			argv = append(argv, "--codec", v.(string))
 		}
+		if v, ok := a["parquet_timestamp_type"]; ok {
+			argv = append(argv, "--parquet-timestamp-type", v.(string))
+		}
 		if v, ok := a["target_file_size"]; ok {
 			argv = append(argv, "--target-file-size", fmt.Sprint(v))
 		}

@@ -18,10 +18,12 @@ import (
 
 	"github.com/tributary/tributary/audit/service"
 	"github.com/tributary/tributary/internal/filesys"
+	"github.com/tributary/tributary/internal/properties"
 	"github.com/tributary/tributary/jobs"
 	"github.com/tributary/tributary/jobs/compact"
 	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/jobs/retention"
+	"github.com/tributary/tributary/jobs/tables"
 	"github.com/tributary/tributary/loader"
 )
 
@@ -34,6 +36,7 @@ type jobsCompactOptions struct {
 	topics        string
 	delay         time.Duration
 	codec         string
+	timestampType string
 	targetSize    string
 	sortBy        []string
 	summary       string
@@ -68,6 +71,7 @@ func newJobsCompactCommand() *cobra.Command {
 	f.StringVar(&o.topics, "topics", "", "comma-separated topics (default: every topic under --base)")
 	f.DurationVar(&o.delay, "delay", compact.DefaultDelay, "wait past an hour's end for late records")
 	f.StringVar(&o.codec, "codec", compact.DefaultCodec, "Parquet compression: zstd or snappy")
+	f.StringVar(&o.timestampType, "parquet-timestamp-type", compact.TimestampINT96, "Parquet type of Avro timestamp-millis: INT96 (what Spark reads through a Hive table's Parquet partitions) or INT64 (TIMESTAMP(MILLIS, UTC), delta-encoded: about a byte a row against INT96's 4; for files read only by native Parquet readers, so not with a Hive --tables-config)")
 	f.StringVar(&o.targetSize, "target-file-size", "128MiB", "approximate size of each Parquet file")
 	f.StringArrayVar(&o.sortBy, "sort-by", nil, "TOPIC=COL[,COL...]: order that topic's rows in each Parquet file by these top-level fields, nulls first, e.g. requests=user_id (repeatable); pays where other columns follow the key")
 	f.StringVar(&o.summary, "summary-json", "", "also write the JSON summary to this file")
@@ -123,6 +127,10 @@ func runJobsCompact(cmd *cobra.Command, o jobsCompactOptions) error {
 	if err != nil {
 		return fmt.Errorf("--sort-by: %w", err)
 	}
+	tsType, err := timestampTypeFlag(o.timestampType, o.tablesConfig)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	hdfsOpts, err := readHDFSConfig(o.hdfsConfig)
@@ -158,7 +166,7 @@ func runJobsCompact(cmd *cobra.Command, o jobsCompactOptions) error {
 		return err
 	}
 	defer closeCatalog()
-	cfg := compact.Config{FS: fsys, Base: base, ClosedThrough: closed, Delay: o.delay, Codec: o.codec,
+	cfg := compact.Config{FS: fsys, Base: base, ClosedThrough: closed, Delay: o.delay, Codec: o.codec, TimestampType: tsType,
 		TargetFileSize: size, SortBy: sortBy, Logger: logger, Audit: audit, Threshold: o.threshold, Timeout: o.timeout,
 		Catalog: catalog}
 	if o.topics != "" {
@@ -191,6 +199,30 @@ func runJobsCompact(cmd *cobra.Command, o jobsCompactOptions) error {
 		err = werr
 	}
 	return err
+}
+
+// timestampTypeFlag reads --parquet-timestamp-type and refuses INT64 with
+// a Hive catalog (--tables-config with hive.integration=true): Spark reads
+// a Hive table's Parquet partitions through Hive's serde, whose Parquet
+// reader (Hive 2.3, Spark's built-in client) reads timestamps only from
+// INT96, so every query touching the column would fail.
+func timestampTypeFlag(v, tablesConfig string) (string, error) {
+	t, err := compact.ParseTimestampType(v)
+	if err != nil || v == "" {
+		return "", badFlag("parquet-timestamp-type", v, "want INT96 or INT64")
+	}
+	if t != compact.TimestampINT64 || tablesConfig == "" {
+		return t, nil
+	}
+	props, err := readPropertiesFile(tablesConfig, nil)
+	if err != nil {
+		return "", fmt.Errorf("--tables-config %s: %w", tablesConfig, err)
+	}
+	// A config that is otherwise bad is catalogOf's to report.
+	if cfg, _ := tables.ConfigFromProperties(properties.New(props)); cfg.Enabled {
+		return "", fmt.Errorf("--parquet-timestamp-type INT64 with --tables-config %s (hive.integration=true): Spark reads a Hive table's Parquet partitions through Hive 2.3's Parquet reader, which reads timestamps only from INT96 (queries on the column would fail); keep INT96 or drop the Hive registration", tablesConfig)
+	}
+	return t, nil
 }
 
 // openBase opens the loader output uri of flag and checks that it exists:

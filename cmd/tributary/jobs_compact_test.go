@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -10,6 +12,9 @@ import (
 	"time"
 
 	"github.com/linkedin/goavro/v2"
+	"github.com/xitongsys/parquet-go-source/buffer"
+	"github.com/xitongsys/parquet-go/parquet"
+	"github.com/xitongsys/parquet-go/reader"
 
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/jobs/compact"
@@ -95,5 +100,105 @@ func TestJobsCompactSortBy(t *testing.T) {
 	}
 	if got, want := order("clicks"), []int64{0, 1, 2, 3, 4, 5}; !slices.Equal(got, want) {
 		t.Errorf("clicks rows by n: %v, want the input order %v", got, want)
+	}
+}
+
+// TestJobsCompactTimestampType: --parquet-timestamp-type INT64 compacts
+// (package rows reads the instants back); a bad value, and INT64 with a
+// --tables-config that registers Hive tables, fail before any work (no
+// metastore is dialled, no hour marked) with one line naming the flag.
+func TestJobsCompactTimestampType(t *testing.T) {
+	const sch = `{"type": "record", "name": "V", "fields": [{"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}}]}`
+	codec, err := goavro.NewCodec(sch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, base := filesys.Local(), t.TempDir()
+	hour := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	instants := []time.Time{time.Date(1901, 1, 1, 0, 0, 0, 5e6, time.UTC), hour.Add(time.Minute), time.Date(2100, 6, 1, 0, 0, 0, 0, time.UTC)}
+	var recs []any
+	for _, ts := range instants {
+		recs = append(recs, map[string]any{"ts": ts})
+	}
+	var buf bytes.Buffer
+	w, err := goavro.NewOCFWriter(goavro.OCFConfig{W: &buf, Codec: codec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append(recs); err != nil {
+		t.Fatal(err)
+	}
+	dir := hours.Dir(base, "views", hour)
+	name := hours.LoaderFile{Topic: "views", Partition: 0, First: 0, Last: int64(len(recs) - 1), SchemaID: 1, Format: hours.Avro}.Name()
+	if err := filesys.WriteFile(fsys, path.Join(dir, name), buf.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	props := func(integration bool) string {
+		p := path.Join(t.TempDir(), "tables.properties")
+		// A metastore nobody listens on: the refusal must come first.
+		body := fmt.Sprintf("hive.integration=%v\nhive.metastore.uris=thrift://127.0.0.1:1\nschema.registry.url=http://127.0.0.1:1\n", integration)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	hive := props(true)
+	closed := hour.Add(2 * time.Hour).Format(time.RFC3339)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--parquet-timestamp-type", "INT32"}, `--parquet-timestamp-type "INT32": want INT96 or INT64`},
+		{[]string{"--parquet-timestamp-type", ""}, `--parquet-timestamp-type "": want INT96 or INT64`},
+		{[]string{"--parquet-timestamp-type", "INT64", "--tables-config", hive},
+			"--parquet-timestamp-type INT64 with --tables-config " + hive + " (hive.integration=true): Spark reads a Hive table's Parquet partitions through Hive 2.3's Parquet reader, which reads timestamps only from INT96"},
+	} {
+		args := append([]string{"jobs", "compact", "--base", base, "--closed-through", closed, "--log-level", "error"}, c.args...)
+		res := runCLI(t, 30*time.Second, "", args...)
+		if res.err == nil || !strings.Contains(res.err.Error(), c.want) || strings.Contains(res.err.Error(), "\n") || res.stdout != "" {
+			t.Errorf("%q: error %v, stdout %q: want one line with %q and no output", c.args, res.err, res.stdout, c.want)
+		}
+		if ok, err := filesys.Exists(fsys, path.Join(dir, hours.SuccessMarker)); err != nil || ok {
+			t.Fatalf("%q: _SUCCESS written (%v, %v): the refusal came after work", c.args, ok, err)
+		}
+	}
+	// hive.integration=false registers nothing: INT64 is fine.
+	res := runCLI(t, 30*time.Second, "", "jobs", "compact", "--base", base, "--closed-through", closed, "--log-level", "error",
+		"--parquet-timestamp-type", "INT64", "--tables-config", props(false))
+	if res.err != nil {
+		t.Fatalf("jobs compact --parquet-timestamp-type INT64: %v\n%s", res.err, res.stderr)
+	}
+	files, err := hours.TopicData(fsys, base, "views")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []time.Time
+	for _, d := range files {
+		if d.Format != hours.Parquet {
+			t.Fatalf("%s is not Parquet", d.Path())
+		}
+		if _, err := rows.Read(fsys, d, func(rec map[string]any) error { got = append(got, rec["ts"].(time.Time)); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		b, err := filesys.ReadFile(fsys, d.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, err := buffer.NewBufferFile(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := reader.NewParquetReader(src, nil, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		el := pr.SchemaHandler.SchemaElements[1]
+		pr.ReadStop()
+		if el.GetType() != parquet.Type_INT64 || el.LogicalType.GetTIMESTAMP() == nil || el.LogicalType.GetTIMESTAMP().Unit.MILLIS == nil {
+			t.Errorf("%s: ts is %v, want INT64 TIMESTAMP(MILLIS)", d.Path(), el)
+		}
+	}
+	if !slices.EqualFunc(got, instants, time.Time.Equal) {
+		t.Errorf("rows read %v, want %v", got, instants)
 	}
 }

@@ -36,6 +36,24 @@ const (
 	DefaultTimeout        = 24 * time.Hour
 )
 
+// The values of Config.TimestampType.
+const (
+	TimestampINT96 = "INT96"
+	TimestampINT64 = "INT64"
+)
+
+// ParseTimestampType reads a Parquet timestamp type as the CLI and job
+// args give it ("INT96" or "INT64", any case); "" is the default, INT96.
+func ParseTimestampType(s string) (string, error) {
+	switch t := strings.ToUpper(strings.TrimSpace(s)); t {
+	case "", TimestampINT96:
+		return TimestampINT96, nil
+	case TimestampINT64:
+		return t, nil
+	}
+	return "", fmt.Errorf("%w: parquet timestamp type %q: want INT96 or INT64", ErrBadConfig, s)
+}
+
 // flushRows is how many decoded rows a Parquet writer holds before shredding them.
 const flushRows = 4096
 
@@ -65,6 +83,13 @@ type Config struct {
 	Delay time.Duration
 	// Codec is "zstd" (default) or "snappy".
 	Codec string
+	// TimestampType is the Parquet type of Avro timestamp-millis:
+	// TimestampINT96 (default; what Hive's Parquet reader, Spark's path to
+	// a Hive table's partitions, reads) or TimestampINT64 (INT64
+	// TIMESTAMP(MILLIS, UTC-adjusted), delta-encoded: the spec's choice and
+	// about a quarter of INT96's bytes, for files read only by native
+	// Parquet readers; see doc.go).
+	TimestampType string
 	// TargetFileSize is the approximate size of each Parquet file; an
 	// hour with more data gets several. Default DefaultTargetFileSize.
 	TargetFileSize int64
@@ -119,6 +144,9 @@ func (c Config) Validate() error {
 	}
 	if c.Codec != "" && c.Codec != "snappy" && c.Codec != "zstd" {
 		errs = append(errs, fmt.Errorf("%w: codec %q: want zstd or snappy", ErrBadConfig, c.Codec))
+	}
+	if c.TimestampType != "" && c.TimestampType != TimestampINT96 && c.TimestampType != TimestampINT64 {
+		errs = append(errs, fmt.Errorf("%w: timestamp type %q: want INT96 or INT64", ErrBadConfig, c.TimestampType))
 	}
 	if c.TargetFileSize < 0 {
 		errs = append(errs, fmt.Errorf("%w: negative target file size", ErrBadConfig))
@@ -843,7 +871,7 @@ func (c *Compactor) mapping(schema string) (*node, *mapper, error) {
 	if err := json.Unmarshal([]byte(schema), &s); err != nil {
 		return nil, nil, err
 	}
-	m := &mapper{named: map[string]any{}}
+	m := &mapper{named: map[string]any{}, int64Millis: c.cfg.TimestampType == TimestampINT64}
 	root, err := m.build(s, "", "parquet_go_root", 0, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrUnsupportedSchema, err)

@@ -50,6 +50,9 @@ type mapper struct {
 	named  map[string]any // full name -> definition, for references
 	leaves []*node
 	inName int
+	// int64Millis maps timestamp-millis to INT64 TIMESTAMP(MILLIS, UTC)
+	// instead of INT96 (Config.TimestampType).
+	int64Millis bool
 }
 
 // branchKey is goavro's key for a union branch of schema s.
@@ -200,6 +203,9 @@ func (m *mapper) primitive(t string, def map[string]any, name string, rep int32)
 	// The logical types as doc.go's table maps them (and why).
 	switch t + "." + lt {
 	case "long.timestamp-millis":
+		if m.int64Millis {
+			return m.leaf(name, timestampTag("MILLIS", true), rep, convMillis)
+		}
 		// INT96: what Hive's Parquet reader up to 3.1 (Spark's built-in
 		// Hive client) reads as a timestamp; it refuses INT64 ones.
 		return m.leaf(name, "type=INT96, omitstats=true", rep, convInt96)
