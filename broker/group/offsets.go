@@ -176,6 +176,9 @@ func (g *group) commitCheck(req *kmsg.OffsetCommitRequest) int16 {
 	if g.state == stateDead {
 		return g.deadCode
 	}
+	if g.cg != nil {
+		return g.consumerCommitCheck(req.MemberID, req.Generation, req.Version, false)
+	}
 	if g.fenced(req.MemberID, req.InstanceID) {
 		return kerr.FencedInstanceID.Code
 	}
@@ -417,6 +420,9 @@ func (c *Coordinator) OffsetDelete(_ context.Context, req *kmsg.OffsetDeleteRequ
 // subscribe to (none for an empty group); ok is false for a non-empty
 // group of another protocol type, whose subscriptions are opaque.
 func (g *group) subscribedTopics() (map[string]bool, bool) {
+	if g.cg != nil {
+		return g.consumerSubscribedTopics(), true
+	}
 	out := map[string]bool{}
 	if g.state == stateEmpty || len(g.members) == 0 {
 		return out, true

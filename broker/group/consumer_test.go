@@ -1,0 +1,314 @@
+package group
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+var (
+	topicA = [16]byte{1}
+	topicB = [16]byte{2}
+)
+
+func consumerTestTopics() map[string]TopicMeta {
+	return map[string]TopicMeta{"a": {ID: topicA, Partitions: 6}, "b": {ID: topicB, Partitions: 2}, "other": {ID: [16]byte{3}, Partitions: 1}}
+}
+
+func newConsumerCoordinator(t *testing.T, log Log) *Coordinator {
+	t.Helper()
+	c := newTestCoordinator(t, Config{ConsumerSessionTimeout: time.Minute, ConsumerHeartbeatInterval: time.Second},
+		WithTopics(consumerTestTopics))
+	loaded(t, c, log)
+	return c
+}
+
+// cgClient is one member as a test drives it: it owns what it was
+// assigned and reports it back.
+type cgClient struct {
+	t     *testing.T
+	c     *Coordinator
+	id    string
+	epoch int32
+	owned assignment
+}
+
+func (m *cgClient) heartbeat(topics []string, regex *string, owned assignment) *kmsg.ConsumerGroupHeartbeatResponse {
+	m.t.Helper()
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.SetVersion(1)
+	req.Group, req.MemberID, req.MemberEpoch = "cg", m.id, m.epoch
+	req.RebalanceTimeoutMillis = 30000
+	req.SubscribedTopicNames, req.SubscribedTopicRegex = topics, regex
+	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	for _, id := range owned.topicIDs() {
+		req.Topics = append(req.Topics, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: id, Partitions: owned[id]})
+	}
+	resp := m.c.ConsumerGroupHeartbeat(context.Background(), req, "client-"+m.id, "/127.0.0.1")
+	if resp.ErrorCode == 0 {
+		m.epoch = resp.MemberEpoch
+		if resp.Assignment != nil {
+			m.owned = assignment{}
+			for _, t := range resp.Assignment.Topics {
+				for _, p := range t.Partitions {
+					m.owned.add(t.TopicID, p)
+				}
+			}
+		}
+	}
+	return resp
+}
+
+func (m *cgClient) beat() *kmsg.ConsumerGroupHeartbeatResponse {
+	m.t.Helper()
+	resp := m.heartbeat([]string{"a", "b"}, nil, m.owned)
+	if resp.ErrorCode != 0 {
+		m.t.Fatalf("%s heartbeat: %v", m.id, kerr.ErrorForCode(resp.ErrorCode))
+	}
+	return resp
+}
+
+// TestConsumerGroupReconciliation: partitions move to a new member only
+// after their previous owner revoked them, epochs advance, every
+// partition ends assigned once, and a new coordinator loading the log
+// resumes the group (epochs, members, assignments).
+func TestConsumerGroupReconciliation(t *testing.T) {
+	log := &memLog{}
+	c := newConsumerCoordinator(t, log)
+	a := &cgClient{t: t, c: c, id: "A", owned: assignment{}}
+	a.beat()
+	if a.epoch != 1 || a.owned.count() != 8 {
+		t.Fatalf("first member: epoch %d owns %v", a.epoch, a.owned)
+	}
+	b := &cgClient{t: t, c: c, id: "B", owned: assignment{}}
+	b.beat()
+	// B is at the new epoch but gets nothing A still owns.
+	if b.epoch != 2 || b.owned.count() != 0 {
+		t.Fatalf("B before A revoked: epoch %d owns %v", b.epoch, b.owned)
+	}
+	// A's heartbeat asks it to revoke half (it stays at epoch 1 until it has).
+	a.beat()
+	if a.epoch != 1 || a.owned.count() != 4 {
+		t.Fatalf("A asked to revoke: epoch %d owns %v", a.epoch, a.owned)
+	}
+	// B still waits: A has not reported the revocation yet.
+	b.beat()
+	if b.owned.count() != 0 {
+		t.Fatalf("B got partitions A has not revoked: %v", b.owned)
+	}
+	a.beat() // reports the 4 it kept: the others are released
+	if a.epoch != 2 {
+		t.Fatalf("A after revoking: epoch %d", a.epoch)
+	}
+	b.beat()
+	if b.owned.count() != 4 || len(b.owned.intersect(a.owned)) != 0 {
+		t.Fatalf("after reconciliation A owns %v, B owns %v", a.owned, b.owned)
+	}
+
+	d := c.ConsumerGroupDescribe(context.Background(), &kmsg.ConsumerGroupDescribeRequest{Groups: []string{"cg"}})
+	dg := d.Groups[0]
+	if dg.ErrorCode != 0 || dg.State != "Stable" || dg.Epoch != 2 || dg.AssignmentEpoch != 2 || len(dg.Members) != 2 || dg.AssignorName != "uniform" {
+		t.Fatalf("describe: %+v", dg)
+	}
+	if n := dg.Members[0].Assignment.TopicPartitions[0].Topic; n != "a" {
+		t.Fatalf("described topic name %q", n)
+	}
+
+	// Commits carry the member epoch.
+	commit := func(member string, epoch int32, version int16) int16 {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.SetVersion(version)
+		req.Group, req.MemberID, req.Generation = "cg", member, epoch
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = "a"
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, 42
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return c.OffsetCommit(context.Background(), req).Topics[0].Partitions[0].ErrorCode
+	}
+	for _, tc := range []struct {
+		epoch   int32
+		version int16
+		want    int16
+	}{{1, 9, kerr.StaleMemberEpoch.Code}, {3, 9, kerr.FencedMemberEpoch.Code}, {2, 8, kerr.UnsupportedVersion.Code}, {2, 9, 0}} {
+		if got := commit("A", tc.epoch, tc.version); got != tc.want {
+			t.Errorf("commit at epoch %d v%d: %v, want %v", tc.epoch, tc.version, kerr.ErrorForCode(got), kerr.ErrorForCode(tc.want))
+		}
+	}
+
+	// A classic member is refused; a classic group refuses consumer members.
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.SetVersion(9)
+	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = "cg", 10000, 10000, "consumer"
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0}}}
+	if got := c.JoinGroup(context.Background(), join, "x", "/h"); got.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Fatalf("classic join to a consumer group: %v", kerr.ErrorForCode(got.ErrorCode))
+	}
+
+	// Failover: a new coordinator over the same log.
+	c.Close()
+	c2 := newConsumerCoordinator(t, log)
+	a.c, b.c = c2, c2
+	a.beat()
+	b.beat()
+	if a.epoch != 2 || b.epoch != 2 || a.owned.count() != 4 || b.owned.count() != 4 {
+		t.Fatalf("after failover: A epoch %d %v, B epoch %d %v", a.epoch, a.owned, b.epoch, b.owned)
+	}
+	d = c2.ConsumerGroupDescribe(context.Background(), &kmsg.ConsumerGroupDescribeRequest{Groups: []string{"cg"}})
+	if dg := d.Groups[0]; dg.State != "Stable" || dg.Epoch != 2 || len(dg.Members) != 2 {
+		t.Fatalf("describe after failover: %+v", dg)
+	}
+	if off, _ := fetchOffset(t, c2, "cg", "a", 0); off != 42 {
+		t.Fatalf("offset after failover: %d", off)
+	}
+
+	// B leaves: A gets everything at the next epoch.
+	leave := &cgClient{t: t, c: c2, id: "B", epoch: leaveEpoch}
+	if r := leave.heartbeat(nil, nil, nil); r.ErrorCode != 0 || r.MemberEpoch != leaveEpoch {
+		t.Fatalf("leave: %+v", r)
+	}
+	a.beat()
+	if a.epoch != 3 || a.owned.count() != 8 {
+		t.Fatalf("after B left: A epoch %d owns %v", a.epoch, a.owned)
+	}
+}
+
+// TestConsumerGroupErrors: Kafka's answers to bad heartbeats.
+func TestConsumerGroupErrors(t *testing.T) {
+	c := newConsumerCoordinator(t, &memLog{})
+	a := &cgClient{t: t, c: c, id: "A", owned: assignment{}}
+	a.beat()
+	check := func(name string, resp *kmsg.ConsumerGroupHeartbeatResponse, want int16) {
+		t.Helper()
+		if resp.ErrorCode != want {
+			t.Errorf("%s: %v, want %v", name, kerr.ErrorForCode(resp.ErrorCode), kerr.ErrorForCode(want))
+		}
+	}
+	ghost := &cgClient{t: t, c: c, id: "ghost", epoch: 3}
+	check("unknown member", ghost.heartbeat(nil, nil, nil), kerr.UnknownMemberID.Code)
+	ahead := &cgClient{t: t, c: c, id: "A", epoch: 7}
+	check("epoch ahead", ahead.heartbeat(nil, nil, nil), kerr.FencedMemberEpoch.Code)
+	bad := "(["
+	fresh := &cgClient{t: t, c: c, id: "C"}
+	check("bad regex", fresh.heartbeat(nil, &bad, nil), kerr.InvalidRegularExpression.Code)
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.SetVersion(1)
+	req.Group, req.MemberID, req.SubscribedTopicNames = "cg", "D", []string{"a"}
+	req.ServerAssignor = kmsg.StringPtr("nope")
+	req.RebalanceTimeoutMillis = 1000
+	check("unknown assignor", c.ConsumerGroupHeartbeat(context.Background(), req, "", ""), kerr.UnsupportedAssignor.Code)
+	req.ServerAssignor, req.RebalanceTimeoutMillis = nil, -1
+	check("join without rebalance timeout", c.ConsumerGroupHeartbeat(context.Background(), req, "", ""), kerr.InvalidRequest.Code)
+
+	// A classic group with members refuses consumer members.
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.SetVersion(3)
+	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = "classic", 10000, 10000, "consumer"
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if got := c.JoinGroup(ctx, join, "x", "/h"); got == nil || got.ErrorCode != 0 {
+		t.Fatalf("classic join: %+v", got)
+	}
+	req.Group, req.RebalanceTimeoutMillis = "classic", 1000
+	check("consumer member in a classic group", c.ConsumerGroupHeartbeat(context.Background(), req, "", ""), kerr.GroupIDNotFound.Code)
+}
+
+// TestConsumerGroupStaticMember: a static member that leaves with epoch
+// -2 keeps its partitions, its restart (a new member id) takes them over
+// at the same epoch without a rebalance, and a second process with the
+// same instance id is refused while the first is in the group.
+func TestConsumerGroupStaticMember(t *testing.T) {
+	c := newConsumerCoordinator(t, &memLog{})
+	beat := func(id string, epoch int32, owned assignment) *kmsg.ConsumerGroupHeartbeatResponse {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.SetVersion(1)
+		req.Group, req.MemberID, req.MemberEpoch, req.InstanceID = "cg", id, epoch, kmsg.StringPtr("i1")
+		req.RebalanceTimeoutMillis, req.SubscribedTopicNames = 1000, []string{"a"}
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		if owned != nil {
+			req.Topics = append(req.Topics, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: topicA, Partitions: owned[topicA]})
+		}
+		return c.ConsumerGroupHeartbeat(context.Background(), req, "", "")
+	}
+	r := beat("m1", 0, nil)
+	if r.ErrorCode != 0 || r.MemberEpoch != 1 || len(r.Assignment.Topics[0].Partitions) != 6 {
+		t.Fatalf("static join: %+v", r)
+	}
+	if r := beat("m2", 0, nil); r.ErrorCode != kerr.UnreleasedInstanceID.Code {
+		t.Fatalf("duplicate instance: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := beat("m1", staticLeaveEpoch, nil); r.ErrorCode != 0 || r.MemberEpoch != staticLeaveEpoch {
+		t.Fatalf("static leave: %+v", r)
+	}
+	r = beat("m2", 0, nil)
+	if r.ErrorCode != 0 || r.MemberEpoch != 1 || r.Assignment == nil || len(r.Assignment.Topics[0].Partitions) != 6 {
+		t.Fatalf("static rejoin: %+v", r)
+	}
+	d := c.ConsumerGroupDescribe(context.Background(), &kmsg.ConsumerGroupDescribeRequest{Groups: []string{"cg"}})
+	if dg := d.Groups[0]; dg.Epoch != 1 || len(dg.Members) != 1 || dg.Members[0].MemberID != "m2" {
+		t.Fatalf("after static rejoin: %+v", dg)
+	}
+}
+
+// TestConsumerGroupSessionTimeout: a member that stops heartbeating is
+// removed after group.consumer.session.timeout.ms and its partitions go
+// to the others.
+func TestConsumerGroupSessionTimeout(t *testing.T) {
+	c := newTestCoordinator(t, Config{ConsumerSessionTimeout: 300 * time.Millisecond, ConsumerHeartbeatInterval: 50 * time.Millisecond},
+		WithTopics(consumerTestTopics))
+	loaded(t, c, &memLog{})
+	a := &cgClient{t: t, c: c, id: "A", owned: assignment{}}
+	b := &cgClient{t: t, c: c, id: "B", owned: assignment{}}
+	a.beat()
+	b.beat()
+	a.beat()
+	a.beat()
+	b.beat()
+	if a.owned.count()+b.owned.count() != 8 {
+		t.Fatalf("A %v B %v", a.owned, b.owned)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for a.owned.count() != 8 {
+		if time.Now().After(deadline) {
+			t.Fatalf("B's partitions never came to A: %v", a.owned)
+		}
+		time.Sleep(50 * time.Millisecond)
+		a.beat()
+	}
+}
+
+// TestAssignors: uniform is balanced and sticky; range gives contiguous
+// ranges per topic.
+func TestAssignors(t *testing.T) {
+	subs := func(members ...string) map[string]map[[16]byte]bool {
+		out := map[string]map[[16]byte]bool{}
+		for _, m := range members {
+			out[m] = map[[16]byte]bool{topicA: true, topicB: true}
+		}
+		return out
+	}
+	parts := map[[16]byte]int32{topicA: 6, topicB: 2}
+	first := assignUniform(assignorInput{members: []string{"m1", "m2"}, subscribed: subs("m1", "m2"), partitions: parts})
+	if first["m1"].count() != 4 || first["m2"].count() != 4 {
+		t.Fatalf("uniform of 2: %v", first)
+	}
+	second := assignUniform(assignorInput{members: []string{"m1", "m2", "m3"}, subscribed: subs("m1", "m2", "m3"), partitions: parts, previous: first})
+	moved := 0
+	for _, m := range []string{"m1", "m2"} {
+		moved += first[m].minus(second[m]).count()
+	}
+	counts := fmt.Sprint(second["m1"].count(), second["m2"].count(), second["m3"].count())
+	if moved != 2 || second["m3"].count() != 2 || (counts != "3 3 2") {
+		t.Fatalf("uniform after a third member: moved %d, counts %s: %v", moved, counts, second)
+	}
+	r := assignRange(assignorInput{members: []string{"m1", "m2", "m3", "m4"}, subscribed: subs("m1", "m2", "m3", "m4"), partitions: parts})
+	if fmt.Sprint(r["m1"][topicA], r["m2"][topicA], r["m3"][topicA], r["m1"][topicB], r["m3"][topicB]) != "[0 1] [2 3] [4] [0] []" {
+		t.Fatalf("range: %v", r)
+	}
+}
