@@ -1,0 +1,92 @@
+package clustertest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/internal/kafkatest"
+)
+
+// TestConsumerGroupCoordinatorFailover: a KIP-848 group of three
+// franz-go members over three brokers; the group's coordinator broker is
+// stopped under produce load. The new coordinator reads the group back
+// from __consumer_offsets: its epoch and every member's assignment carry
+// over (the members go on heartbeating, no member rejoins from scratch),
+// every record is processed and the committed offsets end at the
+// partitions' ends.
+func TestConsumerGroupCoordinatorFailover(t *testing.T) {
+	c := newMemClusterWith(t, 3, func(cfg *broker.Config) {
+		cfg.Groups.OffsetsTopicPartitions = 3
+		cfg.Groups.ConsumerSessionTimeout = 10 * time.Second
+		cfg.Groups.ConsumerHeartbeatInterval = 200 * time.Millisecond
+		cfg.Replication.LagTimeMax = 2 * time.Second
+		cfg.Replication.ControlledShutdownTimeout = 20 * time.Second
+	})
+	ctx := testContext(t, 3*time.Minute)
+	const group, topic, parts, total = "cg-failover", "cg-failover-t", 6, 2000
+	addrs := func() []string { return bootstrap(c, 3) }
+	createReplicated(t, ctx, addrs(), topic, parts, 3, nil)
+	p := kafkatest.NewProcessed()
+
+	memberCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var members []*kgo.Client
+	for range 3 {
+		members = append(members, kafkatest.RunMember848(t, memberCtx, addrs(), group, topic, p, nil))
+	}
+	defer func() {
+		stop()
+		for _, m := range members {
+			m.Close()
+		}
+	}()
+	admin := newClient(t, addrs())
+	kafkatest.AwaitConsumerGroup(t, ctx, admin, group, 3, parts)
+	before := describeConsumerGroup(t, ctx, admin, group)
+
+	produced := make(chan error, 1)
+	go func() {
+		produced <- kafkatest.ProduceNumbered(ctx, newClient(t, addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner())), topic, parts, total)
+	}()
+
+	live := func(id int32) bool { return c.Broker(id) != nil }
+	coordinator := liveCoordinator(t, ctx, addrs, live, group)
+	c.crash(t, coordinator)
+	moved := liveCoordinator(t, ctx, addrs, live, group)
+	if moved == coordinator {
+		t.Fatalf("coordinator still %d", moved)
+	}
+	admin2 := newClient(t, addrs())
+	kafkatest.AwaitConsumerGroup(t, ctx, admin2, group, 3, parts)
+	after := describeConsumerGroup(t, ctx, admin2, group)
+	if after.Epoch != before.Epoch {
+		t.Errorf("group epoch %d on the new coordinator, %d before: the group was not resumed", after.Epoch, before.Epoch)
+	}
+	for i, m := range before.Members {
+		a := after.Members[i]
+		if a.MemberID != m.MemberID || a.MemberEpoch != m.MemberEpoch {
+			t.Errorf("member %s at epoch %d before, %s at %d after", m.MemberID, m.MemberEpoch, a.MemberID, a.MemberEpoch)
+		}
+	}
+
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.AwaitProcessedAndCommitted(t, ctx, admin2, group, topic, p, total)
+}
+
+func describeConsumerGroup(t *testing.T, ctx context.Context, cl *kgo.Client, group string) kmsg.ConsumerGroupDescribeResponseGroup {
+	t.Helper()
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{group}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 0 {
+		t.Fatalf("describe %s: %v %+v", group, err, resp)
+	}
+	return resp.Groups[0]
+}
