@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/internal/kafkatest"
@@ -47,7 +46,7 @@ func TestConsumerGroupCoordinatorFailover(t *testing.T) {
 	}()
 	admin := newClient(t, addrs())
 	kafkatest.AwaitConsumerGroup(t, ctx, admin, group, 3, parts)
-	before := describeConsumerGroup(t, ctx, admin, group)
+	before := kafkatest.DescribeConsumerGroup(t, ctx, admin, group)
 
 	produced := make(chan error, 1)
 	go func() {
@@ -63,7 +62,7 @@ func TestConsumerGroupCoordinatorFailover(t *testing.T) {
 	}
 	admin2 := newClient(t, addrs())
 	kafkatest.AwaitConsumerGroup(t, ctx, admin2, group, 3, parts)
-	after := describeConsumerGroup(t, ctx, admin2, group)
+	after := kafkatest.DescribeConsumerGroup(t, ctx, admin2, group)
 	if after.Epoch != before.Epoch {
 		t.Errorf("group epoch %d on the new coordinator, %d before: the group was not resumed", after.Epoch, before.Epoch)
 	}
@@ -78,15 +77,4 @@ func TestConsumerGroupCoordinatorFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	kafkatest.AwaitProcessedAndCommitted(t, ctx, admin2, group, topic, p, total)
-}
-
-func describeConsumerGroup(t *testing.T, ctx context.Context, cl *kgo.Client, group string) kmsg.ConsumerGroupDescribeResponseGroup {
-	t.Helper()
-	req := kmsg.NewPtrConsumerGroupDescribeRequest()
-	req.Groups = []string{group}
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil || len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 0 {
-		t.Fatalf("describe %s: %v %+v", group, err, resp)
-	}
-	return resp.Groups[0]
 }

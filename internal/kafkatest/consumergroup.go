@@ -196,3 +196,16 @@ func AwaitProcessedAndCommitted(t testing.TB, ctx context.Context, cl *kgo.Clien
 		}
 	}
 }
+
+// DescribeConsumerGroup returns the group as ConsumerGroupDescribe
+// answers it, or fails t when the request fails.
+func DescribeConsumerGroup(t testing.TB, ctx context.Context, cl *kgo.Client, group string) kmsg.ConsumerGroupDescribeResponseGroup {
+	t.Helper()
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{group}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || len(resp.Groups) != 1 {
+		t.Fatalf("describe %s: %v %+v", group, err, resp)
+	}
+	return resp.Groups[0]
+}
