@@ -57,6 +57,9 @@ func TestConsumerGroupKgoServerSide(t *testing.T) {
 	start = time.Now()
 	kafkatest.AwaitConsumerGroup(t, ctx, admin, group, 3, parts)
 	t.Logf("member added: group settled after %v", time.Since(start))
+	if got := counterValue(t, b.reg, "tributary_group_members", map[string]string{"group": group, "state": "Stable"}); got != 3 {
+		t.Errorf("tributary_group_members of the stable group: %v", got)
+	}
 
 	if err := <-produced; err != nil {
 		t.Fatal(err)

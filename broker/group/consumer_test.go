@@ -118,6 +118,17 @@ func TestConsumerGroupReconciliation(t *testing.T) {
 		t.Fatalf("described topic name %q", n)
 	}
 
+	lg := c.ListGroups(context.Background(), &kmsg.ListGroupsRequest{Version: 5, TypesFilter: []string{"consumer"}})
+	if len(lg.Groups) != 1 || lg.Groups[0].Group != "cg" || lg.Groups[0].GroupType != "consumer" || lg.Groups[0].GroupState != "Stable" {
+		t.Fatalf("list consumer groups: %+v", lg.Groups)
+	}
+	if lg := c.ListGroups(context.Background(), &kmsg.ListGroupsRequest{Version: 5, TypesFilter: []string{"classic"}}); len(lg.Groups) != 0 {
+		t.Fatalf("list classic groups: %+v", lg.Groups)
+	}
+	if dg := c.DescribeGroups(context.Background(), &kmsg.DescribeGroupsRequest{Version: 5, Groups: []string{"cg"}}).Groups[0]; dg.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("classic describe of a consumer group: %v", kerr.ErrorForCode(dg.ErrorCode))
+	}
+
 	// Commits carry the member epoch.
 	commit := func(member string, epoch int32, version int16) int16 {
 		req := kmsg.NewPtrOffsetCommitRequest()
