@@ -1,12 +1,15 @@
 package broker
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -130,4 +133,72 @@ func describeGroup848(t *testing.T, cl *kgo.Client, group string) string {
 		return ""
 	}
 	return g.State
+}
+
+// TestConsumerGroupJavaKill9: three Java consumers (group.protocol=
+// consumer) under produce load, one killed with SIGKILL and one added:
+// every record is printed by some member at least once and the group's
+// committed offsets end exactly at the partitions' ends; the group is
+// Stable with every partition assigned once after each change.
+func TestConsumerGroupJavaKill9(t *testing.T) {
+	tools := testenv.Kafka39Tools(t)
+	b := newTestBroker(t, func(c *Config) {
+		groupTestConfig(c)
+		c.Groups.ConsumerHeartbeatInterval = 500 * time.Millisecond
+		c.Groups.ConsumerSessionTimeout = 6 * time.Second
+	})
+	ctx := testContext(t, 3*time.Minute)
+	const parts, total, topic, group = 6, 3000, "java848k", "java848k-g"
+	if err := b.CreateTopic(ctx, topic, parts); err != nil {
+		t.Fatal(err)
+	}
+	p := kafkatest.NewProcessed()
+	admin := newClient(t, b.Addr())
+	start := func() *exec.Cmd {
+		t.Helper()
+		cmd := tools.Command(ctx, "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", b.Addr(),
+			"--topic", topic, "--group", group, "--from-beginning",
+			"--consumer-property", "group.protocol=consumer", "--consumer-property", "auto.commit.interval.ms=500")
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				n, err := strconv.Atoi(strings.TrimSpace(sc.Text()))
+				if err != nil {
+					t.Errorf("a Java consumer printed %q", sc.Text())
+					continue
+				}
+				p.Add(n)
+			}
+		}()
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	var members []*exec.Cmd
+	for range 3 {
+		members = append(members, start())
+	}
+	kafkatest.AwaitConsumerGroup(t, ctx, admin, group, 3, parts)
+
+	produced := make(chan error, 1)
+	go func() {
+		produced <- kafkatest.ProduceNumbered(ctx, newClient(t, b.Addr(), kgo.RecordPartitioner(kgo.ManualPartitioner())), topic, parts, total)
+	}()
+	time.Sleep(time.Second) // some records in flight when the member dies
+	if err := members[0].Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.AwaitConsumerGroup(t, ctx, admin, group, 2, parts)
+	start()
+	kafkatest.AwaitConsumerGroup(t, ctx, admin, group, 3, parts)
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.AwaitProcessedAndCommitted(t, ctx, admin, group, topic, p, total)
 }
