@@ -48,7 +48,7 @@ var apiTable = map[int16]apiSpec{
 	int16(kmsg.Heartbeat):       {0, 4},
 	int16(kmsg.LeaveGroup):      {0, 5},
 	int16(kmsg.OffsetCommit):    {1, 9}, // v9: member epochs (KIP-848)
-	int16(kmsg.OffsetFetch):     {1, 8},
+	int16(kmsg.OffsetFetch):     {1, 9}, // v9: member epochs (KIP-848)
 	int16(kmsg.ListGroups):      {0, 5},
 	int16(kmsg.DescribeGroups):  {0, 5},
 	int16(kmsg.DeleteGroups):    {0, 2},

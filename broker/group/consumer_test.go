@@ -3,6 +3,8 @@ package group
 import (
 	"context"
 	"fmt"
+	"maps"
+	"sync"
 	"testing"
 	"time"
 
@@ -149,6 +151,25 @@ func TestConsumerGroupReconciliation(t *testing.T) {
 	}{{1, 9, kerr.StaleMemberEpoch.Code}, {3, 9, kerr.FencedMemberEpoch.Code}, {2, 8, kerr.UnsupportedVersion.Code}, {2, 9, 0}} {
 		if got := commit("A", tc.epoch, tc.version); got != tc.want {
 			t.Errorf("commit at epoch %d v%d: %v, want %v", tc.epoch, tc.version, kerr.ErrorForCode(got), kerr.ErrorForCode(tc.want))
+		}
+	}
+
+	// OffsetFetch v9 checks the member it names.
+	fetch := func(member string, epoch int32) int16 {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.SetVersion(9)
+		rg := kmsg.NewOffsetFetchRequestGroup()
+		rg.Group, rg.MemberID, rg.MemberEpoch = "cg", kmsg.StringPtr(member), epoch
+		req.Groups = append(req.Groups, rg)
+		return c.OffsetFetch(context.Background(), req).Groups[0].ErrorCode
+	}
+	for _, tc := range []struct {
+		member string
+		epoch  int32
+		want   int16
+	}{{"A", 2, 0}, {"A", 1, kerr.StaleMemberEpoch.Code}, {"A", 5, kerr.FencedMemberEpoch.Code}, {"nobody", 2, kerr.UnknownMemberID.Code}} {
+		if got := fetch(tc.member, tc.epoch); got != tc.want {
+			t.Errorf("OffsetFetch v9 as %s at epoch %d: %v, want %v", tc.member, tc.epoch, kerr.ErrorForCode(got), kerr.ErrorForCode(tc.want))
 		}
 	}
 
@@ -321,5 +342,81 @@ func TestAssignors(t *testing.T) {
 	r := assignRange(assignorInput{members: []string{"m1", "m2", "m3", "m4"}, subscribed: subs("m1", "m2", "m3", "m4"), partitions: parts})
 	if fmt.Sprint(r["m1"][topicA], r["m2"][topicA], r["m3"][topicA], r["m1"][topicB], r["m3"][topicB]) != "[0 1] [2 3] [4] [0] []" {
 		t.Fatalf("range: %v", r)
+	}
+}
+
+// TestConsumerGroupRegexAndNewTopic: a regex subscription matches whole
+// topic names; a topic created later that matches bumps the group epoch
+// and is assigned.
+func TestConsumerGroupRegexAndNewTopic(t *testing.T) {
+	var mu sync.Mutex
+	topics := map[string]TopicMeta{"logs-a": {ID: topicA, Partitions: 2}, "xlogs-b": {ID: topicB, Partitions: 2}}
+	c := newTestCoordinator(t, Config{}, WithTopics(func() map[string]TopicMeta {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(topics)
+	}))
+	loaded(t, c, &memLog{})
+	m := &cgClient{t: t, c: c, id: "R", owned: assignment{}}
+	re := "logs-.*"
+	beat := func() {
+		t.Helper()
+		if r := m.heartbeat(nil, &re, m.owned); r.ErrorCode != 0 {
+			t.Fatalf("heartbeat: %v", kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+	beat()
+	if m.epoch != 1 || fmt.Sprint(m.owned) != fmt.Sprint(assignment{topicA: {0, 1}}) {
+		t.Fatalf("regex member: epoch %d owns %v", m.epoch, m.owned)
+	}
+	mu.Lock()
+	topics["logs-c"] = TopicMeta{ID: [16]byte{9}, Partitions: 1}
+	mu.Unlock()
+	beat()
+	if m.epoch != 2 || m.owned.count() != 3 || !m.owned.has([16]byte{9}, 0) {
+		t.Fatalf("after logs-c appeared: epoch %d owns %v", m.epoch, m.owned)
+	}
+}
+
+// TestConsumerGroupRevocationTimeout: a member that never revokes what it
+// was asked to within its rebalance timeout is removed, and the partitions
+// go to the member waiting for them.
+func TestConsumerGroupRevocationTimeout(t *testing.T) {
+	c := newConsumerCoordinator(t, &memLog{})
+	beat := func(id string, epoch int32, owned assignment, rebalanceMillis int32) *kmsg.ConsumerGroupHeartbeatResponse {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.SetVersion(1)
+		req.Group, req.MemberID, req.MemberEpoch = "cg", id, epoch
+		req.RebalanceTimeoutMillis, req.SubscribedTopicNames = rebalanceMillis, []string{"b"}
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		for _, tid := range owned.topicIDs() {
+			req.Topics = append(req.Topics, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: tid, Partitions: owned[tid]})
+		}
+		return c.ConsumerGroupHeartbeat(context.Background(), req, "", "")
+	}
+	all := assignment{topicB: {0, 1}}
+	if r := beat("slow", 0, nil, 200); r.ErrorCode != 0 || r.MemberEpoch != 1 {
+		t.Fatalf("slow joins: %+v", r)
+	}
+	if r := beat("waiting", 0, nil, 30000); r.ErrorCode != 0 || len(r.Assignment.Topics) != 0 {
+		t.Fatalf("waiting joins: %+v", r)
+	}
+	// Asked to revoke one, "slow" keeps reporting both.
+	if r := beat("slow", 1, all, 200); r.ErrorCode != 0 || r.MemberEpoch != 1 {
+		t.Fatalf("slow asked to revoke: %+v", r)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r := beat("waiting", 2, assignment{}, 30000)
+		if r.ErrorCode == 0 && r.Assignment != nil && len(r.Assignment.Topics) == 1 && len(r.Assignment.Topics[0].Partitions) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the waiting member never got the partitions: %+v", r)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r := beat("slow", 1, all, 200); r.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("the fenced member: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 }
