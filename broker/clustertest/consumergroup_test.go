@@ -2,6 +2,7 @@ package clustertest
 
 import (
 	"context"
+	"syscall"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/internal/kafkatest"
+	"github.com/tributary/tributary/internal/zktest"
 )
 
 // TestConsumerGroupCoordinatorFailover: a KIP-848 group of three
@@ -73,6 +75,62 @@ func TestConsumerGroupCoordinatorFailover(t *testing.T) {
 		}
 	}
 
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.AwaitProcessedAndCommitted(t, ctx, admin2, group, topic, p, total)
+}
+
+// TestConsumerGroupCoordinatorKilled: the same on three `tributary
+// broker` processes on ZooKeeper, the coordinator killed with SIGKILL: the
+// group's records, appended with acks=all to the replicated offsets
+// topic, are on the new coordinator, which resumes the group with the
+// same member ids and epochs.
+func TestConsumerGroupCoordinatorKilled(t *testing.T) {
+	c := newGroupCluster(t, zktest.Chroot(t, zk(t), "cg-killed"))
+	ctx := testContext(t, 3*time.Minute)
+	const group, topic, parts, total = "cg-killed", "cg-killed-t", 6, 2000
+	createReplicated(t, ctx, c.addrs(), topic, parts, 3, nil)
+	p := kafkatest.NewProcessed()
+	memberCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var members []*kgo.Client
+	for range 3 {
+		members = append(members, kafkatest.RunMember848(t, memberCtx, c.addrs(), group, topic, p, nil))
+	}
+	defer func() {
+		stop()
+		for _, m := range members {
+			m.Close()
+		}
+	}()
+	admin := newClient(t, c.addrs())
+	kafkatest.AwaitConsumerGroup(t, ctx, admin, group, 3, parts)
+	before := kafkatest.DescribeConsumerGroup(t, ctx, admin, group)
+
+	produced := make(chan error, 1)
+	go func() {
+		produced <- kafkatest.ProduceNumbered(ctx, newClient(t, c.addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner())), topic, parts, total)
+	}()
+	coordinator := c.coordinatorOf(t, ctx, group)
+	_ = c.procs[coordinator].Stop(t, syscall.SIGKILL)
+	start := time.Now()
+	moved := c.coordinatorOf(t, ctx, group)
+	if moved == coordinator {
+		t.Fatalf("coordinator still %d after it was killed", moved)
+	}
+	admin2 := newClient(t, c.addrs())
+	kafkatest.AwaitConsumerGroup(t, ctx, admin2, group, 3, parts)
+	t.Logf("coordinator moved from broker %d to %d, group stable there %v after the kill", coordinator, moved, time.Since(start))
+	after := kafkatest.DescribeConsumerGroup(t, ctx, admin2, group)
+	if after.Epoch != before.Epoch {
+		t.Errorf("group epoch %d on the new coordinator, %d before", after.Epoch, before.Epoch)
+	}
+	for i, m := range before.Members {
+		if a := after.Members[i]; a.MemberID != m.MemberID || a.MemberEpoch != m.MemberEpoch {
+			t.Errorf("member %s at epoch %d before, %s at %d after", m.MemberID, m.MemberEpoch, a.MemberID, a.MemberEpoch)
+		}
+	}
 	if err := <-produced; err != nil {
 		t.Fatal(err)
 	}
