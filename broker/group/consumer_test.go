@@ -420,3 +420,41 @@ func TestConsumerGroupRevocationTimeout(t *testing.T) {
 		t.Fatalf("the fenced member: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 }
+
+// TestConsumerGroupDeleteAndReload: a consumer group whose members left
+// can be deleted (NON_EMPTY_GROUP before), and its tombstones keep it
+// deleted when the partition is loaded again; OffsetDelete refuses the
+// topics the members subscribe to.
+func TestConsumerGroupDeleteAndReload(t *testing.T) {
+	log := &memLog{}
+	c := newConsumerCoordinator(t, log)
+	a := &cgClient{t: t, c: c, id: "A", owned: assignment{}}
+	a.beat()
+	del := func() int16 {
+		return c.DeleteGroups(context.Background(), &kmsg.DeleteGroupsRequest{Groups: []string{"cg"}}).Groups[0].ErrorCode
+	}
+	if code := del(); code != kerr.NonEmptyGroup.Code {
+		t.Fatalf("delete with a member: %v", kerr.ErrorForCode(code))
+	}
+	od := kmsg.NewPtrOffsetDeleteRequest()
+	od.Group = "cg"
+	odt := kmsg.NewOffsetDeleteRequestTopic()
+	odt.Topic, odt.Partitions = "a", []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}
+	od.Topics = append(od.Topics, odt)
+	if r := c.OffsetDelete(context.Background(), od); r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != kerr.GroupSubscribedToTopic.Code {
+		t.Fatalf("offset delete of a subscribed topic: %+v", r)
+	}
+	leave := &cgClient{t: t, c: c, id: "A", epoch: leaveEpoch}
+	if r := leave.heartbeat(nil, nil, nil); r.ErrorCode != 0 {
+		t.Fatalf("leave: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if code := del(); code != 0 {
+		t.Fatalf("delete of the empty group: %v", kerr.ErrorForCode(code))
+	}
+	c.Close()
+	c2 := newConsumerCoordinator(t, log)
+	d := c2.ConsumerGroupDescribe(context.Background(), &kmsg.ConsumerGroupDescribeRequest{Groups: []string{"cg"}})
+	if d.Groups[0].ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("deleted group after a reload: %+v", d.Groups[0])
+	}
+}
