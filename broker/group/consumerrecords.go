@@ -60,11 +60,11 @@ func appendAssignment(dst []byte, a assignment) []byte {
 func readAssignment(r *kbin.Reader) assignment {
 	a := assignment{}
 	n := r.CompactArrayLen()
-	for range max(n, 0) {
+	for i := int32(0); i < n && r.Ok(); i++ {
 		id := r.Uuid()
 		np := r.CompactArrayLen()
-		ps := make([]int32, 0, max(np, 0))
-		for range max(np, 0) {
+		ps := make([]int32, 0, min(max(np, 0), int32(len(r.Src)/4)))
+		for j := int32(0); j < np && r.Ok(); j++ {
 			ps = append(ps, r.Int32())
 		}
 		skipTags(r)
@@ -79,7 +79,7 @@ func readAssignment(r *kbin.Reader) assignment {
 // skipTags reads past a flexible struct's tagged fields.
 func skipTags(r *kbin.Reader) {
 	n := r.Uvarint()
-	for range n {
+	for i := uint32(0); i < n && r.Ok(); i++ {
 		r.Uvarint()
 		r.Span(int(r.Uvarint()))
 	}
@@ -224,7 +224,7 @@ func (r cgReplay) apply(typ int16, rec Record) error {
 		g.exists = true
 		g.epoch = vr.Int32()
 		n := vr.Uvarint()
-		for range n {
+		for i := uint32(0); i < n && vr.Ok(); i++ {
 			tag, size := vr.Uvarint(), vr.Uvarint()
 			if tag == 0 && size == 8 {
 				g.hash = uint64(vr.Int64())
@@ -240,7 +240,7 @@ func (r cgReplay) apply(typ int16, rec Record) error {
 		m.clientHost = vr.CompactString()
 		n := vr.CompactArrayLen()
 		m.topics = nil
-		for range max(n, 0) {
+		for i := int32(0); i < n && vr.Ok(); i++ {
 			m.topics = append(m.topics, vr.CompactString())
 		}
 		m.regex = vr.CompactNullableString()
