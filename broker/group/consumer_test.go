@@ -458,3 +458,35 @@ func TestConsumerGroupDeleteAndReload(t *testing.T) {
 		t.Fatalf("deleted group after a reload: %+v", d.Groups[0])
 	}
 }
+
+// TestConsumerGroupLoadedMemberExpires: after a load, a member that never
+// heartbeats the new coordinator is removed after the session timeout and
+// its partitions go to the one that does.
+func TestConsumerGroupLoadedMemberExpires(t *testing.T) {
+	log := &memLog{}
+	cfg := Config{ConsumerSessionTimeout: 400 * time.Millisecond, ConsumerHeartbeatInterval: 50 * time.Millisecond}
+	c := newTestCoordinator(t, cfg, WithTopics(consumerTestTopics))
+	loaded(t, c, log)
+	a := &cgClient{t: t, c: c, id: "A", owned: assignment{}}
+	b := &cgClient{t: t, c: c, id: "B", owned: assignment{}}
+	a.beat()
+	b.beat()
+	a.beat()
+	a.beat()
+	b.beat()
+	if a.owned.count() != 4 || b.owned.count() != 4 {
+		t.Fatalf("A %v B %v", a.owned, b.owned)
+	}
+	c.Close()
+	c2 := newTestCoordinator(t, cfg, WithTopics(consumerTestTopics))
+	loaded(t, c2, log)
+	a.c = c2
+	deadline := time.Now().Add(20 * time.Second)
+	for a.owned.count() != 8 {
+		if time.Now().After(deadline) {
+			t.Fatalf("B's partitions never came to A after the load: %v", a.owned)
+		}
+		time.Sleep(50 * time.Millisecond)
+		a.beat()
+	}
+}
