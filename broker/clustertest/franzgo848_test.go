@@ -31,7 +31,7 @@ func TestFranzGoKIP848Suite(t *testing.T) {
 	ctx := testContext(t, 5*time.Minute)
 	cmd := exec.CommandContext(ctx, "go", "test", "github.com/twmb/franz-go/pkg/kgo", "-count=1", "-v",
 		"-run", franzGo848Tests, "-timeout", "4m")
-	cmd.Env = append(os.Environ(), "KGO_SEEDS="+strings.Join(bootstrap(c, 3), ","), "KGO_TEST_RF=3", "KGO_TEST_RECORDS=10000")
+	cmd.Env = append(os.Environ(), "KGO_SEEDS="+strings.Join(bootstrap(c, 3), ","), "KGO_TEST_RF=3", "KGO_TEST_RECORDS=5000")
 	out, err := cmd.CombinedOutput()
 	var summary []string
 	for _, l := range strings.Split(string(out), "\n") {

@@ -103,7 +103,7 @@ func (cg *consumerGroup) stateName() string {
 	return "Stable"
 }
 
-// setOwnership replaces m's partitions in the owner map.
+// release frees the partitions m holds (assigned or being revoked).
 func (cg *consumerGroup) release(m *cmember) {
 	for _, a := range []assignment{m.assigned, m.revoking} {
 		for id, ps := range a {
@@ -116,6 +116,7 @@ func (cg *consumerGroup) release(m *cmember) {
 	}
 }
 
+// claim records m as the holder of its partitions.
 func (cg *consumerGroup) claim(m *cmember) {
 	for _, a := range []assignment{m.assigned, m.revoking} {
 		for id, ps := range a {
@@ -126,6 +127,7 @@ func (cg *consumerGroup) claim(m *cmember) {
 	}
 }
 
+// free: nobody but member holds the partition.
 func (cg *consumerGroup) free(id [16]byte, p int32, member string) bool {
 	o, ok := cg.owner[tpID{id, p}]
 	return !ok || o == member
@@ -188,8 +190,9 @@ func (cg *consumerGroup) reconcile(m *cmember, owned assignment) bool {
 	return old.state != m.state || old.epoch != m.epoch || !old.assigned.equal(m.assigned) || !old.revoking.equal(m.revoking)
 }
 
-// subscribedTopics resolves every member's subscription against topics:
-// per member the topic ids it subscribes to, and the metadata of all.
+// subscriptions resolves every member's subscription against topics: per
+// member the topic ids it subscribes to, their partition counts, and the
+// names of every subscribed topic.
 func (cg *consumerGroup) subscriptions(topics map[string]TopicMeta) (map[string]map[[16]byte]bool, map[[16]byte]int32, map[string]bool) {
 	subs := map[string]map[[16]byte]bool{}
 	parts := map[[16]byte]int32{}
@@ -344,10 +347,12 @@ func validHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (int16, string) {
 // consumerHeartbeat runs a ConsumerGroupHeartbeat under g.mu (and the
 // partition's writeMu): it returns the answer and the records to append.
 func (g *group) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string) hbResult {
-	c := g.c
-	cfg := c.cfg
+	cfg := g.c.cfg
 	if g.state == stateDead {
 		return hbFail(g.deadCode, "")
+	}
+	if a := req.ServerAssignor; a != nil && !slices.Contains(cfg.ConsumerAssignors, *a) {
+		return hbFail(kerr.UnsupportedAssignor.Code, "ServerAssignor "+*a+" is not supported. Supported assignors: "+strings.Join(cfg.ConsumerAssignors, ", ")+".")
 	}
 	if g.cg == nil {
 		if len(g.members) > 0 || g.state != stateEmpty {
@@ -355,95 +360,133 @@ func (g *group) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 		}
 		g.cg = newConsumerGroup()
 	}
-	cg := g.cg
-	var records []Record
-	memberID := req.MemberID
-
-	// Leaving.
 	if req.MemberEpoch == leaveEpoch || req.MemberEpoch == staticLeaveEpoch {
-		m := cg.members[memberID]
-		if req.InstanceID != nil {
-			id, ok := cg.static[*req.InstanceID]
-			switch {
-			case !ok:
-				return hbFail(kerr.UnknownMemberID.Code, "Instance id "+*req.InstanceID+" is unknown.")
-			case id != memberID:
-				return hbFail(kerr.FencedInstanceID.Code, "Instance id "+*req.InstanceID+" belongs to another member.")
-			}
-			m = cg.members[id]
-		}
-		if m == nil {
-			return hbFail(kerr.UnknownMemberID.Code, "Member "+memberID+" is not a member of the group.")
-		}
-		if req.MemberEpoch == staticLeaveEpoch {
-			// A static member leaving for a restart keeps its
-			// assignment until its session expires or it comes back.
-			m.epoch = staticLeaveEpoch
-			records = append(records, cgCurrentRecord(g.id, m))
-		} else {
-			records = append(records, g.removeConsumerMember(m)...)
-		}
-		return hbResult{memberID: memberID, epoch: req.MemberEpoch, records: records}
+		return g.consumerLeave(req)
 	}
+	var records []Record
+	m, bump, fail := g.consumerMember(req, clientID, &records)
+	if fail.code != 0 {
+		return fail
+	}
+	metaChanged, subscriptionChanged := m.update(req, clientID, clientHost)
+	if req.InstanceID != nil {
+		g.cg.static[*req.InstanceID] = m.id
+	}
+	if metaChanged {
+		records = append(records, cgMemberRecord(g.id, m))
+	}
+	records = append(records, g.refreshTarget(bump || subscriptionChanged)...)
 
-	m := cg.members[memberID]
+	before := m.assigned.clone()
+	wasUnrevoked := m.state == memberUnrevoked
+	if g.cg.reconcile(m, toAssignment(req.Topics)) || metaChanged {
+		records = append(records, cgCurrentRecord(g.id, m))
+	}
+	if m.state == memberUnrevoked && !wasUnrevoked {
+		g.scheduleRevocationTimeout(m)
+	}
+	g.scheduleConsumerExpiry(m)
+	out := hbResult{memberID: m.id, epoch: m.epoch, records: records}
 	full := req.MemberEpoch == joinEpoch ||
 		(req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil)
-	bump := false
-	if req.MemberEpoch == joinEpoch {
-		if memberID == "" { // v0: the coordinator names the member
-			memberID = newMemberID(clientID)
-		}
-		if req.InstanceID != nil {
-			if oldID, ok := cg.static[*req.InstanceID]; ok && oldID != memberID {
-				old := cg.members[oldID]
-				if old != nil && old.epoch != staticLeaveEpoch {
-					return hbFail(kerr.UnreleasedInstanceID.Code, "Static member "+*req.InstanceID+" is still in the group.")
-				}
-				if old != nil {
-					// The restarted static member takes over its
-					// predecessor's epoch and assignment.
-					m = g.takeOverStatic(old, memberID, &records)
-				}
-			}
-		}
-		if m == nil {
-			if int64(len(cg.members)) >= int64(cfg.ConsumerMaxSize) {
-				return hbFail(kerr.GroupMaxSizeReached.Code, "The consumer group has reached its maximum size.")
-			}
-			m = newCMember(memberID)
-			cg.members[memberID] = m
-			bump = true
-		}
-	} else {
-		if m == nil {
-			return hbFail(kerr.UnknownMemberID.Code, "Member "+memberID+" is not a member of the group.")
-		}
-		if req.InstanceID != nil && cg.static[*req.InstanceID] != memberID {
+	if full || !before.equal(m.assigned) {
+		out.assigned = responseAssignment(m.assigned)
+	}
+	return out
+}
+
+// consumerLeave handles a leave (epoch -1) or a static member's leave for
+// a restart (-2), which keeps its assignment until its session expires or
+// the instance comes back.
+func (g *group) consumerLeave(req *kmsg.ConsumerGroupHeartbeatRequest) hbResult {
+	cg := g.cg
+	m := cg.members[req.MemberID]
+	if req.InstanceID != nil {
+		id, ok := cg.static[*req.InstanceID]
+		switch {
+		case !ok:
+			return hbFail(kerr.UnknownMemberID.Code, "Instance id "+*req.InstanceID+" is unknown.")
+		case id != req.MemberID:
 			return hbFail(kerr.FencedInstanceID.Code, "Instance id "+*req.InstanceID+" belongs to another member.")
 		}
+		m = cg.members[id]
+	}
+	if m == nil {
+		return hbFail(kerr.UnknownMemberID.Code, "Member "+req.MemberID+" is not a member of the group.")
+	}
+	var records []Record
+	if req.MemberEpoch == staticLeaveEpoch {
+		m.epoch = staticLeaveEpoch
+		records = append(records, cgCurrentRecord(g.id, m))
+	} else {
+		records = g.removeConsumerMember(m)
+	}
+	return hbResult{memberID: req.MemberID, epoch: req.MemberEpoch, records: records}
+}
+
+// consumerMember finds (or, joining, adds) the heartbeat's member and
+// checks its epoch; bump is set for a new member.
+func (g *group) consumerMember(req *kmsg.ConsumerGroupHeartbeatRequest, clientID string, records *[]Record) (*cmember, bool, hbResult) {
+	cg := g.cg
+	memberID := req.MemberID
+	m := cg.members[memberID]
+	if req.MemberEpoch != joinEpoch {
 		owned := toAssignment(req.Topics)
 		switch {
+		case m == nil:
+			return nil, false, hbFail(kerr.UnknownMemberID.Code, "Member "+memberID+" is not a member of the group.")
+		case req.InstanceID != nil && cg.static[*req.InstanceID] != memberID:
+			return nil, false, hbFail(kerr.FencedInstanceID.Code, "Instance id "+*req.InstanceID+" belongs to another member.")
 		case req.MemberEpoch > m.epoch:
-			return hbFail(kerr.FencedMemberEpoch.Code, "The consumer group member has a greater member epoch than expected.")
+			return nil, false, hbFail(kerr.FencedMemberEpoch.Code, "The consumer group member has a greater member epoch than expected.")
 		case req.MemberEpoch < m.epoch && (req.MemberEpoch != m.prevEpoch || owned == nil || len(owned.minus(m.assigned)) > 0):
-			return hbFail(kerr.FencedMemberEpoch.Code, "The consumer group member has a smaller member epoch than expected.")
+			// Only the previous epoch is accepted, from a member that
+			// missed the bump and owns nothing it was not given.
+			return nil, false, hbFail(kerr.FencedMemberEpoch.Code, "The consumer group member has a smaller member epoch than expected.")
 		}
+		return m, false, hbResult{}
 	}
-
-	// The member's metadata: every non-null field replaces.
-	metaChanged := !m.hasMetadata
-	m.hasMetadata = true
-	setStr := func(dst **string, v *string) {
-		if v != nil && (*dst == nil || **dst != *v) {
-			*dst, metaChanged = kmsg.StringPtr(*v), true
-		}
+	if memberID == "" { // v0: the coordinator names the member
+		memberID = newMemberID(clientID)
 	}
 	if req.InstanceID != nil {
-		setStr(&m.instanceID, req.InstanceID)
-		cg.static[*req.InstanceID] = m.id
+		if oldID, ok := cg.static[*req.InstanceID]; ok && oldID != memberID {
+			old := cg.members[oldID]
+			if old != nil && old.epoch != staticLeaveEpoch {
+				return nil, false, hbFail(kerr.UnreleasedInstanceID.Code, "Static member "+*req.InstanceID+" is still in the group.")
+			}
+			if old != nil {
+				return g.takeOverStatic(old, memberID, records), false, hbResult{}
+			}
+		}
 	}
-	setStr(&m.rackID, req.RackID)
+	if m != nil {
+		return m, false, hbResult{}
+	}
+	if int64(len(cg.members)) >= int64(g.c.cfg.ConsumerMaxSize) {
+		return nil, false, hbFail(kerr.GroupMaxSizeReached.Code, "The consumer group has reached its maximum size.")
+	}
+	m = newCMember(memberID)
+	cg.members[memberID] = m
+	return m, true, hbResult{}
+}
+
+// update applies a heartbeat's non-null fields to m: metaChanged when
+// its stored metadata changed, subscriptionChanged when what it is
+// assigned from did (topics, regex, assignor).
+func (m *cmember) update(req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string) (metaChanged, subscriptionChanged bool) {
+	metaChanged = !m.hasMetadata
+	m.hasMetadata = true
+	setStr := func(dst **string, v *string) bool {
+		if v != nil && (*dst == nil || **dst != *v) {
+			*dst = kmsg.StringPtr(*v)
+			return true
+		}
+		return false
+	}
+	instanceChanged := setStr(&m.instanceID, req.InstanceID)
+	rackChanged := setStr(&m.rackID, req.RackID)
+	metaChanged = metaChanged || instanceChanged || rackChanged
 	if m.clientID != clientID || m.clientHost != clientHost {
 		m.clientID, m.clientHost, metaChanged = clientID, clientHost, true
 	}
@@ -455,9 +498,8 @@ func (g *group) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 	if req.SubscribedTopicNames != nil {
 		names := slices.Clone(req.SubscribedTopicNames)
 		sort.Strings(names)
-		names = slices.Compact(names)
-		if !slices.Equal(names, m.topics) {
-			m.topics, metaChanged, bump = names, true, true
+		if names = slices.Compact(names); !slices.Equal(names, m.topics) {
+			m.topics, subscriptionChanged = names, true
 		}
 	}
 	if req.SubscribedTopicRegex != nil {
@@ -466,24 +508,22 @@ func (g *group) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 			re = kmsg.StringPtr(*req.SubscribedTopicRegex)
 		}
 		if (re == nil) != (m.regex == nil) || (re != nil && *re != *m.regex) {
-			m.regex, metaChanged, bump = re, true, true
+			m.regex, subscriptionChanged = re, true
 		}
 	}
 	if req.ServerAssignor != nil && *req.ServerAssignor != m.assignor {
-		if _, ok := assignors[*req.ServerAssignor]; !ok || !slices.Contains(cfg.ConsumerAssignors, *req.ServerAssignor) {
-			if req.MemberEpoch == joinEpoch && bump {
-				delete(cg.members, m.id)
-			}
-			return hbFail(kerr.UnsupportedAssignor.Code, "ServerAssignor "+*req.ServerAssignor+" is not supported. Supported assignors: "+strings.Join(cfg.ConsumerAssignors, ", ")+".")
-		}
-		m.assignor, metaChanged, bump = *req.ServerAssignor, true, true
+		m.assignor, subscriptionChanged = *req.ServerAssignor, true
 	}
-	if metaChanged {
-		records = append(records, cgMemberRecord(g.id, m))
-	}
+	return metaChanged || subscriptionChanged, subscriptionChanged
+}
 
-	// The subscribed topics' metadata.
-	topics := c.topicMetadata()
+// refreshTarget bumps the group epoch when bump is set or the subscribed
+// topics' metadata changed, and recomputes the target assignment when
+// its epoch is behind; it returns the records saying so.
+func (g *group) refreshTarget(bump bool) []Record {
+	cg, cfg := g.cg, g.c.cfg
+	var records []Record
+	topics := g.c.topicMetadata()
 	_, _, names := cg.subscriptions(topics)
 	if h := metadataHash(topics, names); h != cg.hash {
 		cg.hash, bump = h, true
@@ -492,33 +532,20 @@ func (g *group) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 		cg.epoch++
 		records = append(records, cgMetadataRecord(g.id, cg.epoch, cg.hash))
 	}
-	if cg.epoch != cg.assignmentEpoch {
-		before := cg.target
-		name := cg.computeTarget(topics, cfg.ConsumerAssignors)
-		for _, id := range sortedKeys(cg.target) {
-			if !cg.target[id].equal(before[id]) {
-				records = append(records, cgTargetMemberRecord(g.id, id, cg.target[id]))
-			}
+	if cg.epoch == cg.assignmentEpoch {
+		return records
+	}
+	before := cg.target
+	name := cg.computeTarget(topics, cfg.ConsumerAssignors)
+	for _, id := range sortedKeys(cg.target) {
+		if !cg.target[id].equal(before[id]) {
+			records = append(records, cgTargetMemberRecord(g.id, id, cg.target[id]))
 		}
-		records = append(records, cgTargetMetadataRecord(g.id, cg.assignmentEpoch))
-		cfg.Logger.Info("consumer group target assignment computed", "group", g.id, "epoch", cg.assignmentEpoch,
-			"assignor", name, "members", len(cg.members))
 	}
-
-	before := m.assigned.clone()
-	wasUnrevoked := m.state == memberUnrevoked
-	if cg.reconcile(m, toAssignment(req.Topics)) || metaChanged {
-		records = append(records, cgCurrentRecord(g.id, m))
-	}
-	if m.state == memberUnrevoked && !wasUnrevoked {
-		g.scheduleRevocationTimeout(m)
-	}
-	g.scheduleConsumerExpiry(m)
-	out := hbResult{memberID: m.id, epoch: m.epoch, records: records}
-	if full || !before.equal(m.assigned) {
-		out.assigned = responseAssignment(m.assigned)
-	}
-	return out
+	records = append(records, cgTargetMetadataRecord(g.id, cg.assignmentEpoch))
+	cfg.Logger.Info("consumer group target assignment computed", "group", g.id, "epoch", cg.assignmentEpoch,
+		"assignor", name, "members", len(cg.members))
+	return records
 }
 
 // takeOverStatic gives a restarted static member (new member id) its
