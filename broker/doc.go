@@ -6,7 +6,9 @@
 // IncrementalAlterConfigs and OffsetForLeaderEpoch on top of the storage
 // engine in broker/log, and the group coordinator's APIs (FindCoordinator,
 // JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
-// ListGroups, DescribeGroups, DeleteGroups, OffsetDelete) through
+// ListGroups, DescribeGroups, DeleteGroups, OffsetDelete, and KIP-848's
+// ConsumerGroupHeartbeat and ConsumerGroupDescribe, with the topics of the
+// metadata snapshot for the coordinator's assignments) through
 // broker/group, and the operators' APIs (below).
 // DescribeUserScramCredentials and AlterUserScramCredentials read and write
 // the SCRAM credentials of /config/users through broker/sasl (scram.go).

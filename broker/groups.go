@@ -101,7 +101,7 @@ func (b *Broker) newGroupCoordinator(reg prometheus.Registerer) error {
 	opts := []group.Option{group.WithPartitionCheck(func(topic string, p int32) bool {
 		_, ok := b.metadata().Partition(topic, p)
 		return ok
-	})}
+	}), group.WithTopics(b.consumerGroupTopics)}
 	if !b.standalone {
 		b.groupRegistry = group.NewZooKeeperRegistry(b.connect)
 		opts = append(opts, group.WithRegistry(b.groupRegistry))

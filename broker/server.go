@@ -47,12 +47,15 @@ var apiTable = map[int16]apiSpec{
 	int16(kmsg.SyncGroup):       {0, 5},
 	int16(kmsg.Heartbeat):       {0, 4},
 	int16(kmsg.LeaveGroup):      {0, 5},
-	int16(kmsg.OffsetCommit):    {1, 8},
-	int16(kmsg.OffsetFetch):     {1, 8},
+	int16(kmsg.OffsetCommit):    {1, 9}, // v9: member epochs (KIP-848)
+	int16(kmsg.OffsetFetch):     {1, 9}, // v9: member epochs (KIP-848)
 	int16(kmsg.ListGroups):      {0, 5},
 	int16(kmsg.DescribeGroups):  {0, 5},
 	int16(kmsg.DeleteGroups):    {0, 2},
 	int16(kmsg.OffsetDelete):    {0, 0},
+	// The consumer group protocol (KIP-848; consumergroup*.go).
+	int16(kmsg.ConsumerGroupHeartbeat): {0, 1},
+	int16(kmsg.ConsumerGroupDescribe):  {0, 1},
 	// SASL on SASL_* listeners (saslhandshake.go). After SaslHandshake
 	// v0 the SASL tokens come as bare frames (librdkafka only uses v1,
 	// but will not speak SASL to a broker that does not advertise v0).
@@ -143,6 +146,10 @@ func (b *Broker) dispatch(ctx context.Context, r *request) (reply, error) {
 		return b.handleDeleteGroups(ctx, r)
 	case kmsg.OffsetDelete:
 		return b.handleOffsetDelete(ctx, r)
+	case kmsg.ConsumerGroupHeartbeat:
+		return b.handleConsumerGroupHeartbeat(ctx, r)
+	case kmsg.ConsumerGroupDescribe:
+		return b.handleConsumerGroupDescribe(ctx, r)
 	case kmsg.SASLHandshake:
 		return b.handleSASLHandshake(ctx, r)
 	case kmsg.SASLAuthenticate:

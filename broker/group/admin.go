@@ -20,21 +20,23 @@ func (c *Coordinator) ListGroups(_ context.Context, req *kmsg.ListGroupsRequest)
 	wantState := func(s string) bool {
 		return len(req.StatesFilter) == 0 || slices.ContainsFunc(req.StatesFilter, func(f string) bool { return strings.EqualFold(f, s) })
 	}
-	wantType := len(req.TypesFilter) == 0 || slices.ContainsFunc(req.TypesFilter, func(f string) bool { return strings.EqualFold(f, "classic") })
-	if !wantType {
-		return resp
+	wantType := func(t string) bool {
+		return len(req.TypesFilter) == 0 || slices.ContainsFunc(req.TypesFilter, func(f string) bool { return strings.EqualFold(f, t) })
 	}
 	groups := c.allGroups()
 	slices.SortFunc(groups, func(a, b *group) int { return strings.Compare(a.id, b.id) })
 	for _, g := range groups {
 		g.mu.Lock()
-		st, pt := g.state, g.protocolType
+		st, pt, name, typ := g.state, g.protocolType, g.state.String(), "classic"
+		if g.cg != nil {
+			pt, name, typ = "consumer", g.cg.stateName(), "consumer"
+		}
 		g.mu.Unlock()
-		if st == stateDead || !wantState(st.String()) {
+		if st == stateDead || !wantState(name) || !wantType(typ) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.id, pt, st.String(), "classic"
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.id, pt, name, typ
 		resp.Groups = append(resp.Groups, lg)
 	}
 	return resp
@@ -65,6 +67,14 @@ func (c *Coordinator) DescribeGroups(_ context.Context, req *kmsg.DescribeGroups
 			dg.State = stateDead.String()
 		default:
 			g.mu.Lock()
+			if g.cg != nil {
+				// Kafka describes a consumer-protocol group only with
+				// ConsumerGroupDescribe; admin clients fall back on this.
+				dg.ErrorCode = kerr.GroupIDNotFound.Code
+				dg.ErrorMessage = kmsg.StringPtr("Group " + id + " is not a classic group.")
+				g.mu.Unlock()
+				break
+			}
 			dg.State, dg.ProtocolType = g.state.String(), g.protocolType
 			stable := g.state == stateStable
 			if stable {
@@ -120,7 +130,7 @@ func (c *Coordinator) deleteGroup(id string) int16 {
 	case g.state == stateDead:
 		g.mu.Unlock()
 		return kerr.GroupIDNotFound.Code
-	case g.state != stateEmpty || len(g.members) > 0:
+	case g.hasMembers():
 		g.mu.Unlock()
 		return kerr.NonEmptyGroup.Code
 	}
@@ -144,6 +154,9 @@ func (c *Coordinator) deleteGroup(id string) int16 {
 	}
 	for _, tp := range sortedTopicPartitions(pendingOnly) {
 		records = append(records, offsetTombstone(id, tp.Topic, tp.Partition))
+	}
+	if g.cg != nil {
+		records = append(records, cgGroupTombstones(id)...)
 	}
 	// g.mu stays held across the append so that no member joins a group
 	// being deleted.

@@ -20,6 +20,8 @@ const (
 	DefaultOffsetsRetention         = 7 * 24 * time.Hour // offsets.retention.minutes=10080, Kafka >= 2.0
 	DefaultOffsetsRetentionCheck    = 10 * time.Minute   // offsets.retention.check.interval.ms=600000
 	DefaultOffsetsTopicSegmentBytes = 100 << 20          // offsets.topic.segment.bytes
+	DefaultConsumerSessionTimeout   = 45 * time.Second   // group.consumer.session.timeout.ms
+	DefaultConsumerHeartbeat        = 5 * time.Second    // group.consumer.heartbeat.interval.ms
 	newMemberJoinTimeout            = 5 * time.Minute
 	defaultLoadBatchBytes           = 1 << 20
 	groupOperationsAuthorizedOnAll  = 1<<3 | 1<<6 | 1<<8 // READ, DELETE, DESCRIBE (Kafka's AclOperation codes)
@@ -64,6 +66,20 @@ type Config struct {
 	// in SyncGroup (Kafka bounds the group record holding them by
 	// message.max.bytes); a larger one fails the rebalance.
 	MaxAssignmentBytes int32
+	// ConsumerSessionTimeout is group.consumer.session.timeout.ms: a
+	// consumer-protocol member without a heartbeat for this long is
+	// removed (45 s).
+	ConsumerSessionTimeout time.Duration
+	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms,
+	// the interval members are told to heartbeat at (5 s); it must be
+	// below the session timeout.
+	ConsumerHeartbeatInterval time.Duration
+	// ConsumerAssignors is group.consumer.assignors: the server-side
+	// assignors offered, the first the default (uniform, range).
+	ConsumerAssignors []string
+	// ConsumerMaxSize is group.consumer.max.size: members per consumer
+	// group (GROUP_MAX_SIZE_REACHED beyond).
+	ConsumerMaxSize int32
 	// Logger may be nil.
 	Logger *slog.Logger
 	// Now may be nil (time.Now); tests replace it.
@@ -107,6 +123,18 @@ func (c Config) withDefaults() Config {
 	if c.OffsetsTopicSegmentBytes == 0 {
 		c.OffsetsTopicSegmentBytes = DefaultOffsetsTopicSegmentBytes
 	}
+	if c.ConsumerSessionTimeout == 0 {
+		c.ConsumerSessionTimeout = DefaultConsumerSessionTimeout
+	}
+	if c.ConsumerHeartbeatInterval == 0 {
+		c.ConsumerHeartbeatInterval = DefaultConsumerHeartbeat
+	}
+	if len(c.ConsumerAssignors) == 0 {
+		c.ConsumerAssignors = []string{AssignorUniform, AssignorRange}
+	}
+	if c.ConsumerMaxSize == 0 {
+		c.ConsumerMaxSize = DefaultMaxGroupSize
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -138,8 +166,19 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: offsets.retention.check.interval.ms: must be >= 1", ErrInvalidConfig)
 	case d.OffsetsTopicSegmentBytes < 14:
 		return fmt.Errorf("%w: offsets.topic.segment.bytes: must be >= 14, got %d", ErrInvalidConfig, c.OffsetsTopicSegmentBytes)
+	case d.ConsumerSessionTimeout < 0 || d.ConsumerHeartbeatInterval <= 0:
+		return fmt.Errorf("%w: group.consumer.session.timeout.ms and group.consumer.heartbeat.interval.ms must be positive", ErrInvalidConfig)
+	case d.ConsumerHeartbeatInterval >= d.ConsumerSessionTimeout:
+		return fmt.Errorf("%w: group.consumer.heartbeat.interval.ms must be below group.consumer.session.timeout.ms", ErrInvalidConfig)
+	case d.ConsumerMaxSize < 1:
+		return fmt.Errorf("%w: group.consumer.max.size: must be >= 1, got %d", ErrInvalidConfig, c.ConsumerMaxSize)
 	case d.MaxAssignmentBytes < 0:
 		return fmt.Errorf("%w: group assignment bound must be >= 0", ErrInvalidConfig)
+	}
+	for _, a := range d.ConsumerAssignors {
+		if _, ok := assignors[a]; !ok {
+			return fmt.Errorf("%w: group.consumer.assignors: unknown assignor %q (known: uniform, range)", ErrInvalidConfig, a)
+		}
 	}
 	return nil
 }

@@ -57,6 +57,9 @@ type Coordinator struct {
 	// partitionExists says whether a consumed topic partition exists; nil
 	// accepts every commit.
 	partitionExists func(topic string, p int32) bool
+	// topics lists the cluster's topics for consumer-protocol
+	// subscriptions; nil means none.
+	topics func() map[string]TopicMeta
 
 	mu    sync.Mutex
 	parts map[int32]*offsetsPartition
@@ -109,6 +112,19 @@ func WithRegistry(r Registry) Option { return func(c *Coordinator) { c.registry 
 // with UNKNOWN_TOPIC_OR_PARTITION.
 func WithPartitionCheck(exists func(topic string, p int32) bool) Option {
 	return func(c *Coordinator) { c.partitionExists = exists }
+}
+
+// WithTopics gives the coordinator the cluster's topics, which
+// consumer-protocol groups subscribe to (by name or regex) and assign.
+func WithTopics(topics func() map[string]TopicMeta) Option {
+	return func(c *Coordinator) { c.topics = topics }
+}
+
+func (c *Coordinator) topicMetadata() map[string]TopicMeta {
+	if c.topics == nil {
+		return map[string]TopicMeta{}
+	}
+	return c.topics()
 }
 
 // New returns a coordinator serving no partition yet.
@@ -251,12 +267,19 @@ func (c *Coordinator) load(ps *offsetsPartition) {
 	start := c.cfg.Now()
 	offsets := map[string]map[TopicPartition]committed{}
 	pending := txnReplay{}
+	consumers := cgReplay{}
 	var corrupt int
 	var pos int64
 	err := ps.log.Replay(func(r Record) error {
 		pos++
 		if r.Control {
 			pending.end(r.ProducerID, r.Commit, offsets)
+			return nil
+		}
+		if typ, ok := consumerRecordType(r.Key); ok {
+			if err := consumers.apply(typ, r); err != nil {
+				corrupt++
+			}
 			return nil
 		}
 		d, err := decodeRecord(r)
@@ -331,6 +354,19 @@ func (c *Coordinator) load(ps *offsetsPartition) {
 			g.setOffset(tp.Topic, tp.Partition, o)
 		}
 		ps.groups[id] = g
+	}
+	for id, l := range consumers {
+		if !l.exists {
+			continue
+		}
+		g := ps.groups[id]
+		if g == nil {
+			g = c.newGroup(ps, id)
+			ps.groups[id] = g
+		}
+		g.mu.Lock()
+		g.installConsumer(l)
+		g.mu.Unlock()
 	}
 	c.installPendingLocked(ps, pending)
 	for _, m := range ps.lateMarkers {

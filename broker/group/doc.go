@@ -1,5 +1,7 @@
 // Package group is the broker's group coordinator: Kafka's classic group
-// protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), committed offsets
+// protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), the consumer
+// group protocol of KIP-848 (ConsumerGroupHeartbeat, ConsumerGroupDescribe),
+// committed offsets
 // (OffsetCommit, OffsetFetch, OffsetDelete) and group administration
 // (ListGroups, DescribeGroups, DeleteGroups), so that every standard
 // client's consumer groups work against Tributary brokers.
@@ -46,8 +48,54 @@
 // (what Kafka answers when the group record is too large) and the group
 // rebalances again.
 //
-// Membership is held in memory only: after a coordinator move the members
-// get NOT_COORDINATOR, find the new coordinator and join again.
+// Classic membership is held in memory only: after a coordinator move the
+// members get NOT_COORDINATOR, find the new coordinator and join again.
+//
+// # The consumer group protocol (KIP-848)
+//
+// A group joined with ConsumerGroupHeartbeat is a consumer-protocol group
+// (consumer.go), after Kafka's GroupMetadataManager: the coordinator
+// assigns. Its group epoch advances when a member joins or leaves, changes
+// its subscription (topic names, or an RE2 regex matched against whole
+// topic names) or its server assignor, and when a subscribed topic is
+// created, deleted or grows; the target assignment is then recomputed at
+// that epoch by the assignor most members ask for (group.consumer.assignors,
+// "uniform" first: sticky and balanced, as Kafka's UniformAssignor; or
+// "range", contiguous ranges per topic). Each member then reconciles, one
+// heartbeat at a time, as Kafka's CurrentAssignmentBuilder does: it keeps
+// what stays its own, is told to revoke the rest and stays at its epoch
+// until a heartbeat's owned partitions no longer hold them, and only then
+// moves to the target epoch and gets the partitions whose previous owner
+// has released them (a partition never has two owners; the others come on
+// later heartbeats). A member that does not revoke within its rebalance
+// timeout, or does not heartbeat for group.consumer.session.timeout.ms, is
+// removed. Static members (instance id) leave with epoch -2 keeping their
+// partitions, and a restarted instance takes them over under its new
+// member id at the same epoch (UNRELEASED_INSTANCE_ID while the old one is
+// still in the group). OffsetCommit v9 carries the member epoch: a lower
+// one is STALE_MEMBER_EPOCH, a higher one FENCED_MEMBER_EPOCH, and a
+// member committing with v8 or lower UNSUPPORTED_VERSION.
+//
+// The two protocols do not mix: a classic JoinGroup to a consumer group
+// with members gets INCONSISTENT_GROUP_PROTOCOL, a ConsumerGroupHeartbeat
+// to a classic group with members GROUP_ID_NOT_FOUND; a group without
+// members (only offsets) becomes whichever protocol joins it. Online
+// conversion of a live group (Kafka's group.consumer.migration.policy) is
+// not implemented. DescribeGroups of a consumer group answers
+// GROUP_ID_NOT_FOUND and ConsumerGroupDescribe of a classic one too, as
+// Kafka does (admin clients try one, then the other).
+//
+// A consumer group is persisted, unlike classic membership, in Kafka's
+// record types (consumerrecords.go, frozen): ConsumerGroupMetadata (3:
+// group epoch, metadata hash), ConsumerGroupMemberMetadata (5),
+// ConsumerGroupTargetAssignmentMetadata (6) and ...Member (7),
+// ConsumerGroupCurrentMemberAssignment (8: member epoch, previous epoch,
+// state, assigned and pending-revocation partitions by topic id), each
+// appended before the heartbeat that made it is answered, tombstones when
+// a member or the group goes. A load replays them, so the new coordinator
+// of a moved partition resumes the group: members keep their ids, epochs
+// and partitions and go on heartbeating, and their sessions restart at
+// the load.
 //
 // # Offsets: format and truth
 //
@@ -124,5 +172,7 @@
 // before a group's mu; an offsets partition's writeMu before a group's mu.
 // Joins and syncs block their request until the rebalance answers them;
 // timers (session, rebalance, initial delay) run under the group's mu and
-// ignore firings that a later event made stale.
+// ignore firings that a later event made stale. A consumer-protocol
+// heartbeat, and the timers removing consumer members, hold the
+// partition's writeMu and the group's mu across their append.
 package group

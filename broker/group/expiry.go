@@ -30,7 +30,7 @@ func (c *Coordinator) expireGroup(ps *offsetsPartition, g *group) int {
 	ps.writeMu.Lock()
 	defer ps.writeMu.Unlock()
 	g.mu.Lock()
-	if g.state != stateEmpty || len(g.members) > 0 {
+	if g.hasMembers() {
 		g.mu.Unlock()
 		return 0
 	}
@@ -41,7 +41,7 @@ func (c *Coordinator) expireGroup(ps *offsetsPartition, g *group) int {
 	for _, t := range sortedKeys(g.offsets) {
 		for _, p := range sortedKeys(g.offsets[t]) {
 			since := max(g.offsets[t][p].CommitTime, ps.loadedAt)
-			if g.protocolType != "" {
+			if g.protocolType != "" || g.cg != nil {
 				since = g.emptySince
 			}
 			// An offset an open transaction commits over is kept until

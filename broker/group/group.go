@@ -130,6 +130,9 @@ type group struct {
 	// when unloaded, COORDINATOR_NOT_AVAILABLE when deleted (the client
 	// looks the coordinator up again and finds a fresh group).
 	deadCode int16
+	// cg is the consumer-protocol state (KIP-848) of a consumer group,
+	// nil for a classic group.
+	cg *consumerGroup
 }
 
 func (c *Coordinator) newGroup(ps *offsetsPartition, id string) *group {
@@ -245,6 +248,14 @@ func (g *group) join(req *kmsg.JoinGroupRequest, clientID, clientHost string, se
 	}
 	if g.state == stateDead {
 		return fail(g.deadCode)
+	}
+	if g.cg != nil {
+		if len(g.cg.members) > 0 {
+			// A consumer-protocol group refuses classic members, as
+			// Kafka does without group.consumer.migration.policy.
+			return fail(kerr.InconsistentGroupProtocol.Code)
+		}
+		g.cg = nil // an empty consumer group becomes a classic one
 	}
 	fill := func(m *member) {
 		m.clientID, m.clientHost = clientID, clientHost
@@ -749,6 +760,7 @@ func (g *group) unload() {
 	for _, t := range g.pending {
 		t.Stop()
 	}
+	g.unloadConsumer()
 	g.state = stateDead
 	g.deadCode = kerr.NotCoordinator.Code
 }

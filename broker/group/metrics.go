@@ -46,7 +46,11 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 			g.mu.Unlock()
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(membersDesc, prometheus.GaugeValue, float64(len(g.members)), g.id, g.state.String())
+		members, state := len(g.members), g.state.String()
+		if g.cg != nil {
+			members, state = len(g.cg.members), g.cg.stateName()
+		}
+		ch <- prometheus.MustNewConstMetric(membersDesc, prometheus.GaugeValue, float64(members), g.id, state)
 		type point struct {
 			topic  string
 			p      int32

@@ -176,6 +176,9 @@ func (g *group) commitCheck(req *kmsg.OffsetCommitRequest) int16 {
 	if g.state == stateDead {
 		return g.deadCode
 	}
+	if g.cg != nil {
+		return g.consumerCommitCheck(req.MemberID, req.Generation, req.Version, false)
+	}
 	if g.fenced(req.MemberID, req.InstanceID) {
 		return kerr.FencedInstanceID.Code
 	}
@@ -210,7 +213,11 @@ func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchReques
 					topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
 				}
 			}
-			code, offs := c.fetchOffsets(rg.Group, topics, rg.Topics == nil, req.RequireStable)
+			var member *memberEpoch
+			if req.Version >= 9 && (rg.MemberID != nil || rg.MemberEpoch >= 0) {
+				member = &memberEpoch{rg.MemberID, rg.MemberEpoch}
+			}
+			code, offs := c.fetchOffsets(rg.Group, topics, rg.Topics == nil, req.RequireStable, member)
 			og := kmsg.NewOffsetFetchResponseGroup()
 			og.Group, og.ErrorCode = rg.Group, code
 			for _, t := range offs {
@@ -233,7 +240,7 @@ func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchReques
 		topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
 	}
 	// Null topics (v2+) ask for every committed offset.
-	code, offs := c.fetchOffsets(req.Group, topics, req.Topics == nil && req.Version >= 2, req.Version >= 7 && req.RequireStable)
+	code, offs := c.fetchOffsets(req.Group, topics, req.Topics == nil && req.Version >= 2, req.Version >= 7 && req.RequireStable, nil)
 	if req.Version >= 2 {
 		resp.ErrorCode = code
 	}
@@ -280,11 +287,18 @@ type fetchedPartition struct {
 	code int16
 }
 
+// memberEpoch is the member an OffsetFetch v9+ names.
+type memberEpoch struct {
+	id    *string
+	epoch int32
+}
+
 // fetchOffsets returns the group's offsets for topics (all of them when
 // everything is set), in request order, or an error code for the group.
 // With stable set, partitions with pending transactional offsets get
-// UNSTABLE_OFFSET_COMMIT.
-func (c *Coordinator) fetchOffsets(id string, topics map[string][]int32, everything, stable bool) (int16, []fetchedTopic) {
+// UNSTABLE_OFFSET_COMMIT. A member named (OffsetFetch v9+) of a consumer
+// group must be in it at that epoch, as Kafka's validateOffsetFetch.
+func (c *Coordinator) fetchOffsets(id string, topics map[string][]int32, everything, stable bool, member *memberEpoch) (int16, []fetchedTopic) {
 	if id == "" && !everything && len(topics) == 0 {
 		return 0, nil
 	}
@@ -296,6 +310,24 @@ func (c *Coordinator) fetchOffsets(id string, topics map[string][]int32, everyth
 	unstable := map[TopicPartition]bool{}
 	if g != nil {
 		g.mu.Lock()
+		if member != nil && g.cg != nil {
+			mid := ""
+			if member.id != nil {
+				mid = *member.id
+			}
+			m := g.cg.members[mid]
+			switch {
+			case m == nil:
+				g.mu.Unlock()
+				return kerr.UnknownMemberID.Code, nil
+			case member.epoch > m.epoch:
+				g.mu.Unlock()
+				return kerr.FencedMemberEpoch.Code, nil
+			case member.epoch < m.epoch:
+				g.mu.Unlock()
+				return kerr.StaleMemberEpoch.Code, nil
+			}
+		}
 		if stable {
 			for _, offs := range g.pendingTxn {
 				for tp := range offs {
@@ -417,6 +449,9 @@ func (c *Coordinator) OffsetDelete(_ context.Context, req *kmsg.OffsetDeleteRequ
 // subscribe to (none for an empty group); ok is false for a non-empty
 // group of another protocol type, whose subscriptions are opaque.
 func (g *group) subscribedTopics() (map[string]bool, bool) {
+	if g.cg != nil {
+		return g.consumerSubscribedTopics(), true
+	}
 	out := map[string]bool{}
 	if g.state == stateEmpty || len(g.members) == 0 {
 		return out, true

@@ -65,6 +65,14 @@ func offsetTombstone(group, topic string, partition int32) Record {
 	return Record{Key: offsetKey(group, topic, partition)}
 }
 
+// consumerRecordType reports a key of a consumer-protocol group record
+// (types 3 to 8, and 16).
+func consumerRecordType(key []byte) (int16, bool) {
+	rd := kbin.Reader{Src: key}
+	typ := rd.Int16()
+	return typ, rd.Ok() && (typ >= cgMetadataType && typ <= cgCurrentAssignmentTyp || typ == cgRegexType)
+}
+
 // decoded is a record of the offsets topic as load applies it.
 type decoded struct {
 	isOffset  bool

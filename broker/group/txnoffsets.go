@@ -236,6 +236,9 @@ func (g *group) txnCommitCheck(req *kmsg.TxnOffsetCommitRequest) int16 {
 	if req.Generation < 0 && req.MemberID == "" && req.InstanceID == nil {
 		return 0
 	}
+	if g.cg != nil {
+		return g.consumerCommitCheck(req.MemberID, req.Generation, req.Version, true)
+	}
 	if g.fenced(req.MemberID, req.InstanceID) {
 		return kerr.FencedInstanceID.Code
 	}
