@@ -307,7 +307,7 @@ func (c *treeCache) snapshot() Snapshot {
 			c.warn(path, v.version, err)
 			continue
 		}
-		t := Topic{Name: name, ID: id, Partitions: make([]Partition, len(replicas))}
+		t := Topic{Name: name, ID: id, Partitions: make([]Partition, len(replicas)), version: v.version}
 		_, t.Deleting = slices.BinarySearch(snap.deleting, name)
 		rec, _ := decodeTopic(name, v.data) // decodeAssignment parsed it
 		for p, rs := range replicas {

@@ -36,7 +36,8 @@ type ReassignmentRequest struct {
 // ErrInvalidReplicaAssignment for an empty target, a repeated broker or one
 // that is not live, ErrNoReassignmentInProgress for a cancellation with
 // nothing to cancel. The error returned alone is the topic's (unknown,
-// marked for deletion) or the coordination service's.
+// marked for deletion) or the coordination service's. It returns once this
+// member's Metadata shows the write (bounded by ctx).
 func (m *Member) AlterReassignments(ctx context.Context, topic string, reqs []ReassignmentRequest) (map[int32]error, error) {
 	s, err := m.currentSession()
 	if err != nil {
@@ -62,10 +63,19 @@ func (m *Member) AlterReassignments(ctx context.Context, topic string, reqs []Re
 		if !changed {
 			return results, nil
 		}
-		_, err = s.Set(ctx, topicPath(topic), encodeTopic(rec), st.Version)
+		written, err := s.Set(ctx, topicPath(topic), encodeTopic(rec), st.Version)
 		switch {
 		case err == nil:
 			m.log.Info("cluster: partition reassignments written", "topic", topic, "requests", len(reqs))
+			// Answered once this member's metadata shows the write, so
+			// that a ListPartitionReassignments (answered from it) or a
+			// second cancellation right after sees what was written.
+			if _, werr := m.AwaitMetadata(ctx, func(snap Snapshot) bool {
+				t, ok := snap.Topics[topic]
+				return !ok || t.version >= written.Version
+			}); werr != nil {
+				m.log.Warn("cluster: reassignments written; the metadata does not show them yet", "topic", topic, "err", werr)
+			}
 			return results, nil
 		case errors.Is(err, coord.ErrBadVersion):
 			if ctx.Err() != nil {

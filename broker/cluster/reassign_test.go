@@ -38,6 +38,11 @@ func TestReassignment(t *testing.T) {
 			res, err := m.AlterReassignments(ctx, "r", []ReassignmentRequest{{Partition: 0, Target: target}})
 			must(t, err)
 			must(t, res[0])
+			// The writer's own metadata shows the write at once (what
+			// ListPartitionReassignments answers from).
+			if p, _ := m.Metadata().Partition("r", 0); !slices.Equal(p.AddingReplicas, []int32{z}) {
+				t.Fatalf("right after AlterReassignments the writer's metadata shows %+v", p)
+			}
 			for _, mm := range ms {
 				await(t, mm, "reassignment recorded", func(s Snapshot) bool {
 					p, _ := s.Partition("r", 0)
@@ -52,6 +57,9 @@ func TestReassignment(t *testing.T) {
 		res, err := m.AlterReassignments(ctx, "r", []ReassignmentRequest{{Partition: 0}})
 		must(t, err)
 		must(t, res[0])
+		if p, _ := m.Metadata().Partition("r", 0); p.Reassigning() {
+			t.Fatalf("right after the cancellation the writer's metadata shows %+v", p)
+		}
 		await(t, m, "reassignment cancelled", func(s Snapshot) bool {
 			p, _ := s.Partition("r", 0)
 			return slices.Equal(p.Replicas, []int32{follower, leader}) && !p.Reassigning()

@@ -78,6 +78,9 @@ type Topic struct {
 	// Deleting is true once deletion was requested and until the controller
 	// has removed the topic.
 	Deleting bool
+	// version is the topic node's version, for a writer awaiting its
+	// write in the metadata.
+	version int32
 }
 
 // Partition is one partition's replica assignment and leadership.

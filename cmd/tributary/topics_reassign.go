@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // reassignOptions are the flags of `topics reassign`.
@@ -135,9 +137,20 @@ func (o *reassignOptions) run(ctx context.Context, out io.Writer) error {
 		return fmt.Errorf("reassign %s: %w", topic, err)
 	}
 	var failed error
+	topicWide := o.cancel && o.partition == -1
+	if topicWide && !slices.ContainsFunc(slices.Collect(maps.Values(resp[topic])), func(r kadm.AlterPartitionAssignmentsResponse) bool {
+		return !errors.Is(r.Err, kerr.NoReassignmentInProgress)
+	}) {
+		// Listed in progress by a broker whose metadata lagged, done or
+		// cancelled by the time the controller looked: nothing to cancel.
+		fmt.Fprintf(out, "Topic %s: no reassignment in progress\n", topic)
+		return nil
+	}
 	for _, p := range slices.Sorted(maps.Keys(resp[topic])) {
 		r := resp[topic][p]
 		switch {
+		case topicWide && errors.Is(r.Err, kerr.NoReassignmentInProgress):
+			fmt.Fprintf(out, "Partition %s-%d: no reassignment in progress\n", topic, p)
 		case r.Err != nil:
 			fmt.Fprintf(out, "Partition %s-%d: error %v\n", topic, p, r.Err)
 			if failed == nil {
