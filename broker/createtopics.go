@@ -88,7 +88,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *request) (reply, err
 			fail(cfgCode, cfgErr)
 		case req.ValidateOnly:
 			if _, ok := snap.Topics[rt.Topic]; ok {
-				fail(kerr.TopicAlreadyExists, "topic "+rt.Topic+" already exists")
+				fail(kerr.TopicAlreadyExists, "Topic '"+rt.Topic+"' already exists.")
 			} else if err := cluster.ValidateTopicName(rt.Topic); err != nil {
 				fail(kerr.InvalidTopicException, err.Error())
 			}
@@ -106,6 +106,10 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *request) (reply, err
 			}
 			if err := b.createTopicReported(ctx, rt.Topic, n, rf, overrides, false); err != nil {
 				st.ErrorCode, st.ErrorMessage = adminErrorCode(err), kmsg.StringPtr(err.Error())
+				if errors.Is(err, ErrTopicExists) {
+					// Kafka's TopicExistsException text, not our wrapped chain.
+					st.ErrorMessage = kmsg.StringPtr("Topic '" + rt.Topic + "' already exists.")
+				}
 				if errors.Is(err, errPartitionOpen) {
 					// The topic exists; its partition comes online by itself
 					// once the cause (descriptors, disk) goes away.

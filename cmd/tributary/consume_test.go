@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -336,5 +338,25 @@ func TestProduceAutoCreatesTopic(t *testing.T) {
 	}
 	if out := mustRun(t, "", "topics", "list", "--bootstrap", bs).stdout; out != "auto\n" {
 		t.Fatalf("topics after auto-create: %q", out)
+	}
+}
+
+// TestLoaderRunUnreachableBrokerFails: `loader run` against a closed port
+// fails naming the address, with no summary of zeros printed before the
+// error (it printed "0 records ... 0 partitions" and then the error).
+func TestLoaderRunUnreachableBrokerFails(t *testing.T) {
+	bs := closedPort(t)
+	props := filepath.Join(t.TempDir(), "loader.properties")
+	conf := "name=lj\nbootstrap.servers=" + bs + "\ntopics=pageviews\noutput.uri=file://" + t.TempDir() +
+		"\nschema.registry.url=http://" + closedPort(t) + "\n"
+	if err := os.WriteFile(props, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runCLI(t, 60*time.Second, "", "loader", "run", "--config", props)
+	if !errors.Is(res.err, errUnreachable) || !strings.Contains(res.err.Error(), "loader lj: cannot connect to the brokers at "+bs+": ") {
+		t.Fatalf("loader run against a closed port: err %v", res.err)
+	}
+	if res.stdout != "" {
+		t.Fatalf("loader run against a closed port printed %q before its error", res.stdout)
 	}
 }

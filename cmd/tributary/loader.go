@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"slices"
@@ -131,8 +133,16 @@ func runLoader(cmd *cobra.Command, o loaderOptions, serve bool) error {
 	}
 	sum, err := l.Run(ctx)
 	stopBar()
-	fmt.Fprintf(out, "loader %s: %d records (%d record bytes), %d files (%d file bytes), %d errors, %d duplicates, %d partitions, %.1f s\n",
-		cfg.Name, sum.Records, sum.RecordBytes, sum.Files, sum.FileBytes, sum.Errors, sum.Duplicates, sum.Partitions, sum.Seconds)
+	var netErr net.Error
+	unreachable := err != nil && sum.Partitions == 0 && errors.As(err, &netErr)
+	if unreachable {
+		// Nothing was loaded: the error alone, naming the addresses, and
+		// no summary of zeros before it.
+		err = fmt.Errorf("%w at %s: %w", errUnreachable, strings.Join(cfg.Brokers, ","), err)
+	} else {
+		fmt.Fprintf(out, "loader %s: %d records (%d record bytes), %d files (%d file bytes), %d errors, %d duplicates, %d partitions, %.1f s\n",
+			cfg.Name, sum.Records, sum.RecordBytes, sum.Files, sum.FileBytes, sum.Errors, sum.Duplicates, sum.Partitions, sum.Seconds)
+	}
 	if o.summaryJSON != "" {
 		b, _ := json.Marshal(sum)
 		if o.summaryJSON == "-" {
