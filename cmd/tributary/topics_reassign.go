@@ -167,6 +167,10 @@ func (o *reassignOptions) run(ctx context.Context, out io.Writer) error {
 	}
 	for {
 		pending, err := o.inProgress(ctx, adm, parts)
+		if err != nil && ctx.Err() != nil {
+			// --request-timeout ran out while asking, not between asks.
+			return fmt.Errorf("waiting for the reassignments of %s: %w", topic, ctx.Err())
+		}
 		if err != nil {
 			return err
 		}
