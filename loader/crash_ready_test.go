@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary/tributary/hours"
+	"github.com/tributary/tributary/hours/rows"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
-	"github.com/tributary/tributary/jobs/hours/rows"
 	"github.com/tributary/tributary/loader"
 )
 

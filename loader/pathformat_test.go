@@ -15,12 +15,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary/tributary/hours"
+	"github.com/tributary/tributary/hours/rows"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/filesys/filesystest"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
-	"github.com/tributary/tributary/jobs/hours/rows"
 	"github.com/tributary/tributary/jobs/retention"
 	"github.com/tributary/tributary/jobs/tables"
 	"github.com/tributary/tributary/loader"

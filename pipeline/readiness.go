@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/loader"
 )
 

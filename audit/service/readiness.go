@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/audit"
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
 )
 
 // Readiness points the service at a loader's output, for GET

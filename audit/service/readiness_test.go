@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
 )
 
 // TestPartitionsEndpoint: /api/topics/{topic}/partitions serves the

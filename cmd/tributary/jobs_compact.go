@@ -17,11 +17,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tributary/tributary/audit/service"
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/properties"
 	"github.com/tributary/tributary/jobs"
 	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/jobs/retention"
 	"github.com/tributary/tributary/jobs/tables"
 	"github.com/tributary/tributary/loader"

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/tributary/tributary/jobs/hours"
+	"github.com/tributary/tributary/hours"
 )
 
 // The contract between compaction (and retention) and a table catalog:
@@ -13,7 +13,7 @@ import (
 // JSON file.
 
 // Partition is one published time partition of a topic, as the files say
-// (the jobs/hours rule).
+// (the hours rule).
 type Partition struct {
 	Topic    string
 	Start    time.Time     // UTC, a multiple of Duration since the epoch

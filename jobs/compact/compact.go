@@ -23,8 +23,8 @@ import (
 	"github.com/xitongsys/parquet-go/parquet"
 	"github.com/xitongsys/parquet-go/writer"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/jobs/hours"
 )
 
 // Defaults of Config.
@@ -762,7 +762,7 @@ func (c *Compactor) writeGroup(ctx context.Context, h hours.Hour, tmp string, g 
 		}
 		// The writer schema, under parquet-avro's key: what the Parquet
 		// types leave out (time-millis and -micros are plain integers,
-		// doc.go) a reader finds there (package jobs/hours/rows does).
+		// doc.go) a reader finds there (package hours/rows does).
 		avroSchema := g[0].schema
 		pw.Footer.KeyValueMetadata = append(pw.Footer.KeyValueMetadata, &parquet.KeyValue{Key: hours.ParquetAvroSchemaKey, Value: &avroSchema})
 		sh := &shredder{root: root, leaves: m.leaves, pw: pw}

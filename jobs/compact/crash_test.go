@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
-	"github.com/tributary/tributary/jobs/hours"
 )
 
 func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }

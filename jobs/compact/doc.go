@@ -115,7 +115,7 @@
 //     catalog (--tables-config with hive.integration=true, such as the file
 //     the pipeline's --hive-metastore writes), whose Spark queries would
 //     fail as above; the pipeline's own compaction always writes INT96. Every value a long holds (year 1 to 9999 and beyond) is
-//     kept; pyarrow reads timestamp[ms, tz=UTC], package jobs/hours/rows
+//     kept; pyarrow reads timestamp[ms, tz=UTC], package hours/rows
 //     the same instants as from INT96. The type applies to the files a run
 //     writes: files written before a change keep theirs, and a
 //     recompacted hour copies its earlier generation's files as they are,
@@ -143,7 +143,7 @@
 //     value is the millisecond (or microsecond) of the day; the Avro type
 //     is in the file's footer metadata under parquet.avro.schema (the
 //     writer schema, as parquet-avro stores it), which package
-//     jobs/hours/rows reads to give them back as durations.
+//     hours/rows reads to give them back as durations.
 //   - enum and uuid are strings: pyarrow reads an ENUM annotation as
 //     binary and Parquet's UUID (FIXED[16]) is read by neither Hive nor
 //     Spark.

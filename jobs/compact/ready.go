@@ -7,8 +7,8 @@ import (
 	"path"
 	"time"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/jobs/hours"
 )
 
 // AuditLookback is how far before the first hour waiting for the audit

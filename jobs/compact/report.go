@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/jobs/hours"
 )
 
 // HourReport is one partition's state (hours.Status) with its audit

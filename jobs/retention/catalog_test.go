@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
 )
 
 // checkingCatalog fails the test if a sync names a location that is gone.

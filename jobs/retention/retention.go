@@ -9,9 +9,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
 )
 
 // ErrBadConfig: a Config field is invalid; the message names it.

@@ -23,7 +23,7 @@ import (
 // and Catalog what makes a topic's table show exactly the wanted
 // partitions (Sync: add missing, alter changed, drop absent; idempotent).
 // Both are defined by their caller, package jobs/compact, which publishes
-// what the files say (the jobs/hours rule); a Metastore is a
+// what the files say (the hours rule); a Metastore is a
 // compact.Catalog.
 type (
 	Partition = compact.Partition

@@ -16,10 +16,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
 )
 
 const eventV2 = `{"type":"record","name":"Event","namespace":"test.tables","fields":[
