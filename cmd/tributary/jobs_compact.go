@@ -91,7 +91,7 @@ func addReadinessFlags(f *pflag.FlagSet, auditURL *string, threshold *float64, t
 }
 
 // auditSource is the readiness check's view of the audit service at url ("" none).
-func auditSource(url string) (compact.Audit, error) {
+func auditSource(url string) (hours.Audit, error) {
 	if url == "" {
 		return nil, nil
 	}

@@ -111,7 +111,7 @@ func writeLoaderFile(t *testing.T, fsys filesys.FS, base, topic string, hour tim
 // compactThrough runs jobs/compact over topic with every hour that ends at
 // or before through closed (no audit: a closed hour is ready at once), its
 // table catalog cat.
-func compactThrough(t *testing.T, fsys filesys.FS, base, topic string, through time.Time, cat compact.Catalog) compact.Summary {
+func compactThrough(t *testing.T, fsys filesys.FS, base, topic string, through time.Time, cat hours.Catalog) compact.Summary {
 	t.Helper()
 	c, err := compact.New(compact.Config{FS: fsys, Base: base, Topics: []string{topic}, Delay: time.Nanosecond, Catalog: cat,
 		ClosedThrough: func(context.Context) (time.Time, error) { return through.Add(time.Nanosecond), nil }})
