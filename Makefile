@@ -9,8 +9,8 @@ LDFLAGS   := -X main.version=$(VERSION)
 MODULE    := github.com/tributary/tributary
 # Packages with concurrency get the race detector (RACE_RE: the same, as a
 # pattern over import paths).
-RACE_PKGS := ./broker/... ./client/... ./internal/coord/... ./audit/... ./mirror/... ./loader/... ./jobs/... ./internal/filesys/...
-RACE_RE   := ^$(MODULE)/(broker|client|internal/coord|audit|mirror|loader|jobs|internal/filesys)(/|$$)
+RACE_PKGS := ./broker/... ./client/... ./internal/coord/... ./audit/... ./mirror/... ./loader/... ./jobs/... ./hours/... ./internal/filesys/...
+RACE_RE   := ^$(MODULE)/(broker|client|internal/coord|audit|mirror|loader|jobs|hours|internal/filesys)(/|$$)
 # Packages with ZooKeeper-ensemble tests (built without -race, see test-unit).
 ENSEMBLE_PKGS := ./broker/... ./client/... ./internal/coord/...
 TEST_TIMEOUT ?= 25m

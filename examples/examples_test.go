@@ -22,11 +22,11 @@ import (
 
 	"github.com/tributary/tributary/client"
 	"github.com/tributary/tributary/client/serde"
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/brokertest"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/registrytest"
 	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/loader"
 	"github.com/tributary/tributary/pipeline/pageview"
 	"github.com/tributary/tributary/schema"

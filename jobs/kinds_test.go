@@ -12,7 +12,7 @@ import (
 
 	"github.com/linkedin/goavro/v2"
 
-	"github.com/tributary/tributary/jobs/hours"
+	"github.com/tributary/tributary/hours"
 )
 
 // TestCompactAndRetentionKinds runs a compact and a retention job through

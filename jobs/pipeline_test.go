@@ -15,11 +15,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/tailtest"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
-	"github.com/tributary/tributary/jobs/hours"
 )
 
 const pageViewSchema = `{"type":"record","name":"PageView","namespace":"test","fields":[

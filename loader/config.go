@@ -12,10 +12,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tributary/tributary/client/serde"
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/properties"
-	"github.com/tributary/tributary/jobs/hours"
 )
 
 // The values of isolation.level.

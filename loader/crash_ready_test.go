@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary/tributary/hours"
+	"github.com/tributary/tributary/hours/rows"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
-	"github.com/tributary/tributary/jobs/hours/rows"
 	"github.com/tributary/tributary/loader"
 )
 
@@ -44,7 +44,7 @@ func TestReadinessAfterLoaderCrash(t *testing.T) {
 			if err := ch.wait(t); !killedBySIGKILL(err) {
 				t.Fatalf("crashing run ended with %v, want SIGKILL at step %d:\n%s", err, step, ch.output())
 			}
-			cat := &syncCatalog{parts: map[string][]compact.Partition{}}
+			cat := &syncCatalog{parts: map[string][]hours.Partition{}}
 			cp, err := compact.New(compact.Config{FS: fsys, Base: base, Delay: time.Minute, Catalog: cat, TargetFileSize: 1 << 20,
 				ClosedThrough: func(ctx context.Context) (time.Time, error) { return loader.CommittedThrough(ctx, fsys, base, job) }})
 			if err != nil {
@@ -68,13 +68,13 @@ func TestReadinessAfterLoaderCrash(t *testing.T) {
 
 // checkReadyHours checks every ready hour's records against want and the
 // catalog's partitions against the ready hours; it returns how many are ready.
-func checkReadyHours(t *testing.T, fsys filesys.FS, base, topic string, want map[time.Time]map[int64]bool, parts []compact.Partition, stage string) int {
+func checkReadyHours(t *testing.T, fsys filesys.FS, base, topic string, want map[time.Time]map[int64]bool, parts []hours.Partition, stage string) int {
 	t.Helper()
 	sts, err := hours.Statuses(fsys, base, topic, time.Time{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	byStart := map[time.Time]compact.Partition{}
+	byStart := map[time.Time]hours.Partition{}
 	for _, p := range parts {
 		byStart[p.Start] = p
 	}

@@ -6,7 +6,7 @@
 //
 // # Output layout
 //
-// Package jobs/hours owns the data layout (it names, parses and lists the
+// Package hours owns the data layout (it names, parses and lists the
 // files for the loader, compaction, retention and every reader):
 //
 //	<base>/<topic>/<yyyy>/<MM>/<dd>/<HH>/<topic>+<partition>+<first>+<last>+s<schemaID>.avro

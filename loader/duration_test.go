@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/jobs/hours"
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/loader"
 )
 

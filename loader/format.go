@@ -3,7 +3,7 @@ package loader
 import (
 	"io"
 
-	"github.com/tributary/tributary/jobs/hours"
+	"github.com/tributary/tributary/hours"
 )
 
 // fileFormat is one output format of the loader: what its data files are

@@ -22,9 +22,9 @@ import (
 
 	"github.com/tributary/tributary/audit"
 	"github.com/tributary/tributary/client/serde"
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/network"
-	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/schema"
 )
 

@@ -16,8 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/schema"
 )
 

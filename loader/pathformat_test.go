@@ -15,12 +15,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary/tributary/hours"
+	"github.com/tributary/tributary/hours/rows"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/filesys/filesystest"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
-	"github.com/tributary/tributary/jobs/hours/rows"
 	"github.com/tributary/tributary/jobs/retention"
 	"github.com/tributary/tributary/jobs/tables"
 	"github.com/tributary/tributary/loader"
@@ -203,11 +203,11 @@ func TestPathFormatAndKafkaColumns(t *testing.T) {
 	if sum := compactLayout(t, ctx, fsys, base, topic, produced, n, list[0].End(), ms); sum.HoursCompacted != 1 {
 		t.Fatalf("compaction through the first hour: %+v", sum)
 	}
-	parts, err := compact.Published(fsys, base, topic, nil)
+	parts, err := hours.PublishedPartitions(fsys, base, topic, nil)
 	if err != nil || len(parts) != 1 || parts[0].Format != "parquet" || !slices.Equal(parts[0].Values, []string{"2026-03-14", "23"}) {
 		t.Fatalf("published %+v, %v: want dt=2026-03-14/hr=23 in Parquet", parts, err)
 	}
-	parts = append(parts, compact.Partition{Topic: topic, Start: list[1].Start, Duration: time.Hour, Location: list[1].Dir,
+	parts = append(parts, hours.Partition{Topic: topic, Start: list[1].Start, Duration: time.Hour, Location: list[1].Dir,
 		Format: "avro", SchemaID: parts[0].SchemaID, Columns: layout.Columns(), Values: layout.Values(list[1].Start), Stored: layout.Stored})
 	if err := ms.Sync(ctx, topic, parts); err != nil {
 		t.Fatal(err)
@@ -263,7 +263,7 @@ func TestPathFormatAndKafkaColumns(t *testing.T) {
 // directory, and that the Parquet rows hold the values and Kafka columns
 // produced (want: n records by id; id n is a late copy of id 0).
 func compactLayout(t *testing.T, ctx context.Context, fsys filesys.FS, base, topic string, produced map[int64]*kgo.Record, n int,
-	through time.Time, cat compact.Catalog) compact.Summary {
+	through time.Time, cat hours.Catalog) compact.Summary {
 	t.Helper()
 	cp, err := compact.New(compact.Config{FS: fsys, Base: base, Topics: []string{topic}, Catalog: cat, Delay: time.Nanosecond,
 		ClosedThrough: func(context.Context) (time.Time, error) { return through.Add(time.Nanosecond), nil }})
@@ -443,9 +443,9 @@ func checkSparkRows(got []map[string]any, produced map[int64]*kgo.Record, layout
 // tablePartitions syncs the catalog with what the files publish and
 // returns how many partitions that is (every one compacted and at its
 // generation directory, or the test fails).
-func tablePartitions(t *testing.T, ctx context.Context, cat compact.Catalog, fsys filesys.FS, base, topic string) int {
+func tablePartitions(t *testing.T, ctx context.Context, cat hours.Catalog, fsys filesys.FS, base, topic string) int {
 	t.Helper()
-	parts, err := compact.Published(fsys, base, topic, nil)
+	parts, err := hours.PublishedPartitions(fsys, base, topic, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

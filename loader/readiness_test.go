@@ -10,10 +10,10 @@ import (
 
 	"github.com/tributary/tributary/audit/service"
 	"github.com/tributary/tributary/client"
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/loader"
 )
 
@@ -27,10 +27,10 @@ func (a auditHTTP) Windows(ctx context.Context, topic string, from, to time.Time
 // syncCatalog records the partitions of each topic's last sync.
 type syncCatalog struct {
 	mu    sync.Mutex
-	parts map[string][]compact.Partition
+	parts map[string][]hours.Partition
 }
 
-func (c *syncCatalog) Sync(_ context.Context, topic string, want []compact.Partition) error {
+func (c *syncCatalog) Sync(_ context.Context, topic string, want []hours.Partition) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.parts[topic] = want
@@ -118,7 +118,7 @@ func TestReadinessWithTheAuditService(t *testing.T) {
 		})
 	}
 
-	cat := &syncCatalog{parts: map[string][]compact.Partition{}}
+	cat := &syncCatalog{parts: map[string][]hours.Partition{}}
 	run := func(threshold float64, now time.Time) compact.Summary {
 		t.Helper()
 		cp, err := compact.New(compact.Config{FS: fsys, Base: base, Delay: time.Minute, Audit: auditHTTP{ac},
@@ -173,7 +173,7 @@ func TestReadinessWithTheAuditService(t *testing.T) {
 	}
 	// The audit service's partitions endpoint needs the loader output;
 	// the command's report shows the same states.
-	rep, err := compact.Report(ctx, fsys, base, "small", time.Now(), time.Minute, auditHTTP{ac})
+	rep, err := hours.Report(ctx, fsys, base, "small", time.Now(), time.Minute, auditHTTP{ac})
 	if err != nil || len(rep) != 1 || rep[0].State != hours.StateCompacted || rep[0].Shortfall != 17 || !rep[0].Audited {
 		t.Fatalf("report %+v, %v", rep, err)
 	}

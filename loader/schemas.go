@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/tributary/tributary/client/serde"
-	"github.com/tributary/tributary/jobs/hours"
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/schema"
 	"github.com/tributary/tributary/schema/avro"
 )

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tributary/tributary/jobs/hours"
+	"github.com/tributary/tributary/hours"
 )
 
 // Demo defaults.

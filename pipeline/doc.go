@@ -33,7 +33,7 @@
 //	<Dir>/secure/                  with Config.Secure: the generated CA, certificates,
 //	                               passwords (mode 0600) and client properties (secure.go)
 //	<Dir>/data/                    loaded files (without HDFS), the loader's layout
-//	                               (package jobs/hours), compacted hours in Parquet:
+//	                               (package hours), compacted hours in Parquet:
 //	    <topic>/<yyyy>/<MM>/<dd>/<HH>/<topic>+<partition>+<first>+<last>+s<schemaID>.avro
 //
 // # Secured
@@ -63,7 +63,7 @@
 // Page views (package pipeline/pageview) carry (producer, seq): a
 // producer run's id and a gap-free sequence. Verify reads every loaded
 // file back record by record (Avro or compacted Parquet, as package
-// jobs/hours lists them) and checks that each acknowledged seq of each
+// hours lists them) and checks that each acknowledged seq of each
 // producer is there exactly once (a send that failed may be there at most once), and asks the audit
 // service that every closed window of the topic is complete, with the
 // loader's count equal to the producers'. Demo prints the report and ends

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tributary/tributary/hours"
+	"github.com/tributary/tributary/hours/rows"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/jobs/hours"
-	"github.com/tributary/tributary/jobs/hours/rows"
 )
 
 // LoadedFile is one data file of the loader's output.

@@ -11,9 +11,9 @@ import (
 
 	"github.com/linkedin/goavro/v2"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/pipeline/pageview"
 )
 

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/loader"
 )
 
@@ -26,7 +26,7 @@ func (r Readiness) String() string {
 	return fmt.Sprintf("readiness: %d of %d partitions ready (audit-proved), %d compacted", r.Ready, r.Partitions, r.Compacted)
 }
 
-// pipelineAudit is the running audit service's counts (compact.Audit),
+// pipelineAudit is the running audit service's counts (hours.Audit),
 // whichever service is running at the time.
 type pipelineAudit struct{ p *Pipeline }
 
@@ -41,7 +41,7 @@ func (a pipelineAudit) Windows(ctx context.Context, topic string, from, to time.
 }
 
 func (p *Pipeline) compactor() (*compact.Compactor, error) {
-	var catalog compact.Catalog
+	var catalog hours.Catalog
 	if p.tables != nil {
 		catalog = p.tables
 	}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tributary/tributary/jobs/hours"
+	"github.com/tributary/tributary/hours"
 )
 
 // Client reads an audit service's HTTP API (the readiness checks of

@@ -45,7 +45,7 @@
 //	GET /api/topics                                    {"topics": ["clicks", ...]}
 //	GET /api/topics/{topic}/windows?from=T&to=T        [WindowReport, ...] (window_start in [from, to), RFC 3339)
 //	GET /api/topics/{topic}/windows/{start}            Breakdown (start in RFC 3339 or Unix ms)
-//	GET /api/topics/{topic}/partitions                 [compact.HourReport, ...]: the loader output's partitions (hours)
+//	GET /api/topics/{topic}/partitions                 [hours.HourReport, ...]: the loader output's partitions (hours)
 //	                                                   with state and counts (with Config.Readiness; else 404)
 //	GET /metrics                                       Prometheus
 //	GET /                                              the dashboard (one self-contained HTML page)

@@ -7,9 +7,8 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/audit"
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
 )
 
 // Readiness points the service at a loader's output, for GET
@@ -35,7 +34,7 @@ func loaderWindows(reps []WindowReport) []hours.AuditWindow {
 	return out
 }
 
-// LoaderWindows is Windows as the readiness rule takes it (compact.Audit's
+// LoaderWindows is Windows as the readiness rule takes it (hours.Audit's
 // shape): each window's producer and loader tier totals.
 func (s *Service) LoaderWindows(_ context.Context, topic string, from, to time.Time) ([]hours.AuditWindow, error) {
 	reps, err := s.Windows(topic, from, to)
@@ -45,7 +44,7 @@ func (s *Service) LoaderWindows(_ context.Context, topic string, from, to time.T
 	return loaderWindows(reps), nil
 }
 
-// storeAudit is the service's own counts as compact.Audit.
+// storeAudit is the service's own counts as hours.Audit.
 type storeAudit struct{ s *Service }
 
 func (a storeAudit) Windows(ctx context.Context, topic string, from, to time.Time) ([]hours.AuditWindow, error) {
@@ -53,7 +52,7 @@ func (a storeAudit) Windows(ctx context.Context, topic string, from, to time.Tim
 }
 
 // Partitions reports topic's partitions in the loader output (Config.Readiness).
-func (s *Service) Partitions(ctx context.Context, topic string) ([]compact.HourReport, error) {
+func (s *Service) Partitions(ctx context.Context, topic string) ([]hours.HourReport, error) {
 	r := s.cfg.Readiness
 	if r == nil {
 		return nil, fmt.Errorf("%w: partitions: the service was started without the loader's output (--loader-output)", ErrNotFound)
@@ -62,12 +61,12 @@ func (s *Service) Partitions(ctx context.Context, topic string) ([]compact.HourR
 	if err != nil {
 		return nil, err
 	}
-	rep, err := compact.Report(ctx, r.FS, r.Base, topic, closed, r.Delay, storeAudit{s})
+	rep, err := hours.Report(ctx, r.FS, r.Base, topic, closed, r.Delay, storeAudit{s})
 	if err != nil {
 		return nil, err
 	}
 	if rep == nil {
-		rep = []compact.HourReport{}
+		rep = []hours.HourReport{}
 	}
 	return rep, nil
 }

@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
 )
 
 // TestPartitionsEndpoint: /api/topics/{topic}/partitions serves the
@@ -35,7 +34,7 @@ func TestPartitionsEndpoint(t *testing.T) {
 			}
 		}
 	}
-	get := func(r *Readiness) (int, []compact.HourReport) {
+	get := func(r *Readiness) (int, []hours.HourReport) {
 		t.Helper()
 		svc, err := New(Config{Clusters: []Cluster{{Name: "c", Brokers: []string{"127.0.0.1:1"}}}, Dir: t.TempDir(),
 			Listen: "127.0.0.1:0", Readiness: r})
@@ -51,7 +50,7 @@ func TestPartitionsEndpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var rep []compact.HourReport
+		var rep []hours.HourReport
 		if resp.StatusCode == http.StatusOK {
 			if err := json.NewDecoder(resp.Body).Decode(&rep); err != nil {
 				t.Fatal(err)

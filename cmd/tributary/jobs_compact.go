@@ -17,11 +17,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tributary/tributary/audit/service"
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/properties"
 	"github.com/tributary/tributary/jobs"
 	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/jobs/retention"
 	"github.com/tributary/tributary/jobs/tables"
 	"github.com/tributary/tributary/loader"
@@ -91,7 +91,7 @@ func addReadinessFlags(f *pflag.FlagSet, auditURL *string, threshold *float64, t
 }
 
 // auditSource is the readiness check's view of the audit service at url ("" none).
-func auditSource(url string) (compact.Audit, error) {
+func auditSource(url string) (hours.Audit, error) {
 	if url == "" {
 		return nil, nil
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/loader"
 )
 
@@ -72,14 +72,14 @@ func runLoaderHours(cmd *cobra.Command, o loaderHoursOptions) error {
 	if err != nil {
 		return err
 	}
-	rep, err := compact.Report(ctx, fsys, base, o.topic, closed, o.delay, audit)
+	rep, err := hours.Report(ctx, fsys, base, o.topic, closed, o.delay, audit)
 	if err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
 	if o.json {
 		if rep == nil {
-			rep = []compact.HourReport{}
+			rep = []hours.HourReport{}
 		}
 		b, _ := json.MarshalIndent(rep, "", "  ")
 		fmt.Fprintln(out, string(b))

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/jobs/compact"
 )
@@ -39,7 +40,7 @@ func TestLoaderHoursCommand(t *testing.T) {
 		return mustRun(t, "", args...).stdout
 	}
 	run("loader", "run", "--config", conf, "--log-level", "warn")
-	states := func(rep []compact.HourReport) string {
+	states := func(rep []hours.HourReport) string {
 		var s []string
 		for _, r := range rep {
 			s = append(s, r.State)
@@ -55,7 +56,7 @@ func TestLoaderHoursCommand(t *testing.T) {
 	if states(rep) != "compacted compacted loading" || rep[1].Format != "parquet" || !strings.HasSuffix(rep[1].Location, ".c1") {
 		t.Fatalf("after compaction: %s %+v", states(rep), rep)
 	}
-	cat, err := compact.ReadFileCatalog(catalog)
+	cat, err := hours.ReadFileCatalog(catalog)
 	if err != nil || len(cat["views"]) != 2 || cat["views"][1].Location != rep[1].Location {
 		t.Fatalf("catalog %+v, %v", cat, err)
 	}
@@ -228,9 +229,9 @@ func TestJobsCompactAndHoursRefuseTypos(t *testing.T) {
 }
 
 // hoursOf is `loader hours --json` of the topic views.
-func hoursOf(t *testing.T, conf string) []compact.HourReport {
+func hoursOf(t *testing.T, conf string) []hours.HourReport {
 	t.Helper()
-	var rep []compact.HourReport
+	var rep []hours.HourReport
 	if err := json.Unmarshal([]byte(mustRun(t, "", "loader", "hours", "--config", conf, "--topic", "views", "--json").stdout), &rep); err != nil {
 		t.Fatal(err)
 	}

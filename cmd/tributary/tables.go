@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/properties"
-	"github.com/tributary/tributary/jobs/compact"
 	"github.com/tributary/tributary/jobs/tables"
 )
 
@@ -18,13 +18,13 @@ import (
 // neither, or with hive.integration=false. base is the run's --base, whose
 // scheme and authority the metastore's partition locations get. The
 // returned close releases the metastore connection.
-func catalogOf(file, tablesConfig, base string, logger *slog.Logger) (compact.Catalog, func(), error) {
+func catalogOf(file, tablesConfig, base string, logger *slog.Logger) (hours.Catalog, func(), error) {
 	none := func() {}
 	switch {
 	case file != "" && tablesConfig != "":
 		return nil, none, errors.New("--catalog-file and --tables-config: give one")
 	case file != "":
-		return &compact.FileCatalog{Path: file}, none, nil
+		return &hours.FileCatalog{Path: file}, none, nil
 	case tablesConfig == "":
 		return nil, none, nil
 	}

@@ -1,6 +1,6 @@
 // Command readloaded reads back what the loader wrote: every data file of
 // the loader's output, Avro container files and hours compacted into
-// Parquet alike, as package jobs/hours lists them (names starting with "_"
+// Parquet alike, as package hours lists them (names starting with "_"
 // or "." are loader state, not data, and are skipped), printing each
 // record as one JSON line and a count at the end. Each file carries its
 // schema, so no registry is needed.
@@ -17,9 +17,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tributary/tributary/hours"
+	"github.com/tributary/tributary/hours/rows"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/jobs/hours"
-	"github.com/tributary/tributary/jobs/hours/rows"
 )
 
 func main() {

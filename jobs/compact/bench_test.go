@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/jobs/hours"
 )
 
 // BenchmarkCompact compacts one hour of Avro (deflate) files of the test

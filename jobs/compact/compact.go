@@ -23,8 +23,8 @@ import (
 	"github.com/xitongsys/parquet-go/parquet"
 	"github.com/xitongsys/parquet-go/writer"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/jobs/hours"
 )
 
 // Defaults of Config.
@@ -107,7 +107,7 @@ type Config struct {
 	// Audit gives the audit service's producer and loader counts; a closed
 	// hour becomes ready once they prove it complete (see doc.go). Nil: a
 	// closed hour is ready at once (basis "unaudited").
-	Audit Audit
+	Audit hours.Audit
 	// Threshold is completeness.threshold: the loader tier's count must be
 	// at least Threshold x the producer's in every audit window overlapping
 	// the hour. Default 1.0 (Gobblin uses 0.999).
@@ -118,7 +118,7 @@ type Config struct {
 	Timeout time.Duration
 	// Catalog receives the published partitions (the ready hours, at their
 	// locations) after each change; nil: no table catalog.
-	Catalog Catalog
+	Catalog hours.Catalog
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// CrashAt > 0 SIGKILLs the process at that file-system step (tests).
@@ -184,7 +184,7 @@ type Summary struct {
 	// one syncs again).
 	CatalogErrors []string `json:"catalog_errors,omitempty"`
 	// TablesBlocked lists the topics whose registration the catalog
-	// refused with ErrCatalogBlocked (a schema change the table cannot
+	// refused with hours.ErrCatalogBlocked (a schema change the table cannot
 	// take): their hours wait, the other topics go on.
 	TablesBlocked []string `json:"tables_schema_blocked,omitempty"`
 	// FilesIn, BytesIn and Records count the Avro files compacted in this
@@ -391,11 +391,11 @@ func (c *Compactor) sync(ctx context.Context, topic string, sum *Summary) error 
 	if c.cfg.Catalog == nil {
 		return nil
 	}
-	err := SyncCatalog(ctx, c.cfg.Catalog, c.cfg.FS, c.cfg.Base, topic, nil)
+	err := hours.SyncCatalog(ctx, c.cfg.Catalog, c.cfg.FS, c.cfg.Base, topic, nil)
 	if err != nil {
 		c.log.Error("catalog sync failed; replaced files are kept until a sync succeeds", "topic", topic, "err", err)
 		sum.CatalogErrors = append(sum.CatalogErrors, topic+": "+err.Error())
-		if errors.Is(err, ErrCatalogBlocked) && !slices.Contains(sum.TablesBlocked, topic) {
+		if errors.Is(err, hours.ErrCatalogBlocked) && !slices.Contains(sum.TablesBlocked, topic) {
 			sum.TablesBlocked = append(sum.TablesBlocked, topic)
 		}
 		return err
@@ -762,7 +762,7 @@ func (c *Compactor) writeGroup(ctx context.Context, h hours.Hour, tmp string, g 
 		}
 		// The writer schema, under parquet-avro's key: what the Parquet
 		// types leave out (time-millis and -micros are plain integers,
-		// doc.go) a reader finds there (package jobs/hours/rows does).
+		// doc.go) a reader finds there (package hours/rows does).
 		avroSchema := g[0].schema
 		pw.Footer.KeyValueMetadata = append(pw.Footer.KeyValueMetadata, &parquet.KeyValue{Key: hours.ParquetAvroSchemaKey, Value: &avroSchema})
 		sh := &shredder{root: root, leaves: m.leaves, pw: pw}

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
-	"github.com/tributary/tributary/jobs/hours"
 )
 
 func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }
@@ -194,11 +194,11 @@ func addLate(t *testing.T, fsys filesys.FS, base string, dirs []string, local st
 // location the reader rule gives.
 func checkCatalog(t *testing.T, fsys filesys.FS, catalog string, dirs []string, origNames, orig, want [][]string, exact bool, checks map[string]check, key, local string) {
 	t.Helper()
-	all, err := ReadFileCatalog(catalog)
+	all, err := hours.ReadFileCatalog(catalog)
 	if err != nil {
 		t.Fatal(err)
 	}
-	parts := map[time.Time]Partition{}
+	parts := map[time.Time]hours.Partition{}
 	for _, p := range all["pv"] {
 		parts[p.Start] = p
 	}

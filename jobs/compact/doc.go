@@ -1,6 +1,10 @@
 // Package compact turns closed hours of the loader's Avro output into
 // Parquet files (github.com/xitongsys/parquet-go) and swaps them in
-// atomically for readers that follow the rule of package hours.
+// atomically for readers that follow the rule of package hours. It only
+// compacts (and marks hours ready, which compaction waits for): the
+// layout, the readiness states and _SUCCESS, the catalog contract
+// (hours.Catalog, Partition, SyncCatalog, FileCatalog) and the readiness
+// report (hours.Report) are package hours', under every user.
 //
 // # Which hours: readiness
 //
@@ -9,7 +13,7 @@
 // over the loader job's partitions of the largest committed record
 // timestamp) is at least H's end plus Config.Delay. A closed hour becomes
 // ready, and gets its _SUCCESS marker (package hours), when Config.Audit
-// (the audit service) reports, for every audit window overlapping H, the
+// (an hours.Audit: the audit service) reports, for every audit window overlapping H, the
 // loader tier's count >= Config.Threshold (completeness.threshold, default
 // 1.0; Gobblin's KafkaAuditCountVerifier uses 0.999) x the producer tier's
 // count, with some producer count at all. Otherwise it waits; once
@@ -30,19 +34,20 @@
 //
 // # Catalog
 //
-// Config.Catalog (a table catalog, e.g. a Hive Metastore) is given, with
-// Sync, exactly the partitions package hours says are published: every
-// ready hour at its location (the hour directory while Avro, its
-// committed generation directory once Parquet), with the topic layout's
-// Hive-style partition columns and values and its stored Kafka columns
-// (hours.Layout; Partition.Columns, Values, Stored). A run syncs each topic
+// Config.Catalog (an hours.Catalog: a table catalog, e.g. a Hive
+// Metastore) is given, with hours.SyncCatalog, exactly the partitions
+// package hours says are published: every ready hour at its location (the
+// hour directory while Avro, its committed generation directory once
+// Parquet), with the topic layout's Hive-style partition columns and
+// values and its stored Kafka columns (hours.Layout; hours.Partition's
+// Columns, Values, Stored). A run syncs each topic
 // first (so the catalog learns the outcome of a crashed run before
 // recovery deletes anything it may point at), after marking hours ready,
 // and after each swap's commit point, before the replaced files are
 // deleted. A failed sync fails the run, and the topic's swaps and the
 // deletion of replaced files wait for a run whose sync succeeds; nothing
 // is registered twice, since Sync states the whole truth. A catalog
-// error wrapping ErrCatalogBlocked (jobs/tables' ErrIncompatible: a schema
+// error wrapping hours.ErrCatalogBlocked (jobs/tables' ErrIncompatible: a schema
 // change the table cannot take) also lists the topic in the summary's
 // tables_schema_blocked, which the scheduler turns into
 // tributary_jobs_tables_schema_blocked; the other topics go on.
@@ -115,7 +120,7 @@
 //     catalog (--tables-config with hive.integration=true, such as the file
 //     the pipeline's --hive-metastore writes), whose Spark queries would
 //     fail as above; the pipeline's own compaction always writes INT96. Every value a long holds (year 1 to 9999 and beyond) is
-//     kept; pyarrow reads timestamp[ms, tz=UTC], package jobs/hours/rows
+//     kept; pyarrow reads timestamp[ms, tz=UTC], package hours/rows
 //     the same instants as from INT96. The type applies to the files a run
 //     writes: files written before a change keep theirs, and a
 //     recompacted hour copies its earlier generation's files as they are,
@@ -143,7 +148,7 @@
 //     value is the millisecond (or microsecond) of the day; the Avro type
 //     is in the file's footer metadata under parquet.avro.schema (the
 //     writer schema, as parquet-avro stores it), which package
-//     jobs/hours/rows reads to give them back as durations.
+//     hours/rows reads to give them back as durations.
 //   - enum and uuid are strings: pyarrow reads an ENUM annotation as
 //     binary and Parquet's UUID (FIXED[16]) is read by neither Hive nor
 //     Spark.

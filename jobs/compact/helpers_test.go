@@ -18,9 +18,9 @@ import (
 
 	"github.com/linkedin/goavro/v2"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/jobs/hours"
 )
 
 // testSchema covers what the mapping must handle: primitives, nullable

@@ -7,20 +7,9 @@ import (
 	"path"
 	"time"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/jobs/hours"
 )
-
-// AuditLookback is how far before the first hour waiting for the audit
-// its windows are asked for: an audit window overlapping an hour starts at
-// most this long before it.
-const AuditLookback = 24 * time.Hour
-
-// Audit gives the audit service's counts: for topic, every audit window
-// starting in [from, to) with the producer and the loader tiers' totals.
-type Audit interface {
-	Windows(ctx context.Context, topic string, from, to time.Time) ([]hours.AuditWindow, error)
-}
 
 // markReady writes _SUCCESS into every closed hour of topic that the audit
 // proves complete, or whose completeness.timeout has passed; it returns
@@ -45,7 +34,7 @@ func (c *Compactor) markReady(ctx context.Context, topic string, list []hours.Ho
 	var windows []hours.AuditWindow
 	if c.cfg.Audit != nil {
 		var err error
-		from, to := pending[0].Start.Add(-AuditLookback), pending[len(pending)-1].End()
+		from, to := pending[0].Start.Add(-hours.AuditLookback), pending[len(pending)-1].End()
 		if windows, err = c.cfg.Audit.Windows(ctx, topic, from, to); err != nil {
 			// Without the audit nothing is proved; hours wait (their
 			// timeouts still count from their ends).
@@ -119,37 +108,4 @@ func (c *Compactor) judge(h hours.Hour, windows []hours.AuditWindow, closed, now
 		return s
 	}
 	return nil
-}
-
-// Published returns topic's published partitions as the files say (the
-// want of a catalog sync), leaving out the hours in skip (by directory).
-func Published(fsys filesys.FS, base, topic string, skip map[string]bool) ([]Partition, error) {
-	list, err := hours.Published(fsys, base, topic)
-	if err != nil {
-		return nil, err
-	}
-	layout, err := hours.ReadLayout(fsys, base, topic)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Partition, 0, len(list))
-	for _, st := range list {
-		if skip[st.Hour.Dir] {
-			continue
-		}
-		out = append(out, Partition{Topic: topic, Start: st.Start, Duration: st.Hour.Len(),
-			Location: st.Location, Format: string(st.Format), SchemaID: st.SchemaID,
-			Columns: layout.Columns(), Values: layout.Values(st.Start), Stored: layout.Stored})
-	}
-	return out, nil
-}
-
-// SyncCatalog gives cat topic's published partitions as the files say,
-// those in skip (hour directories about to be deleted) left out.
-func SyncCatalog(ctx context.Context, cat Catalog, fsys filesys.FS, base, topic string, skip map[string]bool) error {
-	want, err := Published(fsys, base, topic, skip)
-	if err != nil {
-		return err
-	}
-	return cat.Sync(ctx, topic, want)
 }

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/jobs/hours"
 )
 
 // fakeAudit serves fixed audit windows (the readiness rule's input).
@@ -30,17 +30,17 @@ func (a fakeAudit) Windows(_ context.Context, _ string, from, to time.Time) ([]h
 // memCatalog is an in-memory Catalog that records every sync.
 type memCatalog struct {
 	mu    sync.Mutex
-	parts map[string][]Partition
+	parts map[string][]hours.Partition
 	syncs int
 }
 
-func (c *memCatalog) Sync(_ context.Context, topic string, want []Partition) error {
+func (c *memCatalog) Sync(_ context.Context, topic string, want []hours.Partition) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.parts == nil {
-		c.parts = map[string][]Partition{}
+		c.parts = map[string][]hours.Partition{}
 	}
-	c.parts[topic] = append([]Partition(nil), want...)
+	c.parts[topic] = append([]hours.Partition(nil), want...)
 	c.syncs++
 	return nil
 }
@@ -116,7 +116,7 @@ func TestReadinessShortfall(t *testing.T) {
 			if sum.HoursCompacted != 1 || st.State != hours.StateCompacted {
 				t.Fatalf("summary %+v, state %s: want the ready hour compacted", sum, st.State)
 			}
-			want := []Partition{{Topic: "pv", Start: hour0, Duration: time.Hour, Location: hours.GenerationDir(hours.Hour{Dir: dirs[0]}, 1), Format: "parquet", SchemaID: 7}}
+			want := []hours.Partition{{Topic: "pv", Start: hour0, Duration: time.Hour, Location: hours.GenerationDir(hours.Hour{Dir: dirs[0]}, 1), Format: "parquet", SchemaID: 7}}
 			if got := cat.parts["pv"]; fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("catalog %+v, want %+v", got, want)
 			}

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary/tributary/hours"
+	"github.com/tributary/tributary/hours/rows"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/jobs/hours"
-	"github.com/tributary/tributary/jobs/hours/rows"
 )
 
 // TestRowsReadCompactedAsAvro: package rows reads a compacted hour's

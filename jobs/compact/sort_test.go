@@ -12,8 +12,8 @@ import (
 
 	"github.com/linkedin/goavro/v2"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/jobs/hours"
 )
 
 // TestSortByEveryOrderedType compacts one topic per sort key over the test

@@ -14,10 +14,10 @@ import (
 
 	"github.com/linkedin/goavro/v2"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/jobs/tables"
 	"github.com/tributary/tributary/pipeline/pageview"
 )
@@ -98,7 +98,7 @@ func BenchmarkTablesScan(b *testing.B) {
 
 	// The two tables, registered as the pipeline registers its hours.
 	db := fmt.Sprintf("bench_%d", time.Now().UnixNano())
-	register := func(name string, want []compact.Partition) {
+	register := func(name string, want []hours.Partition) {
 		m, err := tables.New(tables.Config{URIs: []string{uri}, Database: db, TableName: name, FileSystem: "file:///"}, pageViewSchemas{}, tables.Options{})
 		if err != nil {
 			b.Fatal(err)
@@ -108,14 +108,14 @@ func BenchmarkTablesScan(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	pub, err := compact.Published(fsys, compacted, topic, nil)
+	pub, err := hours.PublishedPartitions(fsys, compacted, topic, nil)
 	if err != nil || len(pub) != 1 || pub[0].Format != string(hours.Parquet) {
 		b.Fatalf("published %+v, %v: want the compacted hour", pub, err)
 	}
 	register("pv_parquet", pub)
 	avro := pub[0]
 	avro.Location, avro.Format = dir, string(hours.Avro)
-	register("pv_avro", []compact.Partition{avro})
+	register("pv_avro", []hours.Partition{avro})
 
 	scans := []struct{ name, parquet string }{
 		{"spark-table", db + ".pv_parquet"},

@@ -7,19 +7,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
 )
 
 // checkingCatalog fails the test if a sync names a location that is gone.
 type checkingCatalog struct {
 	t     *testing.T
 	fsys  filesys.FS
-	parts map[string][]compact.Partition
+	parts map[string][]hours.Partition
 }
 
-func (c *checkingCatalog) Sync(_ context.Context, topic string, want []compact.Partition) error {
+func (c *checkingCatalog) Sync(_ context.Context, topic string, want []hours.Partition) error {
 	for _, p := range c.parts[topic] {
 		if ok, _ := filesys.Exists(c.fsys, p.Location); !ok {
 			c.t.Errorf("the catalog pointed at %s after it was deleted", p.Location)
@@ -57,8 +56,8 @@ func TestRetentionDropsPartitions(t *testing.T) {
 			write(path.Join(h.Dir, in), []byte("avro"))
 		}
 	}
-	cat := &checkingCatalog{t: t, fsys: fsys, parts: map[string][]compact.Partition{}}
-	if err := compact.SyncCatalog(context.Background(), cat, fsys, base, "pv", nil); err != nil || len(cat.parts["pv"]) != 4 {
+	cat := &checkingCatalog{t: t, fsys: fsys, parts: map[string][]hours.Partition{}}
+	if err := hours.SyncCatalog(context.Background(), cat, fsys, base, "pv", nil); err != nil || len(cat.parts["pv"]) != 4 {
 		t.Fatalf("initial sync: %v, %+v", err, cat.parts)
 	}
 	// An age of 2h30m expires the hours ending by 10:00: the 3rd and 4th.
@@ -79,7 +78,7 @@ func TestRetentionDropsPartitions(t *testing.T) {
 		}
 	}
 	// A later sync sees nothing missing.
-	if err := compact.SyncCatalog(context.Background(), cat, fsys, base, "pv", nil); err != nil || len(cat.parts["pv"]) != 2 {
+	if err := hours.SyncCatalog(context.Background(), cat, fsys, base, "pv", nil); err != nil || len(cat.parts["pv"]) != 2 {
 		t.Fatalf("sync after retention: %v, %+v", err, cat.parts)
 	}
 }

@@ -9,9 +9,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
 )
 
 // ErrBadConfig: a Config field is invalid; the message names it.
@@ -32,7 +31,7 @@ type Config struct {
 	// Catalog, when set, is synced before expired hours are deleted, with
 	// the published partitions of the files less those hours (so it never
 	// points at a deleted location).
-	Catalog compact.Catalog
+	Catalog hours.Catalog
 }
 
 // Validate checks the configuration.
@@ -115,7 +114,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			}
 		}
 		if len(expired) > 0 && cfg.Catalog != nil {
-			if err := compact.SyncCatalog(ctx, cfg.Catalog, cfg.FS, cfg.Base, topic, skip); err != nil {
+			if err := hours.SyncCatalog(ctx, cfg.Catalog, cfg.FS, cfg.Base, topic, skip); err != nil {
 				return sum, fmt.Errorf("retention: %s: catalog sync before deleting %d hours: %w", topic, len(expired), err)
 			}
 		}

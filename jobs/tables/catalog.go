@@ -16,18 +16,18 @@ import (
 	hms "github.com/beltran/gohive/hive_metastore"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tributary/tributary/jobs/compact"
+	"github.com/tributary/tributary/hours"
 )
 
 // Partition is one time partition of a topic as a table should show it,
 // and Catalog what makes a topic's table show exactly the wanted
 // partitions (Sync: add missing, alter changed, drop absent; idempotent).
-// Both are defined by their caller, package jobs/compact, which publishes
-// what the files say (the jobs/hours rule); a Metastore is a
-// compact.Catalog.
+// Both are defined by the contract, package hours, whose SyncCatalog
+// publishes what the files say (the hours rule) for compaction and
+// retention; a Metastore is an hours.Catalog.
 type (
-	Partition = compact.Partition
-	Catalog   = compact.Catalog
+	Partition = hours.Partition
+	Catalog   = hours.Catalog
 )
 
 // Schemas is what a Metastore needs of the schema registry;

@@ -12,7 +12,7 @@
 // interrupted Sync is finished by the next one, and partitions are added
 // with add_partitions' ifNotExists, so nothing is registered twice. The
 // caller (hour readiness) decides which partitions are wanted; package
-// jobs/hours decides where their files are. A location is a URI, or an
+// hours decides where their files are. A location is a URI, or an
 // absolute path of Config.FileSystem. A topic's table is created by its
 // first Sync that wants a partition (or with Config.TableLocation set).
 //

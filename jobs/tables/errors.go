@@ -3,7 +3,7 @@ package tables
 import (
 	"errors"
 
-	"github.com/tributary/tributary/jobs/compact"
+	"github.com/tributary/tributary/hours"
 )
 
 var (
@@ -14,7 +14,7 @@ var (
 	// ErrUnsupportedSchema: an Avro schema has no Hive column mapping (a recursive record, references, ...).
 	ErrUnsupportedSchema = errors.New("tables: unsupported Avro schema")
 	// ErrIncompatible: a schema changes the type of a table column; registration of that topic stops.
-	// It wraps compact.ErrCatalogBlocked, so compaction's summary lists the topic as blocked.
+	// It wraps hours.ErrCatalogBlocked, so compaction's summary lists the topic as blocked.
 	ErrIncompatible error = incompatible{}
 	// ErrUnavailable: no metastore of hive.metastore.uris could be reached or a call on it failed in transport.
 	ErrUnavailable = errors.New("tables: metastore unavailable")
@@ -25,4 +25,4 @@ var (
 type incompatible struct{}
 
 func (incompatible) Error() string { return "tables: schema change the table cannot take" }
-func (incompatible) Unwrap() error { return compact.ErrCatalogBlocked }
+func (incompatible) Unwrap() error { return hours.ErrCatalogBlocked }

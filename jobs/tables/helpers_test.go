@@ -15,11 +15,11 @@ import (
 	"github.com/linkedin/goavro/v2"
 
 	"github.com/tributary/tributary/client/serde"
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/registrytest"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
 )
 
 // testRegistry is a real schema registry (this repository's, in memory)
@@ -80,7 +80,7 @@ func openHDFS(t *testing.T) (fsys filesys.FS, base, uri string) {
 }
 
 // writeLoaderFile writes records as one loader file (an Avro object
-// container, named as jobs/hours names the loader's files) into the hour
+// container, named as hours names the loader's files) into the hour
 // of topic that starts at hour.
 func writeLoaderFile(t *testing.T, fsys filesys.FS, base, topic string, hour time.Time, partition int32, first int64,
 	schemaID int, schema string, records []map[string]any) {
@@ -111,7 +111,7 @@ func writeLoaderFile(t *testing.T, fsys filesys.FS, base, topic string, hour tim
 // compactThrough runs jobs/compact over topic with every hour that ends at
 // or before through closed (no audit: a closed hour is ready at once), its
 // table catalog cat.
-func compactThrough(t *testing.T, fsys filesys.FS, base, topic string, through time.Time, cat compact.Catalog) compact.Summary {
+func compactThrough(t *testing.T, fsys filesys.FS, base, topic string, through time.Time, cat hours.Catalog) compact.Summary {
 	t.Helper()
 	c, err := compact.New(compact.Config{FS: fsys, Base: base, Topics: []string{topic}, Delay: time.Nanosecond, Catalog: cat,
 		ClosedThrough: func(context.Context) (time.Time, error) { return through.Add(time.Nanosecond), nil }})
@@ -127,7 +127,7 @@ func compactThrough(t *testing.T, fsys filesys.FS, base, topic string, through t
 	return sum
 }
 
-// hourPartition returns the wanted Partition of an hour as jobs/hours's
+// hourPartition returns the wanted Partition of an hour as hours's
 // reader rule finds its data: the directory of its data files and their
 // format (all of one format, or the test fails).
 func hourPartition(t *testing.T, fsys filesys.FS, base, uri, topic string, hour time.Time, schemaID int) Partition {

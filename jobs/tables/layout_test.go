@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/jobs/hours"
+	"github.com/tributary/tributary/hours"
 )
 
 // TestHiveStylePartitionsRefused: before any metastore call, Sync refuses

@@ -16,10 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
 )
 
 const eventV2 = `{"type":"record","name":"Event","namespace":"test.tables","fields":[
@@ -194,7 +193,7 @@ func TestSparkReadsRegisteredHours(t *testing.T) {
 	if sum := compactThrough(t, fsys, base, topic, hour(2), m); sum.HoursCompacted != 2 {
 		t.Fatalf("compaction: %+v, want 2 hours", sum)
 	}
-	published, err := compact.Published(fsys, base, topic, nil)
+	published, err := hours.PublishedPartitions(fsys, base, topic, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

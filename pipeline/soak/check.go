@@ -19,10 +19,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary/tributary/hours"
+	"github.com/tributary/tributary/hours/rows"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/network"
-	"github.com/tributary/tributary/jobs/hours"
-	"github.com/tributary/tributary/jobs/hours/rows"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/pageview"
 )

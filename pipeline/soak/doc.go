@@ -55,7 +55,7 @@
 // # Checks
 //
 // Continuously (every minute, 30 s short): the loaded files are read back
-// (packages jobs/hours and jobs/hours/rows) and no record may be there
+// (packages hours and hours/rows) and no record may be there
 // twice; progress and the audit service's closed windows are printed. At
 // the end the producers stop (their final reports count what was
 // acknowledged), the run drains until every acknowledged record is loaded

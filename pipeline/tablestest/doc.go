@@ -3,7 +3,7 @@
 // scheduler's child processes (bin/tributary) into the real HDFS, and
 // register hours in a real Hive Metastore through `jobs compact
 // --tables-config`; the tests then read the metastore back and compare it
-// with the files (package jobs/hours is the truth).
+// with the files (package hours is the truth).
 //
 //   - TestMetastoreDownThenSchemaBlocked: the metastore stopped for a
 //     while (a metastore of the test's own, testenv.StartHiveMetastore):

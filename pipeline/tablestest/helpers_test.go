@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/client/serde"
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/devcluster"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/registrytest"
@@ -22,7 +23,6 @@ import (
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/jobs"
-	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/jobs/tables"
 )
 

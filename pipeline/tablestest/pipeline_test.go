@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary/tributary/hours"
+	"github.com/tributary/tributary/hours/rows"
 	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/jobs/hours"
-	"github.com/tributary/tributary/jobs/hours/rows"
 	"github.com/tributary/tributary/jobs/tables"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/pageview"

@@ -20,11 +20,11 @@ import (
 	"github.com/linkedin/goavro/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/tailtest"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/jobs/compact"
-	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/jobs/tables"
 	"github.com/tributary/tributary/loader"
 )

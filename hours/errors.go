@@ -19,3 +19,8 @@ var ErrCorruptLayout = errors.New("hours: corrupt layout marker")
 // ErrStoredColumn: a value schema cannot take the stored Kafka columns
 // (not a record, or a field of a column's name).
 var ErrStoredColumn = errors.New("hours: value schema conflicts with the stored Kafka columns")
+
+// ErrCatalogBlocked: the catalog refuses a topic until someone acts (a
+// schema change its table cannot take); a Catalog's error wraps it so
+// that compaction's summary lists the topic in TablesBlocked.
+var ErrCatalogBlocked = errors.New("hours: catalog registration of the topic blocked")

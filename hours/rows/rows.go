@@ -7,8 +7,8 @@ import (
 
 	"github.com/linkedin/goavro/v2"
 
+	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/jobs/hours"
 )
 
 // Read calls fn with every record of the data file d, in file order, as

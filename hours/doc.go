@@ -1,9 +1,20 @@
-// Package hours owns the loader's output layout: it names, parses and lists
-// the data files for everyone (the loader, compaction, retention and every
+// Package hours is the loaded-data contract: it owns the loader's output
+// layout, names, parses and lists the data files for everyone (the loader,
+// compaction, retention, the audit service, the table catalog and every
 // reader; nobody else formats or parses these names), it is the rule by
 // which a reader decides which files of a partition are its data, before,
-// during and after compaction, and it reads the partitions' readiness.
-// Package hours/rows reads the files.
+// during and after compaction, it reads the partitions' readiness, and it
+// states what a table catalog is given (Catalog, Partition). Package
+// hours/rows reads the files.
+//
+// It sits under all of its users and imports none of them (nor a Parquet
+// library; imports_test.go checks it and that audit/service, jobs/tables,
+// jobs/retention and loader do not depend on compaction): a reader of an
+// hour's state or a catalog must not pull in the compactor. The catalog
+// types stay in this package rather than a sub-package because they are
+// made of it: a Partition is a Status's location, format and schema with
+// the topic's Layout columns and Stored columns, and what is published is
+// decided by the readiness rule below.
 //
 // # Layout (written by the loader, frozen)
 //
@@ -55,7 +66,26 @@
 // partition's state: loading (the loader has not committed past its end
 // plus the delay), waiting-for-audit, ready, ready-incomplete, compacted.
 // Published lists what a table catalog holds: every ready partition at its
-// location (below), in one format.
+// location (below), in one format. Report gives each partition's state
+// with its audit counts (HourReport: those _SUCCESS recorded, or an
+// Audit's current ones while it waits), as `tributary loader hours` prints
+// and the audit service serves them; Audit is the audit service's counts
+// as compaction's readiness check and Report take them.
+//
+// # Catalog
+//
+// A table catalog (jobs/tables' Hive Metastore; FileCatalog, a local JSON
+// file {"<topic>": [Partition, ...]} replaced by a rename, for tools and
+// tests) implements Catalog: Sync(ctx, topic, want) makes the topic's table
+// hold exactly want, idempotently, so a job that crashed converges by
+// syncing again. want is PublishedPartitions: one Partition per published
+// partition (topic, start, duration, location, format "avro" or "parquet",
+// schema id, the Hive-style partition columns and values of its Layout, its
+// Stored columns). SyncCatalog computes and syncs it; compaction calls it
+// first in a run, after marking hours ready and after each commit,
+// retention before it deletes (the hours to delete left out). A Catalog that refuses a topic until someone
+// acts (a schema change its table cannot take) returns an error wrapping
+// ErrCatalogBlocked.
 //
 // # Compaction generations
 //
@@ -101,5 +131,7 @@
 // partition directory (Avro) until compacted, then the committed
 // generation directory (Parquet), whose late files wait for recompaction.
 //
-// Functions here only read; they are safe for concurrent use.
+// Functions here only read (FileCatalog's Sync, which writes its own file,
+// aside); they are safe for concurrent use. A FileCatalog serialises the
+// Syncs of one process only.
 package hours
