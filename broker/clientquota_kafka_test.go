@@ -14,7 +14,7 @@ import (
 
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/broker/quota"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // runConfigCommand runs Kafka's kafka-configs (ConfigCommand) from tools.

@@ -15,8 +15,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/internal/kafkatest"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/kafkatest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestConsumerGroupJavaConsumer: Kafka 3.9's Java consumer with

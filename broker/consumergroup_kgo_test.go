@@ -7,7 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/internal/kafkatest"
+	"github.com/tributary/tributary/internal/testkit/kafkatest"
 )
 
 // TestConsumerGroupKgoServerSide: franz-go members on the KIP-848

@@ -17,7 +17,7 @@ import (
 
 	"github.com/tributary/tributary/internal/pki"
 	"github.com/tributary/tributary/internal/security"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // setDefaultBrokerConfig sets (value non-nil) or deletes a key of the

@@ -23,7 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
 // Recorded request frames of real clients, the fuzzer's seeds: one file per

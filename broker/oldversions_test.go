@@ -21,8 +21,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
 // sentRequest is the header of one request a client sent.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestBackoffAfterLeaderBehind: a leader that does not serve a partition

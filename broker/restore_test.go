@@ -17,7 +17,7 @@ import (
 
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // devCluster is brokers 1..len(dirs) of one process on a fresh in-process

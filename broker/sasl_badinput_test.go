@@ -25,7 +25,7 @@ import (
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/tributary/tributary/broker/sasl"
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
 // kafkaAuthFailed is Kafka's message for a refused login.

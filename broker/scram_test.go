@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/tributary/tributary/broker/sasl"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // scramUpsertion is an AlterUserScramCredentials upsertion of password,

@@ -15,7 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
 // TestSIGKILLKeepsAcknowledgedRecords kills the broker process while a

@@ -16,7 +16,7 @@ import (
 
 	"github.com/tributary/tributary/broker/group"
 	"github.com/tributary/tributary/broker/txn"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // runTool runs a Kafka tool's main and returns its stdout, failing t on a

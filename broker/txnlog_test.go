@@ -15,7 +15,7 @@ import (
 	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/broker/group"
 	"github.com/tributary/tributary/broker/log/logtest"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 type markerCall struct {

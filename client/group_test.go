@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/internal/brokertest"
 	"github.com/tributary/tributary/internal/coord"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/brokertest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // newGroupMember joins a group on ce with one topic and n streams; it is

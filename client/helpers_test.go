@@ -9,12 +9,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker/cluster"
-	"github.com/tributary/tributary/internal/brokertest"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/brokertest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
 // clusterSize is the number of brokers newTestCluster starts: issue 5's

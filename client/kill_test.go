@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // killSession is zookeeper.session.timeout.ms of the kill test's members:

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/audit"
-	"github.com/tributary/tributary/internal/brokertest"
+	"github.com/tributary/tributary/internal/testkit/brokertest"
 )
 
 // readAuditEvents reads every event of the audit topic until want records

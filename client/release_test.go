@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/internal/brokertest"
 	"github.com/tributary/tributary/internal/coord"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/brokertest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
 // TestCloseDuringRebalanceIsQuiet: a Close that cuts a rebalance short

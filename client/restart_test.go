@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestGroupRestartRightAfterSIGKILL: a consumer process is SIGKILLed and

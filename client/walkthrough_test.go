@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/internal/brokertest"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/brokertest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestRebalanceWalkthrough replays the deep dive's walk-through on a

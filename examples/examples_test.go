@@ -22,9 +22,9 @@ import (
 
 	"github.com/tributary/tributary/client"
 	"github.com/tributary/tributary/client/serde"
-	"github.com/tributary/tributary/internal/brokertest"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/internal/registrytest"
+	"github.com/tributary/tributary/internal/testkit/brokertest"
+	"github.com/tributary/tributary/internal/testkit/registrytest"
 	"github.com/tributary/tributary/jobs/compact"
 	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/loader"

@@ -16,9 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/internal/tailtest"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/tailtest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 	"github.com/tributary/tributary/jobs/hours"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/tributary/tributary/audit/service"
 	"github.com/tributary/tributary/client"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/jobs/compact"
 	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/loader"

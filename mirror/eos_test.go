@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/audit"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
 const eosWindow = 10 * time.Second

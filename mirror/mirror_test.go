@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/audit"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // runMirror runs a Mirror in-process until the returned stop is called

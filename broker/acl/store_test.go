@@ -12,8 +12,8 @@ import (
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
 func testContext(t testing.TB, d time.Duration) context.Context {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/tributary/tributary/audit"
 	"github.com/tributary/tributary/broker"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
 // auditBackends are the clusters of the audit topic tests: broker

@@ -15,9 +15,9 @@ import (
 
 	"github.com/tributary/tributary/broker"
 	plog "github.com/tributary/tributary/broker/log"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
 // TestCleanerSIGKILLAtEveryStep: a broker process SIGKILLs itself (the

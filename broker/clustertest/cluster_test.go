@@ -18,10 +18,10 @@ import (
 
 	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/broker/cluster"
-	"github.com/tributary/tributary/internal/kafkatest"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/kafkatest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
 // Records of the round trip: a scaled run by default; TRIBUTARY_FULL=1

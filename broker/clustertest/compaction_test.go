@@ -14,7 +14,7 @@ import (
 
 	"github.com/tributary/tributary/broker"
 	plog "github.com/tributary/tributary/broker/log"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestReplicatedCompaction: a compacted topic with 3 replicas. Leader and

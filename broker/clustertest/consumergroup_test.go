@@ -9,8 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker"
-	"github.com/tributary/tributary/internal/kafkatest"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/kafkatest"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
 // TestConsumerGroupCoordinatorFailover: a KIP-848 group of three

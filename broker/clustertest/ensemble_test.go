@@ -15,9 +15,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/internal/kafkatest"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/kafkatest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
 // TestEnsembleMemberDown: with the ensemble's leader killed, the cluster

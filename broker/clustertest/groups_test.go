@@ -15,10 +15,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/internal/coord/zkcoord"
-	"github.com/tributary/tributary/internal/kafkatest"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/kafkatest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
 // groupCluster is three broker processes on ZooKeeper with a small

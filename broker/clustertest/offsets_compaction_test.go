@@ -18,8 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker"
-	"github.com/tributary/tributary/internal/brokertest"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/brokertest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // loadLog keeps the coordinator's "loaded offsets partition" lines.

@@ -12,10 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker/cluster"
-	"github.com/tributary/tributary/internal/kafkatest"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/kafkatest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
 // TestRestartRightAfterSIGKILL is what a supervisor with Restart=always

@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
 // txnCoordinatorOf asks the cluster which broker coordinates a

@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/tributary/tributary/internal/registrytest"
+	"github.com/tributary/tributary/internal/testkit/registrytest"
 	"github.com/tributary/tributary/schema"
 	"github.com/tributary/tributary/schema/avro"
 )

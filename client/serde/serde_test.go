@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/internal/registrytest"
+	"github.com/tributary/tributary/internal/testkit/registrytest"
 	"github.com/tributary/tributary/schema"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/jobs/compact"
 )
 

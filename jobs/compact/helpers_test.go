@@ -19,7 +19,7 @@ import (
 	"github.com/linkedin/goavro/v2"
 
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/jobs/hours"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/xitongsys/parquet-go/parquet"
 
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/jobs/hours/rows"
 )

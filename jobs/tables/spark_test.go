@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/jobs/compact"
 	"github.com/tributary/tributary/jobs/hours"
 )

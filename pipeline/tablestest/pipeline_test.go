@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/jobs/hours"
 	"github.com/tributary/tributary/jobs/hours/rows"
 	"github.com/tributary/tributary/jobs/tables"
