@@ -23,7 +23,7 @@ func TestKafka39AclCommand(t *testing.T) {
 		"listeners":   "SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
 		"super.users": "User:admin;User:ANONYMOUS",
 	})
-	ctx := testContext(t, 4*time.Minute)
+	ctx := testenv.Context(t, 4*time.Minute)
 	admin := ab.client(t, "admin")
 	createTopic(t, ctx, admin, "orders", 1)
 	createTopic(t, ctx, admin, "logs-a", 1)

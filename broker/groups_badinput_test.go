@@ -132,7 +132,7 @@ func TestGroupBadRequests(t *testing.T) {
 		c.Groups.MaxAssignmentBytes = 1000
 		c.Groups.OffsetMetadataMaxBytes = 10
 	})
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	if err := b.CreateTopic(ctx, "bt", 2); err != nil {
 		t.Fatal(err)
 	}

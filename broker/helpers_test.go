@@ -72,11 +72,3 @@ func newClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
 	t.Cleanup(cl.Close)
 	return cl
 }
-
-// testContext is bounded so that no test hangs.
-func testContext(t testing.TB, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}

@@ -86,7 +86,7 @@ func TestKcatAgainstBrokerProcess(t *testing.T) {
 	}
 
 	// kgo reads what kcat wrote; kcat reads what kgo wrote (headers, timestamps).
-	ctx := testContext(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	cl := newClient(t, addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"kc": {1: kgo.NewOffset().AtStart()}}))
 	var n int
 	for n < len(want) {

@@ -79,7 +79,7 @@ func verifyOnly(c *rawConn, id string, pid int64, epoch int16, topic string, par
 // unverified batch goes in, as before Kafka 3.6.
 func TestTxnVerification(t *testing.T) {
 	b := newTestBroker(t, nil)
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	createTopic(t, ctx, newClient(t, b.Addr()), "ver", 2)
 	c := dialRaw(t, b.Addr())
 	x := rawTxn{t, c, "ver-1"}

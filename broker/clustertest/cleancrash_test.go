@@ -30,7 +30,7 @@ func TestCleanerSIGKILLAtEveryStep(t *testing.T) {
 	connect := zktest.Chroot(t, zk(t), "cleancrash")
 	for _, step := range plog.CleanSteps {
 		t.Run(step, func(t *testing.T) {
-			ctx := testContext(t, 3*time.Minute)
+			ctx := testenv.Context(t, 3*time.Minute)
 			dir := t.TempDir()
 			chroot := connect + "/" + step
 			port := "0"

@@ -27,7 +27,7 @@ import (
 func TestRestartRightAfterSIGKILL(t *testing.T) {
 	connect := zktest.Chroot(t, zk(t), "clustertest")
 	c := newProcCluster(t, connect, 2)
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	addrs := bootstrap(c, 2)
 	const topic, parts = "restart", 4
 	leaders := leadersOf(kafkatest.CreateTopic(t, addrs, topic, parts, nil))
