@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // memPublisher records what it is asked to publish; it fails while fail > 0.

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // alterReplicaLogDir sends one AlterReplicaLogDirs entry to broker id and
@@ -29,7 +29,7 @@ func alterReplicaLogDir(t *testing.T, cl *kgo.Client, id int32, dir, topic strin
 	rt.Topic, rt.Partitions = topic, []int32{p}
 	d.Topics = append(d.Topics, rt)
 	req.Dirs = append(req.Dirs, d)
-	kresp, err := cl.Broker(int(id)).Request(testContext(t, 30*time.Second), req)
+	kresp, err := cl.Broker(int(id)).Request(testenv.Context(t, 30*time.Second), req)
 	if err != nil {
 		t.Fatalf("AlterReplicaLogDirs: %v", err)
 	}
@@ -47,7 +47,7 @@ func logDirsOf(t *testing.T, cl *kgo.Client, topic string, p int32) map[string]k
 	rt := kmsg.NewDescribeLogDirsRequestTopic()
 	rt.Topic, rt.Partitions = topic, []int32{p}
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(testContext(t, 30*time.Second), cl)
+	resp, err := req.RequestWith(testenv.Context(t, 30*time.Second), cl)
 	if err != nil {
 		t.Fatalf("DescribeLogDirs: %v", err)
 	}
@@ -76,7 +76,7 @@ func logDirsOf(t *testing.T, cl *kgo.Client, topic string, p int32) map[string]k
 func TestAlterReplicaLogDirs(t *testing.T) {
 	dirs := []string{filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")}
 	b := newTestBroker(t, func(c *Config) { c.LogDirs = dirs })
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	cl := newClient(t, b.Addr(), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(0))
 	adm := kadm.NewClient(cl)
 	const topic = "moving"

@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 func TestAuditTopicCreationDefaults(t *testing.T) {
@@ -92,7 +94,7 @@ func TestAuditTopicRetention(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newTestBroker(t, func(c *Config) { c.Audit.Retention = tc.retention })
-			ctx := testContext(t, 30*time.Second)
+			ctx := testenv.Context(t, 30*time.Second)
 			adm := kadm.NewClient(newClient(t, b.Addr()))
 			if resp, err := adm.CreateTopic(ctx, -1, -1, tc.given, AuditTopic); err != nil || resp.Err != nil {
 				t.Fatalf("create: %v %v", err, resp.Err)

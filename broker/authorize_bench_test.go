@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker/acl"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // BenchmarkProduceAuthorizer: produce throughput (1 KiB records, acks=1)
@@ -37,7 +38,7 @@ func BenchmarkProduceAuthorizer(b *testing.B) {
 			}
 			cl := newClient(b, tb.Addr(), kgo.AllowAutoTopicCreation(), kgo.RequiredAcks(kgo.LeaderAck()),
 				kgo.DisableIdempotentWrite(), kgo.ProducerLinger(time.Millisecond))
-			ctx := testContext(b, 5*time.Minute)
+			ctx := testenv.Context(b, 5*time.Minute)
 			value := make([]byte, 1024)
 			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "bench", Value: value}).FirstErr(); err != nil {
 				b.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker/acl"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestKafka39AclCommand: Kafka 3.9's kafka-acls --bootstrap-server (over
@@ -23,7 +23,7 @@ func TestKafka39AclCommand(t *testing.T) {
 		"listeners":   "SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
 		"super.users": "User:admin;User:ANONYMOUS",
 	})
-	ctx := testContext(t, 4*time.Minute)
+	ctx := testenv.Context(t, 4*time.Minute)
 	admin := ab.client(t, "admin")
 	createTopic(t, ctx, admin, "orders", 1)
 	createTopic(t, ctx, admin, "logs-a", 1)

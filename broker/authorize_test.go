@@ -16,7 +16,7 @@ import (
 
 	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/internal/pki"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // aclBroker is a standalone broker on one mutual-TLS listener whose
@@ -133,7 +133,7 @@ var authCodes = map[int16]bool{
 // authorizer.
 func TestAuthorizationMatrix(t *testing.T) {
 	ab := newACLBroker(t, nil)
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	admin := ab.client(t, "admin")
 	for i := range 30 {
 		createTopic(t, ctx, admin, fmt.Sprintf("m%d", i), 1)
@@ -553,7 +553,7 @@ func offsetCommitCode(ctx context.Context, cl *kgo.Client, topic, group string) 
 // kcat gets the authorization error, not a hang.
 func TestAuthorizationRules(t *testing.T) {
 	ab := newACLBroker(t, nil)
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	admin := ab.client(t, "admin")
 	for _, n := range []string{"visible", "hidden", "denied"} {
 		createTopic(t, ctx, admin, n, 1)
@@ -608,7 +608,7 @@ func TestAuthorizationRules(t *testing.T) {
 // topic without ACLs is open, and one with ACLs is not.
 func TestAllowEveryoneIfNoACL(t *testing.T) {
 	ab := newACLBroker(t, map[string]string{"allow.everyone.if.no.acl.found": "true"})
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	admin := ab.client(t, "admin")
 	createTopic(t, ctx, admin, "open", 1)
 	createTopic(t, ctx, admin, "guarded", 1)

@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // healthy asserts that c still gets ApiVersions answered.
@@ -102,7 +104,7 @@ func TestApiVersionsUnsupportedVersionAnsweredInV0(t *testing.T) {
 
 func TestCorruptCRCRejectedAndNothingWritten(t *testing.T) {
 	b := newTestBroker(t, nil)
-	if err := b.CreateTopic(testContext(t, time.Minute), "crc", 1); err != nil {
+	if err := b.CreateTopic(testenv.Context(t, time.Minute), "crc", 1); err != nil {
 		t.Fatal(err)
 	}
 	c := dialRaw(t, b.Addr())
@@ -136,7 +138,7 @@ func TestProduceErrors(t *testing.T) {
 		c.DisableAutoCreateTopics = true
 		c.MessageMaxBytes = 1000
 	})
-	if err := b.CreateTopic(testContext(t, time.Minute), "t", 2); err != nil {
+	if err := b.CreateTopic(testenv.Context(t, time.Minute), "t", 2); err != nil {
 		t.Fatal(err)
 	}
 	c := dialRaw(t, b.Addr())
@@ -197,7 +199,7 @@ func TestStorageErrorTable(t *testing.T) {
 	}
 	// Through Produce, with an injected failure in an in-memory log.
 	b := newTestBroker(t, nil, withMemLogs())
-	if err := b.CreateTopic(testContext(t, time.Minute), "mem", 1); err != nil {
+	if err := b.CreateTopic(testenv.Context(t, time.Minute), "mem", 1); err != nil {
 		t.Fatal(err)
 	}
 	b.partitionOf("mem", 0).log.(*memLog).failNext = logErrCorruption

@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // sequenceLogger records what franz-go logs about sequence numbers and
@@ -67,7 +69,7 @@ func cleanerCounter(t *testing.T, b *testBroker) float64 {
 // in order.
 func TestIdempotentProducerAcrossCleaning(t *testing.T) {
 	b := newTestBroker(t, func(c *Config) { c.Cleaner.Backoff = 10 * time.Millisecond })
-	ctx := testContext(t, 120*time.Second)
+	ctx := testenv.Context(t, 120*time.Second)
 	const topic = "state"
 	adm := kadm.NewClient(newClient(t, b.Addr()))
 	resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{

@@ -14,7 +14,7 @@ import (
 
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/broker/quota"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // runConfigCommand runs Kafka's kafka-configs (ConfigCommand) from tools.
@@ -48,7 +48,7 @@ func newZKQuotaBrokers(t *testing.T) (string, *testBroker, *testBroker) {
 		}
 	}
 	b1, b2 := newTestBroker(t, zk(1)), newTestBroker(t, zk(2))
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	if _, err := b1.Member().AwaitMetadata(ctx, func(s cluster.Snapshot) bool { return len(s.Brokers) == 2 }); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func throttledResponses(t *testing.T, q, client string, brokers ...*testBroker) 
 func TestClientQuotasKafka39ConfigCommand(t *testing.T) {
 	tools := testenv.Kafka39Tools(t)
 	_, b1, b2 := newZKQuotaBrokers(t)
-	ctx := testContext(t, 6*time.Minute)
+	ctx := testenv.Context(t, 6*time.Minute)
 	bootstrap := b1.Addr()
 	configs := func(args ...string) string {
 		t.Helper()
@@ -249,7 +249,7 @@ func produceCopies(t *testing.T, ctx context.Context, cl *kgo.Client, n int, val
 func TestClientQuotasKafka28ZooKeeper(t *testing.T) {
 	tools := testenv.Kafka28Tools(t)
 	connect, b1, b2 := newZKQuotaBrokers(t)
-	ctx := testContext(t, 4*time.Minute)
+	ctx := testenv.Context(t, 4*time.Minute)
 	zk := func(args ...string) string {
 		t.Helper()
 		return runConfigCommand(t, ctx, tools, append([]string{"--zookeeper", connect}, args...)...)
@@ -302,7 +302,7 @@ func TestClientQuotasKafka28ZooKeeper(t *testing.T) {
 func TestClientQuotasSASLUsers(t *testing.T) {
 	tools := testenv.Kafka39Tools(t)
 	b := newSASLBroker(t, nil)
-	ctx := testContext(t, 4*time.Minute)
+	ctx := testenv.Context(t, 4*time.Minute)
 	configs := func(args ...string) string {
 		t.Helper()
 		return runConfigCommand(t, ctx, tools, append([]string{"--bootstrap-server", b.ListenerAddr("PLAINTEXT")}, args...)...)

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/quota"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // quotaEntity builds an AlterClientQuotas entity: pairs of type and name
@@ -101,7 +102,7 @@ func quotaComponent(typ string, match kmsg.QuotasMatchType, name string) kmsg.De
 // strict filter select as Kafka's do.
 func TestClientQuotaRequests(t *testing.T) {
 	b := newTestBroker(t, nil)
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	cl := newClient(t, b.ListenerAddr("PLAINTEXT"))
 	invalid := kerr.InvalidRequest.Code
 	user, client := quotaEntityUser, quotaEntityClient
@@ -218,7 +219,7 @@ func TestClientQuotaRequests(t *testing.T) {
 // connection), while another client's responses carry none.
 func TestRequestPercentageQuota(t *testing.T) {
 	b := newTestBroker(t, nil)
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	admin := newClient(t, b.ListenerAddr("PLAINTEXT"))
 	if got := alterQuotas(t, ctx, admin, false,
 		quotaEntry(quotaEntity(quotaEntityClient, "busy"), quotaOp(quota.RequestPercentage, 0.0001, false))); len(got) != 1 || got[0] != 0 {
@@ -270,7 +271,7 @@ func TestRequestPercentageQuota(t *testing.T) {
 // id creates freely.
 func TestControllerMutationRateQuota(t *testing.T) {
 	b := newTestBroker(t, nil)
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	admin := newClient(t, b.ListenerAddr("PLAINTEXT"))
 	if got := alterQuotas(t, ctx, admin, false,
 		quotaEntry(quotaEntity(quotaEntityClient, "creator"), quotaOp(quota.ControllerMutationRate, 1, false))); len(got) != 1 || got[0] != 0 {

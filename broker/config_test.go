@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 func TestParseProperties(t *testing.T) {
@@ -156,7 +158,7 @@ func TestTopicNameValidation(t *testing.T) {
 
 func TestMetricsEndpoint(t *testing.T) {
 	b := newTestBroker(t, func(c *Config) { c.MetricsListen = "127.0.0.1:0" })
-	if err := b.CreateTopic(testContext(t, time.Minute), "m", 1); err != nil {
+	if err := b.CreateTopic(testenv.Context(t, time.Minute), "m", 1); err != nil {
 		t.Fatal(err)
 	}
 	c := dialRaw(t, b.Addr())

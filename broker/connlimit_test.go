@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // dialFrom dials addr from a given local IP (127.0.0.2 is a different
@@ -110,7 +110,7 @@ func TestIdleConnectionsClosed(t *testing.T) {
 	// slack for a sleep that a loaded machine stretches.
 	const idle = 600 * time.Millisecond
 	b := newTestBroker(t, func(c *Config) { c.Limits.ConnectionsMaxIdle = idle })
-	if err := b.CreateTopic(testContext(t, time.Minute), "idle", 1); err != nil {
+	if err := b.CreateTopic(testenv.Context(t, time.Minute), "idle", 1); err != nil {
 		t.Fatal(err)
 	}
 	quiet := dialRaw(t, b.Addr())
@@ -159,7 +159,7 @@ func TestCreateTopicsThrottled(t *testing.T) {
 		c.Limits.ControllerMutationRate = 2
 		c.Limits.QuotaWindowNum = 2
 	})
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	create := func(client, topic string, parts int32) *kmsg.CreateTopicsResponse {
 		cl := newClient(t, b.Addr(), kgo.ClientID(client))
 		req := kmsg.NewPtrCreateTopicsRequest()

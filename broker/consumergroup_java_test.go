@@ -15,8 +15,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/internal/kafkatest"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/kafkatest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestConsumerGroupJavaConsumer: Kafka 3.9's Java consumer with
@@ -31,7 +31,7 @@ func TestConsumerGroupJavaConsumer(t *testing.T) {
 		c.Groups.ConsumerHeartbeatInterval = 500 * time.Millisecond
 		c.Groups.ConsumerSessionTimeout = 10 * time.Second
 	})
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	const parts, n, topic, group = 3, 30, "java848", "java848-g"
 	if err := b.CreateTopic(ctx, topic, parts); err != nil {
 		t.Fatal(err)
@@ -145,7 +145,7 @@ func TestConsumerGroupJavaKill9(t *testing.T) {
 		c.Groups.ConsumerHeartbeatInterval = 500 * time.Millisecond
 		c.Groups.ConsumerSessionTimeout = 6 * time.Second
 	})
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	const parts, total, topic, group = 6, 3000, "java848k", "java848k-g"
 	if err := b.CreateTopic(ctx, topic, parts); err != nil {
 		t.Fatal(err)

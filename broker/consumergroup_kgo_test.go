@@ -7,7 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/internal/kafkatest"
+	"github.com/tributary/tributary/internal/testkit/kafkatest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestConsumerGroupKgoServerSide: franz-go members on the KIP-848
@@ -21,7 +22,7 @@ func TestConsumerGroupKgoServerSide(t *testing.T) {
 		c.Groups.ConsumerSessionTimeout = 3 * time.Second
 		c.Groups.ConsumerHeartbeatInterval = 200 * time.Millisecond
 	})
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	const parts, total, topic, group = 6, 3000, "kip848", "g848"
 	if err := b.CreateTopic(ctx, topic, parts); err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 
 	"github.com/tributary/tributary/internal/pki"
 	"github.com/tributary/tributary/internal/security"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // setDefaultBrokerConfig sets (value non-nil) or deletes a key of the
@@ -59,7 +59,7 @@ func alterBroker(ctx context.Context, adm *kadm.Client, cfg kadm.AlterConfig, id
 // addresses so that the admin client's own are not in the count.
 func TestDynamicConnectionLimits(t *testing.T) {
 	b := newTestBroker(t, nil)
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	adm := kadm.NewClient(newClient(t, b.Addr()))
 	refused := func(limit string) float64 {
 		return counterValue(t, b.reg, "tributary_broker_connections_refused_total", map[string]string{"limit": limit})
@@ -127,7 +127,7 @@ func TestDynamicConnectionLimits(t *testing.T) {
 // the dedupe buffer follow.
 func TestDynamicCleanerConfigs(t *testing.T) {
 	b := newTestBroker(t, func(c *Config) { c.Cleaner.Backoff = 50 * time.Millisecond })
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	adm := kadm.NewClient(newClient(t, b.Addr()))
 	c := b.cleaner.Load()
 	if c == nil {
@@ -187,7 +187,7 @@ func TestDynamicListenerCertificate(t *testing.T) {
 		c.Listeners = "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"
 		c.TLS = f.serverTLS(security.ClientAuthNone)
 	})
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	adm := kadm.NewClient(newClient(t, b.Addr()))
 	ssl, id := b.ListenerAddr("SSL"), b.cfg.BrokerID
 	serial := func() string {

@@ -15,7 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
 // procFDs counts the open descriptors of process pid.
@@ -55,7 +56,7 @@ func TestOutOfDescriptorsDegradesAndRecovers(t *testing.T) {
 	p := testproc.StartBroker(t, writeProperties(t, map[string]string{
 		"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": t.TempDir(),
 	}))
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	early := []string{"early-0", "early-1", "early-2"}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr), kgo.ConsumeTopics(early...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.ProducerLinger(0),
@@ -202,7 +203,7 @@ func TestBrokerPartitionsUnderDescriptorLimit(t *testing.T) {
 	p := testproc.StartBrokerWithNoFile(t, n, writeProperties(t, map[string]string{
 		"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": t.TempDir(),
 	}))
-	ctx := testContext(t, time.Duration(n/10)*time.Second+5*time.Minute) // creation dominates
+	ctx := testenv.Context(t, time.Duration(n/10)*time.Second+5*time.Minute) // creation dominates
 	var topics []string
 	for i := range n / 100 {
 		topics = append(topics, fmt.Sprintf("many-%d", i))

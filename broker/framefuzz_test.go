@@ -23,7 +23,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
 // Recorded request frames of real clients, the fuzzer's seeds: one file per
@@ -142,7 +143,7 @@ func recordClientFrames(t *testing.T) {
 	go proxy.serve()
 	defer func() { proxy.ln.Close() }()
 	addr := proxy.ln.Addr().String()
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 
 	// franz-go: admin, idempotent and plain produce, direct and group consume.
 	cl := newClient(t, addr, kgo.ClientID("fuzz-seed"), kgo.AllowAutoTopicCreation())
@@ -417,7 +418,7 @@ func TestFuzzRecordedFrames(t *testing.T) {
 		t.Fatalf("broker died after %d frames", sent.Load())
 	}
 	// A real round trip on a fresh client.
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr), kgo.ConsumeTopics("after-fuzz"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.AllowAutoTopicCreation())
 	if err != nil {

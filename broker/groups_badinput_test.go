@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // rawGroup drives the group APIs over one raw connection.
@@ -132,7 +132,7 @@ func TestGroupBadRequests(t *testing.T) {
 		c.Groups.MaxAssignmentBytes = 1000
 		c.Groups.OffsetMetadataMaxBytes = 10
 	})
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	if err := b.CreateTopic(ctx, "bt", 2); err != nil {
 		t.Fatal(err)
 	}

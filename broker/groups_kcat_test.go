@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // kcatMember is a `kcat -G` balanced consumer printing "partition offset
@@ -116,7 +116,7 @@ func TestKcatGroupSplitsPartitions(t *testing.T) {
 		// wait for the stable group of two either way.
 		c.Groups.InitialRebalanceDelay = 2 * time.Second
 	})
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	const parts, n = 4, 400
 	if err := b.CreateTopic(ctx, "kg", parts); err != nil {
 		t.Fatal(err)
@@ -224,7 +224,7 @@ func TestKcatGroupMemberKilled(t *testing.T) {
 		groupTestConfig(c)
 		c.Groups.InitialRebalanceDelay = 2 * time.Second
 	})
-	ctx := testContext(t, 5*time.Minute)
+	ctx := testenv.Context(t, 5*time.Minute)
 	if err := b.CreateTopic(ctx, "kk", parts); err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // assignments records what a kgo member was assigned and revoked, and
@@ -122,7 +122,7 @@ func TestGroupStaticMembership(t *testing.T) {
 		groupTestConfig(c)
 		c.Groups.InitialRebalanceDelay = time.Second
 	})
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	if err := b.CreateTopic(ctx, "st", 6); err != nil {
 		t.Fatal(err)
 	}

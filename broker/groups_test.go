@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // groupTestConfig makes group tests quick: a small offsets topic, no
@@ -63,7 +63,7 @@ func pollUntil(t *testing.T, ctx context.Context, cl *kgo.Client, n, partitions 
 // after the committed offsets, and kadm reads back those offsets.
 func TestGroupCommitRestartResumes(t *testing.T) {
 	b := newTestBroker(t, groupTestConfig)
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	const parts, n = 3, 300
 	if err := b.CreateTopic(ctx, "gr", parts); err != nil {
 		t.Fatal(err)
@@ -147,7 +147,7 @@ func TestGroupOffsetsSurviveRestart(t *testing.T) {
 	// expired (a minute, for two 30 s waits, a close and a restart on a
 	// loaded machine) and the fetch after the restart failed with it,
 	// reported as that wait timing out.
-	ctx := testContext(t, 5*time.Minute)
+	ctx := testenv.Context(t, 5*time.Minute)
 	start := time.Now()
 	if err := b.CreateTopic(ctx, "rs", 2); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestEveryAdvertisedGroupVersion exercises every advertised version of
@@ -15,7 +17,7 @@ import (
 // each version adds.
 func TestEveryAdvertisedGroupVersion(t *testing.T) {
 	b := newTestBroker(t, groupTestConfig)
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	if err := b.CreateTopic(ctx, "gv", 2); err != nil {
 		t.Fatal(err)
 	}

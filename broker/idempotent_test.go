@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // flakyProxy forwards Kafka connections to a broker and, every cutEvery-th
@@ -118,9 +120,9 @@ func TestIdempotentProducerRetriesWithoutDuplicates(t *testing.T) {
 	b := newTestBroker(t, func(c *Config) { c.AdvertisedListeners = "PLAINTEXT://" + proxy.ln.Addr().String() })
 	proxy.target = b.Addr()
 	proxy.serve()
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	const n, parts = 20_000, 3
-	if err := b.CreateTopic(testContext(t, time.Minute), "idem", parts); err != nil {
+	if err := b.CreateTopic(testenv.Context(t, time.Minute), "idem", parts); err != nil {
 		t.Fatal(err)
 	}
 	cl := newClient(t, proxy.ln.Addr().String(), kgo.RecordPartitioner(kgo.ManualPartitioner()),
@@ -149,7 +151,7 @@ func TestIdempotentProducerRetriesWithoutDuplicates(t *testing.T) {
 
 func TestIdempotenceOnTheWire(t *testing.T) {
 	b := newTestBroker(t, nil)
-	if err := b.CreateTopic(testContext(t, time.Minute), "seq", 1); err != nil {
+	if err := b.CreateTopic(testenv.Context(t, time.Minute), "seq", 1); err != nil {
 		t.Fatal(err)
 	}
 	c := dialRaw(t, b.Addr())

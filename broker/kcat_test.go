@@ -12,8 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
 // runKcat runs kcat with a bounded time and returns its stdout.
@@ -86,7 +86,7 @@ func TestKcatAgainstBrokerProcess(t *testing.T) {
 	}
 
 	// kgo reads what kcat wrote; kcat reads what kgo wrote (headers, timestamps).
-	ctx := testContext(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	cl := newClient(t, addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"kc": {1: kgo.NewOffset().AtStart()}}))
 	var n int
 	for n < len(want) {

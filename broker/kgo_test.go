@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // testRecord is record i of a deterministic stream: every field derives
@@ -138,9 +140,9 @@ func roundTripRecords() int {
 // the order and offsets within each partition.
 func TestKgoRoundTripMillionSixPartitions(t *testing.T) {
 	b := newTestBroker(t, func(c *Config) { c.SegmentBytes = 4 << 20 })
-	ctx := testContext(t, 5*time.Minute)
+	ctx := testenv.Context(t, 5*time.Minute)
 	const parts = 6
-	if err := b.CreateTopic(testContext(t, time.Minute), "rt", parts); err != nil {
+	if err := b.CreateTopic(testenv.Context(t, time.Minute), "rt", parts); err != nil {
 		t.Fatal(err)
 	}
 	n := roundTripRecords()
@@ -171,7 +173,7 @@ func TestKgoRoundTripMillionSixPartitions(t *testing.T) {
 
 func TestKgoCompressionCodecs(t *testing.T) {
 	b := newTestBroker(t, nil)
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	codecs := map[string]kgo.CompressionCodec{
 		"gzip": kgo.GzipCompression(), "snappy": kgo.SnappyCompression(),
 		"lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression(),
@@ -181,7 +183,7 @@ func TestKgoCompressionCodecs(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			topic := "codec-" + name
 			const n, parts = 3000, 2
-			if err := b.CreateTopic(testContext(t, time.Minute), topic, parts); err != nil {
+			if err := b.CreateTopic(testenv.Context(t, time.Minute), topic, parts); err != nil {
 				t.Fatal(err)
 			}
 			cl := newClient(t, b.Addr(), kgo.ProducerBatchCompression(codec), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -203,8 +205,8 @@ func TestKgoCompressionCodecs(t *testing.T) {
 
 func TestKgoAcksZero(t *testing.T) {
 	b := newTestBroker(t, nil)
-	ctx := testContext(t, time.Minute)
-	if err := b.CreateTopic(testContext(t, time.Minute), "acks0", 2); err != nil {
+	ctx := testenv.Context(t, time.Minute)
+	if err := b.CreateTopic(testenv.Context(t, time.Minute), "acks0", 2); err != nil {
 		t.Fatal(err)
 	}
 	cl := newClient(t, b.Addr(), kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite(),
@@ -223,7 +225,7 @@ func TestKgoUnknownTopicAndTooLarge(t *testing.T) {
 		c.DisableAutoCreateTopics = true
 		c.MessageMaxBytes = 2000
 	})
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	cl := newClient(t, b.Addr(), kgo.UnknownTopicRetries(1))
 	err := cl.ProduceSync(ctx, &kgo.Record{Topic: "missing", Value: []byte("x")}).FirstErr()
 	if !errors.Is(err, kerr.UnknownTopicOrPartition) {
@@ -232,7 +234,7 @@ func TestKgoUnknownTopicAndTooLarge(t *testing.T) {
 	if b.lookup("missing") != nil {
 		t.Fatal("topic was auto-created with auto.create.topics.enable=false")
 	}
-	if err := b.CreateTopic(testContext(t, time.Minute), "small", 1); err != nil {
+	if err := b.CreateTopic(testenv.Context(t, time.Minute), "small", 1); err != nil {
 		t.Fatal(err)
 	}
 	incompressible := make([]byte, 5000)
@@ -251,7 +253,7 @@ func TestKgoUnknownTopicAndTooLarge(t *testing.T) {
 
 func TestKgoAutoCreateOnMetadata(t *testing.T) {
 	b := newTestBroker(t, func(c *Config) { c.NumPartitions = 3 })
-	ctx := testContext(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	cl := newClient(t, b.Addr(), kgo.AllowAutoTopicCreation())
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "made-by-metadata", Value: []byte("v")}).FirstErr(); err != nil {
 		t.Fatal(err)
@@ -263,7 +265,7 @@ func TestKgoAutoCreateOnMetadata(t *testing.T) {
 
 func TestLongPollReturnsWhenDataArrives(t *testing.T) {
 	b := newTestBroker(t, nil)
-	if err := b.CreateTopic(testContext(t, time.Minute), "lp", 2); err != nil {
+	if err := b.CreateTopic(testenv.Context(t, time.Minute), "lp", 2); err != nil {
 		t.Fatal(err)
 	}
 	c := dialRaw(t, b.Addr())
@@ -323,8 +325,8 @@ func TestLongPollReturnsWhenDataArrives(t *testing.T) {
 
 func TestKgoLongPollLatency(t *testing.T) {
 	b := newTestBroker(t, nil)
-	ctx := testContext(t, 30*time.Second)
-	if err := b.CreateTopic(testContext(t, time.Minute), "lpk", 1); err != nil {
+	ctx := testenv.Context(t, 30*time.Second)
+	if err := b.CreateTopic(testenv.Context(t, time.Minute), "lpk", 1); err != nil {
 		t.Fatal(err)
 	}
 	cons := newClient(t, b.Addr(), kgo.ConsumeTopics("lpk"), kgo.FetchMaxWait(10*time.Second))
@@ -352,7 +354,7 @@ func TestKgoLongPollLatency(t *testing.T) {
 
 func TestFetchMaxBytesKIP74(t *testing.T) {
 	b := newTestBroker(t, nil)
-	if err := b.CreateTopic(testContext(t, time.Minute), "mb", 2); err != nil {
+	if err := b.CreateTopic(testenv.Context(t, time.Minute), "mb", 2); err != nil {
 		t.Fatal(err)
 	}
 	c := dialRaw(t, b.Addr())
@@ -395,8 +397,8 @@ func TestFetchMaxBytesKIP74(t *testing.T) {
 
 func TestTopicsSurviveRestart(t *testing.T) {
 	b := newTestBroker(t, nil)
-	ctx := testContext(t, time.Minute)
-	if err := b.CreateTopic(testContext(t, time.Minute), "keep", 3); err != nil {
+	ctx := testenv.Context(t, time.Minute)
+	if err := b.CreateTopic(testenv.Context(t, time.Minute), "keep", 3); err != nil {
 		t.Fatal(err)
 	}
 	produceAll(t, ctx, newClient(t, b.Addr(), kgo.RecordPartitioner(kgo.ManualPartitioner())), "keep", 300, 3)

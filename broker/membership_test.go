@@ -11,6 +11,7 @@ import (
 
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestServesOnlyLedPartitions: of two brokers sharing a coordinator, each
@@ -22,7 +23,7 @@ func TestServesOnlyLedPartitions(t *testing.T) {
 	connect := WithCoordinator(func(context.Context) (coord.Session, error) { return srv.Connect(memcoord.Config{}), nil })
 	b1 := newTestBroker(t, func(c *Config) { c.BrokerID = 1 }, connect)
 	b2 := newTestBroker(t, func(c *Config) { c.BrokerID = 2 }, connect)
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	if err := b1.CreateTopic(ctx, "split", 2); err != nil {
 		t.Fatal(err)
 	}

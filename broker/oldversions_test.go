@@ -21,8 +21,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
 // sentRequest is the header of one request a client sent.
@@ -132,7 +132,7 @@ func (r *frameRecorder) take() []sentRequest {
 // the modification time of their files, and the end offset, newest first.
 func TestListOffsetsV0(t *testing.T) {
 	b := newTestBroker(t, func(c *Config) { c.SegmentBytes = 100 }) // a segment per batch
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	for _, topic := range []string{"lo0", "lo0-empty"} {
 		if err := b.CreateTopic(ctx, topic, 1); err != nil {
 			t.Fatal(err)
@@ -249,7 +249,7 @@ func TestUnsupportedVersionLoggedOncePerVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Start(testContext(t, time.Minute)); err != nil {
+	if err := b.Start(testenv.Context(t, time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
@@ -325,7 +325,7 @@ func TestKcatOldProtocolVersions(t *testing.T) {
 	rec := newFrameRecorder(t)
 	b := newTestBroker(t, func(c *Config) { c.AdvertisedListeners = "PLAINTEXT://" + rec.Addr() })
 	rec.start(t, b.Addr())
-	if err := b.CreateTopic(testContext(t, time.Minute), "ov", 2); err != nil {
+	if err := b.CreateTopic(testenv.Context(t, time.Minute), "ov", 2); err != nil {
 		t.Fatal(err)
 	}
 	c := dialRaw(t, b.Addr())

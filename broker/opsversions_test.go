@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestOpsAPIVersions sends every advertised version of the operations
@@ -17,7 +19,7 @@ import (
 func TestOpsAPIVersions(t *testing.T) {
 	b := newTestBroker(t, nil)
 	c := dialRaw(t, b.Addr())
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	spec := func(k kmsg.Key) apiSpec { return apiTable[int16(k)] }
 
 	// CreatePartitions: each version grows "cp" by one partition, then is
@@ -53,7 +55,7 @@ func TestOpsAPIVersions(t *testing.T) {
 func TestOpsAPIVersionsElectLeaders(t *testing.T) {
 	b := newTestBroker(t, nil)
 	c := dialRaw(t, b.Addr())
-	if err := b.CreateTopic(testContext(t, time.Minute), "el", 2); err != nil {
+	if err := b.CreateTopic(testenv.Context(t, time.Minute), "el", 2); err != nil {
 		t.Fatal(err)
 	}
 	spec := apiTable[int16(kmsg.ElectLeaders)]
@@ -95,7 +97,7 @@ func TestOpsAPIVersionsElectLeaders(t *testing.T) {
 func TestOpsAPIVersionsDeleteRecords(t *testing.T) {
 	b := newTestBroker(t, nil)
 	c := dialRaw(t, b.Addr())
-	if err := b.CreateTopic(testContext(t, time.Minute), "dr", 1); err != nil {
+	if err := b.CreateTopic(testenv.Context(t, time.Minute), "dr", 1); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 10 {
@@ -136,7 +138,7 @@ func TestOpsAPIVersionsDeleteRecords(t *testing.T) {
 func TestOpsAPIVersionsLogDirsClusterConfigs(t *testing.T) {
 	b := newTestBroker(t, nil)
 	c := dialRaw(t, b.Addr())
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	if err := b.CreateTopic(ctx, "ld", 2); err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +252,7 @@ func TestCreatePartitionsMutationQuota(t *testing.T) {
 		c.Limits.ControllerMutationRate = 2
 		c.Limits.QuotaWindowNum = 2
 	})
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	if err := b.CreateTopic(ctx, "qp", 1); err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +284,7 @@ func TestCreatePartitionsMutationQuota(t *testing.T) {
 func TestOpsAPIVersionsReassignments(t *testing.T) {
 	b := newTestBroker(t, nil)
 	c := dialRaw(t, b.Addr())
-	if err := b.CreateTopic(testContext(t, time.Minute), "ra", 1); err != nil {
+	if err := b.CreateTopic(testenv.Context(t, time.Minute), "ra", 1); err != nil {
 		t.Fatal(err)
 	}
 	spec := apiTable[int16(kmsg.AlterPartitionAssignments)]

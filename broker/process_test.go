@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
 // TestMain removes the tributary binary the process tests build.

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/internal/kafkatest"
+	"github.com/tributary/tributary/internal/testkit/kafkatest"
 )
 
 // rawConn is a bare Kafka connection for hand-made requests.

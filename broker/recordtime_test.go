@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // Timestamps of one batch, out of order as a producer may send them.
@@ -143,7 +145,7 @@ func TestRecordAtOrAfter(t *testing.T) {
 // is still running).
 func TestListOffsetsExactTimestamp(t *testing.T) {
 	b := newTestBroker(t, nil)
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	for _, cc := range codecCases {
 		if cc.xerial {
 			continue // TestRecordAtOrAfter covers the framing

@@ -15,7 +15,7 @@ import (
 
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestBackoffAfterLeaderBehind: a leader that does not serve a partition
@@ -94,7 +94,7 @@ func TestFollowerErrorDelaysOnlyItsPartition(t *testing.T) {
 		}
 		bs = append(bs, newTestBroker(t, func(c *Config) { c.BrokerID = id }, connect, wrap))
 	}
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	testenv.WaitFor(t, time.Minute, "the brokers see each other", func() (bool, string) {
 		m, err := bs[0].clusterMember()
 		if err != nil {

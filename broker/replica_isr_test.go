@@ -15,7 +15,7 @@ import (
 
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // switchGate is a gate a test opens and closes: wait blocks while it is
@@ -136,7 +136,7 @@ func TestISRExpansionCountsJoiningFollower(t *testing.T) {
 	}
 	// Cleanups run last first: the gates open before the brokers close.
 	t.Cleanup(func() { stateGate.release(); appendGate.release() })
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	testenv.WaitFor(t, time.Minute, "the brokers see each other", func() (bool, string) {
 		m, err := bs[0].clusterMember()
 		if err != nil {

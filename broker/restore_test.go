@@ -17,7 +17,7 @@ import (
 
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // devCluster is brokers 1..len(dirs) of one process on a fresh in-process
@@ -31,7 +31,7 @@ func newDevCluster(t *testing.T, dirs []string) *devCluster {
 	t.Helper()
 	srv := memcoord.NewServer()
 	connect := WithCoordinator(func(context.Context) (coord.Session, error) { return srv.Connect(memcoord.Config{}), nil })
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	c := &devCluster{}
 	for i, dir := range dirs {
 		id := int32(i + 1)
@@ -100,7 +100,7 @@ func initProducerID(t *testing.T, b *Broker) int64 {
 // never issued again.
 func TestRestoreTopicsWhereDataLies(t *testing.T) {
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	const topic, perPartition = "kept", 5
 
 	before := newDevCluster(t, dirs[:2])

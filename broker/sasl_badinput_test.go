@@ -25,7 +25,8 @@ import (
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/tributary/tributary/broker/sasl"
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
 // kafkaAuthFailed is Kafka's message for a refused login.
@@ -89,7 +90,7 @@ func metadataRequest() *kmsg.MetadataRequest {
 func TestSASLBadInput(t *testing.T) {
 	b := newSASLBroker(t, nil)
 	addr := b.ListenerAddr("SASL_PLAINTEXT")
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	good := b.saslClient(t, "SASL_PLAINTEXT", mechanism(sasl.ScramSHA512, "alice", aliceSecret))
 	stillServing := func(t *testing.T) {
 		t.Helper()
@@ -266,7 +267,7 @@ func TestSASLReauthentication(t *testing.T) {
 	})
 	b.addScramUser(t, "bob", "bob-secret")
 	addr := b.ListenerAddr("SASL_PLAINTEXT")
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 
 	c := dialRaw(t, addr)
 	if resp := rawLogin(c, mechanism(sasl.ScramSHA256, "alice", aliceSecret)); resp.ErrorCode != 0 || resp.SessionLifetimeMillis != life.Milliseconds() {
@@ -379,14 +380,14 @@ func TestSASLFailedLoginFlood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Start(testContext(t, 5*time.Minute)); err != nil {
+	if err := b.Start(testenv.Context(t, 5*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
 	sb.testBroker = &testBroker{Broker: b, cfg: cfg}
 	sb.addScramUser(t, "alice", aliceSecret)
 	addr := b.ListenerAddr("SASL_PLAINTEXT")
-	ctx := testContext(t, 4*time.Minute)
+	ctx := testenv.Context(t, 4*time.Minute)
 
 	good := sb.saslClient(t, "SASL_PLAINTEXT", mechanism(sasl.ScramSHA512, "alice", aliceSecret), kgo.AllowAutoTopicCreation())
 	stop := make(chan struct{})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tributary/tributary/broker/sasl"
 	"github.com/tributary/tributary/internal/security"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // saslBroker is a broker with PLAINTEXT (for administration),
@@ -81,7 +82,7 @@ func (b *saslBroker) config(t *testing.T) Config {
 // PLAINTEXT listener and waits until its cache has them.
 func (b *saslBroker) addScramUser(t *testing.T, user, password string) {
 	t.Helper()
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	cl := newClient(t, b.ListenerAddr("PLAINTEXT"))
 	if got := alterSCRAM(t, ctx, cl, nil, []kmsg.AlterUserSCRAMCredentialsRequestUpsertion{
 		scramUpsertion(t, user, sha256, password, 4096),
@@ -138,7 +139,7 @@ func (b *saslBroker) saslClient(t *testing.T, listener string, mech kgosasl.Mech
 func TestSASLRoundTrips(t *testing.T) {
 	var seen principals
 	b := newSASLBroker(t, func(c *Config) { c.NumPartitions = 1 }, withPrincipalHook(seen.hook))
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	for _, listener := range []string{"SASL_PLAINTEXT", "SASL_SSL"} {
 		for _, m := range []string{sasl.Plain, sasl.ScramSHA256, sasl.ScramSHA512} {
 			t.Run(listener+"/"+m, func(t *testing.T) {

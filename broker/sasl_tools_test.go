@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/sasl"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestSASLKcat: kcat (librdkafka) produces and consumes over SASL_SSL with
@@ -53,7 +53,7 @@ func TestSASLJavaConsoleClients(t *testing.T) {
 		c.BrokerID, c.ZooKeeperConnect, c.ZooKeeperSessionTimeout = 1, connect, 6*time.Second
 	})
 	addr := b.ListenerAddr("SASL_SSL")
-	ctx := testContext(t, 4*time.Minute)
+	ctx := testenv.Context(t, 4*time.Minute)
 	run := func(stdin string, class string, args ...string) string {
 		t.Helper()
 		cmd := tools.Command(ctx, class, args...)

@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/tributary/tributary/broker/sasl"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // scramUpsertion is an AlterUserScramCredentials upsertion of password,
@@ -81,7 +81,7 @@ var sha256, sha512 = sasl.ScramMechanisms[0], sasl.ScramMechanisms[1]
 // with franz-go's SCRAM client; kadm's password-based upsert works too.
 func TestScramCredentialAPIs(t *testing.T) {
 	b := newTestBroker(t, nil)
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	cl := newClient(t, b.Addr())
 
 	got := alterSCRAM(t, ctx, cl,
@@ -210,7 +210,7 @@ func TestScramCredentialsWithKafkaConfigCommand(t *testing.T) {
 	b := newTestBroker(t, func(c *Config) {
 		c.BrokerID, c.ZooKeeperConnect, c.ZooKeeperSessionTimeout = 1, connect, 6*time.Second
 	})
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	cl := newClient(t, b.Addr())
 	if got := alterSCRAM(t, ctx, cl, nil, []kmsg.AlterUserSCRAMCredentialsRequestUpsertion{
 		scramUpsertion(t, "bob", sha512, "bob-secret", 4096),

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 const (
@@ -50,9 +52,9 @@ func consumePayload(t testing.TB, ctx context.Context, addr, topic string, n, pa
 // segments and checks that every record byte went out by sendfile.
 func TestFetchUsesSendfile(t *testing.T) {
 	b := newTestBroker(t, func(c *Config) { c.SegmentBytes = 1 << 20 })
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	const topic, parts, n = "zerocopy", 2, 40_000
-	if err := b.CreateTopic(testContext(t, time.Minute), topic, parts); err != nil {
+	if err := b.CreateTopic(testenv.Context(t, time.Minute), topic, parts); err != nil {
 		t.Fatal(err)
 	}
 	// Uncompressed, so that the bytes on the wire bound the payload from below.
@@ -88,9 +90,9 @@ func TestFetchUsesSendfile(t *testing.T) {
 // are counted as copied, never as sendfile.
 func TestFetchCopyCounted(t *testing.T) {
 	b := newTestBroker(t, nil, withMemLogs())
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	const topic, parts, n = "copied", 1, 2_000
-	if err := b.CreateTopic(testContext(t, time.Minute), topic, parts); err != nil {
+	if err := b.CreateTopic(testenv.Context(t, time.Minute), topic, parts); err != nil {
 		t.Fatal(err)
 	}
 	produceAll(t, ctx, newClient(t, b.Addr(), kgo.ProducerBatchCompression(kgo.NoCompression())), topic, n, parts)

@@ -15,7 +15,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
 // TestSIGKILLKeepsAcknowledgedRecords kills the broker process while a
@@ -30,7 +31,7 @@ func TestSIGKILLKeepsAcknowledgedRecords(t *testing.T) {
 	conf := writeProperties(t, props)
 	p := testproc.StartBroker(t, conf)
 
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.AllowAutoTopicCreation(),
 		kgo.RecordRetries(0), kgo.RequestTimeoutOverhead(2*time.Second), kgo.ProducerLinger(0))
@@ -97,7 +98,7 @@ func TestSIGKILLKeepsAcknowledgedRecords(t *testing.T) {
 	}
 
 	p2 := testproc.StartBroker(t, conf)
-	ctx2 := testContext(t, time.Minute)
+	ctx2 := testenv.Context(t, time.Minute)
 	ends := map[int32]int64{}
 	for k := range ackedCopy {
 		ends[k.part] = max(ends[k.part], k.off+1)

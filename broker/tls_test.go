@@ -20,6 +20,7 @@ import (
 
 	"github.com/tributary/tributary/internal/pki"
 	"github.com/tributary/tributary/internal/security"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // tlsFiles is a CA, a broker certificate for 127.0.0.1 and client
@@ -181,7 +182,7 @@ func TestTwoListeners(t *testing.T) {
 	if plain == "" || ssl == "" || plain == ssl || b.Addr() != plain {
 		t.Fatalf("listener addresses: PLAINTEXT %q SSL %q Addr %q", plain, ssl, b.Addr())
 	}
-	ctx := testContext(t, 60*time.Second)
+	ctx := testenv.Context(t, 60*time.Second)
 	sslClient := func(extra ...kgo.Opt) *kgo.Client {
 		return newClient(t, ssl, append([]kgo.Opt{kgo.DialTLSConfig(f.clientTLS(nil))}, extra...)...)
 	}
@@ -226,7 +227,7 @@ func TestMutualTLS(t *testing.T) {
 	cfg.RetentionCheckInterval = time.Hour
 	b := startTestBroker(t, cfg, withPrincipalHook(seen.hook))
 	addr := b.ListenerAddr("SSL")
-	ctx := testContext(t, 90*time.Second)
+	ctx := testenv.Context(t, 90*time.Second)
 	mtls := func(extra ...kgo.Opt) *kgo.Client {
 		return newClient(t, addr, append([]kgo.Opt{kgo.DialTLSConfig(f.clientTLS(f.client))}, extra...)...)
 	}

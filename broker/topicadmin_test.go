@@ -11,6 +11,7 @@ import (
 
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestCreateTopicSurvivesLostAnswer: a topic creation whose coordination
@@ -28,7 +29,7 @@ func TestCreateTopicSurvivesLostAnswer(t *testing.T) {
 		return &lossySession{Session: srv.Connect(memcoord.Config{}), mu: &mu, lose: lose}, nil
 	})
 	b := newTestBroker(t, func(c *Config) { c.BrokerID = 1 }, connect)
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	for _, applied := range []bool{true, false} {
 		name := fmt.Sprintf("applied-%v", applied)
 		mu.Lock()

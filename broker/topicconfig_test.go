@@ -17,6 +17,7 @@ import (
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 func TestResolveTopicConfig(t *testing.T) {
@@ -87,7 +88,7 @@ func configValues(t *testing.T, rcs kadm.ResourceConfigs, name string) map[strin
 // and bad ones are rejected with INVALID_CONFIG naming the key.
 func TestTopicConfigsCreateDescribeProduce(t *testing.T) {
 	b := newTestBroker(t, func(c *Config) { c.RetentionBytes = 1 << 30 })
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	cl := newClient(t, b.Addr(), kgo.RecordRetries(2), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	adm := kadm.NewClient(cl)
 
@@ -196,7 +197,7 @@ func TestTopicConfigsCreateDescribeProduce(t *testing.T) {
 // settings of the broker asked, read-only; another broker's id is refused.
 func TestDescribeBrokerConfigs(t *testing.T) {
 	b := newTestBroker(t, func(c *Config) { c.BrokerID = 7; c.SegmentBytes = 1 << 20 })
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	adm := kadm.NewClient(newClient(t, b.Addr()))
 	rcs, err := adm.DescribeBrokerConfigs(ctx, 7)
 	if err != nil {
@@ -261,7 +262,7 @@ func TestDescribeBrokerConfigs(t *testing.T) {
 // keeps everything.
 func TestTopicRetentionOverride(t *testing.T) {
 	b := newTestBroker(t, func(c *Config) { c.RetentionCheckInterval = 50 * time.Millisecond })
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	cl := newClient(t, b.Addr(), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	adm := kadm.NewClient(cl)
 	for topic, configs := range map[string]map[string]*string{
@@ -308,7 +309,7 @@ func TestTopicRetentionOverride(t *testing.T) {
 // broker's clock, whatever the producer said.
 func TestLogAppendTime(t *testing.T) {
 	b := newTestBroker(t, nil)
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	cl := newClient(t, b.Addr(), kgo.ConsumeTopics("lat"))
 	adm := kadm.NewClient(cl)
 	if resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"message.timestamp.type": strp(logAppendTime)}, "lat"); err != nil || resp.Err != nil {
@@ -341,7 +342,7 @@ func TestTopicConfigChangeApplied(t *testing.T) {
 	srv := memcoord.NewServer()
 	connect := WithCoordinator(func(context.Context) (coord.Session, error) { return srv.Connect(memcoord.Config{}), nil })
 	b := newTestBroker(t, nil, connect)
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	if err := b.CreateTopicWithConfigs(ctx, "live", 1, map[string]string{"segment.bytes": "100000"}); err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +399,7 @@ func TestTopicConfigChangeApplied(t *testing.T) {
 // override brings the broker default back; broker configs are static.
 func TestIncrementalAlterTopicConfigs(t *testing.T) {
 	b := newTestBroker(t, nil)
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	cl := newClient(t, b.Addr(), kgo.RecordRetries(5), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	adm := kadm.NewClient(cl)
 	if resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"retention.ms": strp("86400000")}, "alt"); err != nil || resp.Err != nil {

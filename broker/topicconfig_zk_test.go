@@ -8,8 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/cluster"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
 // zkTestChroot returns a zookeeper.connect string with a fresh chroot on
@@ -31,7 +31,7 @@ func TestTopicConfigsOverZooKeeper(t *testing.T) {
 	}
 	b1 := newTestBroker(t, zk(1))
 	b2 := newTestBroker(t, zk(2))
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	if _, err := b1.Member().AwaitMetadata(ctx, func(s cluster.Snapshot) bool { return len(s.Brokers) == 2 }); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // produceValues writes one record per value to topic/partition.
@@ -61,7 +62,7 @@ func TestRecreatedTopicDropsStaleData(t *testing.T) {
 	connect := WithCoordinator(func(context.Context) (coord.Session, error) { return srv.Connect(memcoord.Config{}), nil })
 	b1 := newTestBroker(t, func(c *Config) { c.BrokerID = 1 }, connect)
 	b2 := newTestBroker(t, func(c *Config) { c.BrokerID = 2 }, connect)
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	restartB2 := func() {
 		t.Helper()
 		cfg := b2.cfg
@@ -182,7 +183,7 @@ func TestRestoredIdentity(t *testing.T) {
 // topic by that id, and an id no topic has gets UNKNOWN_TOPIC_ID.
 func TestTopicIDsOnTheWire(t *testing.T) {
 	b := newTestBroker(t, nil)
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	cl := newClient(t, b.Addr())
 
 	create := kmsg.NewPtrCreateTopicsRequest()

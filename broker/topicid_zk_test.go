@@ -15,7 +15,7 @@ import (
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // zkToolSession opens a session on the chroot for writing nodes the way
@@ -75,7 +75,7 @@ func readZKTopic(t *testing.T, ctx context.Context, s coord.Session, topic strin
 // /config/changes notification) reaches the brokers.
 func TestTopicIDMigrationOverZooKeeper(t *testing.T) {
 	connect := zkTestChroot(t)
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	tool := zkToolSession(t, ctx, connect)
 	const oldID = "RDoKZ8zTRqWx3s8oU6c4aA"
 	zkWrite(t, ctx, tool, "/brokers/topics/legacy", `{"version":1,"partitions":{"0":[1],"1":[2]}}`)

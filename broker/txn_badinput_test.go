@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // rawTxn drives the transaction APIs over one raw connection.
@@ -79,7 +79,7 @@ func TestTxnBadSequences(t *testing.T) {
 		c.Txn.MaxTimeout = time.Minute
 		c.Txn.AbortCheckInterval = 100 * time.Millisecond
 	})
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	admin := newClient(t, b.Addr())
 	createTopic(t, ctx, admin, "bad", 2)
 	c := dialRaw(t, b.Addr())

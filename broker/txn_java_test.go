@@ -10,7 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestTxnJavaClient: Kafka 3.9's Java producer (kafka-clients, compiled
@@ -23,7 +23,7 @@ import (
 func TestTxnJavaClient(t *testing.T) {
 	tools := testenv.Kafka39Tools(t)
 	b := newTestBroker(t, nil)
-	ctx := testContext(t, 4*time.Minute)
+	ctx := testenv.Context(t, 4*time.Minute)
 	admin := newClient(t, b.Addr())
 	createTopic(t, ctx, admin, "jt-out", 1)
 	createTopic(t, ctx, admin, "jt-in", 1)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/tributary/tributary/broker/group"
 	"github.com/tributary/tributary/broker/txn"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // runTool runs a Kafka tool's main and returns its stdout, failing t on a
@@ -44,7 +44,7 @@ func TestKafkaTransactionsTools(t *testing.T) {
 	// refuses (TestTxnVerification): off here, as on a Kafka < 3.6 broker,
 	// to make one for the tools to find.
 	b := newTestBroker(t, func(c *Config) { c.DisableTxnVerification = true })
-	ctx := testContext(t, 4*time.Minute)
+	ctx := testenv.Context(t, 4*time.Minute)
 	admin := newClient(t, b.Addr())
 	createTopic(t, ctx, admin, "kt", 1)
 	txns := func(args ...string) string {

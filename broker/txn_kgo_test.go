@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // txnProduce runs one transaction of n records value prefix-i on topic,
@@ -60,7 +60,7 @@ func readValues(t *testing.T, ctx context.Context, addr, topic string, want int,
 // with the same transactional id fences the first.
 func TestTxnKgoCommitAndAbort(t *testing.T) {
 	b := newTestBroker(t, nil)
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	admin := newClient(t, b.Addr())
 	createTopic(t, ctx, admin, "txo", 2)
 	cl := newClient(t, b.Addr(), kgo.TransactionalID("kgo-1"), kgo.RecordPartitioner(kgo.ManualPartitioner()),

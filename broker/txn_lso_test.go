@@ -15,7 +15,7 @@ import (
 
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // markerGate holds followers' replica appends of control batches (for
@@ -110,7 +110,7 @@ func TestTxnLSOWaitsForReplicatedMarker(t *testing.T) {
 		}, connect, gate.option()))
 	}
 	t.Cleanup(gate.release) // before the brokers close (cleanups run last first)
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	const topic = "lso-topic"
 	testenv.WaitFor(t, time.Minute, "broker 1 sees the 3 brokers", func() (bool, string) {
 		m, err := bs[0].clusterMember()

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/log/logtest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // BenchmarkFetchIsolation: the cost of read_committed against
@@ -21,7 +22,7 @@ import (
 func BenchmarkFetchIsolation(b *testing.B) {
 	tb := newTestBroker(b, nil)
 	cl := newClient(b, tb.Addr(), kgo.AllowAutoTopicCreation())
-	ctx := testContext(b, 10*time.Minute)
+	ctx := testenv.Context(b, 10*time.Minute)
 	const topic, txns, per = "bench-txn", 200, 100
 	if err := tb.CreateTopicWithConfigs(ctx, topic, 1, nil); err != nil {
 		b.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/broker/group"
 	"github.com/tributary/tributary/broker/log/logtest"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 type markerCall struct {
@@ -77,7 +77,7 @@ func TestWriteTxnMarkersListener(t *testing.T) {
 	})
 	rec := &recordingListener{}
 	tb.SetTxnMarkerListener(rec)
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	cl := newClient(t, tb.Addr())
 	fc := kmsg.NewPtrFindCoordinatorRequest()
 	fc.CoordinatorKey = "g"
@@ -149,7 +149,7 @@ func TestTxnAuthorization(t *testing.T) {
 	// Producer 5 of app-1 was never initialized: no coordinator could
 	// verify its batch (KIP-890), so verification is off.
 	ab := newACLBroker(t, map[string]string{"transaction.partition.verification.enable": "false"})
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	admin := ab.client(t, "admin")
 	if err := ab.CreateTopicWithConfigs(ctx, "t", 1, nil); err != nil {
 		t.Fatal(err)

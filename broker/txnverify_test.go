@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/log/logtest"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // txnProduceCode sends one transactional batch (v9, acks=all) over c and
@@ -79,7 +79,7 @@ func verifyOnly(c *rawConn, id string, pid int64, epoch int16, topic string, par
 // unverified batch goes in, as before Kafka 3.6.
 func TestTxnVerification(t *testing.T) {
 	b := newTestBroker(t, nil)
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	createTopic(t, ctx, newClient(t, b.Addr()), "ver", 2)
 	c := dialRaw(t, b.Addr())
 	x := rawTxn{t, c, "ver-1"}

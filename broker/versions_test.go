@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // Every advertised version of every API is exercised here over a raw
@@ -39,7 +39,7 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 	}
 
 	// Produce: each version appends one batch to "pv"; offsets follow on.
-	if err := b.CreateTopic(testContext(t, time.Minute), "pv", 1); err != nil {
+	if err := b.CreateTopic(testenv.Context(t, time.Minute), "pv", 1); err != nil {
 		t.Fatal(err)
 	}
 	var batches [][]byte
@@ -215,7 +215,7 @@ func TestEveryAdvertisedEpochAndConfigVersion(t *testing.T) {
 	b := newTestBroker(t, nil)
 	c := dialRaw(t, b.Addr())
 	spec := func(k kmsg.Key) apiSpec { return apiTable[int16(k)] }
-	if err := b.CreateTopic(testContext(t, time.Minute), "ep", 1); err != nil {
+	if err := b.CreateTopic(testenv.Context(t, time.Minute), "ep", 1); err != nil {
 		t.Fatal(err)
 	}
 	resp := c.roundTrip(produceRequest(9, -1, "ep", 0, makeBatch(1000, -1, -1, -1, "a", "b", "c"))).(*kmsg.ProduceResponse)

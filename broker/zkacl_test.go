@@ -11,6 +11,7 @@ import (
 
 	"github.com/tributary/tributary/broker/sasl"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestZooKeeperSetACL: with zookeeper.set.acl=true and the brokers'
@@ -48,7 +49,7 @@ func TestZooKeeperSetACL(t *testing.T) {
 		c.BrokerID, c.ZooKeeperConnect, c.ZooKeeperSessionTimeout = 1, connect, 6*time.Second
 		c.ZooKeeperAuth = ZooKeeperAuth{SetACL: true, Digest: identity}
 	})
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	session := func(digest string) *zkcoord.Session {
 		t.Helper()
 		s, err := zkcoord.Connect(ctx, connect, zkcoord.Config{DigestAuth: digest})

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestConsumerGivenPartitions reads given partitions from given offsets
@@ -21,7 +23,7 @@ func TestConsumerGivenPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx := testContext(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	got := map[int32][]string{}
 	n := 0
 	for m, err := range c.All(ctx) {

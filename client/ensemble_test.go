@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestEnsembleGroupSurvivesKilledConsumer is issue 5's kill scenario (see

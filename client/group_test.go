@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/internal/brokertest"
 	"github.com/tributary/tributary/internal/coord"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/brokertest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // newGroupMember joins a group on ce with one topic and n streams; it is
@@ -29,7 +29,7 @@ func newGroupMember(t *testing.T, ce *coordEnv, cluster *brokertest.Cluster, cfg
 	if cfg.Logger == nil {
 		cfg.Logger = testenv.Logger(t, slog.LevelWarn)
 	}
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	g, err := NewGroupConsumer(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +49,7 @@ func take(t *testing.T, s *Stream, k int) []string {
 	if k == 0 {
 		return out
 	}
-	for m, err := range s.All(testContext(t, 30*time.Second)) {
+	for m, err := range s.All(testenv.Context(t, 30*time.Second)) {
 		if err != nil {
 			t.Fatalf("after %d of %d messages: %v", len(out), k, err)
 		}
@@ -63,7 +63,7 @@ func take(t *testing.T, s *Stream, k int) []string {
 
 func committedOffset(t *testing.T, ce *coordEnv, group, topic string, p int32) int64 {
 	t.Helper()
-	off, err := readOffset(testContext(t, 10*time.Second), ce.admin, group, topic, p)
+	off, err := readOffset(testenv.Context(t, 10*time.Second), ce.admin, group, topic, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestGroupCommitNeverPastHandled(t *testing.T) {
 	cluster.CreateTopic(t, "t", 1)
 	produce(t, cluster.Addrs(), "t", 1, 10)
 	g, streams := newGroupMember(t, ce, cluster, GroupConfig{GroupID: "c", AutoOffsetReset: "smallest", DisableAutoCommit: true}, "t", 1)
-	ctx := testContext(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	for m, err := range streams[0].All(ctx) {
 		if err != nil {
 			t.Fatal(err)
@@ -126,7 +126,7 @@ func TestGroupOffsetResetAndResume(t *testing.T) {
 	if got[0] != "0/0=value-0" || got[11] != "0/11=value-11" {
 		t.Fatalf("smallest: got %v", got)
 	}
-	if err := g1.Close(testContext(t, 10*time.Second)); err != nil {
+	if err := g1.Close(testenv.Context(t, 10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if off := committedOffset(t, ce, "early", "t", 0); off != 12 {
@@ -147,7 +147,7 @@ func produceMore(t *testing.T, cluster *brokertest.Cluster, topic string, values
 	}
 	defer p.Close(context.Background())
 	for _, v := range values {
-		if err := p.Send(testContext(t, 30*time.Second), &Message{Topic: topic, Value: []byte(v)}); err != nil {
+		if err := p.Send(testenv.Context(t, 30*time.Second), &Message{Topic: topic, Value: []byte(v)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -214,7 +214,7 @@ func TestGroupSessionExpiry(t *testing.T) {
 			produce(t, cluster.Addrs(), "t", 2, 4)
 			g, streams := newGroupMember(t, ce, cluster, GroupConfig{GroupID: "x", ConsumerID: "only", AutoOffsetReset: "smallest"}, "t", 1)
 			take(t, streams[0], 4)
-			if err := g.CommitOffsets(testContext(t, 10*time.Second)); err != nil {
+			if err := g.CommitOffsets(testenv.Context(t, 10*time.Second)); err != nil {
 				t.Fatal(err)
 			}
 			g.mu.Lock()
@@ -226,7 +226,7 @@ func TestGroupSessionExpiry(t *testing.T) {
 				sess := g.sess
 				g.mu.Unlock()
 				owners := readOwners(t, ce.admin, "x", "t")
-				ok, _, _ := ce.admin.Exists(testContext(t, 5*time.Second), idPath("x", "only"))
+				ok, _, _ := ce.admin.Exists(testenv.Context(t, 5*time.Second), idPath("x", "only"))
 				return sess != old && ok && owners[0] == "only" && owners[1] == "only", fmt.Sprintf("owners %v registered %v", owners, ok)
 			})
 			produceMore(t, cluster, "t", []string{"after-expiry"})
@@ -267,7 +267,7 @@ func TestGroupRebalanceOnExpiredSession(t *testing.T) {
 		sessions = append(sessions, s)
 		return s, nil
 	}
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	g, err := NewGroupConsumer(ctx, GroupConfig{GroupID: "x", ConsumerID: "only", AutoOffsetReset: "smallest",
 		Brokers: cluster.Addrs(), Coordinator: connect, RebalanceBackoff: 100 * time.Millisecond,
 		Logger: testenv.Logger(t, slog.LevelWarn)})
@@ -282,7 +282,7 @@ func TestGroupRebalanceOnExpiredSession(t *testing.T) {
 	if got := take(t, streams[0], 4); len(got) != 4 {
 		t.Fatalf("got %v", got)
 	}
-	if err := g.CommitOffsets(testContext(t, 10*time.Second)); err != nil {
+	if err := g.CommitOffsets(testenv.Context(t, 10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	g.mu.Lock()
@@ -300,7 +300,7 @@ func TestGroupRebalanceOnExpiredSession(t *testing.T) {
 		sess := g.sess
 		g.mu.Unlock()
 		owners := readOwners(t, ce.admin, "x", "t")
-		ok, _, _ := ce.admin.Exists(testContext(t, 5*time.Second), idPath("x", "only"))
+		ok, _, _ := ce.admin.Exists(testenv.Context(t, 5*time.Second), idPath("x", "only"))
 		return sess != old && ok && owners[0] == "only" && owners[1] == "only", fmt.Sprintf("owners %v registered %v", owners, ok)
 	})
 	if n := g.rebalanceErrs.Load(); n != 0 {
@@ -335,14 +335,14 @@ func TestGroupSeek(t *testing.T) {
 	t0 := time.Now().Add(time.Minute).Truncate(time.Millisecond)
 	for i := range 10 {
 		m := &Message{Topic: "t", Value: fmt.Appendf(nil, "v%d", i), Timestamp: t0.Add(time.Duration(i) * time.Second)}
-		if err := p.Send(testContext(t, 30*time.Second), m); err != nil {
+		if err := p.Send(testenv.Context(t, 30*time.Second), m); err != nil {
 			t.Fatal(err)
 		}
 	}
 	p.Close(context.Background())
 	g, streams := newGroupMember(t, ce, cluster, GroupConfig{GroupID: "seek", AutoOffsetReset: "smallest"}, "t", 1)
 	take(t, streams[0], 8)
-	ctx := testContext(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	if err := g.Seek(ctx, "t", 0, 2); err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +368,7 @@ func TestGroupSeek(t *testing.T) {
 func TestGroupTopicRegistry(t *testing.T) {
 	cluster, ce := brokertest.New(t), newMemCoord(t)
 	cluster.CreateTopic(t, "t", 4)
-	ctx := testContext(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	path := coord.Join(brokerTopicsPath, "t")
 	if _, err := ce.admin.CreateAll(ctx, path, []byte(`{"version":1,"partitions":{"0":[1],"1":[1]}}`), coord.Persistent); err != nil {
 		t.Fatal(err)
@@ -511,7 +511,7 @@ func TestStreamBreakResumes(t *testing.T) {
 			t.Fatalf("loop %d was handed %d=%s, want %d=value-%d", i, m.Offset, m.Value, i, i)
 		}
 	}
-	if err := g.Close(testContext(t, 10*time.Second)); err != nil {
+	if err := g.Close(testenv.Context(t, 10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if got := committedOffset(t, ce, "one-by-one", "t", 0); got != 100 {

@@ -9,12 +9,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker/cluster"
-	"github.com/tributary/tributary/internal/brokertest"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/brokertest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
 // clusterSize is the number of brokers newTestCluster starts: issue 5's
@@ -40,14 +40,6 @@ func newZKCluster(t testing.TB) (*brokertest.Cluster, *coordEnv) {
 	t.Helper()
 	ce := newZooKeeper(t, DefaultZooKeeperSession)
 	return newTestCluster(t, ce), ce
-}
-
-// testContext is bounded so that no test hangs.
-func testContext(t testing.TB, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // coordEnv is a coordination service for a test: a connector for group
@@ -93,7 +85,7 @@ func newZooKeeperOn(t testing.TB, servers string, sessionTimeout time.Duration) 
 	// Registered first, the chroot's removal runs after everything else of
 	// the test has closed; ephemeral nodes of SIGKILLed children go with it.
 	connect := zktest.Chroot(t, servers, "client-test")
-	ctx := testContext(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	admin, err := zkcoord.Connect(ctx, connect, zkcoord.Config{SessionTimeout: sessionTimeout})
 	if err != nil {
 		t.Fatalf("connect to ZooKeeper %s: %v", connect, err)
@@ -107,7 +99,7 @@ func newZooKeeperOn(t testing.TB, servers string, sessionTimeout time.Duration) 
 		},
 		admin: admin,
 		expire: func(t testing.TB, s coord.Session) {
-			if err := s.(*zkcoord.Session).Expire(testContext(t, 30*time.Second)); err != nil {
+			if err := s.(*zkcoord.Session).Expire(testenv.Context(t, 30*time.Second)); err != nil {
 				t.Fatalf("expire: %v", err)
 			}
 		},
@@ -117,7 +109,7 @@ func newZooKeeperOn(t testing.TB, servers string, sessionTimeout time.Duration) 
 // readOwners reads /consumers/<group>/owners/<topic> directly.
 func readOwners(t testing.TB, s coord.Session, group, topic string) map[int32]string {
 	t.Helper()
-	ctx := testContext(t, 10*time.Second)
+	ctx := testenv.Context(t, 10*time.Second)
 	dir := coord.Join("/consumers", group, "owners", topic)
 	kids, _, err := s.Children(ctx, dir)
 	if err != nil {
@@ -149,7 +141,7 @@ func produce(t testing.TB, bootstrap []string, topic string, partitions, n int) 
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx := testContext(t, 5*time.Minute)
+	ctx := testenv.Context(t, 5*time.Minute)
 	offsets := make([]int64, n)
 	errc := make(chan error, 1)
 	for i := range n {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // killSession is zookeeper.session.timeout.ms of the kill test's members:
@@ -78,7 +78,7 @@ func killedConsumer(t *testing.T, ce *coordEnv, n int) {
 	var g2wg sync.WaitGroup
 	var g2members []*GroupConsumer
 	for i := range 2 {
-		g, err := NewGroupConsumer(testContext(t, time.Minute), GroupConfig{
+		g, err := NewGroupConsumer(testenv.Context(t, time.Minute), GroupConfig{
 			GroupID: "g2", ConsumerID: fmt.Sprintf("g2-member%d", i), Brokers: cluster.Addrs(),
 			Coordinator: ce.connect, AutoOffsetReset: "earliest", AutoCommitInterval: 200 * time.Millisecond,
 			RebalanceBackoff: time.Second, Logger: testenv.Logger(t, slog.LevelWarn),
@@ -86,7 +86,7 @@ func killedConsumer(t *testing.T, ce *coordEnv, n int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		streams, err := g.CreateMessageStreams(testContext(t, time.Minute), topic, 2)
+		streams, err := g.CreateMessageStreams(testenv.Context(t, time.Minute), topic, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +122,7 @@ func killedConsumer(t *testing.T, ce *coordEnv, n int) {
 	}
 	committed := func(group string) (map[int32]int64, int64) {
 		out, sum := map[int32]int64{}, int64(0)
-		ctx := testContext(t, 10*time.Second)
+		ctx := testenv.Context(t, 10*time.Second)
 		for p := range int32(partitions) {
 			off, err := readOffset(ctx, ce.admin, group, topic, p)
 			if err != nil {
@@ -202,7 +202,7 @@ func killedConsumer(t *testing.T, ce *coordEnv, n int) {
 	}
 	g2cancel()
 	for _, g := range g2members {
-		if err := g.Close(testContext(t, 30*time.Second)); err != nil {
+		if err := g.Close(testenv.Context(t, 30*time.Second)); err != nil {
 			t.Errorf("g2 close: %v", err)
 		}
 	}

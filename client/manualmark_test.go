@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestGroupManualMark: with ManualMark, a message whose loop body returned
@@ -17,7 +19,7 @@ func TestGroupManualMark(t *testing.T) {
 	produce(t, cluster.Addrs(), "t", 1, 10)
 	g, streams := newGroupMember(t, ce, cluster, GroupConfig{GroupID: "m", AutoOffsetReset: "smallest",
 		DisableAutoCommit: true, ManualMark: true, RebalanceBackoff: 5 * time.Second}, "t", 1)
-	ctx := testContext(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	var late sync.WaitGroup
 	for m, err := range streams[0].All(ctx) {
 		if err != nil {

@@ -11,7 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/audit"
-	"github.com/tributary/tributary/internal/brokertest"
+	"github.com/tributary/tributary/internal/testkit/brokertest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // readAuditEvents reads every event of the audit topic until want records
@@ -24,7 +25,7 @@ func readAuditEvents(t *testing.T, bootstrap []string, tier string, want int64) 
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx := testContext(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	var out []audit.Event
 	var sum int64
 	for sum < want {
@@ -57,7 +58,7 @@ func TestProducerAuditsAcknowledgedRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	// kgo's delivery timeout runs from a record's timestamp: keep them recent.
 	t0 := audit.WindowStart(time.Now(), time.Second).Add(-3 * time.Second)
 	for i := 0; i < 300; i++ {
@@ -109,7 +110,7 @@ func TestProducerAuditDisabled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	for i := 0; i < 10; i++ {
 		if err := p.Send(ctx, &Message{Topic: "quiet", Value: []byte("v")}); err != nil {
 			t.Fatal(err)

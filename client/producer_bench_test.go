@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/internal/brokertest"
+	"github.com/tributary/tributary/internal/testkit/brokertest"
 )
 
 // BenchmarkProducerAuditOverhead measures the producer's throughput with

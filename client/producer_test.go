@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 func newTestProducer(t *testing.T, cfg ProducerConfig) *Producer {
@@ -30,7 +32,7 @@ func readAll(t *testing.T, bootstrap []string, topic string, p int32, n int) []s
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx := testContext(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	var out []string
 	for len(out) < n {
 		fs := cl.PollFetches(ctx)
@@ -47,7 +49,7 @@ func readAll(t *testing.T, bootstrap []string, topic string, p int32, n int) []s
 func TestProducerSendForms(t *testing.T) {
 	cluster, _ := newZKCluster(t)
 	cluster.CreateTopic(t, "keys", 12)
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	for _, acks := range []Acks{AcksDefault, AcksNone, AcksLeader, AcksAll} {
 		p := newTestProducer(t, ProducerConfig{Brokers: cluster.Addrs(), Acks: acks, Linger: time.Millisecond})
 		if got, want := p.cfg.Idempotent(), acks == AcksDefault || acks == AcksAll; got != want {
@@ -119,7 +121,7 @@ func TestProducerCloseFlushes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	var failed error
 	var mu sync.Mutex
 	for i := range 1000 {
@@ -151,7 +153,7 @@ func TestProducerBadPartitioner(t *testing.T) {
 	cluster.CreateTopic(t, "bad", 2)
 	p := newTestProducer(t, ProducerConfig{Brokers: cluster.Addrs(),
 		Partitioner: PartitionerFunc(func(*Message, int) int { return 7 })})
-	err := p.Send(testContext(t, 30*time.Second), &Message{Topic: "bad", Value: []byte("x")})
+	err := p.Send(testenv.Context(t, 30*time.Second), &Message{Topic: "bad", Value: []byte("x")})
 	if !errors.Is(err, ErrBadPartition) {
 		t.Fatalf("Send with partition 7 of 2: %v, want ErrBadPartition", err)
 	}

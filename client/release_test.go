@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/internal/brokertest"
 	"github.com/tributary/tributary/internal/coord"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/brokertest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
 // TestCloseDuringRebalanceIsQuiet: a Close that cuts a rebalance short
@@ -24,7 +24,7 @@ func TestCloseDuringRebalanceIsQuiet(t *testing.T) {
 	cluster, ce := brokertest.New(t), newMemCoord(t)
 	cluster.CreateTopic(t, "t", 4)
 	produce(t, cluster.Addrs(), "t", 4, 8)
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	// The registry decides the partitions (TestGroupTopicRegistry): two now,
 	// four below, which rebalances.
 	path := coord.Join(brokerTopicsPath, "t")

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestGroupRestartRightAfterSIGKILL: a consumer process is SIGKILLed and
@@ -41,7 +41,7 @@ func TestGroupRestartRightAfterSIGKILL(t *testing.T) {
 		testenv.WaitFor(t, time.Minute, what, func() (bool, string) {
 			var got []int64
 			for p := range int32(partitions) {
-				off, err := readOffset(testContext(t, 10*time.Second), ce.admin, "g", topic, p)
+				off, err := readOffset(testenv.Context(t, 10*time.Second), ce.admin, "g", topic, p)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -56,7 +56,7 @@ func TestGroupRestartRightAfterSIGKILL(t *testing.T) {
 
 	first := startConsumerChild(t, "member1", ce.zkConnect, "g", topic, session)
 	committedAll("the first process to commit everything")
-	_, reg, err := ce.admin.Get(testContext(t, 10*time.Second), idPath("g", "member1"))
+	_, reg, err := ce.admin.Get(testenv.Context(t, 10*time.Second), idPath("g", "member1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,16 +69,16 @@ func TestGroupRestartRightAfterSIGKILL(t *testing.T) {
 
 	// Same id, another subscription: someone else's id, refused at once.
 	dupStart := time.Now()
-	dup, err := NewGroupConsumer(testContext(t, time.Minute), GroupConfig{
+	dup, err := NewGroupConsumer(testenv.Context(t, time.Minute), GroupConfig{
 		GroupID: "g", ConsumerID: "member1", Brokers: cluster.Addrs(), Coordinator: ce.connect,
 		ZooKeeperSessionTimeout: session, Logger: testenv.Logger(t, slog.LevelInfo),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = dup.CreateMessageStreams(testContext(t, time.Minute), topic, 1)
+	_, err = dup.CreateMessageStreams(testenv.Context(t, time.Minute), topic, 1)
 	dupTook := time.Since(dupStart)
-	_ = dup.Close(testContext(t, 10*time.Second))
+	_ = dup.Close(testenv.Context(t, 10*time.Second))
 	if !errors.Is(err, ErrConsumerIDInUse) || !strings.Contains(err.Error(), "another subscription") {
 		t.Fatalf("consumer member1 with one stream: %v, want ErrConsumerIDInUse for another subscription", err)
 	}
@@ -88,7 +88,7 @@ func TestGroupRestartRightAfterSIGKILL(t *testing.T) {
 
 	second := startConsumerChild(t, "member1", ce.zkConnect, "g", topic, session)
 	testenv.WaitFor(t, session+staleRegistrationSlack+30*time.Second, "the restarted process to register and own every partition", func() (bool, string) {
-		ctx := testContext(t, 10*time.Second)
+		ctx := testenv.Context(t, 10*time.Second)
 		_, reg, err := ce.admin.Get(ctx, idPath("g", "member1"))
 		if err != nil || reg.EphemeralOwner == staleSession {
 			return false, fmt.Sprintf("registration owned by 0x%x (%v), the killed session 0x%x", reg.EphemeralOwner, err, staleSession)

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/internal/brokertest"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/brokertest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestRebalanceWalkthrough replays the deep dive's walk-through on a
@@ -37,7 +37,7 @@ func walkthrough(t *testing.T, ce *coordEnv) {
 	if perBroker := slices.Sorted(maps.Values(leaders)); !slices.Equal(perBroker, []int32{1, 2, 3}) {
 		t.Fatalf("partition leaders %v, want one partition on each of brokers 1, 2, 3", leaders)
 	}
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 
 	members := map[string]*GroupConsumer{}
 	streams := map[string]*Stream{}
@@ -150,7 +150,7 @@ func sendToEach(t *testing.T, cluster *brokertest.Cluster, topic string, partiti
 		t.Fatal(err)
 	}
 	defer p.Close(context.Background())
-	ctx := testContext(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	for i := range partitions {
 		if err := p.Send(ctx, &Message{Topic: topic, Partition: i, Value: []byte(value)}); err != nil {
 			t.Fatalf("send %s to partition %d: %v", value, i, err)

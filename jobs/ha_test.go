@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestTwoSchedulersKillOne runs two `tributary jobs serve` processes on one

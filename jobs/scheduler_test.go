@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/internal/coord"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // never is a schedule that is not due during a test: runs come from requests.

@@ -17,7 +17,7 @@ import (
 
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/filesys/filesystest"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/loader"
 	"github.com/tributary/tributary/schema"
 	"github.com/tributary/tributary/schema/avro"

@@ -22,11 +22,11 @@ import (
 
 	"github.com/tributary/tributary/client/serde"
 	"github.com/tributary/tributary/hours"
-	"github.com/tributary/tributary/internal/brokertest"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/filesys/filesystest"
-	"github.com/tributary/tributary/internal/registrytest"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/brokertest"
+	"github.com/tributary/tributary/internal/testkit/registrytest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/loader"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/tributary/tributary/hours/rows"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/filesys/filesystest"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/jobs/compact"
 	"github.com/tributary/tributary/jobs/retention"
 	"github.com/tributary/tributary/jobs/tables"

@@ -12,7 +12,7 @@ import (
 	"github.com/tributary/tributary/client"
 	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/jobs/compact"
 	"github.com/tributary/tributary/loader"
 )

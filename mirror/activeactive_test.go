@@ -7,7 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/mirror/origin"
 )
 
@@ -66,7 +66,7 @@ func activeActive(t *testing.T, policy string) {
 		from := other[name]
 		adm := kadm.NewClient(c.Client(t))
 		testenv.WaitFor(t, time.Minute, fmt.Sprintf("%s's records in %s", from, name), func() (bool, string) {
-			ends, err := adm.ListEndOffsets(testContext(t, 10*time.Second), mirroredTopic(from))
+			ends, err := adm.ListEndOffsets(testenv.Context(t, 10*time.Second), mirroredTopic(from))
 			if err != nil || ends.Error() != nil {
 				return false, fmt.Sprint(err, ends.Error())
 			}
@@ -83,7 +83,7 @@ func activeActive(t *testing.T, policy string) {
 		adm := kadm.NewClient(c.Client(t))
 		group := "mirror-" + name + "-" + other[name]
 		testenv.WaitFor(t, time.Minute, group+" at the end of "+name, func() (bool, string) {
-			ctx := testContext(t, 10*time.Second)
+			ctx := testenv.Context(t, 10*time.Second)
 			ends, err := adm.ListEndOffsets(ctx, "orders")
 			if err != nil {
 				return false, err.Error()
@@ -139,7 +139,7 @@ func activeActive(t *testing.T, policy string) {
 		if native != n || len(copies) != n {
 			t.Errorf("%s: %d records produced there (want %d), %d distinct copies of %s's (want %d)", name, native, n, len(copies), from, n)
 		}
-		details, err := kadm.NewClient(c.Client(t)).ListTopics(testContext(t, 10*time.Second))
+		details, err := kadm.NewClient(c.Client(t)).ListTopics(testenv.Context(t, 10*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/audit"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
 const eosWindow = 10 * time.Second
@@ -76,7 +76,7 @@ func producedWindows(p *produced) map[time.Time]int64 {
 // how far to read.
 func committedAuditWindows(t *testing.T, target *cluster, topic string) map[time.Time]int64 {
 	t.Helper()
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	ends := endOffsets(t, target, audit.DefaultTopic)
 	pcl := target.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	sentinel := map[int32]int64{}
@@ -339,7 +339,7 @@ func TestMirrorExactlyOnceFollowsSourceGrowth(t *testing.T) {
 		TopicRefreshInterval: time.Second,
 	}, nil)
 	readCommitted(t, target, "grows").waitComplete(t, want, time.Minute)
-	resp, err := kadm.NewClient(dc1.Client(t)).UpdatePartitions(testContext(t, time.Minute), 6, "grows")
+	resp, err := kadm.NewClient(dc1.Client(t)).UpdatePartitions(testenv.Context(t, time.Minute), 6, "grows")
 	if err == nil {
 		err = resp["grows"].Err
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 	"github.com/tributary/tributary/mirror/checkpoint"
 )
 
@@ -21,7 +21,7 @@ import (
 // returning them.
 func pollUntil(t *testing.T, cl *kgo.Client, n int, d time.Duration) []*kgo.Record {
 	t.Helper()
-	ctx := testContext(t, d)
+	ctx := testenv.Context(t, d)
 	var out []*kgo.Record
 	for len(out) < n {
 		fs := cl.PollRecords(ctx, n-len(out))
@@ -51,7 +51,7 @@ func TestFailoverResumesExactlyAfterTheLastCommit(t *testing.T) {
 	src := dc1.Client(t)
 	want.produce(t, src, "dc1", "pageviews", 3, 0, total)
 	// Source offsets no longer start at 0, and differently per partition.
-	ctx := testContext(t, 80*time.Second)
+	ctx := testenv.Context(t, 80*time.Second)
 	del := kadm.Offsets{}
 	for p := range int32(3) {
 		del.Add(kadm.Offset{Topic: "pageviews", Partition: p, At: int64(50 * (p + 1))})
@@ -208,7 +208,7 @@ func readToEnd(t *testing.T, c *cluster, topic string) []*kgo.Record {
 	ends := endOffsets(t, c, topic)
 	cl := c.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(50*time.Millisecond))
 	defer cl.Close()
-	ctx := testContext(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	pos := map[int32]int64{}
 	var out []*kgo.Record
 	for !reached(pos, ends) {

@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestMirrorFollowsSourceGrowth: a source topic grown from 6 to 12
@@ -38,7 +38,7 @@ func TestMirrorFollowsSourceGrowth(t *testing.T) {
 	got := readTarget(t, target, "grows")
 	got.waitComplete(t, want, time.Minute)
 
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	resp, err := kadm.NewClient(dc1.Client(t)).UpdatePartitions(ctx, 12, "grows")
 	if err == nil {
 		err = resp["grows"].Err
@@ -108,7 +108,7 @@ func TestEnsureTargetGrowsTopicJustCreated(t *testing.T) {
 	m.tadm = kadm.NewClient(m.target)
 	s := m.sources[0]
 	s.adm = kadm.NewClient(dc1.Client(t))
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	check := func(want int) {
 		t.Helper()
 		// A client of its own: a fresh look at the target.

@@ -19,10 +19,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/internal/brokertest"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/brokertest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 	"github.com/tributary/tributary/mirror/origin"
 )
 
@@ -84,7 +84,7 @@ func (p *produced) len() int {
 // own) to topic through cl, partitioned by key, and notes them.
 func (p *produced) produce(t *testing.T, cl *kgo.Client, source, topic string, _, from, n int) {
 	t.Helper()
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 	var wg sync.WaitGroup
 	errc := make(chan error, 1)
@@ -340,17 +340,10 @@ func (p *proc) rssBytes(t *testing.T) int64 {
 	return kb << 10
 }
 
-func testContext(t testing.TB, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // endOffsets lists a topic's end offsets on c.
 func endOffsets(t testing.TB, c *cluster, topic string) map[int32]int64 {
 	t.Helper()
-	listed, err := kadm.NewClient(c.Client(t)).ListEndOffsets(testContext(t, 30*time.Second), topic)
+	listed, err := kadm.NewClient(c.Client(t)).ListEndOffsets(testenv.Context(t, 30*time.Second), topic)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestMirrorKafkaGroupProtocol: a source without zookeeper.connect is

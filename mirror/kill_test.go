@@ -13,8 +13,8 @@ import (
 
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
 // commitWatcher records every value the group's offset registry of a
@@ -28,7 +28,7 @@ type commitWatcher struct {
 func watchCommits(t *testing.T, zk, group, topic string, partitions int32) *commitWatcher {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	sess, err := zkcoord.Connect(testContext(t, 30*time.Second), zk, zkcoord.Config{SessionTimeout: 10 * time.Second})
+	sess, err := zkcoord.Connect(testenv.Context(t, 30*time.Second), zk, zkcoord.Config{SessionTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

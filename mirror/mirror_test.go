@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/audit"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // runMirror runs a Mirror in-process until the returned stop is called
@@ -99,7 +99,7 @@ func TestMirrorNewTopicRenameAndAudit(t *testing.T) {
 	late.verify(t, lateWant, func(string, int32) map[int64]bool { return map[int64]bool{0: true} })
 
 	adm := kadm.NewClient(target.Client(t))
-	ctx := testContext(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	details, err := adm.ListTopics(ctx, "dc1.late-topic")
 	if err != nil || len(details["dc1.late-topic"].Partitions) != 5 {
 		t.Fatalf("target topic: %v %v", details, err)
@@ -133,7 +133,7 @@ func auditCounts(t *testing.T, target *cluster) map[string]int64 {
 	t.Helper()
 	ends := endOffsets(t, target, audit.DefaultTopic)
 	cl := target.Client(t, kgo.ConsumeTopics(audit.DefaultTopic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	ctx := testContext(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	pos := map[int32]int64{}
 	seen := map[string]bool{}
 	out := map[string]int64{}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
 // TestMirrorRecordTooLarge: a record larger than the target topic's
@@ -30,7 +30,7 @@ func TestMirrorRecordTooLarge(t *testing.T) {
 	cl := dc1.Client(t)
 	want.produce(t, cl, "dc1", "t", 2, 0, 50)
 	big := &kgo.Record{Topic: "t", Key: []byte("big"), Value: bytes.Repeat([]byte{'x'}, 20_000)}
-	if err := cl.ProduceSync(testContext(t, 30*time.Second), big).FirstErr(); err != nil {
+	if err := cl.ProduceSync(testenv.Context(t, 30*time.Second), big).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	want.produce(t, cl, "dc1", "t", 2, 50, 50)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
 // TestMirrorWarnsTopicsMatchNothing: a topics regex with a typo ("click"

@@ -10,7 +10,7 @@
 //
 // # Parts
 //
-// Each cluster is an internal/devcluster Cluster (its brokers share one
+// Each cluster is a devcluster Cluster (its brokers share one
 // in-process memcoord server, or one ZooKeeper chroot <root>/<cluster>
 // with Config.ZooKeeper). The mirror, the loader and the audit service are
 // the mirror, loader (or jobs, for the scheduled loader) and

@@ -19,7 +19,7 @@ import (
 	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/client"
 	"github.com/tributary/tributary/client/serde"
-	"github.com/tributary/tributary/internal/devcluster"
+	"github.com/tributary/tributary/devcluster"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/jobs/tables"

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 	"github.com/tributary/tributary/pipeline/pageview"
 )
 

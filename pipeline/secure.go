@@ -13,7 +13,7 @@ import (
 
 	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/client/serde"
-	"github.com/tributary/tributary/internal/devcluster"
+	"github.com/tributary/tributary/devcluster"
 	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/pki"
 	"github.com/tributary/tributary/internal/properties"

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/broker/acl"
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
 // TestSecureMirrorDenied: the secured pipeline loses the mirror's Write on

@@ -18,7 +18,7 @@ import (
 
 	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/security"
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
 // TestDemoSecure is TestDemoEmbedded secured (Config.Secure), scaled down:

@@ -83,7 +83,7 @@ make_venv .cache/venv 'import fastavro, pyarrow, duckdb; from confluent_kafka.sc
 make_venv .cache/venv-spark4 'import pyspark; assert pyspark.__version__ == "4.1.1"' pyspark==4.1.1
 
 # Apache Kafka 2.8.2's tools (TopicCommand, ConfigCommand, DumpLogSegments)
-# for internal/kafkacompat: fetched again only when their pom changes. Into
+# for broker/kafkacompat: fetched again only when their pom changes. Into
 # a temp dir first, so that an interrupted fetch never looks complete.
 kafka28_pom=scripts/kafka-2.8/pom.xml
 kafka28_lib=.cache/kafka-2.8/lib
@@ -108,7 +108,7 @@ if [ ! -f "$kafka28_lib/.pom.sha256" ] || [ "$(cat "$kafka28_lib/.pom.sha256")" 
 fi
 
 # Apache Kafka 3.9's tools (TopicCommand, LeaderElectionCommand,
-# DeleteRecordsCommand, LogDirsCommand, ...) for internal/kafkacompat and
+# DeleteRecordsCommand, LogDirsCommand, ...) for broker/kafkacompat and
 # broker tests, and its broker for the benchmarks: kafka.sh fetch keys the
 # jars on scripts/kafka/pom.xml's hash in the same way.
 if ! fetch_log=$(bash scripts/kafka.sh fetch 2>&1); then

@@ -15,7 +15,7 @@
 #   zk.sh java                     prints the java used (OpenJDK 17)
 #
 # `start` and `ensemble-start` print `export ...` lines for the variables
-# internal/testenv reads; progress and errors go to stderr. Every start waits
+# internal/testkit/testenv reads; progress and errors go to stderr. Every start waits
 # (bounded) until the server serves; every stop waits until the process is gone.
 #
 # Environment:

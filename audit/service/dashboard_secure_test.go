@@ -16,7 +16,7 @@ import (
 	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/network/securetest"
 	"github.com/tributary/tributary/internal/properties"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestDashboardBehindBasicAuthOverTLS serves the dashboard as Run does,

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
 func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }

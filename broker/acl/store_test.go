@@ -12,16 +12,9 @@ import (
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 )
-
-func testContext(t testing.TB, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 type connectFunc = func(context.Context) (coord.Session, error)
 
@@ -53,7 +46,7 @@ func newStore(t *testing.T, connect connectFunc) (*Store, *Authorizer) {
 	t.Cleanup(func() { _ = s.Close() })
 	select {
 	case <-s.Synced():
-	case <-testContext(t, 60*time.Second).Done():
+	case <-testenv.Context(t, 60*time.Second).Done():
 		t.Fatal("ACL store did not sync")
 	}
 	return s, a
@@ -62,7 +55,7 @@ func newStore(t *testing.T, connect connectFunc) (*Store, *Authorizer) {
 // awaitCache waits until cond holds on a's cache.
 func awaitCache(t *testing.T, a *Authorizer, what string, cond func() bool) {
 	t.Helper()
-	ctx := testContext(t, 60*time.Second)
+	ctx := testenv.Context(t, 60*time.Second)
 	for {
 		ch, _ := a.Changed()
 		if cond() {
@@ -85,7 +78,7 @@ func TestStoreCreateDeleteAcrossCaches(t *testing.T) {
 			connect := mk(t)
 			w, _ := newStore(t, connect)
 			_, other := newStore(t, connect)
-			ctx := testContext(t, time.Minute)
+			ctx := testenv.Context(t, time.Minute)
 			bindings := []Binding{
 				{lit(ResourceTopic, "orders"), allow("User:alice", OpRead)},
 				{lit(ResourceTopic, "orders"), allow("User:alice", OpDescribe)},
@@ -143,7 +136,7 @@ func ptr(s string) *string { return &s }
 func TestKafkaAclCommandZooKeeper(t *testing.T) {
 	tools := testenv.Kafka28Tools(t)
 	connect := zktest.Chroot(t, testenv.ZooKeeper(t), "acl-tool")
-	ctx := testContext(t, 4*time.Minute)
+	ctx := testenv.Context(t, 4*time.Minute)
 	// Kafka's ZooKeeper client does not create the chroot.
 	sess, err := zkConnect(connect)(ctx)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/internal/coord"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestThreeMembers: one controller; a 12-partition topic gets 4 leaders

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/internal/coord"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestEnsembleMemberDown: with one of three ZooKeeper servers stopped the

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tributary/tributary/internal/coord"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestReassignment: a reassignment is recorded as Kafka's topic node

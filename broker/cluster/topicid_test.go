@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/internal/coord"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // rawTopic is a topic node as Kafka's readers see it.

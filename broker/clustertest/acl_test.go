@@ -19,11 +19,11 @@ import (
 
 	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/broker/acl"
-	"github.com/tributary/tributary/internal/devcluster"
+	"github.com/tributary/tributary/devcluster"
 	"github.com/tributary/tributary/internal/pki"
 	"github.com/tributary/tributary/internal/security"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
 // aclPasswords are the SCRAM users of TestACLsAcrossBrokers.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/tributary/tributary/audit"
 	"github.com/tributary/tributary/broker"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
 // auditBackends are the clusters of the audit topic tests: broker
@@ -85,7 +85,7 @@ func TestAuditTopicReplicated(t *testing.T) {
 	for _, b := range auditBackends {
 		t.Run(b.name, func(t *testing.T) {
 			c := b.start(t)
-			ctx := testContext(t, 5*time.Minute)
+			ctx := testenv.Context(t, 5*time.Minute)
 			addrs := bootstrap(c, 3)
 			awaitBrokers(t, ctx, addrs, 3)
 			publishAudit(t, ctx, addrs, 0, 30)
@@ -128,7 +128,7 @@ func TestAuditTopicReplicated(t *testing.T) {
 // would fail with INVALID_REPLICATION_FACTOR.
 func TestAuditTopicOnOneBroker(t *testing.T) {
 	c := newMemCluster(t, 1)
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	addrs := bootstrap(c, 1)
 	publishAudit(t, ctx, addrs, 0, 5)
 	td := metadata(t, ctx, addrs[0], broker.AuditTopic).Topics[broker.AuditTopic]
@@ -158,7 +158,7 @@ func TestAuditTopicKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newMemClusterWith(t, 3, func(cfg *broker.Config) { cfg.Audit = props.Audit })
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	addrs := bootstrap(c, 3)
 	awaitBrokers(t, ctx, addrs, 3)
 	layout := func(what string) {

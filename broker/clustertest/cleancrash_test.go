@@ -15,9 +15,9 @@ import (
 
 	"github.com/tributary/tributary/broker"
 	plog "github.com/tributary/tributary/broker/log"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
 // TestCleanerSIGKILLAtEveryStep: a broker process SIGKILLs itself (the
@@ -30,7 +30,7 @@ func TestCleanerSIGKILLAtEveryStep(t *testing.T) {
 	connect := zktest.Chroot(t, zk(t), "cleancrash")
 	for _, step := range plog.CleanSteps {
 		t.Run(step, func(t *testing.T) {
-			ctx := testContext(t, 3*time.Minute)
+			ctx := testenv.Context(t, 3*time.Minute)
 			dir := t.TempDir()
 			chroot := connect + "/" + step
 			port := "0"

@@ -1,7 +1,6 @@
 package clustertest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -18,10 +17,10 @@ import (
 
 	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/broker/cluster"
-	"github.com/tributary/tributary/internal/kafkatest"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/kafkatest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
 // Records of the round trip: a scaled run by default; TRIBUTARY_FULL=1
@@ -55,19 +54,12 @@ func forEachBackend(t *testing.T, body func(t *testing.T, b backend, c testClust
 	}
 }
 
-func testContext(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // TestRoundTrip: 3 brokers, a 12-partition topic with 4 leaders on each,
 // every broker describing the same cluster, and records produced with
 // franz-go read back with their content.
 func TestRoundTrip(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend, c testCluster) {
-		ctx := testContext(t, 10*time.Minute)
+		ctx := testenv.Context(t, 10*time.Minute)
 		addrs := bootstrap(c, 3)
 		td := kafkatest.CreateTopic(t, addrs, "events", 12, nil)
 		perBroker := map[int32]int{}
@@ -123,7 +115,7 @@ func TestRoundTrip(t *testing.T) {
 // others keep serving; restarted, it serves all its data again.
 func TestBrokerCrash(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend, c testCluster) {
-		ctx := testContext(t, 5*time.Minute)
+		ctx := testenv.Context(t, 5*time.Minute)
 		addrs := bootstrap(c, 3)
 		const topic, parts = "crash", 12
 		leaders := leadersOf(kafkatest.CreateTopic(t, addrs, topic, parts, nil))
@@ -193,7 +185,7 @@ func TestBrokerCrash(t *testing.T) {
 // again.
 func TestControllerFailover(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend, c testCluster) {
-		ctx := testContext(t, 3*time.Minute)
+		ctx := testenv.Context(t, 3*time.Minute)
 		addrs := bootstrap(c, 3)
 		// The brokers are up; the election and the watch that tells
 		// broker 1 its outcome may still be under way.
@@ -259,7 +251,7 @@ func TestDuplicateBrokerID(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer b.Close()
-		err = b.Start(testContext(t, time.Minute))
+		err = b.Start(testenv.Context(t, time.Minute))
 		if !errors.Is(err, cluster.ErrBrokerIDRegistered) {
 			t.Fatalf("second broker 1 started: %v, want ErrBrokerIDRegistered", err)
 		}

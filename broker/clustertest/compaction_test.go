@@ -14,7 +14,7 @@ import (
 
 	"github.com/tributary/tributary/broker"
 	plog "github.com/tributary/tributary/broker/log"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestReplicatedCompaction: a compacted topic with 3 replicas. Leader and
@@ -27,7 +27,7 @@ func TestReplicatedCompaction(t *testing.T) {
 		cfg.Replication.LagTimeMax = 2 * time.Second
 		cfg.Cleaner.Backoff = 50 * time.Millisecond
 	})
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	addrs := bootstrap(c, 3)
 	for _, a := range addrs {
 		testenv.WaitFor(t, waitTimeout, "broker "+a+" to see 3 brokers", func() (bool, string) {

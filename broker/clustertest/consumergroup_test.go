@@ -9,8 +9,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker"
-	"github.com/tributary/tributary/internal/kafkatest"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/kafkatest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
 // TestConsumerGroupCoordinatorFailover: a KIP-848 group of three
@@ -28,7 +29,7 @@ func TestConsumerGroupCoordinatorFailover(t *testing.T) {
 		cfg.Replication.LagTimeMax = 2 * time.Second
 		cfg.Replication.ControlledShutdownTimeout = 20 * time.Second
 	})
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	const group, topic, parts, total = "cg-failover", "cg-failover-t", 6, 2000
 	addrs := func() []string { return bootstrap(c, 3) }
 	createReplicated(t, ctx, addrs(), topic, parts, 3, nil)
@@ -88,7 +89,7 @@ func TestConsumerGroupCoordinatorFailover(t *testing.T) {
 // same member ids and epochs.
 func TestConsumerGroupCoordinatorKilled(t *testing.T) {
 	c := newGroupCluster(t, zktest.Chroot(t, zk(t), "cg-killed"))
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	const group, topic, parts, total = "cg-killed", "cg-killed-t", 6, 2000
 	createReplicated(t, ctx, c.addrs(), topic, parts, 3, nil)
 	p := kafkatest.NewProcessed()

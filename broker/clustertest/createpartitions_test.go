@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestCreatePartitions grows a 6-partition RF=2 topic on three in-process
@@ -21,7 +21,7 @@ import (
 func TestCreatePartitions(t *testing.T) {
 	c := newMemCluster(t, 3)
 	addrs := bootstrap(c, 3)
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	cl := newClient(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	adm := kadm.NewClient(cl)
 	const topic = "grow"

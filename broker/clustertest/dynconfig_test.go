@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // describeBrokerConfig asks broker addr for one of its configs.
@@ -63,7 +63,7 @@ func TestDynamicBrokerConfigs(t *testing.T) {
 		cfg.SegmentBytes = 16 << 10
 	})
 	addrs := bootstrap(c, 3)
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	adm := kadm.NewClient(newClient(t, addrs))
 
 	for _, bad := range []string{"no.such.config", "broker.id", "log.dirs"} {
@@ -127,7 +127,7 @@ func TestDynamicBrokerConfigs(t *testing.T) {
 func TestReplicationThrottle(t *testing.T) {
 	c := newMemCluster(t, 3)
 	addrs := bootstrap(c, 3)
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	adm := kadm.NewClient(newClient(t, addrs))
 	const topic, size, total, rate = "throttled", 100 << 10, 20 << 20, 2 << 20
 	td := createReplicated(t, ctx, addrs, topic, 1, 1, nil)

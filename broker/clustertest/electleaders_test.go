@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestElectLeaders: on three in-process brokers without automatic
@@ -22,7 +22,7 @@ import (
 func TestElectLeaders(t *testing.T) {
 	c := newMemClusterWith(t, 3, func(cfg *broker.Config) { cfg.Replication.NoAutoLeaderRebalance = true })
 	addrs := bootstrap(c, 3)
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	adm := kadm.NewClient(newClient(t, addrs))
 	if resp, err := adm.CreateTopic(ctx, 6, 3, nil, "elect"); err != nil || resp.Err != nil {
 		t.Fatalf("create: %v %v", err, resp.Err)

@@ -15,9 +15,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/internal/kafkatest"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/kafkatest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
 // TestEnsembleMemberDown: with the ensemble's leader killed, the cluster
@@ -27,7 +27,7 @@ func TestEnsembleMemberDown(t *testing.T) {
 	members, _ := testenv.ZooKeeperEnsemble(t)
 	connect := zktest.Chroot(t, strings.Join(members, ","), "clustertest")
 	c := newProcCluster(t, connect, 3)
-	ctx := testContext(t, 5*time.Minute)
+	ctx := testenv.Context(t, 5*time.Minute)
 	addrs := bootstrap(c, 3)
 	kafkatest.CreateTopic(t, addrs, "before", 6, nil)
 	cl := newClient(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()))

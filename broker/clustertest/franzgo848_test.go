@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // franzGo848Tests are franz-go's own integration tests that run its
@@ -28,7 +29,7 @@ func TestFranzGoKIP848Suite(t *testing.T) {
 		cfg.Groups.MinSessionTimeout = time.Second
 		cfg.Groups.ConsumerHeartbeatInterval = time.Second
 	})
-	ctx := testContext(t, 5*time.Minute)
+	ctx := testenv.Context(t, 5*time.Minute)
 	cmd := exec.CommandContext(ctx, "go", "test", "github.com/twmb/franz-go/pkg/kgo", "-count=1", "-v",
 		"-run", franzGo848Tests, "-timeout", "4m")
 	cmd.Env = append(os.Environ(), "KGO_SEEDS="+strings.Join(bootstrap(c, 3), ","), "KGO_TEST_RF=3", "KGO_TEST_RECORDS=5000")

@@ -15,10 +15,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/internal/coord/zkcoord"
-	"github.com/tributary/tributary/internal/kafkatest"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/kafkatest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
 // groupCluster is three broker processes on ZooKeeper with a small
@@ -159,7 +159,7 @@ func registryOffsets(t *testing.T, ctx context.Context, connect, group, topic st
 func TestGroupCoordinatorFailover(t *testing.T) {
 	connect := zktest.Chroot(t, zk(t), "groups")
 	c := newGroupCluster(t, connect)
-	ctx := testContext(t, 5*time.Minute)
+	ctx := testenv.Context(t, 5*time.Minute)
 	const parts, first = 6, 600
 	const group, topic = "failover", "orders"
 	td := kafkatest.CreateTopic(t, c.addrs(), topic, parts, nil)
@@ -282,7 +282,7 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 // served by the next coordinator, and by the first one when it returns.
 func TestGroupCoordinatorFailoverInProcess(t *testing.T) {
 	c := newMemCluster(t, 3)
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	const group, topic, parts = "inproc", "inproc-t", 3
 	addrs := func() []string { return bootstrap(c, 3) }
 	kafkatest.CreateTopic(t, addrs(), topic, parts, nil)

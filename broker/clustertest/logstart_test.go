@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // logStartCluster is what the log start tests do to a cluster of three
@@ -73,7 +73,7 @@ func TestReplicaBelowLeaderLogStart(t *testing.T) {
 	for _, b := range logStartBackends {
 		t.Run(b.name, func(t *testing.T) {
 			c := b.start(t)
-			ctx := testContext(t, 5*time.Minute)
+			ctx := testenv.Context(t, 5*time.Minute)
 			t.Run("AfterDeleteRecords", func(t *testing.T) {
 				topic, leader := createSingleReplica(t, ctx, c, "g", nil)
 				produceLogStart(t, ctx, c, topic, 0, 100)

@@ -18,8 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker"
-	"github.com/tributary/tributary/internal/brokertest"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/brokertest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // loadLog keeps the coordinator's "loaded offsets partition" lines.
@@ -105,7 +105,7 @@ func TestOffsetsTopicCompacted(t *testing.T) {
 		commits = 100_000
 	}
 	c, loads := offsetsCluster(t, 7*24*time.Hour)
-	ctx := testContext(t, 10*time.Minute)
+	ctx := testenv.Context(t, 10*time.Minute)
 	addrs := c.Addrs()
 	const grp, topic = "committer", "consumed"
 	c.CreateTopic(t, topic, 1)
@@ -202,7 +202,7 @@ func offsetsPartitionOf(grp string) int32 {
 func TestOffsetsExpireAndAreCleaned(t *testing.T) {
 	const retention = 3 * time.Second
 	c, _ := offsetsCluster(t, retention)
-	ctx := testContext(t, 5*time.Minute)
+	ctx := testenv.Context(t, 5*time.Minute)
 	addrs := c.Addrs()
 	const topic = "consumed"
 	c.CreateTopic(t, topic, 1)
@@ -370,7 +370,7 @@ func readPartitionFiles(t *testing.T, dir string) []fileRecord {
 // the brokers restart and load it.
 func TestOffsetsTopicMigratedToCompact(t *testing.T) {
 	c, _ := offsetsCluster(t, 7*24*time.Hour)
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	adm := kadm.NewClient(newClient(t, c.Addrs()))
 	var offs kadm.Offsets
 	offs.Add(kadm.Offset{Topic: "t", Partition: 0, At: 1, LeaderEpoch: -1})

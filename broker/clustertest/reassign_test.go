@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestReassignPartitions moves every replica of a topic off broker 2 of 3
@@ -24,7 +24,7 @@ import (
 func TestReassignPartitions(t *testing.T) {
 	c := newMemCluster(t, 3)
 	addrs := bootstrap(c, 3)
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	adm := kadm.NewClient(newClient(t, addrs))
 	const topic = "move"
 	if resp, err := adm.CreateTopic(ctx, 6, 2, nil, topic); err != nil || resp.Err != nil {

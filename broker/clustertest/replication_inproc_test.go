@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // newReplicatedMemCluster starts n in-process brokers with a short
@@ -57,7 +57,7 @@ func createReplicated(t *testing.T, ctx context.Context, addrs []string, name st
 // led by another broker at first.
 func TestReplicationInProcess(t *testing.T) {
 	c := newReplicatedMemCluster(t, 3)
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	addrs := bootstrap(c, 3)
 	// A replication factor of 3 needs every broker in the metadata of the
 	// one that creates the topic; registrations reach it in their own time.

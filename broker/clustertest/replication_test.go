@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // The replication tests of issue 13 run `tributary broker` processes on
@@ -52,7 +54,7 @@ func TestReplicationLeaderKills(t *testing.T) {
 
 func leaderKillsOn(t *testing.T, c *replCluster) {
 	t.Helper()
-	ctx := testContext(t, 15*time.Minute)
+	ctx := testenv.Context(t, 15*time.Minute)
 	const topic = "kills"
 	c.createReplicated(t, ctx, topic, 1, 3, 3)
 
@@ -149,7 +151,7 @@ func TestReplicationFollowerPause(t *testing.T) {
 		"replica.lag.time.max.ms":      fmt.Sprint(lag.Milliseconds()),
 		"zookeeper.session.timeout.ms": "20000",
 	}))
-	ctx := testContext(t, 5*time.Minute)
+	ctx := testenv.Context(t, 5*time.Minute)
 	const topic = "pause"
 	c.createReplicated(t, ctx, topic, 1, 3, 3)
 	s, _ := c.awaitState(t, ctx, waitTimeout, "a leader", topic, 0, func(s partitionState) bool { return s.Leader > 0 })
@@ -243,7 +245,7 @@ func TestReplicationCutOffLeaderTruncates(t *testing.T) {
 		"zookeeper.session.timeout.ms": "6000",
 		"replica.fetch.wait.max.ms":    fmt.Sprint(fetchWait.Milliseconds()),
 	}))
-	ctx := testContext(t, 10*time.Minute)
+	ctx := testenv.Context(t, 10*time.Minute)
 	const topic = "diverge"
 	c.createReplicated(t, ctx, topic, 1, 3, 3)
 	s, _ := c.awaitState(t, ctx, waitTimeout, "a leader", topic, 0, func(s partitionState) bool { return s.Leader > 0 })
@@ -447,7 +449,7 @@ func checkEveryReplica(t *testing.T, ctx context.Context, c *replCluster, topic 
 // acknowledged record is at its offset.
 func TestReplicationRollingRestart(t *testing.T) {
 	c := newReplCluster(t, 3, replicationProps(map[string]string{"default.replication.factor": "3"}))
-	ctx := testContext(t, 10*time.Minute)
+	ctx := testenv.Context(t, 10*time.Minute)
 	const topic, parts = "rolling", 3
 	c.createReplicated(t, ctx, topic, parts, -1, 3) // -1: default.replication.factor
 	w := startWatcher(t, c.seeds(), topic, parts)

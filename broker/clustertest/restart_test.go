@@ -12,10 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker/cluster"
-	"github.com/tributary/tributary/internal/kafkatest"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/kafkatest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
 // TestRestartRightAfterSIGKILL is what a supervisor with Restart=always
@@ -27,7 +27,7 @@ import (
 func TestRestartRightAfterSIGKILL(t *testing.T) {
 	connect := zktest.Chroot(t, zk(t), "clustertest")
 	c := newProcCluster(t, connect, 2)
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	addrs := bootstrap(c, 2)
 	const topic, parts = "restart", 4
 	leaders := leadersOf(kafkatest.CreateTopic(t, addrs, topic, parts, nil))

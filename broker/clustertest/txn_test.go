@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
 // txnCoordinatorOf asks the cluster which broker coordinates a
@@ -57,7 +57,7 @@ func TestTxnEtlWithBrokerKills(t *testing.T) {
 		c.start(t, id)
 	}
 	addrs := func() []string { return bootstrap(c, 3) }
-	ctx := testContext(t, 8*time.Minute)
+	ctx := testenv.Context(t, 8*time.Minute)
 	const parts, n, phases = 6, 3000, 3
 	adm := kadm.NewClient(newClient(t, addrs()))
 	for _, topic := range []string{"etl-in", "etl-out"} {

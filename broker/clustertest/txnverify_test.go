@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/log/logtest"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestTxnVerificationAcrossBrokers (KIP-890 part 1): the leader of a
@@ -23,7 +23,7 @@ import (
 // commit.
 func TestTxnVerificationAcrossBrokers(t *testing.T) {
 	c := newMemCluster(t, 2)
-	ctx := testContext(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	addrs := c.Addrs()
 	cl := newClient(t, addrs)
 	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 4, 1, nil, "verify"); err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestWholeClusterRestart is issue 39's first item on ZooKeeper: three
@@ -23,7 +23,7 @@ import (
 // cmd/tributary's TestDevRestartKeepsReplication.)
 func TestWholeClusterRestart(t *testing.T) {
 	c := newReplCluster(t, 3, nil)
-	ctx := testContext(t, 5*time.Minute)
+	ctx := testenv.Context(t, 5*time.Minute)
 	const topic, parts, n = "orders", 3, 300
 	adm := kadm.NewClient(newClient(t, c.seeds()))
 	resp, err := adm.CreateTopic(ctx, parts, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic)

@@ -12,15 +12,8 @@ import (
 
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
-
-// testContext is bounded generously: the test machine is small and shared.
-func testContext(t testing.TB, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // errClient marks a refusal by the client side (e.g. a bad server
 // signature), which no test expects.
@@ -75,7 +68,7 @@ func newMemStore(t testing.TB) (*CredentialStore, *memcoord.Server) {
 	t.Cleanup(func() { _ = st.Close() })
 	select {
 	case <-st.Synced():
-	case <-testContext(t, 30*time.Second).Done():
+	case <-testenv.Context(t, 30*time.Second).Done():
 		t.Fatal("store did not sync")
 	}
 	return st, srv

@@ -12,8 +12,8 @@ import (
 
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
 // runConfigCommand runs Kafka 2.8's kafka-configs (kafka.admin.ConfigCommand)
@@ -38,7 +38,7 @@ func runConfigCommand(t *testing.T, ctx context.Context, tools testenv.KafkaTool
 func TestKafkaConfigCommandUsers(t *testing.T) {
 	tools := testenv.Kafka28Tools(t)
 	connect := zktest.Chroot(t, testenv.ZooKeeper(t), "sasl")
-	ctx := testContext(t, 3*time.Minute)
+	ctx := testenv.Context(t, 3*time.Minute)
 	st := NewCredentialStore(ctx, func(ctx context.Context) (coord.Session, error) {
 		return zkcoord.Connect(ctx, connect, zkcoord.Config{SessionTimeout: 10 * time.Second, ConnectionTimeout: 20 * time.Second})
 	}, nil)

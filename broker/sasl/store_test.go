@@ -10,6 +10,7 @@ import (
 
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 func has(user, mech string) func(func(string, string) (ScramCredential, bool)) bool {
@@ -28,7 +29,7 @@ func hasNot(user, mech string) func(func(string, string) (ScramCredential, bool)
 // store's cache through the change notifications, logs in, and is gone
 // from the cache once removed; the other keys of the user node are kept.
 func TestCredentialStoreFollowsChanges(t *testing.T) {
-	ctx := testContext(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	writer, srv := newMemStore(t)
 	reader := NewCredentialStore(ctx, func(context.Context) (coord.Session, error) {
 		return srv.Connect(memcoord.Config{}), nil

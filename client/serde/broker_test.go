@@ -10,8 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/client/serde"
-	"github.com/tributary/tributary/internal/brokertest"
-	"github.com/tributary/tributary/internal/registrytest"
+	"github.com/tributary/tributary/internal/testkit/brokertest"
+	"github.com/tributary/tributary/internal/testkit/registrytest"
 )
 
 // TestRoundTripThroughBroker produces schema-framed records with kgo to a

@@ -4,11 +4,14 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // Latest follows the subject as it gains versions (it is never cached).
 func TestLatestFollowsNewVersions(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t, 30*time.Second)
 	c := newRegistryClient(t)
 	const v1 = `{"type":"record","name":"E","fields":[{"name":"a","type":"long"}]}`
 	const v2 = `{"type":"record","name":"E","fields":[{"name":"a","type":"long"},{"name":"b","type":["null","string"],"default":null}]}`

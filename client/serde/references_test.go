@@ -6,8 +6,10 @@ import (
 	"net/http"
 	"reflect"
 	"testing"
+	"time"
 
-	"github.com/tributary/tributary/internal/registrytest"
+	"github.com/tributary/tributary/internal/testkit/registrytest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/schema"
 	"github.com/tributary/tributary/schema/avro"
 )
@@ -32,7 +34,7 @@ func registerRaw(t *testing.T, base, subject string, body map[string]any) int {
 }
 
 func TestDecodeWithReferences(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t, 30*time.Second)
 	url := registrytest.Serve(t)
 	const (
 		country  = `{"type":"enum","name":"Country","namespace":"com.acme","symbols":["FR","NZ"]}`

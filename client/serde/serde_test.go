@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/internal/registrytest"
+	"github.com/tributary/tributary/internal/testkit/registrytest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/schema"
 )
 
@@ -63,14 +64,8 @@ func newRegistryClient(t testing.TB) *RegistryClient {
 	return c
 }
 
-func testCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func TestRoundTrip(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t, 30*time.Second)
 	client := newRegistryClient(t)
 	ser := NewSerializer(client, SerializerConfig{})
 	framed, err := ser.EncodeTopic(ctx, "views", pageViewV1, pageView(7))
@@ -107,7 +102,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestSerializerRegistersOnce(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t, 30*time.Second)
 	counting := &countingRegistry{Registry: newRegistryClient(t)}
 	ser := NewSerializer(counting, SerializerConfig{})
 	for i := range 5 {
@@ -121,7 +116,7 @@ func TestSerializerRegistersOnce(t *testing.T) {
 }
 
 func TestDecodeAsReaderSchema(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t, 30*time.Second)
 	client := newRegistryClient(t)
 	ser := NewSerializer(client, SerializerConfig{})
 	framed, err := ser.Encode(ctx, "views-value", pageViewV1, pageView(2))
@@ -148,7 +143,7 @@ func TestDecodeAsReaderSchema(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t, 30*time.Second)
 	client := newRegistryClient(t)
 	ser := NewSerializer(client, SerializerConfig{})
 	good, err := ser.Encode(ctx, "views-value", pageViewV1, pageView(1))

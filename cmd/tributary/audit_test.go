@@ -13,8 +13,8 @@ import (
 
 	"github.com/tributary/tributary/audit"
 	"github.com/tributary/tributary/audit/service"
-	"github.com/tributary/tributary/internal/brokertest"
-	"github.com/tributary/tributary/internal/kafkatest"
+	"github.com/tributary/tributary/internal/testkit/brokertest"
+	"github.com/tributary/tributary/internal/testkit/kafkatest"
 )
 
 // auditTotals reads the audit topic to its end and sums counts per

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/internal/brokertest"
+	"github.com/tributary/tributary/internal/testkit/brokertest"
 )
 
 const (

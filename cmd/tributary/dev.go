@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tributary/tributary/broker"
-	"github.com/tributary/tributary/internal/devcluster"
+	"github.com/tributary/tributary/devcluster"
 )
 
 // devOptions are the flags of `tributary dev`.

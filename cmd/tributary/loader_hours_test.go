@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/hours"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/jobs/compact"
 )
 

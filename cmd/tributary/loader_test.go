@@ -14,9 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/client/serde"
-	"github.com/tributary/tributary/internal/brokertest"
-	"github.com/tributary/tributary/internal/registrytest"
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/brokertest"
+	"github.com/tributary/tributary/internal/testkit/registrytest"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
 // loaderFixture is what the loader and jobs commands read in these tests:

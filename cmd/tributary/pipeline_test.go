@@ -20,8 +20,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tributary/tributary/internal/properties"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 	"github.com/tributary/tributary/jobs/tables"
 )
 

@@ -17,7 +17,7 @@ import (
 	"github.com/tributary/tributary/client/serde"
 	"github.com/tributary/tributary/internal/network/securetest"
 	"github.com/tributary/tributary/internal/properties"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 const secureSchema = `{"type":"record","name":"Click","namespace":"t","fields":[{"name":"url","type":"string"}]}`

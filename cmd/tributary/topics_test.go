@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/internal/brokertest"
+	"github.com/tributary/tributary/internal/testkit/brokertest"
 )
 
 // mustRun runs the CLI and fails the test on error.

@@ -23,7 +23,7 @@ import (
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/filesys/filesystest"
 	"github.com/tributary/tributary/internal/properties"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // TestKerberizedHDFS runs the conformance suite on the Kerberized clusters,

@@ -12,7 +12,7 @@ import (
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/filesys/filesystest"
 	"github.com/tributary/tributary/internal/properties"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // openHDFS returns the test HDFS and a fresh base directory, removed when t ends.

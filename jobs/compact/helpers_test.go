@@ -20,7 +20,7 @@ import (
 
 	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // testSchema covers what the mapping must handle: primitives, nullable

@@ -15,7 +15,7 @@ import (
 	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/hours/rows"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // timestampFooterScript reads each Parquet file (argv) with pyarrow and

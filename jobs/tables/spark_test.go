@@ -18,7 +18,7 @@ import (
 
 	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 const eventV2 = `{"type":"record","name":"Event","namespace":"test.tables","fields":[

@@ -36,5 +36,5 @@
 //     loader dropped exactly the mirror's re-sends.
 //
 // The package has no code beyond its tests; child processes are started
-// with internal/testproc's binary (helpers_test.go's startChild).
+// with internal/testkit/testproc's binary (helpers_test.go's startChild).
 package tablestest

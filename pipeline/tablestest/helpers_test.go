@@ -15,13 +15,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/client/serde"
+	"github.com/tributary/tributary/devcluster"
 	"github.com/tributary/tributary/hours"
-	"github.com/tributary/tributary/internal/devcluster"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/internal/registrytest"
-	"github.com/tributary/tributary/internal/tailtest"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/registrytest"
+	"github.com/tributary/tributary/internal/testkit/tailtest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 	"github.com/tributary/tributary/jobs"
 	"github.com/tributary/tributary/jobs/tables"
 )

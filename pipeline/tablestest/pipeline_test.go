@@ -14,7 +14,7 @@ import (
 
 	"github.com/tributary/tributary/hours"
 	"github.com/tributary/tributary/hours/rows"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/jobs/tables"
 	"github.com/tributary/tributary/pipeline"
 	"github.com/tributary/tributary/pipeline/pageview"

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/testproc"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/testproc"
 	"github.com/tributary/tributary/jobs/compact"
 	"github.com/tributary/tributary/jobs/tables"
 	"github.com/tributary/tributary/pipeline/pageview"

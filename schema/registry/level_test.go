@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
+
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 func recordOf(fields string) string {
@@ -59,7 +62,7 @@ func TestLevelsMatrix(t *testing.T) {
 	}
 	for i, tc := range cases {
 		t.Run(fmt.Sprintf("%d_%s", i, tc.level), func(t *testing.T) {
-			ctx := testCtx(t)
+			ctx := testenv.Context(t, 30*time.Second)
 			reg, err := New(newMemStore(t), Config{})
 			must(t, err)
 			must(t, reg.store.SetCompatibility(ctx, "s", None))
@@ -93,7 +96,7 @@ func TestLevelsMatrix(t *testing.T) {
 }
 
 func TestDefaultLevelConfig(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t, 30*time.Second)
 	reg, err := New(newMemStore(t), Config{DefaultCompatibility: None})
 	must(t, err)
 	if l, _ := reg.Level(ctx, "x"); l != None {

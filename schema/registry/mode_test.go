@@ -3,11 +3,14 @@ package registry
 import (
 	"errors"
 	"testing"
+	"time"
+
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 func TestStoreModes(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s Store) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t, 30*time.Second)
 		for _, subj := range []string{"", "a/b"} {
 			if _, err := s.Mode(ctx, subj); !errors.Is(err, ErrModeNotFound) {
 				t.Fatalf("Mode(%q) unset: %v", subj, err)
@@ -41,7 +44,7 @@ func TestStoreModes(t *testing.T) {
 
 func TestStoreImportSchema(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s Store) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t, 30*time.Second)
 		refs := []Reference{{Name: "x.A", Subject: "a", Version: 1}}
 		must(t, s.ImportSchema(ctx, SchemaRecord{ID: 5, Schema: `"int"`, Type: "AVRO", Fingerprint: "fp5", References: refs}))
 		must(t, s.ImportSchema(ctx, SchemaRecord{ID: 5, Schema: `"int"`, Type: "AVRO", Fingerprint: "fp5", References: refs}))

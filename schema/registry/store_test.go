@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/internal/coord/memcoord"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // storeFactories are the Store implementations every store test runs on.
@@ -45,13 +46,6 @@ func newCoordStore(t *testing.T, srv *memcoord.Server) *CoordStore {
 	return s
 }
 
-func testCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func forEachStore(t *testing.T, fn func(t *testing.T, s Store)) {
 	for _, f := range storeFactories {
 		t.Run(f.name, func(t *testing.T) { fn(t, f.new(t)) })
@@ -60,7 +54,7 @@ func forEachStore(t *testing.T, fn func(t *testing.T, s Store)) {
 
 func TestStoreSchemas(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s Store) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t, 30*time.Second)
 		id1, err := s.PutSchema(ctx, SchemaRecord{Schema: `"string"`, Type: "AVRO", Fingerprint: "fp1"})
 		if err != nil {
 			t.Fatal(err)
@@ -91,7 +85,7 @@ func TestStoreSchemas(t *testing.T) {
 
 func TestStoreConcurrentPutSchemaOneID(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s Store) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t, 30*time.Second)
 		const workers, schemas = 8, 20
 		ids := make([][]int, workers)
 		var wg sync.WaitGroup
@@ -127,7 +121,7 @@ func TestStoreConcurrentPutSchemaOneID(t *testing.T) {
 
 func TestStoreVersions(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s Store) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t, 30*time.Second)
 		if _, err := s.Versions(ctx, "a/b"); !errors.Is(err, ErrSubjectNotFound) {
 			t.Fatalf("Versions of a new subject: %v, want ErrSubjectNotFound", err)
 		}
@@ -187,7 +181,7 @@ func TestStoreVersions(t *testing.T) {
 
 func TestStoreCompatibility(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s Store) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t, 30*time.Second)
 		for _, subj := range []string{"", "x"} {
 			if _, err := s.Compatibility(ctx, subj); !errors.Is(err, ErrConfigNotFound) {
 				t.Fatalf("Compatibility(%q) unset: %v", subj, err)
@@ -231,7 +225,7 @@ func TestCoordStoreCachesFollowOtherProcess(t *testing.T) {
 }
 
 func testCachesFollow(t *testing.T, a, b *CoordStore) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t, 30*time.Second)
 	must(t, a.CreateVersion(ctx, "orders-value", 1, 5))
 	waitVersions(t, b, "orders-value", []VersionRecord{{1, 5, false}})
 	must(t, a.CreateVersion(ctx, "orders-value", 2, 6))
@@ -257,7 +251,7 @@ func testCachesFollow(t *testing.T, a, b *CoordStore) {
 func TestCoordStoreSessionLoss(t *testing.T) {
 	srv := memcoord.NewServer()
 	s := newCoordStore(t, srv)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t, 30*time.Second)
 	must(t, s.CreateVersion(ctx, "s", 1, 1))
 	must(t, srv.Expire(s.sess.ID()))
 	deadline := time.Now().Add(10 * time.Second)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
-	"github.com/tributary/tributary/internal/testenv"
-	"github.com/tributary/tributary/internal/zktest"
+	"github.com/tributary/tributary/internal/testkit/testenv"
+	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
 func init() {
@@ -60,7 +60,7 @@ func TestZKCachesFollowOtherProcess(t *testing.T) {
 func TestZKCacheSeesSubjectCreatedStepByStep(t *testing.T) {
 	connect := newZKChroot(t)
 	a := newZKStore(t, connect)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t, 30*time.Second)
 	raw, err := zkcoord.Connect(ctx, connect, zkcoord.Config{SessionTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
@@ -103,7 +103,7 @@ func TestZKCacheSeesSubjectCreatedStepByStep(t *testing.T) {
 func TestZKCachesFollowDeleteAndRecreate(t *testing.T) {
 	connect := newZKChroot(t)
 	a, b := newZKStore(t, connect), newZKStore(t, connect)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t, 30*time.Second)
 	for i := range 30 {
 		must(t, b.CreateVersion(ctx, "orders-value", 1, 100+i))
 		waitVersions(t, a, "orders-value", []VersionRecord{{1, 100 + i, false}})

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/internal/coord"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 func TestEnsembleMemberDown(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package tailtest is the test fixture of the pipeline's tail: an
-// in-process analytics cluster (internal/devcluster) with its schema
+// in-process analytics cluster (devcluster) with its schema
 // registry and topics, a Kafka client and an Avro serializer on it, and a
 // fresh output directory on the test HDFS (testenv.HDFS) for the loader
 // and the compaction jobs to write. The tests of package jobs and of

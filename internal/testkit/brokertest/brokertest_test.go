@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker"
-	"github.com/tributary/tributary/internal/brokertest"
+	"github.com/tributary/tributary/internal/testkit/brokertest"
 )
 
 // produceAndCount writes n records to topic through c and reads them

@@ -17,9 +17,10 @@
 // ends. Kafka is not started by `make test`; scripts/kafka.sh starts it for
 // benchmarks and for interoperability tests run by hand (Kafka).
 //
-// Two helpers serve every test package: WaitFor, the one bounded wait, polls
+// Three helpers serve every test package: WaitFor, the one bounded wait, polls
 // a condition with back-off and fails naming what it waited for and the
-// last state seen; Logger (and LogWriter) log to the test's log and stop at
-// its cleanup. They live here, in a package importing nothing of
-// Tributary, so that the broker's internal tests can use them too.
+// last state seen; Context bounds a test's blocking calls; Logger (and
+// LogWriter) log to the test's log and stop at its cleanup. They live here,
+// in a package importing nothing of Tributary, so that the broker's internal
+// tests can use them too.
 package testenv

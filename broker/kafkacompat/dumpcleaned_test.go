@@ -19,7 +19,7 @@ import (
 
 	plog "github.com/tributary/tributary/broker/log"
 	"github.com/tributary/tributary/broker/log/logtest"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // keyedLine is a record line of --deep-iteration --print-data-log; a

@@ -10,9 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/client/serde"
-	"github.com/tributary/tributary/internal/devcluster"
+	"github.com/tributary/tributary/devcluster"
 	"github.com/tributary/tributary/internal/filesys"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // Config says what to create. Zero values mean defaults.

@@ -12,7 +12,7 @@ import (
 
 	plog "github.com/tributary/tributary/broker/log"
 	"github.com/tributary/tributary/broker/log/logtest"
-	"github.com/tributary/tributary/internal/testenv"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // txnIndexLine is DumpLogSegments' line for one .txnindex entry.
