@@ -26,4 +26,8 @@
 // writes use it); it is safe for concurrent use. FollowSessions keeps a
 // cache following the tree across sessions: a new session after each loss,
 // spaced by FollowBackoff (the ACL, SCRAM credential and quota caches).
+//
+// Register creates the ephemeral node that names a process (a broker's id,
+// a consumer's id), waiting up to a bound for an earlier session of the
+// same process to let go of it and refusing another process's at once.
 package coord
