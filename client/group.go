@@ -41,7 +41,7 @@ type GroupConsumer struct {
 	cfg     GroupConfig
 	id      string
 	logger  *slog.Logger
-	connect Connector
+	connect coord.SessionFactory
 
 	ctx    context.Context // cancelled when Close begins
 	cancel context.CancelFunc

@@ -54,7 +54,7 @@ func testContext(t testing.TB, d time.Duration) context.Context {
 // members and an admin session to read the registries directly.
 type coordEnv struct {
 	name    string
-	connect Connector
+	connect coord.SessionFactory
 	// zkConnect is the zookeeper.connect string (with chroot), "" for memcoord.
 	zkConnect string
 	admin     coord.Session

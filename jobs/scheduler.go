@@ -27,7 +27,7 @@ type Config struct {
 	// Connect opens a coordination session: zkcoord.Connect for ZooKeeper,
 	// a memcoord server's Connect in one process. Called again after the
 	// session expires. Required.
-	Connect func(ctx context.Context) (coord.Session, error)
+	Connect coord.SessionFactory
 	// ID names this scheduler in run records. Default "<hostname>:<pid>".
 	ID string
 	// Executable is the tributary binary that runs loader, compact and

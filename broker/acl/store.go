@@ -144,7 +144,7 @@ func decodeChange(root string, data []byte) (Pattern, error) {
 // writes the bindings of CreateAcls and DeleteAcls, each followed by the
 // notification every broker follows. Safe for concurrent use.
 type Store struct {
-	connect func(context.Context) (coord.Session, error)
+	connect coord.SessionFactory
 	cache   *Authorizer
 	log     *slog.Logger
 
@@ -168,7 +168,7 @@ type Store struct {
 
 // NewStore starts a store filling cache from sessions of connect; it runs
 // until Close or until ctx ends. logger may be nil.
-func NewStore(ctx context.Context, connect func(context.Context) (coord.Session, error), cache *Authorizer, logger *slog.Logger) *Store {
+func NewStore(ctx context.Context, connect coord.SessionFactory, cache *Authorizer, logger *slog.Logger) *Store {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

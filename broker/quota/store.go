@@ -23,7 +23,7 @@ type Values map[string]float64
 // so Limit never blocks; and the reads and writes of the admin APIs, which
 // go to the coordination service. Safe for concurrent use.
 type Store struct {
-	connect func(context.Context) (coord.Session, error)
+	connect coord.SessionFactory
 	log     *slog.Logger
 
 	mu     sync.RWMutex
@@ -40,7 +40,7 @@ type Store struct {
 
 // NewStore starts a store whose sessions come from connect; it runs until
 // Close or until ctx ends. logger may be nil.
-func NewStore(ctx context.Context, connect func(context.Context) (coord.Session, error), logger *slog.Logger) *Store {
+func NewStore(ctx context.Context, connect coord.SessionFactory, logger *slog.Logger) *Store {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

@@ -22,7 +22,7 @@ const usersPath = "/config/users"
 // notifications, so Lookup never blocks; and the reads and writes of the
 // admin APIs, which go to the coordination service. Safe for concurrent use.
 type CredentialStore struct {
-	connect func(context.Context) (coord.Session, error)
+	connect coord.SessionFactory
 	log     *slog.Logger
 
 	mu     sync.RWMutex
@@ -40,7 +40,7 @@ type CredentialStore struct {
 
 // NewCredentialStore starts a store whose sessions come from connect; it
 // runs until Close or until ctx ends. logger may be nil.
-func NewCredentialStore(ctx context.Context, connect func(context.Context) (coord.Session, error), logger *slog.Logger) *CredentialStore {
+func NewCredentialStore(ctx context.Context, connect coord.SessionFactory, logger *slog.Logger) *CredentialStore {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

@@ -17,7 +17,7 @@ const FollowBackoff = 500 * time.Millisecond
 // with a new session, until ctx is done. follow must load the whole state
 // again on each session: notifications missed between two sessions are not
 // replayed.
-func FollowSessions(ctx context.Context, what string, connect func(context.Context) (Session, error),
+func FollowSessions(ctx context.Context, what string, connect SessionFactory,
 	follow func(context.Context, Session) error, log *slog.Logger) {
 	for ctx.Err() == nil {
 		sess, err := connect(ctx)
