@@ -36,3 +36,30 @@ func FollowSessions(ctx context.Context, what string, connect SessionFactory,
 		}
 	}
 }
+
+// Follower is a FollowSessions loop running in the background, for a
+// component whose cache follows the tree from its start to its Close.
+type Follower struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// StartFollower runs FollowSessions(ctx, what, connect, follow, log) in a
+// goroutine until Stop or until ctx ends.
+func StartFollower(ctx context.Context, what string, connect SessionFactory,
+	follow func(context.Context, Session) error, log *slog.Logger) *Follower {
+	ctx, cancel := context.WithCancel(ctx)
+	f := &Follower{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		FollowSessions(ctx, what, connect, follow, log)
+	}()
+	return f
+}
+
+// Stop ends the loop and waits for it: its last session is closed when
+// Stop returns.
+func (f *Follower) Stop() {
+	f.cancel()
+	<-f.done
+}
