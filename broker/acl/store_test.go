@@ -23,7 +23,7 @@ func testContext(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
-type connectFunc = coord.SessionFactory
+type connectFunc = func(context.Context) (coord.Session, error)
 
 // backends are the coordination services every store test runs against.
 func backends(t *testing.T) map[string]func(t *testing.T) connectFunc {
