@@ -30,20 +30,30 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *request) 
 	for _, rr := range req.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		code, msg := b.configAuthError(r, acl.OpAlterConfigs, rr.ResourceType, rr.ResourceName), ""
-		if code != nil {
-			msg = code.Message
-		} else if rr.ResourceType == kmsg.ConfigResourceTypeBroker {
-			code, msg = b.alterBrokerConfigs(ctx, rr.ResourceName, rr.Configs, false, req.ValidateOnly)
-		} else if code, msg = b.alterableTopic(rr.ResourceType, rr.ResourceName); code == nil {
-			code, msg = b.alterTopicConfigs(ctx, rr.ResourceName, rr.Configs, false, req.ValidateOnly)
-		}
-		if code != nil {
+		if code, msg := b.alterResource(ctx, r, rr.ResourceType, rr.ResourceName, rr.Configs, false, req.ValidateOnly); code != nil {
 			sr.ErrorCode, sr.ErrorMessage = code.Code, kmsg.StringPtr(msg)
 		}
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return kmsgReply{resp}, nil
+}
+
+// alterResource alters one resource of IncrementalAlterConfigs or, with
+// replace, of the legacy AlterConfigs (ops then are sets of the whole new
+// set): after the authorization check, a broker's dynamic configs or a
+// topic's overrides.
+func (b *Broker) alterResource(ctx context.Context, r *request, typ kmsg.ConfigResourceType, name string,
+	ops []kmsg.IncrementalAlterConfigsRequestResourceConfig, replace, validateOnly bool) (*kerr.Error, string) {
+	if code := b.configAuthError(r, acl.OpAlterConfigs, typ, name); code != nil {
+		return code, code.Message
+	}
+	if typ == kmsg.ConfigResourceTypeBroker {
+		return b.alterBrokerConfigs(ctx, name, ops, replace, validateOnly)
+	}
+	if code, msg := b.alterableTopic(typ, name); code != nil {
+		return code, msg
+	}
+	return b.alterTopicConfigs(ctx, name, ops, replace, validateOnly)
 }
 
 // alterableTopic refuses a topic config resource that cannot be altered:

@@ -3,10 +3,7 @@ package broker
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/tributary/tributary/broker/acl"
 )
 
 // handleAlterConfigs is the legacy, non-incremental AlterConfigs that
@@ -25,27 +22,15 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, r *request) (reply, err
 	for _, rr := range req.Resources {
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		code, msg := b.configAuthError(r, acl.OpAlterConfigs, rr.ResourceType, rr.ResourceName), ""
-		if code != nil {
-			msg = code.Message
-		} else if rr.ResourceType == kmsg.ConfigResourceTypeBroker {
-			code, msg = b.alterBrokerConfigs(ctx, rr.ResourceName, legacyOps(rr.Configs), true, req.ValidateOnly)
-		} else if code, msg = b.alterableTopic(rr.ResourceType, rr.ResourceName); code == nil {
-			code, msg = b.replaceTopicConfigs(ctx, rr.ResourceName, rr.Configs, req.ValidateOnly)
-		}
-		if code != nil {
+		// Replacing inside the compare-and-set loop of UpdateTopicConfigs:
+		// a concurrent alteration of another key is replaced too, as the
+		// legacy API means.
+		if code, msg := b.alterResource(ctx, r, rr.ResourceType, rr.ResourceName, legacyOps(rr.Configs), true, req.ValidateOnly); code != nil {
 			sr.ErrorCode, sr.ErrorMessage = code.Code, kmsg.StringPtr(msg)
 		}
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return kmsgReply{resp}, nil
-}
-
-// replaceTopicConfigs replaces the topic's overrides with cs, inside the
-// compare-and-set loop of UpdateTopicConfigs: a concurrent alteration of
-// another key is replaced too, as the legacy API means.
-func (b *Broker) replaceTopicConfigs(ctx context.Context, topic string, cs []kmsg.AlterConfigsRequestResourceConfig, validateOnly bool) (*kerr.Error, string) {
-	return b.alterTopicConfigs(ctx, topic, legacyOps(cs), true, validateOnly)
 }
 
 // legacyOps are the legacy API's configs as sets of a replacing alteration.

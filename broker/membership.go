@@ -22,7 +22,7 @@ const joinSlack = 30 * time.Second
 // brokers of one process (tributary dev, tests) share one memcoord server
 // this way. Topics found on disk are not registered by the broker then;
 // see RestoreTopics, and SeedProducerIDs for producer ids.
-func WithCoordinator(connect cluster.SessionFactory) Option {
+func WithCoordinator(connect coord.SessionFactory) Option {
 	return func(b *Broker) { b.connect = connect }
 }
 

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/internal/coord"
 )
 
@@ -132,7 +131,7 @@ func (p *producerIDs) close() {
 // coordination session of its own, opened on first use and again after
 // the previous one ended.
 type idBlocks struct {
-	connect  cluster.SessionFactory
+	connect  coord.SessionFactory
 	brokerID int32
 	session  coord.Session
 }

@@ -41,7 +41,7 @@ type GroupConsumer struct {
 	cfg     GroupConfig
 	id      string
 	logger  *slog.Logger
-	connect Connector
+	connect coord.SessionFactory
 
 	ctx    context.Context // cancelled when Close begins
 	cancel context.CancelFunc
@@ -281,54 +281,37 @@ func (g *GroupConsumer) register(ctx context.Context, sess coord.Session) error 
 	data := encodeRegistration(sub, time.Now())
 	path := idPath(g.cfg.GroupID, g.id)
 	bound := orDuration(g.cfg.ZooKeeperSessionTimeout, DefaultZooKeeperSession) + staleRegistrationSlack
-	var deadline *time.Timer
-	var waitStart time.Time
-	defer func() {
-		if deadline != nil {
-			deadline.Stop()
-		}
-	}()
-	for {
-		_, err := sess.CreateAll(ctx, path, data, coord.Ephemeral)
-		if err == nil {
-			if deadline != nil {
-				g.logger.Info("stale registration gone", "waited", time.Since(waitStart).Round(time.Millisecond))
+	held, err := coord.Register(ctx, sess, coord.Registration{
+		Path:    path,
+		Data:    data,
+		Parents: true,
+		Bound:   bound,
+		Ours:    func(held []byte) bool { return sameSubscription(held, sub) },
+		Refused: func(held []byte, owner int64, stale bool) error {
+			if !stale {
+				return fmt.Errorf("%w: %s is registered with another subscription: %s", ErrConsumerIDInUse, path, held)
 			}
-			g.logger.Info("registered consumer", "path", path)
-			return nil
-		}
-		if !errors.Is(err, coord.ErrNodeExists) {
-			return fmt.Errorf("client: registering %s: %w", path, err)
-		}
-		held, st, gone, err := sess.GetW(ctx, path)
-		if errors.Is(err, coord.ErrNoNode) {
-			continue // its session ended meanwhile
-		}
-		if err != nil {
-			return fmt.Errorf("client: reading %s: %w", path, err)
-		}
-		if st.EphemeralOwner == sess.ID() {
-			_, err := sess.Set(ctx, path, data, coord.AnyVersion)
-			return err
-		}
-		if !sameSubscription(held, sub) {
-			return fmt.Errorf("%w: %s is registered with another subscription: %s", ErrConsumerIDInUse, path, held)
-		}
-		if deadline == nil {
-			waitStart = time.Now()
-			deadline = time.NewTimer(bound)
-			g.logger.Warn("consumer id registered with this member's subscription by an earlier session; "+
-				"waiting for that session to expire", "path", path, "session", fmt.Sprintf("0x%x", st.EphemeralOwner), "bound", bound)
-		}
-		select {
-		case <-gone: // deleted, or rewritten: look again
-		case <-deadline.C:
 			return fmt.Errorf("%w: %s is still registered by session 0x%x after %v (another live consumer with this consumer.id?)",
-				ErrConsumerIDInUse, path, st.EphemeralOwner, bound)
-		case <-ctx.Done():
-			return fmt.Errorf("client: waiting for the stale registration %s to expire: %w", path, ctx.Err())
-		}
+				ErrConsumerIDInUse, path, owner, bound)
+		},
+		Prefix: "client: ",
+		Waiting: func(owner int64) {
+			g.logger.Warn("consumer id registered with this member's subscription by an earlier session; "+
+				"waiting for that session to expire", "path", path, "session", fmt.Sprintf("0x%x", owner), "bound", bound)
+		},
+		Waited: func(waited time.Duration) {
+			g.logger.Info("stale registration gone", "waited", waited.Round(time.Millisecond))
+		},
+	})
+	if err != nil {
+		return err
 	}
+	if held {
+		_, err := sess.Set(ctx, path, data, coord.AnyVersion)
+		return err
+	}
+	g.logger.Info("registered consumer", "path", path)
+	return nil
 }
 
 // sameSubscription reports whether a registration's data subscribes to

@@ -36,10 +36,6 @@ const (
 	ResetSmallest = "smallest"
 )
 
-// Connector opens a coordination session. A group consumer calls it at start
-// and again after its session expires, to register anew.
-type Connector func(ctx context.Context) (coord.Session, error)
-
 // GroupConfig configures a GroupConsumer. Zero values mean defaults; the
 // comments name the Kafka 0.8 consumer property each field stands for.
 type GroupConfig struct {
@@ -63,7 +59,7 @@ type GroupConfig struct {
 	ZooKeeperSessionTimeout time.Duration
 	// Coordinator opens coordination sessions instead of ZooKeeperConnect,
 	// e.g. on an in-process memcoord server.
-	Coordinator Connector
+	Coordinator coord.SessionFactory
 	// AutoOffsetReset is auto.offset.reset: where a partition without a
 	// committed offset (or with one out of range) starts: "largest"
 	// (default) / "latest" or "smallest" / "earliest".
@@ -197,7 +193,7 @@ func (c GroupConfig) fetchPartitionBytes() int32 {
 }
 
 // connector returns how sessions are opened.
-func (c GroupConfig) connector(logger *slog.Logger) Connector {
+func (c GroupConfig) connector(logger *slog.Logger) coord.SessionFactory {
 	if c.Coordinator != nil {
 		return c.Coordinator
 	}

@@ -46,7 +46,7 @@ func newZKCluster(t testing.TB) (*brokertest.Cluster, *coordEnv) {
 // members and an admin session to read the registries directly.
 type coordEnv struct {
 	name    string
-	connect Connector
+	connect coord.SessionFactory
 	// zkConnect is the zookeeper.connect string (with chroot), "" for memcoord.
 	zkConnect string
 	admin     coord.Session

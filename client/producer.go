@@ -129,17 +129,8 @@ func (c ProducerConfig) deliveryTimeout() time.Duration {
 }
 
 func (c ProducerConfig) codec() kgo.CompressionCodec {
-	switch strings.ToLower(c.Compression) {
-	case "gzip":
-		return kgo.GzipCompression()
-	case "snappy":
-		return kgo.SnappyCompression()
-	case "lz4":
-		return kgo.Lz4Compression()
-	case "zstd":
-		return kgo.ZstdCompression()
-	}
-	return kgo.NoCompression()
+	codec, _ := network.Compression(c.Compression) // Validate refused unknown names
+	return codec
 }
 
 // Send produces m and waits for its acknowledgement (with acks=0, for the

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tributary/tributary/audit"
+	"github.com/tributary/tributary/internal/network"
 )
 
 // Acks is the producer's acks setting: how many replicas must have the
@@ -123,9 +124,7 @@ func (c ProducerConfig) Validate() error {
 	if c.MaxBufferedRecords < 0 {
 		errs = append(errs, fmt.Errorf("%w: max buffered records: must be >= 0", ErrInvalidConfig))
 	}
-	switch strings.ToLower(c.Compression) {
-	case "", "none", "gzip", "snappy", "lz4", "zstd":
-	default:
+	if _, ok := network.Compression(c.Compression); !ok {
 		errs = append(errs, fmt.Errorf("%w: compression.type: unknown codec %q", ErrInvalidConfig, c.Compression))
 	}
 	if !c.Audit.Disable {

@@ -98,7 +98,7 @@ func (e *FieldError) Error() string {
 	return fmt.Sprintf("%s: %s: %v", who, e.Field, e.Err)
 }
 
-func (e *FieldError) Unwrap() []error { return []error{ErrBadConfig, e.Err} }
+func (e *FieldError) Unwrap() []error { return []error{ErrInvalidConfig, e.Err} }
 
 var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
@@ -136,7 +136,7 @@ func (j *Job) Next(t time.Time) time.Time {
 func LoadConfig(path string) ([]Job, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	list, err := ParseConfig(data)
 	if err != nil {
@@ -178,10 +178,10 @@ func ParseConfig(data []byte) ([]Job, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&file); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if len(file.Jobs) == 0 {
-		return nil, fmt.Errorf("%w: no jobs: the file needs a top-level \"jobs:\" list", ErrBadConfig)
+		return nil, fmt.Errorf("%w: no jobs: the file needs a top-level \"jobs:\" list", ErrInvalidConfig)
 	}
 	var out []Job
 	seen := map[string]bool{}

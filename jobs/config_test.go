@@ -78,8 +78,8 @@ func TestParseConfigBad(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := ParseConfig([]byte(c.yaml))
-			if !errors.Is(err, ErrBadConfig) {
-				t.Fatalf("err = %v, want ErrBadConfig", err)
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("err = %v, want ErrInvalidConfig", err)
 			}
 			msg := err.Error()
 			if !strings.Contains(msg, c.job) || !strings.Contains(msg, c.field) {
@@ -87,7 +87,7 @@ func TestParseConfigBad(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ParseConfig([]byte("jobs: []\n")); !errors.Is(err, ErrBadConfig) {
+	if _, err := ParseConfig([]byte("jobs: []\n")); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("empty jobs list: %v", err)
 	}
 }
@@ -285,7 +285,7 @@ func TestLoadConfigChecksFiles(t *testing.T) {
 	}
 	_, err := LoadConfig(write(loaderJob(missing)))
 	var fe *FieldError
-	if !errors.As(err, &fe) || !errors.Is(err, ErrBadConfig) || fe.Job != "load" || fe.Field != "args.config" ||
+	if !errors.As(err, &fe) || !errors.Is(err, ErrInvalidConfig) || fe.Job != "load" || fe.Field != "args.config" ||
 		err.Error() != `job "load": args.config: `+missing+`: no such file or directory` {
 		t.Errorf("a missing loader config: %v", err)
 	}

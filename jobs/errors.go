@@ -3,8 +3,8 @@ package jobs
 import "errors"
 
 var (
-	// ErrBadConfig: the jobs configuration is invalid; the wrapping error names the job and the field.
-	ErrBadConfig = errors.New("jobs: invalid configuration")
+	// ErrInvalidConfig: the jobs configuration is invalid; the wrapping error names the job and the field.
+	ErrInvalidConfig = errors.New("jobs: invalid configuration")
 	// ErrUnknownJob: no job of that name is defined in ZooKeeper.
 	ErrUnknownJob = errors.New("jobs: unknown job")
 	// ErrTimedOut: a run's attempt exceeded the job's timeout and was killed.

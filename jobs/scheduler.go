@@ -27,7 +27,7 @@ type Config struct {
 	// Connect opens a coordination session: zkcoord.Connect for ZooKeeper,
 	// a memcoord server's Connect in one process. Called again after the
 	// session expires. Required.
-	Connect func(ctx context.Context) (coord.Session, error)
+	Connect coord.SessionFactory
 	// ID names this scheduler in run records. Default "<hostname>:<pid>".
 	ID string
 	// Executable is the tributary binary that runs loader, compact and
@@ -49,21 +49,21 @@ type Config struct {
 func (c Config) Validate() error {
 	var errs []error
 	if len(c.Jobs) == 0 {
-		errs = append(errs, fmt.Errorf("%w: no jobs", ErrBadConfig))
+		errs = append(errs, fmt.Errorf("%w: no jobs", ErrInvalidConfig))
 	}
 	if c.Connect == nil {
-		errs = append(errs, fmt.Errorf("%w: Connect is required", ErrBadConfig))
+		errs = append(errs, fmt.Errorf("%w: Connect is required", ErrInvalidConfig))
 	}
 	if c.HistoryLimit < 0 || c.PollInterval < 0 {
-		errs = append(errs, fmt.Errorf("%w: negative HistoryLimit or PollInterval", ErrBadConfig))
+		errs = append(errs, fmt.Errorf("%w: negative HistoryLimit or PollInterval", ErrInvalidConfig))
 	}
 	seen := map[string]bool{}
 	for _, j := range c.Jobs {
 		if j.schedule == nil {
-			errs = append(errs, fmt.Errorf("%w: job %q was not validated (use ParseConfig or Spec.Validate)", ErrBadConfig, j.Name))
+			errs = append(errs, fmt.Errorf("%w: job %q was not validated (use ParseConfig or Spec.Validate)", ErrInvalidConfig, j.Name))
 		}
 		if seen[j.Name] {
-			errs = append(errs, fmt.Errorf("%w: duplicate job %q", ErrBadConfig, j.Name))
+			errs = append(errs, fmt.Errorf("%w: duplicate job %q", ErrInvalidConfig, j.Name))
 		}
 		seen[j.Name] = true
 	}

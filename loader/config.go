@@ -169,7 +169,7 @@ func (c Config) layout() hours.Layout {
 // Validate checks the configuration; errors name the property key.
 func (c Config) Validate() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 	}
 	switch {
 	case c.Name == "":
@@ -232,7 +232,7 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.HDFS.Validate(); err != nil {
-		return fmt.Errorf("%w: %w", ErrConfig, err)
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return nil
 }
@@ -352,7 +352,7 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	}
 	unknown := p.Unknown()
 	if err := errors.Join(p.Err(), secErr); err != nil {
-		return c, unknown, fmt.Errorf("%w: %w", ErrConfig, err)
+		return c, unknown, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return c, unknown, c.Validate()
 }

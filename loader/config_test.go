@@ -50,8 +50,8 @@ func TestConfigFromProperties(t *testing.T) {
 		}
 		props[key] = val
 		_, _, err := loader.ConfigFromProperties(props)
-		if !errors.Is(err, loader.ErrConfig) || !strings.Contains(err.Error(), strings.Split(key, ".")[0]) {
-			t.Errorf("%s=%q: %v, want an ErrConfig naming the key", key, val, err)
+		if !errors.Is(err, loader.ErrInvalidConfig) || !strings.Contains(err.Error(), strings.Split(key, ".")[0]) {
+			t.Errorf("%s=%q: %v, want an ErrInvalidConfig naming the key", key, val, err)
 		}
 	}
 }

@@ -44,11 +44,11 @@ func ParseCrashPoint(s string) (CrashPoint, error) {
 	var c CrashPoint
 	var err error
 	if c.Step, err = strconv.Atoi(step); err != nil || c.Step < 1 || c.Step > NumSteps {
-		return CrashPoint{}, fmt.Errorf("%w: crash point %q: step must be 1..%d", ErrConfig, s, NumSteps)
+		return CrashPoint{}, fmt.Errorf("%w: crash point %q: step must be 1..%d", ErrInvalidConfig, s, NumSteps)
 	}
 	if ok {
 		if c.Nth, err = strconv.Atoi(nth); err != nil || c.Nth < 1 {
-			return CrashPoint{}, fmt.Errorf("%w: crash point %q: count must be positive", ErrConfig, s)
+			return CrashPoint{}, fmt.Errorf("%w: crash point %q: count must be positive", ErrInvalidConfig, s)
 		}
 	}
 	return c, nil

@@ -74,7 +74,7 @@ func TestPartitionDuration(t *testing.T) {
 			}
 			_, err = l.Run(ctx)
 			l.Close()
-			if !errors.Is(err, loader.ErrConfig) || !strings.Contains(err.Error(), "partition.duration.ms") {
+			if !errors.Is(err, loader.ErrInvalidConfig) || !strings.Contains(err.Error(), "partition.duration.ms") {
 				t.Fatalf("another duration for the topic: %v, want a configuration error naming partition.duration.ms", err)
 			}
 		})

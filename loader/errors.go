@@ -3,8 +3,8 @@ package loader
 import "errors"
 
 var (
-	// ErrConfig: the configuration is invalid (the message names the key).
-	ErrConfig = errors.New("loader: bad configuration")
+	// ErrInvalidConfig: the configuration is invalid (the message names the key).
+	ErrInvalidConfig = errors.New("loader: bad configuration")
 	// ErrCorruptManifest: a committed manifest does not parse. Manifests are
 	// renamed into place only once complete, so this means damage by
 	// something else; the loader stops rather than guess offsets.

@@ -59,8 +59,8 @@ func TestKerberosKeys(t *testing.T) {
 	}
 	props["dfs.data.transfer.protection"] = "integrity"
 	_, _, err = loader.ConfigFromProperties(props)
-	if !errors.Is(err, loader.ErrConfig) || !errors.Is(err, filesys.ErrHDFSConfig) ||
+	if !errors.Is(err, loader.ErrInvalidConfig) || !errors.Is(err, filesys.ErrHDFSConfig) ||
 		!strings.Contains(err.Error(), "dfs.data.transfer.protection=integrity") {
-		t.Errorf("integrity: %v, want ErrConfig naming dfs.data.transfer.protection=integrity", err)
+		t.Errorf("integrity: %v, want ErrInvalidConfig naming dfs.data.transfer.protection=integrity", err)
 	}
 }

@@ -611,13 +611,13 @@ func (l *Loader) ensurePartitioning(topic string) error {
 	case have.Same(want):
 	case exists:
 		return fmt.Errorf("%w: %s: topic %s is laid out with %s (%s); a topic's layout cannot change",
-			ErrConfig, layoutKeys(want), topic, layoutKeys(have), marker)
+			ErrInvalidConfig, layoutKeys(want), topic, layoutKeys(have), marker)
 	default:
 		if list, err := hours.List(l.fsys, l.base, topic); err != nil {
 			return err
 		} else if len(list) > 0 {
 			return fmt.Errorf("%w: %s: topic %s already has hourly partitions of the default layout under %s",
-				ErrConfig, layoutKeys(want), topic, path.Join(l.base, topic))
+				ErrInvalidConfig, layoutKeys(want), topic, path.Join(l.base, topic))
 		}
 		tmp := marker + "." + l.runID + ".tmp"
 		if err := filesys.WriteFile(l.fsys, tmp, hours.EncodeLayout(want)); err != nil {

@@ -149,5 +149,5 @@ func parseCodec(s string) (Codec, error) {
 	case CodecDeflate, CodecSnappy, CodecNull:
 		return Codec(s), nil
 	}
-	return "", fmt.Errorf("%w: codec %q: want deflate, snappy or null", ErrConfig, s)
+	return "", fmt.Errorf("%w: codec %q: want deflate, snappy or null", ErrInvalidConfig, s)
 }

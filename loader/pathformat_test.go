@@ -184,7 +184,7 @@ func TestPathFormatAndKafkaColumns(t *testing.T) {
 	}
 	_, err = l.Run(ctx)
 	l.Close()
-	if !errors.Is(err, loader.ErrConfig) || !strings.Contains(err.Error(), "path.format") {
+	if !errors.Is(err, loader.ErrInvalidConfig) || !strings.Contains(err.Error(), "path.format") {
 		t.Fatalf("another path.format for the topic: %v, want a configuration error naming path.format", err)
 	}
 
@@ -397,7 +397,7 @@ func TestPathFormatConfigRefused(t *testing.T) {
 			props["partition.duration.ms"] = c.extra
 		}
 		_, _, err := loader.ConfigFromProperties(props)
-		if !errors.Is(err, loader.ErrConfig) || !strings.Contains(err.Error(), c.key) || !strings.Contains(err.Error(), c.why) {
+		if !errors.Is(err, loader.ErrInvalidConfig) || !strings.Contains(err.Error(), c.key) || !strings.Contains(err.Error(), c.why) {
 			t.Errorf("%s=%q: %v, want a configuration error naming %s and saying %q", c.key, c.value, err, c.key, c.why)
 		}
 	}

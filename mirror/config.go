@@ -12,7 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tributary/tributary/client"
+	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/properties"
 )
@@ -73,7 +73,7 @@ type SourceConfig struct {
 	ZooKeeperConnect string
 	// Coordinator, when set, opens the ZooKeeper-group sessions instead of
 	// ZooKeeperConnect (e.g. an in-process memcoord cluster).
-	Coordinator client.Connector
+	Coordinator coord.SessionFactory
 }
 
 // zkGroups reports whether the source uses the ZooKeeper consumer groups.

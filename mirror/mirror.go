@@ -293,17 +293,8 @@ func (m *Mirror) Run(ctx context.Context) error {
 }
 
 func compression(name string) (kgo.CompressionCodec, error) {
-	switch strings.ToLower(name) {
-	case "", "none":
-		return kgo.NoCompression(), nil
-	case "gzip":
-		return kgo.GzipCompression(), nil
-	case "snappy":
-		return kgo.SnappyCompression(), nil
-	case "lz4":
-		return kgo.Lz4Compression(), nil
-	case "zstd":
-		return kgo.ZstdCompression(), nil
+	if codec, ok := network.Compression(name); ok {
+		return codec, nil
 	}
 	return kgo.CompressionCodec{}, fmt.Errorf("%w: producer.compression.type %q", ErrInvalidConfig, name)
 }

@@ -9,6 +9,8 @@
 #                  after the name; waits (bounded) until it serves and sets
 #                  tributary_pid
 #   stop_tributary SIGTERM, a bounded wait, then SIGKILL
+#   stop_brokers SECONDS PID...
+#                  the same for tributary brokers PID..., in parallel
 #   median         the median of the numbers on stdin, one a line
 #   table_header   the header of the results table
 #   bench_setup NAME, start_kafka ADDR: see below
@@ -46,19 +48,28 @@ start_tributary() {
 }
 
 stop_tributary() {
-	local deadline
 	[ -n "$tributary_pid" ] || return 0
-	kill -TERM "$tributary_pid" 2>/dev/null || true
-	deadline=$((SECONDS + 30))
-	while kill -0 "$tributary_pid" 2>/dev/null; do
-		if [ $SECONDS -ge $deadline ]; then
-			say "tributary broker ignored SIGTERM for 30s; killing it"
-			kill -KILL "$tributary_pid" 2>/dev/null || true
-		fi
-		sleep 0.1
-	done
-	wait "$tributary_pid" 2>/dev/null || true
+	stop_brokers 30 "$tributary_pid"
 	tributary_pid=
+}
+
+stop_brokers() {
+	local seconds=$1 pid deadline
+	shift
+	for pid in "$@"; do
+		kill -TERM "$pid" 2>/dev/null || true
+	done
+	deadline=$((SECONDS + seconds))
+	for pid in "$@"; do
+		while kill -0 "$pid" 2>/dev/null; do
+			if [ $SECONDS -ge $deadline ]; then
+				say "tributary broker pid $pid ignored SIGTERM for ${seconds}s; killing it"
+				kill -KILL "$pid" 2>/dev/null || true
+			fi
+			sleep 0.1
+		done
+		wait "$pid" 2>/dev/null || true
+	done
 }
 
 median() {

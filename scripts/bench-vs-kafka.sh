@@ -162,21 +162,8 @@ zk() { TRIBUTARY_ZK_DIR=$dir/zk TRIBUTARY_TEST_PORT_OFFSET=$offset bash "$here/z
 # while ZooKeeper still serves their controlled shutdown), then the Kafka
 # nodes, then ZooKeeper.
 stop_rf3() {
-	local pid n deadline waits=()
-	for pid in "${rf3_pids[@]}"; do
-		kill -TERM "$pid" 2>/dev/null || true
-	done
-	deadline=$((SECONDS + 60))
-	for pid in "${rf3_pids[@]}"; do
-		while kill -0 "$pid" 2>/dev/null; do
-			if [ $SECONDS -ge $deadline ]; then
-				say "tributary broker pid $pid ignored SIGTERM for 60s; killing it"
-				kill -KILL "$pid" 2>/dev/null || true
-			fi
-			sleep 0.1
-		done
-		wait "$pid" 2>/dev/null || true
-	done
+	local pid n waits=()
+	stop_brokers 60 "${rf3_pids[@]}"
 	rf3_pids=()
 	if [ -n "$rf3_kafka_started" ]; then
 		# The last node standing waits for a quorum it cannot get: its

@@ -144,9 +144,8 @@ func decodeChange(root string, data []byte) (Pattern, error) {
 // writes the bindings of CreateAcls and DeleteAcls, each followed by the
 // notification every broker follows. Safe for concurrent use.
 type Store struct {
-	connect func(context.Context) (coord.Session, error)
-	cache   *Authorizer
-	log     *slog.Logger
+	cache *Authorizer
+	log   *slog.Logger
 
 	synced     chan struct{}
 	syncedOnce sync.Once
@@ -162,20 +161,18 @@ type Store struct {
 	// ops is the session of the writes (CreateAcls, DeleteAcls).
 	ops *coord.Redialer
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	follower *coord.Follower
 }
 
 // NewStore starts a store filling cache from sessions of connect; it runs
 // until Close or until ctx ends. logger may be nil.
-func NewStore(ctx context.Context, connect func(context.Context) (coord.Session, error), cache *Authorizer, logger *slog.Logger) *Store {
+func NewStore(ctx context.Context, connect coord.SessionFactory, cache *Authorizer, logger *slog.Logger) *Store {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	s := &Store{connect: connect, cache: cache, log: logger, synced: make(chan struct{}), cancel: cancel, done: make(chan struct{}),
+	s := &Store{cache: cache, log: logger, synced: make(chan struct{}),
 		ops: coord.NewRedialer(connect, ErrClosed)}
-	go s.run(ctx)
+	s.follower = coord.StartFollower(ctx, "acl: ACL cache", connect, s.follow, logger)
 	return s
 }
 
@@ -184,14 +181,8 @@ func (s *Store) Synced() <-chan struct{} { return s.synced }
 
 // Close stops the store and ends its sessions.
 func (s *Store) Close() error {
-	s.cancel()
-	<-s.done
+	s.follower.Stop()
 	return s.ops.Close()
-}
-
-func (s *Store) run(ctx context.Context) {
-	defer close(s.done)
-	coord.FollowSessions(ctx, "acl: ACL cache", s.connect, s.follow, s.log)
 }
 
 // ensurePaths makes the roots Kafka's AclAuthorizer makes at start.

@@ -32,7 +32,7 @@ func ValidBrokerEntity(entity string) bool {
 // It returns the configs written.
 func (m *Member) UpdateBrokerConfigs(ctx context.Context, entity string, update func(configs map[string]string) error) (map[string]string, error) {
 	if !ValidBrokerEntity(entity) {
-		return nil, fmt.Errorf("%w: broker config entity %q is neither %s nor a broker id", ErrBadConfig, entity, DefaultBrokerEntity)
+		return nil, fmt.Errorf("%w: broker config entity %q is neither %s nor a broker id", ErrInvalidConfig, entity, DefaultBrokerEntity)
 	}
 	s, err := m.currentSession()
 	if err != nil {

@@ -91,7 +91,7 @@ type Config struct {
 	LeaderImbalanceCheckInterval time.Duration
 }
 
-// Validate checks the configuration; the error wraps ErrBadConfig.
+// Validate checks the configuration; the error wraps ErrInvalidConfig.
 func (c Config) Validate() error {
 	var errs []error
 	if c.BrokerID < 0 {
@@ -118,7 +118,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("negative leader imbalance check interval %v", c.LeaderImbalanceCheckInterval))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w: %w", ErrBadConfig, err)
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return nil
 }

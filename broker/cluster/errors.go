@@ -43,8 +43,8 @@ var (
 	ErrEligibleLeadersNotAvailable = errors.New("cluster: no eligible leader available")
 	// ErrInvalidTopicConfig: a topic config override has an empty key.
 	ErrInvalidTopicConfig = errors.New("cluster: invalid topic config")
-	// ErrBadConfig: Config.Validate rejected the member configuration.
-	ErrBadConfig = errors.New("cluster: invalid member config")
+	// ErrInvalidConfig: Config.Validate rejected the member configuration.
+	ErrInvalidConfig = errors.New("cluster: invalid member config")
 	// ErrClosed: the Member was closed.
 	ErrClosed = errors.New("cluster: member closed")
 	// ErrFenced: AlterISR found the partition state with another leader or

@@ -30,7 +30,7 @@ var zkTestConfig = zkcoord.Config{SessionTimeout: 6 * time.Second, ConnectionTim
 
 type (
 	// connectFunc opens a session on a backend's tree.
-	connectFunc = func(ctx context.Context) (coord.Session, error)
+	connectFunc = coord.SessionFactory
 	// expireFunc ends a session as a ZooKeeper session expiry does.
 	expireFunc = func(t *testing.T, s coord.Session)
 )
@@ -116,7 +116,7 @@ func forEachBackend(t *testing.T, body func(t *testing.T, env *env)) {
 // reconnects fail (a broker cut off from the coordination service).
 type env struct {
 	t        *testing.T
-	connect  func(ctx context.Context) (coord.Session, error)
+	connect  coord.SessionFactory
 	expireFn func(t *testing.T, s coord.Session)
 	admin    coord.Session
 	refuse   atomic.Bool

@@ -12,9 +12,11 @@ import (
 	"github.com/tributary/tributary/internal/coord"
 )
 
-// SessionFactory opens a new coordination session. Join calls it once,
-// and again after every session expiry to register anew.
-type SessionFactory func(ctx context.Context) (coord.Session, error)
+// SessionFactory is coord.SessionFactory.
+//
+// Deprecated: use coord.SessionFactory; this name is kept only until
+// internal/brokertest, which another branch moves, is switched over.
+type SessionFactory = coord.SessionFactory
 
 // Member is one broker's membership in the cluster: its registration, its
 // candidacy for controller (and the controller's work while elected) and a
@@ -22,7 +24,7 @@ type SessionFactory func(ctx context.Context) (coord.Session, error)
 type Member struct {
 	cfg     Config
 	log     *slog.Logger
-	connect SessionFactory
+	connect coord.SessionFactory
 
 	ctx    context.Context // ends with Close
 	cancel context.CancelFunc
@@ -51,7 +53,7 @@ type Member struct {
 // endpoints fails at once with an error wrapping ErrBrokerIDRegistered;
 // one registered with this broker's own endpoints is taken for a stale
 // session of this broker and waited out (see register).
-func Join(ctx context.Context, connect SessionFactory, cfg Config) (*Member, error) {
+func Join(ctx context.Context, connect coord.SessionFactory, cfg Config) (*Member, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -28,57 +28,35 @@ func (m *Member) register(ctx context.Context, s coord.Session) error {
 		}
 	}
 	path := brokerPath(m.cfg.BrokerID)
-	data := encodeBroker(m.cfg)
-	var deadline *time.Timer
-	var waitStart time.Time
-	defer func() {
-		if deadline != nil {
-			deadline.Stop()
-		}
-	}()
-	for {
-		_, err := s.Create(ctx, path, data, coord.Ephemeral)
-		if err == nil {
-			if deadline != nil {
-				m.log.Info("cluster: stale registration gone; registered", "waited", time.Since(waitStart).Round(time.Millisecond))
+	bound := m.cfg.staleWait()
+	_, err := coord.Register(ctx, s, coord.Registration{
+		Path:  path,
+		Data:  encodeBroker(m.cfg),
+		Bound: bound,
+		Ours:  m.ownRegistration,
+		Refused: func(held []byte, owner int64, stale bool) error {
+			if !stale {
+				return fmt.Errorf("%w: broker id %d is already registered in ZooKeeper by another broker (%s: %s)",
+					ErrBrokerIDRegistered, m.cfg.BrokerID, path, held)
 			}
-			return m.reannounceShutdown(ctx, s)
-		}
-		if !errors.Is(err, coord.ErrNodeExists) {
-			return fmt.Errorf("cluster: broker %d: registering %s: %w", m.cfg.BrokerID, path, err)
-		}
-		held, st, gone, err := s.GetW(ctx, path)
-		if errors.Is(err, coord.ErrNoNode) {
-			continue // its session ended meanwhile
-		}
-		if err != nil {
-			return fmt.Errorf("cluster: broker %d: reading %s: %w", m.cfg.BrokerID, path, err)
-		}
-		if st.EphemeralOwner == s.ID() {
-			return m.reannounceShutdown(ctx, s) // our own create, retried after an ambiguous failure
-		}
-		if !m.ownRegistration(held) {
-			return fmt.Errorf("%w: broker id %d is already registered in ZooKeeper by another broker (%s: %s)",
-				ErrBrokerIDRegistered, m.cfg.BrokerID, path, held)
-		}
-		if deadline == nil {
-			waitStart = time.Now()
-			deadline = time.NewTimer(m.cfg.staleWait())
-			m.log.Warn("cluster: broker id registered with this broker's endpoints by an earlier session; "+
-				"waiting for that session to expire", "path", path, "session", fmt.Sprintf("0x%x", st.EphemeralOwner),
-				"bound", m.cfg.staleWait())
-		}
-		select {
-		case <-gone: // deleted, or rewritten: look again
-		case <-deadline.C:
 			return fmt.Errorf("%w: broker id %d is already registered in ZooKeeper with this broker's endpoints "+
 				"by session 0x%x, still live after %v (a second broker with the same broker.id and listeners?) (%s)",
-				ErrBrokerIDRegistered, m.cfg.BrokerID, st.EphemeralOwner, m.cfg.staleWait(), path)
-		case <-ctx.Done():
-			return fmt.Errorf("cluster: broker %d: waiting for the stale registration %s to expire: %w",
-				m.cfg.BrokerID, path, ctx.Err())
-		}
+				ErrBrokerIDRegistered, m.cfg.BrokerID, owner, bound, path)
+		},
+		Prefix: fmt.Sprintf("cluster: broker %d: ", m.cfg.BrokerID),
+		Waiting: func(owner int64) {
+			m.log.Warn("cluster: broker id registered with this broker's endpoints by an earlier session; "+
+				"waiting for that session to expire", "path", path, "session", fmt.Sprintf("0x%x", owner),
+				"bound", bound)
+		},
+		Waited: func(waited time.Duration) {
+			m.log.Info("cluster: stale registration gone; registered", "waited", waited.Round(time.Millisecond))
+		},
+	})
+	if err != nil {
+		return err
 	}
+	return m.reannounceShutdown(ctx, s) // also when the node was our own create, retried after an ambiguous failure
 }
 
 // ownRegistration reports whether a registration's data advertises exactly

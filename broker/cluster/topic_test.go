@@ -131,7 +131,7 @@ func TestConfigValidate(t *testing.T) {
 		{"backoff", Config{RetryBackoff: -1}, false},
 	} {
 		err := c.cfg.Validate()
-		if c.ok != (err == nil) || (err != nil && !errors.Is(err, ErrBadConfig)) {
+		if c.ok != (err == nil) || (err != nil && !errors.Is(err, ErrInvalidConfig)) {
 			t.Errorf("%s: %v", c.name, err)
 		}
 	}

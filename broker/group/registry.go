@@ -18,7 +18,7 @@ import (
 // (Burrow, the paper's tooling) see what Kafka-protocol groups commit.
 // Groups whose names are not valid ZooKeeper node names are skipped.
 type ZooKeeperRegistry struct {
-	connect func(context.Context) (coord.Session, error)
+	connect coord.SessionFactory
 
 	mu     sync.Mutex
 	s      coord.Session
@@ -27,7 +27,7 @@ type ZooKeeperRegistry struct {
 
 // NewZooKeeperRegistry returns a registry that opens its own session with
 // connect on first use, and a new one after the session ends.
-func NewZooKeeperRegistry(connect func(context.Context) (coord.Session, error)) *ZooKeeperRegistry {
+func NewZooKeeperRegistry(connect coord.SessionFactory) *ZooKeeperRegistry {
 	return &ZooKeeperRegistry{connect: connect}
 }
 

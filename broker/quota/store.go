@@ -23,8 +23,7 @@ type Values map[string]float64
 // so Limit never blocks; and the reads and writes of the admin APIs, which
 // go to the coordination service. Safe for concurrent use.
 type Store struct {
-	connect func(context.Context) (coord.Session, error)
-	log     *slog.Logger
+	log *slog.Logger
 
 	mu     sync.RWMutex
 	quotas map[Entity]Values
@@ -34,28 +33,25 @@ type Store struct {
 
 	ops *coord.Redialer
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	follower *coord.Follower
 }
 
 // NewStore starts a store whose sessions come from connect; it runs until
 // Close or until ctx ends. logger may be nil.
-func NewStore(ctx context.Context, connect func(context.Context) (coord.Session, error), logger *slog.Logger) *Store {
+func NewStore(ctx context.Context, connect coord.SessionFactory, logger *slog.Logger) *Store {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	s := &Store{connect: connect, log: logger, quotas: map[Entity]Values{},
-		synced: make(chan struct{}), change: make(chan struct{}), cancel: cancel, done: make(chan struct{}),
+	s := &Store{log: logger, quotas: map[Entity]Values{},
+		synced: make(chan struct{}), change: make(chan struct{}),
 		ops: coord.NewRedialer(connect, ErrClosed)}
-	go s.run(ctx)
+	s.follower = coord.StartFollower(ctx, "quota: client quota cache", connect, s.follow, logger)
 	return s
 }
 
 // Close stops the store and ends its sessions.
 func (s *Store) Close() error {
-	s.cancel()
-	<-s.done
+	s.follower.Stop()
 	return s.ops.Close()
 }
 
@@ -110,11 +106,6 @@ func (s *Store) Await(ctx context.Context, cond func(cached map[Entity]Values) b
 			return ctx.Err()
 		}
 	}
-}
-
-func (s *Store) run(ctx context.Context) {
-	defer close(s.done)
-	coord.FollowSessions(ctx, "quota: client quota cache", s.connect, s.follow, s.log)
 }
 
 func (s *Store) follow(ctx context.Context, sess coord.Session) error {

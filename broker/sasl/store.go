@@ -22,8 +22,7 @@ const usersPath = "/config/users"
 // notifications, so Lookup never blocks; and the reads and writes of the
 // admin APIs, which go to the coordination service. Safe for concurrent use.
 type CredentialStore struct {
-	connect func(context.Context) (coord.Session, error)
-	log     *slog.Logger
+	log *slog.Logger
 
 	mu     sync.RWMutex
 	creds  map[string]map[string]ScramCredential // user → mechanism → credential
@@ -34,21 +33,20 @@ type CredentialStore struct {
 	// ops is the session of the admin operations (UpdateUser, ReadUser, Users).
 	ops *coord.Redialer
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	follower *coord.Follower
 }
 
 // NewCredentialStore starts a store whose sessions come from connect; it
 // runs until Close or until ctx ends. logger may be nil.
-func NewCredentialStore(ctx context.Context, connect func(context.Context) (coord.Session, error), logger *slog.Logger) *CredentialStore {
+func NewCredentialStore(ctx context.Context, connect coord.SessionFactory, logger *slog.Logger) *CredentialStore {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	s := &CredentialStore{connect: connect, log: logger, creds: map[string]map[string]ScramCredential{},
-		synced: make(chan struct{}), change: make(chan struct{}), cancel: cancel, done: make(chan struct{}),
+	s := &CredentialStore{log: logger, creds: map[string]map[string]ScramCredential{},
+		synced: make(chan struct{}), change: make(chan struct{}),
 		ops: coord.NewRedialer(connect, ErrClosed)}
-	go s.run(ctx)
+	// The cache: a session at a time, reconnecting after a loss.
+	s.follower = coord.StartFollower(ctx, "sasl: SCRAM credential cache", connect, s.follow, logger)
 	return s
 }
 
@@ -83,8 +81,7 @@ func (s *CredentialStore) Await(ctx context.Context, cond func(lookup func(user,
 
 // Close stops the store and ends its sessions.
 func (s *CredentialStore) Close() error {
-	s.cancel()
-	<-s.done
+	s.follower.Stop()
 	return s.ops.Close()
 }
 
@@ -92,12 +89,6 @@ func (s *CredentialStore) bump() {
 	s.gen++
 	close(s.change)
 	s.change = make(chan struct{})
-}
-
-// run keeps the cache: a session at a time, reconnecting after a loss.
-func (s *CredentialStore) run(ctx context.Context) {
-	defer close(s.done)
-	coord.FollowSessions(ctx, "sasl: SCRAM credential cache", s.connect, s.follow, s.log)
 }
 
 // follow loads every user and then re-reads each user a change

@@ -274,17 +274,8 @@ func parseAcks(s string) (kgo.Acks, error) {
 }
 
 func parseCompression(s string) (kgo.CompressionCodec, error) {
-	switch s {
-	case "none", "":
-		return kgo.NoCompression(), nil
-	case "gzip":
-		return kgo.GzipCompression(), nil
-	case "snappy":
-		return kgo.SnappyCompression(), nil
-	case "lz4":
-		return kgo.Lz4Compression(), nil
-	case "zstd":
-		return kgo.ZstdCompression(), nil
+	if codec, ok := network.Compression(s); ok {
+		return codec, nil
 	}
 	return kgo.CompressionCodec{}, badFlag("compression", s, "want none, gzip, snappy, lz4 or zstd")
 }

@@ -87,7 +87,7 @@ func runJobsServe(cmd *cobra.Command, o jobsServeOptions) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	var connect func(context.Context) (coord.Session, error)
+	var connect coord.SessionFactory
 	if o.zookeeper == "" {
 		logger.Warn("no --zookeeper: coordinating in memory; run history is lost when the scheduler stops")
 		srv := memcoord.NewServer()

@@ -89,6 +89,11 @@ const (
 	OpCheck // fails the Multi unless the node's version equals Version
 )
 
+// SessionFactory opens a new session. Every component that outlives a
+// session (a broker, a group member, a cache following the tree) holds one
+// and calls it again after each session ends.
+type SessionFactory func(ctx context.Context) (Session, error)
+
 // Session is one client session against the coordination service. All
 // paths are absolute ("/brokers/ids/1") and relative to the session's chroot.
 //

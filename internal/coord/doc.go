@@ -25,5 +25,11 @@
 // opens a new one when it has ended (the ACL and SCRAM credential stores'
 // writes use it); it is safe for concurrent use. FollowSessions keeps a
 // cache following the tree across sessions: a new session after each loss,
-// spaced by FollowBackoff (the ACL, SCRAM credential and quota caches).
+// spaced by FollowBackoff (the ACL, SCRAM credential and quota caches,
+// which run it in the background from their start to their Close through a
+// Follower).
+//
+// Register creates the ephemeral node that names a process (a broker's id,
+// a consumer's id), waiting up to a bound for an earlier session of the
+// same process to let go of it and refusing another process's at once.
 package coord

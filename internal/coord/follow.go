@@ -17,7 +17,7 @@ const FollowBackoff = 500 * time.Millisecond
 // with a new session, until ctx is done. follow must load the whole state
 // again on each session: notifications missed between two sessions are not
 // replayed.
-func FollowSessions(ctx context.Context, what string, connect func(context.Context) (Session, error),
+func FollowSessions(ctx context.Context, what string, connect SessionFactory,
 	follow func(context.Context, Session) error, log *slog.Logger) {
 	for ctx.Err() == nil {
 		sess, err := connect(ctx)
@@ -35,4 +35,31 @@ func FollowSessions(ctx context.Context, what string, connect func(context.Conte
 		case <-time.After(FollowBackoff):
 		}
 	}
+}
+
+// Follower is a FollowSessions loop running in the background, for a
+// component whose cache follows the tree from its start to its Close.
+type Follower struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// StartFollower runs FollowSessions(ctx, what, connect, follow, log) in a
+// goroutine until Stop or until ctx ends.
+func StartFollower(ctx context.Context, what string, connect SessionFactory,
+	follow func(context.Context, Session) error, log *slog.Logger) *Follower {
+	ctx, cancel := context.WithCancel(ctx)
+	f := &Follower{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		FollowSessions(ctx, what, connect, follow, log)
+	}()
+	return f
+}
+
+// Stop ends the loop and waits for it: its last session is closed when
+// Stop returns.
+func (f *Follower) Stop() {
+	f.cancel()
+	<-f.done
 }

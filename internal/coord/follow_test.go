@@ -67,3 +67,27 @@ func TestFollowSessions(t *testing.T) {
 		t.Fatal("FollowSessions did not return after cancel")
 	}
 }
+
+// TestFollowerStop: Stop ends the loop, and the session it followed is
+// closed by the time Stop returns.
+func TestFollowerStop(t *testing.T) {
+	server := memcoord.NewServer()
+	sessions := make(chan coord.Session, 1)
+	follow := func(ctx context.Context, sess coord.Session) error {
+		sessions <- sess
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	connect := func(context.Context) (coord.Session, error) { return server.Connect(memcoord.Config{}), nil }
+	f := coord.StartFollower(context.Background(), "test cache", connect, follow, slog.New(slog.DiscardHandler))
+	var sess coord.Session
+	select {
+	case sess = <-sessions:
+	case <-time.After(time.Minute):
+		t.Fatal("no session followed")
+	}
+	f.Stop()
+	if _, _, err := sess.Get(context.Background(), "/"); !errors.Is(err, coord.ErrClosed) {
+		t.Fatalf("session after Stop: Get = %v, want ErrClosed", err)
+	}
+}

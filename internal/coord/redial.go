@@ -11,7 +11,7 @@ import (
 // opened on first use and opened again once it has ended. It is safe for
 // concurrent use.
 type Redialer struct {
-	connect   func(context.Context) (Session, error)
+	connect   SessionFactory
 	closedErr error
 
 	mu     sync.Mutex
@@ -21,7 +21,7 @@ type Redialer struct {
 
 // NewRedialer returns a Redialer opening sessions with connect; after
 // Close, Do returns closedErr (the caller's own ErrClosed).
-func NewRedialer(connect func(context.Context) (Session, error), closedErr error) *Redialer {
+func NewRedialer(connect SessionFactory, closedErr error) *Redialer {
 	return &Redialer{connect: connect, closedErr: closedErr}
 }
 

@@ -8,7 +8,8 @@
 //     producer or consumer options. Every Kafka client of the project
 //     (broker replica fetchers, mirror, loader, client library, audit
 //     service, CLI) is built here; franz-go's log lines reach slog through
-//     KgoLogger.
+//     KgoLogger. Compression is the one reader of compression.type names
+//     (none, gzip, snappy, lz4, zstd, any case) for every producer.
 //
 //   - Kafka listeners: ListenKafka binds the address a broker serves the
 //     Kafka protocol on; ListenKafkaTLS wraps each accepted connection in a

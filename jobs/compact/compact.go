@@ -51,7 +51,7 @@ func ParseTimestampType(s string) (string, error) {
 	case TimestampINT64:
 		return t, nil
 	}
-	return "", fmt.Errorf("%w: parquet timestamp type %q: want INT96 or INT64", ErrBadConfig, s)
+	return "", fmt.Errorf("%w: parquet timestamp type %q: want INT96 or INT64", ErrInvalidConfig, s)
 }
 
 // flushRows is how many decoded rows a Parquet writer holds before shredding them.
@@ -97,7 +97,7 @@ type Config struct {
 	// of the value record): the rows of each of their Parquet files are
 	// ordered by it, nulls first, ties in input order (see doc.go). A key
 	// is a property of the data, so the operator's choice; a column the
-	// hour's schema lacks fails the hour with ErrBadConfig. Topics without
+	// hour's schema lacks fails the hour with ErrInvalidConfig. Topics without
 	// one keep the input order.
 	SortBy map[string][]string
 	// SortBufferBytes bounds the rows held for sorting, estimated as
@@ -134,34 +134,34 @@ type Config struct {
 func (c Config) Validate() error {
 	var errs []error
 	if c.FS == nil || c.Base == "" {
-		errs = append(errs, fmt.Errorf("%w: FS and Base are required", ErrBadConfig))
+		errs = append(errs, fmt.Errorf("%w: FS and Base are required", ErrInvalidConfig))
 	}
 	if c.ClosedThrough == nil {
-		errs = append(errs, fmt.Errorf("%w: ClosedThrough is required", ErrBadConfig))
+		errs = append(errs, fmt.Errorf("%w: ClosedThrough is required", ErrInvalidConfig))
 	}
 	if c.Delay < 0 {
-		errs = append(errs, fmt.Errorf("%w: negative delay", ErrBadConfig))
+		errs = append(errs, fmt.Errorf("%w: negative delay", ErrInvalidConfig))
 	}
 	if c.Codec != "" && c.Codec != "snappy" && c.Codec != "zstd" {
-		errs = append(errs, fmt.Errorf("%w: codec %q: want zstd or snappy", ErrBadConfig, c.Codec))
+		errs = append(errs, fmt.Errorf("%w: codec %q: want zstd or snappy", ErrInvalidConfig, c.Codec))
 	}
 	if c.TimestampType != "" && c.TimestampType != TimestampINT96 && c.TimestampType != TimestampINT64 {
-		errs = append(errs, fmt.Errorf("%w: timestamp type %q: want INT96 or INT64", ErrBadConfig, c.TimestampType))
+		errs = append(errs, fmt.Errorf("%w: timestamp type %q: want INT96 or INT64", ErrInvalidConfig, c.TimestampType))
 	}
 	if c.TargetFileSize < 0 {
-		errs = append(errs, fmt.Errorf("%w: negative target file size", ErrBadConfig))
+		errs = append(errs, fmt.Errorf("%w: negative target file size", ErrInvalidConfig))
 	}
 	if err := validateSortBy(c.SortBy); err != nil {
 		errs = append(errs, err)
 	}
 	if c.SortBufferBytes < 0 {
-		errs = append(errs, fmt.Errorf("%w: negative sort buffer size", ErrBadConfig))
+		errs = append(errs, fmt.Errorf("%w: negative sort buffer size", ErrInvalidConfig))
 	}
 	if c.Threshold < 0 || c.Threshold > 1 {
-		errs = append(errs, fmt.Errorf("%w: completeness.threshold %v: want a fraction in (0, 1]", ErrBadConfig, c.Threshold))
+		errs = append(errs, fmt.Errorf("%w: completeness.threshold %v: want a fraction in (0, 1]", ErrInvalidConfig, c.Threshold))
 	}
 	if c.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("%w: negative completeness.timeout", ErrBadConfig))
+		errs = append(errs, fmt.Errorf("%w: negative completeness.timeout", ErrInvalidConfig))
 	}
 	return errors.Join(errs...)
 }
@@ -318,7 +318,7 @@ func (c *Compactor) Run(ctx context.Context) (Summary, error) {
 
 // runError is Run's error: its message lists every failure, and it wraps
 // the failed hours' errors so that a caller can classify them
-// (errors.Is(err, ErrBadConfig) for a sort key the schema lacks).
+// (errors.Is(err, ErrInvalidConfig) for a sort key the schema lacks).
 type runError struct {
 	msg  string
 	errs []error

@@ -225,7 +225,7 @@
 // values as Parquet's logical types order them (numbers signed, strings
 // and bytes bytewise, decimals by value, false before true), ties in the
 // input order (partition, then offset). A column an hour's schema lacks,
-// or one without an order, fails the hour with ErrBadConfig naming the
+// or one without an order, fails the hour with ErrInvalidConfig naming the
 // topic and the column (Run's error wraps it); the hour stays Avro.
 //
 // Memory stays bounded: rows are sorted in a buffer of

@@ -3,8 +3,8 @@ package compact
 import "errors"
 
 var (
-	// ErrBadConfig: a Config field is invalid; the message names it.
-	ErrBadConfig = errors.New("compact: invalid configuration")
+	// ErrInvalidConfig: a Config field is invalid; the message names it.
+	ErrInvalidConfig = errors.New("compact: invalid configuration")
 	// ErrUnsupportedSchema: an Avro schema has no Parquet mapping here (e.g. a recursive record).
 	ErrUnsupportedSchema = errors.New("compact: unsupported Avro schema")
 )

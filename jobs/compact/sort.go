@@ -31,10 +31,10 @@ func ParseSortBy(specs []string) (map[string][]string, error) {
 		topic, cols, ok := strings.Cut(s, "=")
 		topic = strings.TrimSpace(topic)
 		if !ok || topic == "" || strings.TrimSpace(cols) == "" {
-			return nil, fmt.Errorf("%w: sort key %q: want TOPIC=COL[,COL...]", ErrBadConfig, s)
+			return nil, fmt.Errorf("%w: sort key %q: want TOPIC=COL[,COL...]", ErrInvalidConfig, s)
 		}
 		if _, dup := out[topic]; dup {
-			return nil, fmt.Errorf("%w: sort key of topic %q given twice", ErrBadConfig, topic)
+			return nil, fmt.Errorf("%w: sort key of topic %q given twice", ErrInvalidConfig, topic)
 		}
 		list := strings.Split(cols, ",")
 		for i := range list {
@@ -59,17 +59,17 @@ func validateSortBy(sortBy map[string][]string) error {
 	for _, t := range topics {
 		cols := sortBy[t]
 		if t == "" {
-			return fmt.Errorf("%w: sort key for an empty topic name", ErrBadConfig)
+			return fmt.Errorf("%w: sort key for an empty topic name", ErrInvalidConfig)
 		}
 		if len(cols) == 0 {
-			return fmt.Errorf("%w: sort key of topic %q has no columns", ErrBadConfig, t)
+			return fmt.Errorf("%w: sort key of topic %q has no columns", ErrInvalidConfig, t)
 		}
 		for i, c := range cols {
 			if !avroName.MatchString(c) {
-				return fmt.Errorf("%w: sort key of topic %q: column %q is not a field name", ErrBadConfig, t, c)
+				return fmt.Errorf("%w: sort key of topic %q: column %q is not a field name", ErrInvalidConfig, t, c)
 			}
 			if slices.Contains(cols[:i], c) {
-				return fmt.Errorf("%w: sort key of topic %q: column %q given twice", ErrBadConfig, t, c)
+				return fmt.Errorf("%w: sort key of topic %q: column %q given twice", ErrInvalidConfig, t, c)
 			}
 		}
 	}
@@ -96,11 +96,11 @@ func (c *Compactor) sortKey(topic string, root *node, schemaID uint32) ([]sortCo
 	for _, col := range cols {
 		i := slices.IndexFunc(root.children, func(n *node) bool { return n.field == col })
 		if i < 0 {
-			return nil, fmt.Errorf("%w: sort key of topic %q: column %q is not a top-level field of schema %d", ErrBadConfig, topic, col, schemaID)
+			return nil, fmt.Errorf("%w: sort key of topic %q: column %q is not a top-level field of schema %d", ErrInvalidConfig, topic, col, schemaID)
 		}
 		n := root.children[i]
 		if n.kind != kindLeaf {
-			return nil, fmt.Errorf("%w: sort key of topic %q: column %q of schema %d is a record, array, map or union of several types, which has no order", ErrBadConfig, topic, col, schemaID)
+			return nil, fmt.Errorf("%w: sort key of topic %q: column %q of schema %d is a record, array, map or union of several types, which has no order", ErrInvalidConfig, topic, col, schemaID)
 		}
 		key = append(key, sortColumn{field: col, unwrap: n.unwrap})
 	}

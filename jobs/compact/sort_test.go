@@ -113,7 +113,7 @@ func TestSortBufferBound(t *testing.T) {
 
 // TestSortByColumnNotInSchema: a sort column the hour's schema lacks, or
 // one of a type without an order, fails that topic's hours with
-// ErrBadConfig naming the topic and the column; they stay Avro, and other
+// ErrInvalidConfig naming the topic and the column; they stay Avro, and other
 // topics are compacted.
 func TestSortByColumnNotInSchema(t *testing.T) {
 	for _, col := range []string{"user_name", "tags", "attrs", "device", "extra"} {
@@ -127,8 +127,8 @@ func TestSortByColumnNotInSchema(t *testing.T) {
 				t.Fatal(err)
 			}
 			sum, err := c.Run(context.Background())
-			if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), `topic "pv"`) || !strings.Contains(err.Error(), fmt.Sprintf("column %q", col)) {
-				t.Errorf("run error %v: want ErrBadConfig naming topic \"pv\" and column %q", err, col)
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), `topic "pv"`) || !strings.Contains(err.Error(), fmt.Sprintf("column %q", col)) {
+				t.Errorf("run error %v: want ErrInvalidConfig naming topic \"pv\" and column %q", err, col)
 			}
 			if sum.HoursCompacted != 1 || len(sum.HoursFailed) != 1 || sum.SortedRuns != 1 {
 				t.Errorf("summary %+v: want the other topic's hour compacted (sorted) and pv's failed", sum)
@@ -159,20 +159,20 @@ func TestSortByConfig(t *testing.T) {
 		{"pv=user,user", `topic "pv": column "user" given twice`},
 	} {
 		_, err := ParseSortBy([]string{c.spec})
-		if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("ParseSortBy(%q) = %v, want ErrBadConfig with %q", c.spec, err, c.want)
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ParseSortBy(%q) = %v, want ErrInvalidConfig with %q", c.spec, err, c.want)
 		}
 	}
-	if _, err := ParseSortBy([]string{"pv=user", "pv=seq"}); !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), `topic "pv" given twice`) {
+	if _, err := ParseSortBy([]string{"pv=user", "pv=seq"}); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), `topic "pv" given twice`) {
 		t.Errorf("a topic twice: %v", err)
 	}
 	for _, sortBy := range []map[string][]string{{"pv": nil}, {"": {"user"}}, {"pv": {"1st"}}} {
 		_, err := New(Config{FS: filesys.Local(), Base: t.TempDir(), ClosedThrough: closedAll, SortBy: sortBy})
-		if !errors.Is(err, ErrBadConfig) {
-			t.Errorf("New with SortBy %v: %v, want ErrBadConfig", sortBy, err)
+		if !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("New with SortBy %v: %v, want ErrInvalidConfig", sortBy, err)
 		}
 	}
-	if _, err := New(Config{FS: filesys.Local(), Base: t.TempDir(), ClosedThrough: closedAll, SortBufferBytes: -1}); !errors.Is(err, ErrBadConfig) {
+	if _, err := New(Config{FS: filesys.Local(), Base: t.TempDir(), ClosedThrough: closedAll, SortBufferBytes: -1}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("negative SortBufferBytes: %v", err)
 	}
 }

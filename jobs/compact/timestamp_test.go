@@ -183,11 +183,11 @@ func deref(p *int64) any {
 }
 
 // TestTimestampTypeValidated: a TimestampType other than INT96 or INT64
-// fails New with ErrBadConfig naming it; ParseTimestampType takes either
+// fails New with ErrInvalidConfig naming it; ParseTimestampType takes either
 // case and gives INT96 for "".
 func TestTimestampTypeValidated(t *testing.T) {
 	_, err := New(Config{FS: filesys.Local(), Base: t.TempDir(), ClosedThrough: closedAll, TimestampType: "INT32"})
-	if !errors.Is(err, ErrBadConfig) || err.Error() != `compact: invalid configuration: timestamp type "INT32": want INT96 or INT64` {
+	if !errors.Is(err, ErrInvalidConfig) || err.Error() != `compact: invalid configuration: timestamp type "INT32": want INT96 or INT64` {
 		t.Errorf("New with INT32: %v", err)
 	}
 	for in, want := range map[string]string{"": TimestampINT96, "int96": TimestampINT96, "INT64": TimestampINT64, " int64 ": TimestampINT64} {
@@ -195,7 +195,7 @@ func TestTimestampTypeValidated(t *testing.T) {
 			t.Errorf("ParseTimestampType(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	if _, err := ParseTimestampType("TIMESTAMP_MILLIS"); !errors.Is(err, ErrBadConfig) {
-		t.Errorf("ParseTimestampType(TIMESTAMP_MILLIS): %v, want ErrBadConfig", err)
+	if _, err := ParseTimestampType("TIMESTAMP_MILLIS"); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("ParseTimestampType(TIMESTAMP_MILLIS): %v, want ErrInvalidConfig", err)
 	}
 }

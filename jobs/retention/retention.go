@@ -13,8 +13,8 @@ import (
 	"github.com/tributary/tributary/internal/filesys"
 )
 
-// ErrBadConfig: a Config field is invalid; the message names it.
-var ErrBadConfig = errors.New("retention: invalid configuration")
+// ErrInvalidConfig: a Config field is invalid; the message names it.
+var ErrInvalidConfig = errors.New("retention: invalid configuration")
 
 // Config configures a retention run.
 type Config struct {
@@ -37,17 +37,17 @@ type Config struct {
 // Validate checks the configuration.
 func (c Config) Validate() error {
 	if c.FS == nil || c.Base == "" {
-		return fmt.Errorf("%w: FS and Base are required", ErrBadConfig)
+		return fmt.Errorf("%w: FS and Base are required", ErrInvalidConfig)
 	}
 	if c.MaxAge < 0 {
-		return fmt.Errorf("%w: max age %v is negative", ErrBadConfig, c.MaxAge)
+		return fmt.Errorf("%w: max age %v is negative", ErrInvalidConfig, c.MaxAge)
 	}
 	if c.MaxAge == 0 && len(c.Topics) == 0 {
-		return fmt.Errorf("%w: give a max age, per-topic ages or both", ErrBadConfig)
+		return fmt.Errorf("%w: give a max age, per-topic ages or both", ErrInvalidConfig)
 	}
 	for t, d := range c.Topics {
 		if d <= 0 {
-			return fmt.Errorf("%w: topic %s: age %v must be positive", ErrBadConfig, t, d)
+			return fmt.Errorf("%w: topic %s: age %v must be positive", ErrInvalidConfig, t, d)
 		}
 	}
 	return nil

@@ -77,8 +77,8 @@ func TestRetention(t *testing.T) {
 func TestRetentionConfig(t *testing.T) {
 	for _, c := range []Config{{}, {FS: filesys.Local(), Base: "/x"}, {FS: filesys.Local(), Base: "/x", MaxAge: -time.Hour},
 		{FS: filesys.Local(), Base: "/x", Topics: map[string]time.Duration{"a": 0}}} {
-		if _, err := Run(context.Background(), c); !errors.Is(err, ErrBadConfig) {
-			t.Errorf("%+v: err %v, want ErrBadConfig", c, err)
+		if _, err := Run(context.Background(), c); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%+v: err %v, want ErrInvalidConfig", c, err)
 		}
 	}
 }

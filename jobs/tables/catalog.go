@@ -84,7 +84,7 @@ func New(cfg Config, schemas Schemas, opts Options) (*Metastore, error) {
 		return nil, err
 	}
 	if schemas == nil {
-		return nil, fmt.Errorf("%w: no schema registry", ErrBadConfig)
+		return nil, fmt.Errorf("%w: no schema registry", ErrInvalidConfig)
 	}
 	cfg = cfg.withDefaults()
 	addrs := make([]string, len(cfg.URIs))

@@ -87,7 +87,7 @@ func (c Config) Validate() error {
 		return nil
 	}
 	if len(c.URIs) == 0 {
-		return fmt.Errorf("%w: hive.metastore.uris is required when hive.integration=true", ErrBadConfig)
+		return fmt.Errorf("%w: hive.metastore.uris is required when hive.integration=true", ErrInvalidConfig)
 	}
 	for _, u := range c.URIs {
 		if _, err := metastoreAddr(u); err != nil {
@@ -97,18 +97,18 @@ func (c Config) Validate() error {
 	switch strings.ToUpper(c.Compatibility) {
 	case "", "BACKWARD", "FULL":
 	default:
-		return fmt.Errorf("%w: schema.compatibility=%s: want BACKWARD or FULL (a table follows the latest schema by adding columns)", ErrBadConfig, c.Compatibility)
+		return fmt.Errorf("%w: schema.compatibility=%s: want BACKWARD or FULL (a table follows the latest schema by adding columns)", ErrInvalidConfig, c.Compatibility)
 	}
 	if validName.MatchString(strings.ToLower(c.Database)) {
-		return fmt.Errorf("%w: hive.database=%q: a Hive name has only letters, digits and _", ErrBadConfig, c.Database)
+		return fmt.Errorf("%w: hive.database=%q: a Hive name has only letters, digits and _", ErrInvalidConfig, c.Database)
 	}
 	if c.FileSystem != "" {
 		if u, err := url.Parse(c.FileSystem); err != nil || u.Scheme == "" || (u.Path != "" && u.Path != "/") {
-			return fmt.Errorf("%w: file system %q is not scheme://authority", ErrBadConfig, c.FileSystem)
+			return fmt.Errorf("%w: file system %q is not scheme://authority", ErrInvalidConfig, c.FileSystem)
 		}
 	}
 	if c.DialTimeout < 0 || c.CallTimeout < 0 {
-		return fmt.Errorf("%w: negative timeout", ErrBadConfig)
+		return fmt.Errorf("%w: negative timeout", ErrInvalidConfig)
 	}
 	return nil
 }
@@ -117,7 +117,7 @@ func (c Config) Validate() error {
 func metastoreAddr(uri string) (string, error) {
 	u, err := url.Parse(strings.TrimSpace(uri))
 	if err != nil || u.Scheme != "thrift" || u.Host == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") {
-		return "", fmt.Errorf("%w: hive.metastore.uris: %q is not thrift://host:port", ErrBadConfig, uri)
+		return "", fmt.Errorf("%w: hive.metastore.uris: %q is not thrift://host:port", ErrInvalidConfig, uri)
 	}
 	return net.JoinHostPort(u.Hostname(), u.Port()), nil
 }

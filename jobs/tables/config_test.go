@@ -100,7 +100,7 @@ func TestOpen(t *testing.T) {
 		t.Fatalf("hive.integration=false: %v, %v; want no metastore, no error", m, err)
 	}
 	_, _, err = Open(properties.New(map[string]string{"hive.integration": "true", "hive.metastore.uris": "thrift://127.0.0.1:9083"}), "/tmp/x", Options{})
-	if !errors.Is(err, ErrNoRegistry) || !errors.Is(err, ErrBadConfig) {
+	if !errors.Is(err, ErrNoRegistry) || !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("no schema.registry.url: %v; want ErrNoRegistry", err)
 	}
 	m, cfg, err := Open(properties.New(map[string]string{"hive.integration": "true", "hive.metastore.uris": "thrift://127.0.0.1:9083",

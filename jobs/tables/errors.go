@@ -7,8 +7,8 @@ import (
 )
 
 var (
-	// ErrBadConfig: a hive.* key or a Config field is invalid; the message names it.
-	ErrBadConfig = errors.New("tables: invalid configuration")
+	// ErrInvalidConfig: a hive.* key or a Config field is invalid; the message names it.
+	ErrInvalidConfig = errors.New("tables: invalid configuration")
 	// ErrBadPartition: a wanted Partition is malformed (unaligned start, unknown format, ...).
 	ErrBadPartition = errors.New("tables: invalid partition")
 	// ErrUnsupportedSchema: an Avro schema has no Hive column mapping (a recursive record, references, ...).

@@ -28,7 +28,7 @@ func Open(p *properties.Props, base string, opts Options) (*Metastore, Config, e
 		return nil, cfg, nil
 	}
 	if rcfg.URL == "" {
-		return nil, cfg, fmt.Errorf("%w: %w", ErrBadConfig, ErrNoRegistry)
+		return nil, cfg, fmt.Errorf("%w: %w", ErrInvalidConfig, ErrNoRegistry)
 	}
 	rc, err := serde.NewRegistryClient(rcfg)
 	if err != nil {

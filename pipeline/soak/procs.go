@@ -277,29 +277,6 @@ func childOf(parent int, words ...string) int {
 	return 0
 }
 
-// threadsStopped reports whether every thread of pid is stopped (state T):
-// a SIGSTOP has taken effect.
-func threadsStopped(pid int) bool {
-	tasks, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
-	if err != nil || len(tasks) == 0 {
-		return false
-	}
-	for _, t := range tasks {
-		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", t.Name(), "stat"))
-		if err != nil {
-			return false
-		}
-		rest := string(stat)
-		if i := strings.LastIndexByte(rest, ')'); i >= 0 {
-			rest = rest[i+1:]
-		}
-		if f := strings.Fields(rest); len(f) == 0 || (f[0] != "T" && f[0] != "t") {
-			return false
-		}
-	}
-	return true
-}
-
 func isClosed(c chan struct{}) bool {
 	if c == nil {
 		return true

@@ -48,10 +48,13 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 main_class=tributary.testing.hdfs.TestHdfs
 
+me="hdfs start.sh"
 die() {
-	echo "hdfs start.sh: $*" >&2
+	echo "$me: $*" >&2
 	exit 1
 }
+# shellcheck source=../jvm.sh
+. "$here/../jvm.sh"
 
 usage() {
 	echo "usage: start.sh PORT DATADIR [--datanodes N] [--datanode-control] [--kerberos [--protection P] [--cipher-suites S]]" >&2
@@ -108,52 +111,9 @@ log_level=${TRIBUTARY_HDFS_LOG_LEVEL:-WARN}
 timeout=${TRIBUTARY_HDFS_START_TIMEOUT:-120}
 cache=${TRIBUTARY_HDFS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tributary-hdfs}
 
-# alive PID: the process exists and is not a zombie. `kill -0` is not enough:
-# where nothing reaps orphans an exited JVM stays a zombie, and kill -0
-# succeeds on zombies.
-alive() {
-	local stat
-	stat=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
-	[[ -n $stat && $stat != Z* ]]
-}
-
-# find_java prints the java to use. Not the first on PATH: these machines
-# also carry a newer JDK that Hadoop 3.3 cannot run on.
-find_java() {
-	local candidate
-	if [ -n "${TRIBUTARY_JAVA:-}" ]; then
-		echo "$TRIBUTARY_JAVA"
-		return
-	fi
-	for candidate in /usr/lib/jvm/java-17-openjdk-*/bin/java /usr/lib/jvm/*-17-*/bin/java; do
-		if [ -x "$candidate" ]; then
-			echo "$candidate"
-			return
-		fi
-	done
-	command -v java || die "no java found: install OpenJDK 17 (make deps) or set TRIBUTARY_JAVA"
-}
-
-java=$(find_java)
-[ -x "$java" ] || die "java $java is not executable (TRIBUTARY_JAVA)"
-java_major=$("$java" -version 2>&1 | sed -n 's/^.*version "\([0-9]*\)[."].*$/\1/p' | head -n 1)
-[ -n "$java_major" ] || die "cannot tell the version of $java"
-if [ "$java_major" -lt 11 ] || [ "$java_major" -gt 22 ]; then
-	die "$java is Java $java_major; Hadoop $hadoop_version's MiniDFSCluster needs Java 11..22 (17 is tested; set TRIBUTARY_JAVA)"
-fi
+pick_java "Hadoop $hadoop_version's MiniDFSCluster"
 javac=$(dirname "$java")/javac
 [ -x "$javac" ] || die "$javac missing: a JDK, not only a JRE, is needed (make deps installs openjdk-17-jdk-headless)"
-java_home=$(dirname "$(dirname "$java")")
-
-# publish TMP DEST: makes the finished directory TMP visible as DEST in one
-# rename. Two starts racing on a cold cache both build; the loser drops its copy.
-publish() {
-	touch "$1/.complete"
-	if ! mv -T "$1" "$2" 2>/dev/null; then
-		rm -rf "$1"
-	fi
-	[ -f "$2/.complete" ] || die "could not populate $2"
-}
 
 mkdir -p "$cache"
 lib_hash=$( { cat "$here/pom.xml"; echo "$hadoop_version"; } | sha256sum | cut -c1-12)
@@ -197,15 +157,7 @@ mkdir -p "$datadir"
 pidfile=$datadir/minihdfs.pid
 ready=$datadir/minihdfs.ready
 log=$datadir/minihdfs.log
-if [ -f "$pidfile" ]; then
-	old=$(cat "$pidfile")
-	if [[ $old =~ ^[0-9]+$ ]] && alive "$old" && tr '\0' ' ' <"/proc/$old/cmdline" 2>/dev/null | grep -qF -- "$datadir/"; then
-		die "$datadir is in use by the running cluster $old (stop.sh $datadir)"
-	fi
-fi
-if timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null; then
-	die "port 127.0.0.1:$port is already in use"
-fi
+refuse_busy "$pidfile" "$datadir" "$port" cluster
 rm -rf "$datadir/dfs" "$datadir/tmp" "$ready" "$ready.tmp" "$pidfile" "$datadir/datanode.control" "$datadir/datanode.control.state" \
 	"$datadir/cluster.env" "$datadir/krb5.conf" "$datadir/keytabs" "$datadir/kdc" "$datadir/ssl" "$datadir/conf"
 mkdir -p "$datadir/tmp"

@@ -34,10 +34,13 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 hive_version=3.1.3
 
+me="hive-metastore start.sh"
 die() {
-	echo "hive-metastore start.sh: $*" >&2
+	echo "$me: $*" >&2
 	exit 1
 }
+# shellcheck source=../jvm.sh
+. "$here/../jvm.sh"
 
 fetch_only=
 if [ $# -eq 1 ] && [ "$1" = --fetch ]; then
@@ -55,48 +58,7 @@ timeout=${TRIBUTARY_HMS_START_TIMEOUT:-120}
 cache=${TRIBUTARY_HMS_CACHE:-$(cd "$here/../.." && pwd)/.cache/hive-metastore}
 warehouse=${TRIBUTARY_HMS_WAREHOUSE:-file://$datadir/warehouse}
 
-# alive PID: exists and is not a zombie (where nothing reaps orphans an
-# exited JVM stays a zombie, and kill -0 succeeds on zombies).
-alive() {
-	local stat
-	stat=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
-	[[ -n $stat && $stat != Z* ]]
-}
-
-# find_java: not the first java on PATH, which may be a JDK too new for Hadoop 3.3.
-find_java() {
-	local candidate
-	if [ -n "${TRIBUTARY_JAVA:-}" ]; then
-		echo "$TRIBUTARY_JAVA"
-		return
-	fi
-	for candidate in /usr/lib/jvm/java-17-openjdk-*/bin/java /usr/lib/jvm/*-17-*/bin/java; do
-		if [ -x "$candidate" ]; then
-			echo "$candidate"
-			return
-		fi
-	done
-	command -v java || die "no java found: install OpenJDK 17 (make deps) or set TRIBUTARY_JAVA"
-}
-
-java=$(find_java)
-[ -x "$java" ] || die "java $java is not executable (TRIBUTARY_JAVA)"
-java_major=$("$java" -version 2>&1 | sed -n 's/^.*version "\([0-9]*\)[."].*$/\1/p' | head -n 1)
-[ -n "$java_major" ] || die "cannot tell the version of $java"
-if [ "$java_major" -lt 11 ] || [ "$java_major" -gt 22 ]; then
-	die "$java is Java $java_major; the metastore's Hadoop 3.3 needs Java 11..22 (17 is tested; set TRIBUTARY_JAVA)"
-fi
-java_home=$(dirname "$(dirname "$java")")
-
-# publish TMP DEST: makes the finished directory TMP visible as DEST in one
-# rename; of two starts racing on a cold cache the loser drops its copy.
-publish() {
-	touch "$1/.complete"
-	if ! mv -T "$1" "$2" 2>/dev/null; then
-		rm -rf "$1"
-	fi
-	[ -f "$2/.complete" ] || die "could not populate $2"
-}
+pick_java "the metastore's Hadoop 3.3"
 
 # mvn_into DIR WHAT GOAL...: runs a Maven goal of pom.xml that writes into DIR.
 mvn_into() {
@@ -139,15 +101,7 @@ mkdir -p "$datadir"
 pidfile=$datadir/hms.pid
 ready=$datadir/hms.ready
 log=$datadir/hms.log
-if [ -f "$pidfile" ]; then
-	old=$(cat "$pidfile")
-	if [[ $old =~ ^[0-9]+$ ]] && alive "$old" && tr '\0' ' ' <"/proc/$old/cmdline" 2>/dev/null | grep -qF -- "$datadir/"; then
-		die "$datadir is in use by the running metastore $old (stop.sh $datadir)"
-	fi
-fi
-if timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null; then
-	die "port 127.0.0.1:$port is already in use"
-fi
+refuse_busy "$pidfile" "$datadir" "$port" metastore
 rm -rf "$ready" "$pidfile" "$datadir/tmp" "$datadir/conf"
 mkdir -p "$datadir/tmp" "$datadir/conf"
 sed -e "s#@PORT@#$port#g" -e "s#@DATADIR@#$datadir#g" -e "s#@WAREHOUSE@#$warehouse#g" \
