@@ -20,6 +20,7 @@ import (
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/broker/group"
 	"github.com/tributary/tributary/broker/txn"
+	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/security"
 )
@@ -37,7 +38,7 @@ type Broker struct {
 
 	// connect opens coordination sessions; standalone marks the private
 	// in-process coordinator of the single-node mode.
-	connect    cluster.SessionFactory
+	connect    coord.SessionFactory
 	standalone bool
 
 	mu     sync.RWMutex

@@ -8,7 +8,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
@@ -30,7 +29,7 @@ func newTestCluster(t testing.TB, ce *coordEnv) *brokertest.Cluster {
 	if ce.zkConnect != "" {
 		return brokertest.NewCluster(t, clusterSize, brokertest.ZooKeeperConnect(ce.zkConnect))
 	}
-	return brokertest.NewCluster(t, clusterSize, brokertest.Coordinator(cluster.SessionFactory(ce.connect)))
+	return brokertest.NewCluster(t, clusterSize, brokertest.Coordinator(ce.connect))
 }
 
 // newZKCluster is the usual setup of a group test: a fresh chroot of the

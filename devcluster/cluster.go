@@ -214,7 +214,7 @@ type Cluster struct {
 	cfg     Config
 	dir     string
 	srv     *memcoord.Server // nil on ZooKeeper
-	connect func(context.Context) (coord.Session, error)
+	connect coord.SessionFactory
 	logger  *slog.Logger
 
 	mu      sync.Mutex
@@ -381,7 +381,7 @@ func (c *Cluster) writeScramUsers(ctx context.Context) error {
 // SCRAM-SHA-512 credentials in the coordination service connect reaches,
 // as `kafka-configs --zookeeper --alter --add-config SCRAM-SHA-512=...`
 // does: brokers of that cluster, running or started later, log them in.
-func WriteScramUsers(ctx context.Context, connect func(context.Context) (coord.Session, error), users map[string]string, logger *slog.Logger) error {
+func WriteScramUsers(ctx context.Context, connect coord.SessionFactory, users map[string]string, logger *slog.Logger) error {
 	if len(users) == 0 {
 		return nil
 	}
@@ -447,11 +447,11 @@ func (c *Cluster) withACLStore(ctx context.Context, op func(*acl.Store) error) e
 // StoreACLs stores bindings in the coordination service connect reaches
 // (Kafka's ACL nodes, as `kafka-acls --authorizer-properties` writes
 // them), where the brokers' authorizers of that cluster follow them.
-func StoreACLs(ctx context.Context, connect func(context.Context) (coord.Session, error), bindings []acl.Binding, logger *slog.Logger) error {
+func StoreACLs(ctx context.Context, connect coord.SessionFactory, bindings []acl.Binding, logger *slog.Logger) error {
 	return withACLStore(ctx, connect, logger, func(s *acl.Store) error { return createACLs(ctx, s, bindings) })
 }
 
-func withACLStore(ctx context.Context, connect func(context.Context) (coord.Session, error), logger *slog.Logger, op func(*acl.Store) error) error {
+func withACLStore(ctx context.Context, connect coord.SessionFactory, logger *slog.Logger, op func(*acl.Store) error) error {
 	s := acl.NewStore(ctx, connect, acl.New(acl.Config{}), logger)
 	defer s.Close()
 	select {
@@ -536,10 +536,10 @@ func (c *Cluster) RegistryURL() string { return c.regURL }
 // ZooKeeper returns Config.ZooKeeper ("" on in-process coordination).
 func (c *Cluster) ZooKeeper() string { return c.cfg.ZooKeeper }
 
-// Connector opens a session on the cluster's coordination service, as a
-// client.Connector or cluster.SessionFactory does: consumer groups of the
+// Connector opens a session on the cluster's coordination service:
+// consumer groups of the
 // cluster (the mirror's, the loader's) coordinate through it.
-func (c *Cluster) Connector() func(context.Context) (coord.Session, error) { return c.connect }
+func (c *Cluster) Connector() coord.SessionFactory { return c.connect }
 
 // Memcoord returns the in-process coordination server, nil on ZooKeeper.
 func (c *Cluster) Memcoord() *memcoord.Server { return c.srv }

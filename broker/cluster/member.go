@@ -12,12 +12,6 @@ import (
 	"github.com/tributary/tributary/internal/coord"
 )
 
-// SessionFactory is coord.SessionFactory.
-//
-// Deprecated: use coord.SessionFactory; this name is kept only until
-// internal/brokertest, which another branch moves, is switched over.
-type SessionFactory = coord.SessionFactory
-
 // Member is one broker's membership in the cluster: its registration, its
 // candidacy for controller (and the controller's work while elected) and a
 // watch-fed cache of the cluster metadata.

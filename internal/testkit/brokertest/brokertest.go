@@ -20,7 +20,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker"
-	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
@@ -45,9 +44,9 @@ const (
 type Cluster struct {
 	opts    options
 	dir     string
-	zk      string                 // zookeeper.connect, "" off ZooKeeper
-	srv     *memcoord.Server       // the shared memcoord server, if any
-	connect cluster.SessionFactory // nil for New's single-node broker
+	zk      string               // zookeeper.connect, "" off ZooKeeper
+	srv     *memcoord.Server     // the shared memcoord server, if any
+	connect coord.SessionFactory // nil for New's single-node broker
 	logger  *slog.Logger
 
 	mu      sync.Mutex
@@ -269,7 +268,7 @@ func (c *Cluster) ZooKeeper() string { return c.zk }
 // Connector opens a session on the brokers' coordination service, for
 // group members and for reading the registry directly; nil for New's
 // single-node broker, whose coordinator is private.
-func (c *Cluster) Connector() cluster.SessionFactory { return c.connect }
+func (c *Cluster) Connector() coord.SessionFactory { return c.connect }
 
 // Memcoord returns the shared in-process coordination server, nil when
 // the brokers use another.

@@ -4,7 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/tributary/tributary/broker"
-	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/internal/coord"
 )
 
 // Option adjusts a fixture; New and NewCluster take the same options.
@@ -15,7 +15,7 @@ type options struct {
 	partitions int32
 	zkFresh    bool
 	zkConnect  string
-	connect    cluster.SessionFactory
+	connect    coord.SessionFactory
 	logger     *slog.Logger
 	brokerOpts []broker.Option
 }
@@ -47,7 +47,7 @@ func ZooKeeperConnect(connect string) Option { return func(o *options) { o.zkCon
 
 // Coordinator makes the brokers join through connect, a coordination
 // service the test also gives its group members.
-func Coordinator(connect cluster.SessionFactory) Option {
+func Coordinator(connect coord.SessionFactory) Option {
 	return func(o *options) { o.connect = connect }
 }
 
