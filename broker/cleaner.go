@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/group"
 	plog "github.com/tributary/tributary/broker/log"
 )
@@ -30,7 +31,7 @@ type logCleaner struct {
 	b        *Broker
 	throttle *ioThrottle
 	mu       sync.Mutex
-	cfg      CleanerConfig
+	cfg      config.Cleaner
 	busy     map[*partition]bool
 	// running marks the threads started and not yet stopped.
 	running map[int]bool
@@ -42,7 +43,7 @@ type logCleaner struct {
 // for by b.wg) unless log.cleaner.enable=false, with the dynamic configs
 // already known applied.
 func (b *Broker) startCleaner() {
-	cfg := b.cfg.Cleaner.withDefaults()
+	cfg := b.cfg.Cleaner.WithDefaults()
 	if cfg.Disable {
 		return
 	}
@@ -54,8 +55,8 @@ func (b *Broker) startCleaner() {
 
 // reconfigure applies the dynamic cleaner settings of next (its other
 // fields are ignored) and starts the threads a higher count needs.
-func (c *logCleaner) reconfigure(next CleanerConfig) {
-	next = next.withDefaults()
+func (c *logCleaner) reconfigure(next config.Cleaner) {
+	next = next.WithDefaults()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cfg.Threads != next.Threads || c.cfg.DedupeBufferSize != next.DedupeBufferSize ||

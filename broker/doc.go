@@ -12,6 +12,8 @@
 // broker/group, and the operators' APIs (below).
 // DescribeUserScramCredentials and AlterUserScramCredentials read and write
 // the SCRAM credentials of /config/users through broker/sasl (scram.go).
+// The configuration, server.properties and the topic-level configs, is
+// broker/config's.
 //
 // # Listeners and TLS
 //
@@ -29,7 +31,7 @@
 // ssl.principal.mapping.rules> or User:ANONYMOUS until a SASL login
 // replaces it with User:<name>.
 //
-// SASL (saslhandshake.go, saslauthenticate.go, saslconfig.go; the
+// SASL (saslhandshake.go, saslauthenticate.go, broker/config's saslconfig.go; the
 // mechanisms are broker/sasl's): on a SASL_* listener only ApiVersions and
 // SaslHandshake (v0–1; after v0 the tokens are bare frames) are served
 // before the login, then SaslAuthenticate (v0–2); anything else closes the
@@ -313,7 +315,7 @@
 // # Topic configs and identity
 //
 // A topic's config overrides (Kafka's topic-level names, see
-// topicConfigKeys) are validated by CreateTopics and stored with the topic
+// config.TopicKeys) are validated by CreateTopics and stored with the topic
 // in /config/topics/<topic>, which holds configs only, so that Kafka's
 // ConfigCommand can alter them too (its change reaches the brokers through
 // their watch on the config node). The topic's random id is Kafka 2.8's

@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/config"
 )
 
 // flakyProxy forwards Kafka connections to a broker and, every cutEvery-th
@@ -115,7 +117,7 @@ func readProxyFrame(c net.Conn) ([]byte, error) {
 
 func TestIdempotentProducerRetriesWithoutDuplicates(t *testing.T) {
 	proxy := newFlakyProxy(t, 7)
-	b := newTestBroker(t, func(c *Config) { c.AdvertisedListeners = "PLAINTEXT://" + proxy.ln.Addr().String() })
+	b := newTestBroker(t, func(c *config.Config) { c.AdvertisedListeners = "PLAINTEXT://" + proxy.ln.Addr().String() })
 	proxy.target = b.Addr()
 	proxy.serve()
 	ctx := testContext(t, 2*time.Minute)

@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/config"
 )
 
 // testRecord is record i of a deterministic stream: every field derives
@@ -137,7 +139,7 @@ func roundTripRecords() int {
 // consumes them back, checking every key, value, header and timestamp and
 // the order and offsets within each partition.
 func TestKgoRoundTripMillionSixPartitions(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) { c.SegmentBytes = 4 << 20 })
+	b := newTestBroker(t, func(c *config.Config) { c.SegmentBytes = 4 << 20 })
 	ctx := testContext(t, 5*time.Minute)
 	const parts = 6
 	if err := b.CreateTopic(testContext(t, time.Minute), "rt", parts); err != nil {
@@ -219,7 +221,7 @@ func TestKgoAcksZero(t *testing.T) {
 }
 
 func TestKgoUnknownTopicAndTooLarge(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) {
+	b := newTestBroker(t, func(c *config.Config) {
 		c.DisableAutoCreateTopics = true
 		c.MessageMaxBytes = 2000
 	})
@@ -250,7 +252,7 @@ func TestKgoUnknownTopicAndTooLarge(t *testing.T) {
 }
 
 func TestKgoAutoCreateOnMetadata(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) { c.NumPartitions = 3 })
+	b := newTestBroker(t, func(c *config.Config) { c.NumPartitions = 3 })
 	ctx := testContext(t, 30*time.Second)
 	cl := newClient(t, b.Addr(), kgo.AllowAutoTopicCreation())
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "made-by-metadata", Value: []byte("v")}).FirstErr(); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/txn"
 )
 
@@ -179,7 +180,7 @@ func (b *Broker) appendPartition(p *partition, records []byte, sp *kmsg.ProduceR
 		sp.ErrorCode = kerr.UnsupportedForMessageFormat.Code
 		return -1
 	}
-	if conf.log.CleanupPolicy != policyDelete {
+	if conf.Log.CleanupPolicy != config.PolicyDelete {
 		if err := requireKeys(records, b.decompressor); err != nil {
 			sp.ErrorCode = kerr.InvalidRecord.Code
 			sp.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("%v in topic partition %s-%d", err, p.topic, p.index))

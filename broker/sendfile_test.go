@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tributary/tributary/broker/config"
 )
 
 const (
@@ -49,7 +51,7 @@ func consumePayload(t testing.TB, ctx context.Context, addr, topic string, n, pa
 // TestFetchUsesSendfile consumes a few MB over real TCP from broker/log
 // segments and checks that every record byte went out by sendfile.
 func TestFetchUsesSendfile(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) { c.SegmentBytes = 1 << 20 })
+	b := newTestBroker(t, func(c *config.Config) { c.SegmentBytes = 1 << 20 })
 	ctx := testContext(t, 2*time.Minute)
 	const topic, parts, n = "zerocopy", 2, 40_000
 	if err := b.CreateTopic(testContext(t, time.Minute), topic, parts); err != nil {

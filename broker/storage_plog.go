@@ -3,6 +3,7 @@ package broker
 import (
 	"log/slog"
 
+	"github.com/tributary/tributary/broker/config"
 	plog "github.com/tributary/tributary/broker/log"
 )
 
@@ -58,8 +59,8 @@ func (l storageLog) ReadBelow(offset int64, maxBytes int, limit int64) (RecordVi
 // topic's (broker defaults and its overrides). Every partition's segment
 // files share files, the broker's descriptor budget for them.
 func openStorageLog(logger *slog.Logger, files *plog.FileCache) logOpener {
-	return func(dir string, settings plogSettings) (PartitionLog, error) {
-		lc := settings.plogConfig()
+	return func(dir string, settings config.LogSettings) (PartitionLog, error) {
+		lc := settings.LogConfig()
 		lc.Logger = logger
 		lc.Files = files
 		l, err := plog.Open(dir, lc)

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/broker/config"
 	plog "github.com/tributary/tributary/broker/log"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
@@ -38,7 +38,7 @@ func TestCleanerSIGKILLAtEveryStep(t *testing.T) {
 				t.Helper()
 				// SIGKILLed at a step, the process may die before it says
 				// it listens: only the others are waited for.
-				t.Setenv(broker.CleanerCrashEnv, crashAt)
+				t.Setenv(config.CleanerCrashEnv, crashAt)
 				props := testproc.WriteProperties(t, dir, "server.properties", map[string]string{
 					"broker.id": "1", "listeners": "PLAINTEXT://127.0.0.1:" + port, "log.dirs": filepath.Join(dir, "data"),
 					"zookeeper.connect": chroot, "log.cleaner.enable": strconv.FormatBool(cleaner),

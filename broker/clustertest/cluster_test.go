@@ -18,6 +18,7 @@ import (
 
 	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/kafkatest"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
@@ -253,7 +254,7 @@ func TestDuplicateBrokerID(t *testing.T) {
 	})
 	t.Run("memcoord", func(t *testing.T) {
 		c := newMemCluster(t, 1)
-		b, err := broker.New(broker.Config{BrokerID: 1, Listeners: "PLAINTEXT://127.0.0.1:0", LogDirs: []string{t.TempDir()}},
+		b, err := broker.New(config.Config{BrokerID: 1, Listeners: "PLAINTEXT://127.0.0.1:0", LogDirs: []string{t.TempDir()}},
 			nil, nil, broker.WithCoordinator(c.Connector()))
 		if err != nil {
 			t.Fatal(err)

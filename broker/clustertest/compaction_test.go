@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/broker/config"
 	plog "github.com/tributary/tributary/broker/log"
 	"github.com/tributary/tributary/internal/testenv"
 )
@@ -23,7 +23,7 @@ import (
 // (fetching across the gaps the cleaner left), and all three replicas then
 // hold the same key → value state, that of a model of what was produced.
 func TestReplicatedCompaction(t *testing.T) {
-	c := newMemClusterWith(t, 3, func(cfg *broker.Config) {
+	c := newMemClusterWith(t, 3, func(cfg *config.Config) {
 		cfg.Replication.LagTimeMax = 2 * time.Second
 		cfg.Cleaner.Backoff = 50 * time.Millisecond
 	})

@@ -1,4 +1,4 @@
-package broker
+package config
 
 import (
 	"errors"
@@ -9,28 +9,28 @@ import (
 )
 
 func TestCleanerTopicConfig(t *testing.T) {
-	defaults := Config{LogDirs: []string{"x"}}.withDefaults().topicDefaults()
+	defaults := Config{LogDirs: []string{"x"}}.WithDefaults().TopicDefaults()
 	for _, tt := range []struct {
 		policy, want string
 		retained     bool // retention by time still applies
 	}{
-		{"compact", policyCompact, false},
-		{"compact,delete", policyCompactDelete, true},
-		{"delete, compact", policyCompactDelete, true},
-		{"delete", policyDelete, true},
+		{"compact", PolicyCompact, false},
+		{"compact,delete", PolicyCompactDelete, true},
+		{"delete, compact", PolicyCompactDelete, true},
+		{"delete", PolicyDelete, true},
 	} {
-		tc, err := resolveTopicConfig(defaults, map[string]string{
+		tc, err := ResolveTopic(defaults, map[string]string{
 			"cleanup.policy": tt.policy, "min.cleanable.dirty.ratio": "0", "min.compaction.lag.ms": "1000",
 			"max.compaction.lag.ms": "60000", "delete.retention.ms": "0", "retention.ms": "3600000",
 		})
 		if err != nil {
 			t.Fatalf("%s: %v", tt.policy, err)
 		}
-		if tc.log.CleanupPolicy != tt.want {
-			t.Errorf("%s: policy %q, want %q", tt.policy, tc.log.CleanupPolicy, tt.want)
+		if tc.Log.CleanupPolicy != tt.want {
+			t.Errorf("%s: policy %q, want %q", tt.policy, tc.Log.CleanupPolicy, tt.want)
 		}
-		lc := tc.log.plogConfig()
-		if lc.Compact != (tt.want != policyDelete) {
+		lc := tc.Log.LogConfig()
+		if lc.Compact != (tt.want != PolicyDelete) {
 			t.Errorf("%s: Compact = %v", tt.policy, lc.Compact)
 		}
 		if got := lc.RetentionMs > 0; got != tt.retained {
@@ -43,14 +43,14 @@ func TestCleanerTopicConfig(t *testing.T) {
 			t.Errorf("engine config %+v", lc)
 		}
 	}
-	lc := defaults.log.plogConfig()
+	lc := defaults.Log.LogConfig()
 	if lc.Compact || lc.MinCleanableDirtyRatio != 0.5 || lc.DeleteRetention != 24*time.Hour || lc.MaxCompactionLag != math.MaxInt64 {
 		t.Errorf("defaults: %+v", lc)
 	}
 }
 
 func TestCleanerBrokerProperties(t *testing.T) {
-	c, _, err := ConfigFromProperties(map[string]string{
+	c, _, err := FromProperties(map[string]string{
 		"log.dirs": "x", "log.cleaner.enable": "false", "log.cleaner.threads": "2",
 		"log.cleaner.dedupe.buffer.size": "4194304", "log.cleaner.io.max.bytes.per.second": "1e6",
 		"log.cleaner.backoff.ms": "250", "log.cleanup.policy": "compact",
@@ -59,17 +59,17 @@ func TestCleanerBrokerProperties(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := CleanerConfig{Disable: true, Threads: 2, DedupeBufferSize: 4 << 20, IOMaxBytesPerSecond: 1e6,
-		Backoff: 250 * time.Millisecond, CleanupPolicy: policyCompact, DeleteRetention: -1}
+	want := Cleaner{Disable: true, Threads: 2, DedupeBufferSize: 4 << 20, IOMaxBytesPerSecond: 1e6,
+		Backoff: 250 * time.Millisecond, CleanupPolicy: PolicyCompact, DeleteRetention: -1}
 	if !reflect.DeepEqual(c.Cleaner, want) {
 		t.Errorf("Cleaner = %+v\nwant      %+v", c.Cleaner, want)
 	}
-	if s := c.withDefaults().topicDefaults().log; s.CleanupPolicy != policyCompact || s.DeleteRetention != 0 {
+	if s := c.WithDefaults().TopicDefaults().Log; s.CleanupPolicy != PolicyCompact || s.DeleteRetention != 0 {
 		t.Errorf("topic defaults %+v", s)
 	}
 	for _, kv := range [][2]string{{"log.cleaner.threads", "0"}, {"log.cleaner.dedupe.buffer.size", "10"},
 		{"log.cleanup.policy", "keep"}, {"log.cleaner.backoff.ms", "0"}} {
-		if _, _, err := ConfigFromProperties(map[string]string{"log.dirs": "x", kv[0]: kv[1]}); err == nil {
+		if _, _, err := FromProperties(map[string]string{"log.dirs": "x", kv[0]: kv[1]}); err == nil {
 			t.Errorf("%s=%s accepted", kv[0], kv[1])
 		}
 	}

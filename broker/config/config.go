@@ -1,4 +1,4 @@
-package broker
+package config
 
 import (
 	"errors"
@@ -32,7 +32,13 @@ const (
 	DefaultSocketRequestMaxBytes  = 100 << 20
 	DefaultZooKeeperSession       = 18 * time.Second
 	DefaultReplicationFactor      = 1
+	// DefaultTLSHandshakeTimeout is ssl.handshake.timeout.ms's default.
+	DefaultTLSHandshakeTimeout = 10 * time.Second
 )
+
+// MaxPartitionsPerTopic bounds one request's work: each partition is a
+// directory and open files, and one broker cannot serve more usefully.
+const MaxPartitionsPerTopic = 10_000
 
 // Config is the broker's configuration. The zero value of every field means
 // "Kafka's default", except LogDirs, which is required. Field comments name
@@ -76,10 +82,10 @@ type Config struct {
 	// SASL is the SASL keys of the SASL_* listeners and of the
 	// inter-broker client (sasl.enabled.mechanisms,
 	// sasl.mechanism.inter.broker.protocol, ...; saslconfig.go).
-	SASL SASLConfig
+	SASL SASL
 	// Authorizer is authorizer.class.name, super.users and
 	// allow.everyone.if.no.acl.found (authorize.go).
-	Authorizer AuthorizerConfig
+	Authorizer Authorizer
 	// LogDirs is log.dirs (or log.dir): directories holding partitions.
 	LogDirs []string
 	// NumPartitions is num.partitions: partitions of auto-created topics
@@ -149,7 +155,7 @@ type Config struct {
 	BrokerRack string
 	// Replication is min.insync.replicas, replica.*, unclean.leader.*,
 	// auto.leader.rebalance.* and controlled.shutdown.* (replicaconfig.go).
-	Replication ReplicationConfig
+	Replication Replication
 	// Groups configures the group coordinator (offsets.topic.*, group.*;
 	// see broker/group.Config and groups.go).
 	Groups group.Config
@@ -159,16 +165,16 @@ type Config struct {
 	// Limits bounds connections, open files and topic creation
 	// (connections.max.idle.ms, max.connections*, log.max.open.files,
 	// controller.mutation.rate; see limits.go).
-	Limits LimitsConfig
+	Limits Limits
 	// Audit is audit.topic.*: how the broker creates the audit topic
 	// (audittopic.go).
-	Audit AuditTopicConfig
+	Audit Audit
 	// Cleaner is log.cleaner.* and the cleaner's topic defaults (cleanerconfig.go).
-	Cleaner CleanerConfig
+	Cleaner Cleaner
 }
 
 // withDefaults returns c with zero fields replaced by defaults.
-func (c Config) withDefaults() Config {
+func (c Config) WithDefaults() Config {
 	if c.Listeners == "" {
 		c.Listeners = DefaultListeners
 	}
@@ -202,7 +208,7 @@ func (c Config) withDefaults() Config {
 	if c.ZooKeeperConnectionTimeout == 0 {
 		c.ZooKeeperConnectionTimeout = c.ZooKeeperSessionTimeout
 	}
-	c.Replication = c.Replication.withDefaults()
+	c.Replication = c.Replication.WithDefaults()
 	if c.DefaultReplicationFactor == 0 {
 		c.DefaultReplicationFactor = DefaultReplicationFactor
 	}
@@ -212,7 +218,7 @@ func (c Config) withDefaults() Config {
 // Validate checks the configuration, after defaults are applied, and
 // returns an error naming the offending key.
 func (c Config) Validate() error {
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	if len(c.LogDirs) == 0 {
 		return fmt.Errorf("%w: log.dirs: at least one directory is required", ErrInvalidConfig)
 	}
@@ -224,7 +230,7 @@ func (c Config) Validate() error {
 	if c.BrokerID < 0 {
 		return fmt.Errorf("%w: broker.id: must be >= 0, got %d", ErrInvalidConfig, c.BrokerID)
 	}
-	if _, err := c.listenerPlan(); err != nil {
+	if _, err := c.ListenerPlan(); err != nil {
 		return err
 	}
 	if c.TLSReloadInterval < 0 {
@@ -294,14 +300,46 @@ func ParseProperties(r io.Reader) (Config, []string, error) {
 	if err != nil {
 		return Config{}, nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	return ConfigFromProperties(props)
+	return FromProperties(props)
 }
 
 // propertySetters maps every known key to the function applying its
-// trimmed value (groups.go, limits.go and replicaconfig.go add theirs). The
-// setters follow internal/properties' rule: a key given is taken literally,
-// so a 0 where 0 is not allowed is refused, never read as the default.
-var propertySetters = map[string]func(c *Config, v string) error{
+// trimmed value: this file's, and those each file keeps beside its fields.
+// The setters follow internal/properties' rule: a key given is taken
+// literally, so a 0 where 0 is not allowed is refused, never read as the
+// default.
+var propertySetters = mergeSetters(brokerSetters, cleanerPropertySetters, replicationSetters,
+	limitPropertySetters, auditPropertySetters, groupPropertySetters, consumerGroupPropertySetters,
+	txnPropertySetters)
+
+// setter applies one key's value to a Config.
+type setter = func(c *Config, v string) error
+
+func mergeSetters(tables ...map[string]setter) map[string]setter {
+	out := map[string]setter{}
+	for _, t := range tables {
+		for k, f := range t {
+			if _, dup := out[k]; dup {
+				panic("config: key " + k + " set twice")
+			}
+			out[k] = f
+		}
+	}
+	return out
+}
+
+// SetProperty applies one server.properties key to c (the dynamic broker
+// configs reuse the static parsers); false if key is not a known key.
+func SetProperty(c *Config, key, value string) (known bool, err error) {
+	set, ok := propertySetters[key]
+	if !ok {
+		return false, nil
+	}
+	return true, set(c, value)
+}
+
+// brokerSetters are the keys of this file's fields.
+var brokerSetters = map[string]func(c *Config, v string) error{
 	"broker.id": func(c *Config, v string) error { return setInt32Min(&c.BrokerID, v, 0) },
 	"node.id":   func(c *Config, v string) error { return setInt32Min(&c.BrokerID, v, 0) },
 	"listeners": func(c *Config, v string) error { c.Listeners = v; return nil },
@@ -402,10 +440,10 @@ var ignoredKeys = []string{
 	"transaction.state.log.replication.factor", "transaction.state.log.min.isr",
 }
 
-// ConfigFromProperties builds a Config from Kafka-named properties. It
+// FromProperties builds a Config from Kafka-named properties. It
 // returns warnings for unknown keys (sorted) and an error naming every
 // invalid value, or else the first error of Validate.
-func ConfigFromProperties(props map[string]string) (Config, []string, error) {
+func FromProperties(props map[string]string) (Config, []string, error) {
 	var c Config
 	p := properties.New(props)
 	p.Ignore(ignoredKeys...)

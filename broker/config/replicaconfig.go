@@ -1,4 +1,4 @@
-package broker
+package config
 
 import (
 	"fmt"
@@ -21,10 +21,10 @@ const (
 	DefaultLeaderImbalanceCheckInterval = cluster.DefaultLeaderImbalanceCheckInterval
 )
 
-// ReplicationConfig is the broker's replication settings. Zero values mean
+// Replication is the broker's replication settings. Zero values mean
 // Kafka's defaults; the booleans are stored negated so that the zero value
 // is Kafka's default (true) for those that default to true.
-type ReplicationConfig struct {
+type Replication struct {
 	// MinInsyncReplicas is min.insync.replicas: the smallest ISR with which
 	// an acks=all produce is accepted (also a topic config).
 	MinInsyncReplicas int32
@@ -52,11 +52,11 @@ type ReplicationConfig struct {
 	ControlledShutdownTimeout time.Duration
 }
 
-// controlledShutdownEnabled reports controlled.shutdown.enable. It is derived, not
+// ControlledShutdownEnabled reports controlled.shutdown.enable. It is derived, not
 // a field, so that no default can overwrite what the caller set.
-func (r ReplicationConfig) controlledShutdownEnabled() bool { return !r.NoControlledShutdown }
+func (r Replication) ControlledShutdownEnabled() bool { return !r.NoControlledShutdown }
 
-func (r ReplicationConfig) withDefaults() ReplicationConfig {
+func (r Replication) WithDefaults() Replication {
 	if r.MinInsyncReplicas == 0 {
 		r.MinInsyncReplicas = 1
 	}
@@ -82,7 +82,7 @@ func (r ReplicationConfig) withDefaults() ReplicationConfig {
 }
 
 // Validate names the first invalid key.
-func (r ReplicationConfig) Validate() error {
+func (r Replication) Validate() error {
 	switch {
 	case r.MinInsyncReplicas < 0:
 		return fmt.Errorf("%w: min.insync.replicas: must be >= 1", ErrInvalidConfig)
@@ -107,11 +107,11 @@ func (r ReplicationConfig) Validate() error {
 	return nil
 }
 
-// clusterConfig completes base, the membership settings the broker
+// ClusterConfig completes base, the membership settings the broker
 // derives from its listeners, with the rack and the controller's
 // replication settings.
-func (c Config) clusterConfig(base cluster.Config) cluster.Config {
-	c = c.withDefaults()
+func (c Config) ClusterConfig(base cluster.Config) cluster.Config {
+	c = c.WithDefaults()
 	base.Rack = c.BrokerRack
 	base.UncleanLeaderElection = c.Replication.UncleanLeaderElection
 	base.AutoLeaderRebalance = !c.Replication.NoAutoLeaderRebalance
@@ -119,7 +119,7 @@ func (c Config) clusterConfig(base cluster.Config) cluster.Config {
 	return base
 }
 
-// replicationSetters are the server.properties keys of ReplicationConfig.
+// replicationSetters are the server.properties keys of Replication.
 var replicationSetters = map[string]func(c *Config, v string) error{
 	"broker.rack": func(c *Config, v string) error { c.BrokerRack = v; return nil },
 	"min.insync.replicas": func(c *Config, v string) error {
@@ -160,12 +160,6 @@ var replicationSetters = map[string]func(c *Config, v string) error{
 	},
 }
 
-func init() {
-	for k, f := range replicationSetters {
-		propertySetters[k] = f
-	}
-}
-
 // setBool parses a boolean into *dst, negated when negate.
 func setBool(dst *bool, v string, negate bool) error {
 	b, err := properties.ParseBool(v)
@@ -178,11 +172,11 @@ func setBool(dst *bool, v string, negate bool) error {
 
 // replicationTopicKeys are the topic-level replication keys (topic configs
 // with a broker default, like every key of topicConfigKeys).
-var replicationTopicKeys = []topicConfigKey{
+var replicationTopicKeys = []TopicKey{
 	{
-		name: "min.insync.replicas", brokerKey: "min.insync.replicas", typ: kmsg.ConfigTypeInt,
-		doc: "With acks=all, the fewest in-sync replicas with which a produce is accepted (NOT_ENOUGH_REPLICAS otherwise).",
-		apply: func(tc *topicConfig, v string) error {
+		Name: "min.insync.replicas", BrokerKey: "min.insync.replicas", Type: kmsg.ConfigTypeInt,
+		Doc: "With acks=all, the fewest in-sync replicas with which a produce is accepted (NOT_ENOUGH_REPLICAS otherwise).",
+		Apply: func(tc *Topic, v string) error {
 			n, err := strconv.ParseInt(v, 10, 32)
 			if err != nil || n < 1 {
 				return fmt.Errorf("must be an integer >= 1")
@@ -190,13 +184,13 @@ var replicationTopicKeys = []topicConfigKey{
 			tc.MinInsyncReplicas = int32(n)
 			return nil
 		},
-		value:        func(tc topicConfig) string { return strconv.Itoa(int(tc.MinInsyncReplicas)) },
-		kafkaDefault: "1",
+		Value:        func(tc Topic) string { return strconv.Itoa(int(tc.MinInsyncReplicas)) },
+		KafkaDefault: "1",
 	},
 	{
-		name: "unclean.leader.election.enable", brokerKey: "unclean.leader.election.enable", typ: kmsg.ConfigTypeBoolean,
-		doc: "Whether a replica outside the ISR may become leader when no in-sync replica is live (losing what it lacks).",
-		apply: func(tc *topicConfig, v string) error {
+		Name: "unclean.leader.election.enable", BrokerKey: "unclean.leader.election.enable", Type: kmsg.ConfigTypeBoolean,
+		Doc: "Whether a replica outside the ISR may become leader when no in-sync replica is live (losing what it lacks).",
+		Apply: func(tc *Topic, v string) error {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
 				return fmt.Errorf("must be true or false")
@@ -204,11 +198,7 @@ var replicationTopicKeys = []topicConfigKey{
 			tc.UncleanLeaderElection = b
 			return nil
 		},
-		value:        func(tc topicConfig) string { return strconv.FormatBool(tc.UncleanLeaderElection) },
-		kafkaDefault: "false",
+		Value:        func(tc Topic) string { return strconv.FormatBool(tc.UncleanLeaderElection) },
+		KafkaDefault: "false",
 	},
-}
-
-func init() {
-	topicConfigKeys = append(topicConfigKeys, replicationTopicKeys...)
 }

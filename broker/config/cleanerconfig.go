@@ -1,4 +1,4 @@
-package broker
+package config
 
 import (
 	"fmt"
@@ -18,9 +18,9 @@ import (
 
 // Values of cleanup.policy, normalized (frozen by Kafka).
 const (
-	policyDelete        = "delete"
-	policyCompact       = "compact"
-	policyCompactDelete = "compact,delete"
+	PolicyDelete        = "delete"
+	PolicyCompact       = "compact"
+	PolicyCompactDelete = "compact,delete"
 )
 
 // Defaults of the log cleaner, as in Kafka.
@@ -30,10 +30,10 @@ const (
 	DefaultCleanerBackoff          = 15 * time.Second
 )
 
-// CleanerConfig is the log cleaner's broker configuration: log.cleaner.*
+// Cleaner is the log cleaner's broker configuration: log.cleaner.*
 // and log.cleanup.policy, whose topic-level keys override the last five.
 // Zero values mean Kafka's defaults.
-type CleanerConfig struct {
+type Cleaner struct {
 	// Disable is log.cleaner.enable=false: no log is compacted.
 	Disable bool
 	// Threads is log.cleaner.threads.
@@ -67,7 +67,7 @@ type CleanerConfig struct {
 }
 
 // CleanerCrashEnv names the environment variable by which the broker
-// command sets CleanerConfig.StepHook (ParseCleanerCrashPoint's format);
+// command sets Cleaner.StepHook (ParseCleanerCrashPoint's format);
 // the broker itself never reads the environment.
 const CleanerCrashEnv = "TRIBUTARY_CLEANER_CRASH_AT"
 
@@ -98,7 +98,7 @@ func ParseCleanerCrashPoint(s string) (func(step string), error) {
 	}, nil
 }
 
-func (c CleanerConfig) withDefaults() CleanerConfig {
+func (c Cleaner) WithDefaults() Cleaner {
 	if c.Threads <= 0 {
 		c.Threads = DefaultCleanerThreads
 	}
@@ -112,9 +112,9 @@ func (c CleanerConfig) withDefaults() CleanerConfig {
 }
 
 // withCleanerDefaults fills the cleaner's topic settings from the broker's.
-func (s plogSettings) withCleanerDefaults(c CleanerConfig) plogSettings {
-	s.CleanupPolicy = policyDelete
-	if p, err := parseCleanupPolicy(c.CleanupPolicy); c.CleanupPolicy != "" && err == nil {
+func (s LogSettings) withCleanerDefaults(c Cleaner) LogSettings {
+	s.CleanupPolicy = PolicyDelete
+	if p, err := ParseCleanupPolicy(c.CleanupPolicy); c.CleanupPolicy != "" && err == nil {
 		s.CleanupPolicy = p
 	}
 	switch {
@@ -143,11 +143,11 @@ func (s plogSettings) withCleanerDefaults(c CleanerConfig) plogSettings {
 
 // withCleanup applies the cleanup policy and the cleaner's settings to the
 // storage engine's configuration, whose zero values mean defaults.
-func withCleanup(c plog.Config, s plogSettings) plog.Config {
-	if s.CleanupPolicy == policyCompact {
+func withCleanup(c plog.Config, s LogSettings) plog.Config {
+	if s.CleanupPolicy == PolicyCompact {
 		c.RetentionMs, c.RetentionBytes = -1, -1
 	}
-	c.Compact = s.CleanupPolicy != policyDelete && s.CleanupPolicy != ""
+	c.Compact = s.CleanupPolicy != PolicyDelete && s.CleanupPolicy != ""
 	c.MinCleanableDirtyRatio = s.MinCleanableDirtyRatio
 	if c.MinCleanableDirtyRatio == 0 {
 		c.MinCleanableDirtyRatio = math.SmallestNonzeroFloat64 // zero is "default" to the engine
@@ -161,76 +161,76 @@ func withCleanup(c plog.Config, s plogSettings) plog.Config {
 	return c
 }
 
-// parseCleanupPolicy normalizes a cleanup.policy list.
-func parseCleanupPolicy(v string) (string, error) {
+// ParseCleanupPolicy normalizes a cleanup.policy list.
+func ParseCleanupPolicy(v string) (string, error) {
 	var del, compact bool
 	for _, p := range strings.Split(v, ",") {
 		switch strings.TrimSpace(p) {
-		case policyDelete:
+		case PolicyDelete:
 			del = true
-		case policyCompact:
+		case PolicyCompact:
 			compact = true
 		default:
-			return policyDelete, fmt.Errorf("must be a list of \"delete\" and \"compact\"")
+			return PolicyDelete, fmt.Errorf("must be a list of \"delete\" and \"compact\"")
 		}
 	}
 	switch {
 	case del && compact:
-		return policyCompactDelete, nil
+		return PolicyCompactDelete, nil
 	case compact:
-		return policyCompact, nil
+		return PolicyCompact, nil
 	}
-	return policyDelete, nil
+	return PolicyDelete, nil
 }
 
 // cleanerTopicKeys are the cleaner's topic-level keys.
-var cleanerTopicKeys = []topicConfigKey{
+var cleanerTopicKeys = []TopicKey{
 	{
-		name: "min.cleanable.dirty.ratio", brokerKey: "log.cleaner.min.cleanable.ratio", typ: kmsg.ConfigTypeDouble,
-		doc: "The log is cleaned when its dirty (not yet cleaned) part is at least this fraction of it.",
-		apply: func(tc *topicConfig, v string) error {
+		Name: "min.cleanable.dirty.ratio", BrokerKey: "log.cleaner.min.cleanable.ratio", Type: kmsg.ConfigTypeDouble,
+		Doc: "The log is cleaned when its dirty (not yet cleaned) part is at least this fraction of it.",
+		Apply: func(tc *Topic, v string) error {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil || f < 0 || f > 1 {
 				return fmt.Errorf("must be a number in [0, 1]")
 			}
-			tc.log.MinCleanableDirtyRatio = f
+			tc.Log.MinCleanableDirtyRatio = f
 			return nil
 		},
-		value:        func(tc topicConfig) string { return strconv.FormatFloat(tc.log.MinCleanableDirtyRatio, 'g', -1, 64) },
-		kafkaDefault: "0.5",
+		Value:        func(tc Topic) string { return strconv.FormatFloat(tc.Log.MinCleanableDirtyRatio, 'g', -1, 64) },
+		KafkaDefault: "0.5",
 	},
 	{
-		name: "min.compaction.lag.ms", brokerKey: "log.cleaner.min.compaction.lag.ms", typ: kmsg.ConfigTypeLong,
-		doc: "Milliseconds a record stays uncompacted after it was written.",
-		apply: func(tc *topicConfig, v string) error {
-			n, err := parseLong(v, 0)
-			tc.log.MinCompactionLag = durationMs(n)
+		Name: "min.compaction.lag.ms", BrokerKey: "log.cleaner.min.compaction.lag.ms", Type: kmsg.ConfigTypeLong,
+		Doc: "Milliseconds a record stays uncompacted after it was written.",
+		Apply: func(tc *Topic, v string) error {
+			n, err := ParseLong(v, 0)
+			tc.Log.MinCompactionLag = durationMs(n)
 			return err
 		},
-		value:        func(tc topicConfig) string { return strconv.FormatInt(tc.log.MinCompactionLag.Milliseconds(), 10) },
-		kafkaDefault: "0",
+		Value:        func(tc Topic) string { return strconv.FormatInt(tc.Log.MinCompactionLag.Milliseconds(), 10) },
+		KafkaDefault: "0",
 	},
 	{
-		name: "max.compaction.lag.ms", brokerKey: "log.cleaner.max.compaction.lag.ms", typ: kmsg.ConfigTypeLong,
-		doc: "Milliseconds after which a record is eligible for compaction whatever the dirty ratio.",
-		apply: func(tc *topicConfig, v string) error {
-			n, err := parseLong(v, 1)
-			tc.log.MaxCompactionLag = durationMs(n)
+		Name: "max.compaction.lag.ms", BrokerKey: "log.cleaner.max.compaction.lag.ms", Type: kmsg.ConfigTypeLong,
+		Doc: "Milliseconds after which a record is eligible for compaction whatever the dirty ratio.",
+		Apply: func(tc *Topic, v string) error {
+			n, err := ParseLong(v, 1)
+			tc.Log.MaxCompactionLag = durationMs(n)
 			return err
 		},
-		value:        func(tc topicConfig) string { return strconv.FormatInt(msOrMax(tc.log.MaxCompactionLag), 10) },
-		kafkaDefault: strconv.FormatInt(math.MaxInt64, 10),
+		Value:        func(tc Topic) string { return strconv.FormatInt(msOrMax(tc.Log.MaxCompactionLag), 10) },
+		KafkaDefault: strconv.FormatInt(math.MaxInt64, 10),
 	},
 	{
-		name: "delete.retention.ms", brokerKey: "log.cleaner.delete.retention.ms", typ: kmsg.ConfigTypeLong,
-		doc: "Milliseconds a tombstone (a record with a null value) stays in a compacted log once cleaned.",
-		apply: func(tc *topicConfig, v string) error {
-			n, err := parseLong(v, 0)
-			tc.log.DeleteRetention = durationMs(n)
+		Name: "delete.retention.ms", BrokerKey: "log.cleaner.delete.retention.ms", Type: kmsg.ConfigTypeLong,
+		Doc: "Milliseconds a tombstone (a record with a null value) stays in a compacted log once cleaned.",
+		Apply: func(tc *Topic, v string) error {
+			n, err := ParseLong(v, 0)
+			tc.Log.DeleteRetention = durationMs(n)
 			return err
 		},
-		value:        func(tc topicConfig) string { return strconv.FormatInt(tc.log.DeleteRetention.Milliseconds(), 10) },
-		kafkaDefault: strconv.FormatInt(plog.DefaultDeleteRetention.Milliseconds(), 10),
+		Value:        func(tc Topic) string { return strconv.FormatInt(tc.Log.DeleteRetention.Milliseconds(), 10) },
+		KafkaDefault: strconv.FormatInt(plog.DefaultDeleteRetention.Milliseconds(), 10),
 	},
 }
 
@@ -278,7 +278,7 @@ var cleanerPropertySetters = map[string]func(c *Config, v string) error{
 		return nil
 	},
 	"log.cleanup.policy": func(c *Config, v string) error {
-		p, err := parseCleanupPolicy(v)
+		p, err := ParseCleanupPolicy(v)
 		c.Cleaner.CleanupPolicy = p
 		return err
 	},
@@ -297,23 +297,16 @@ var cleanerPropertySetters = map[string]func(c *Config, v string) error{
 		return setDuration(&c.Cleaner.MinCompactionLag, v, time.Millisecond)
 	},
 	"log.cleaner.max.compaction.lag.ms": func(c *Config, v string) error {
-		n, err := parseLong(v, 1)
+		n, err := ParseLong(v, 1)
 		c.Cleaner.MaxCompactionLag = durationMs(n)
 		return err
 	},
 	"log.cleaner.delete.retention.ms": func(c *Config, v string) error {
-		n, err := parseLong(v, 0)
+		n, err := ParseLong(v, 0)
 		c.Cleaner.DeleteRetention = durationMs(n)
 		if n == 0 {
 			c.Cleaner.DeleteRetention = -1
 		}
 		return err
 	},
-}
-
-func init() {
-	topicConfigKeys = append(topicConfigKeys, cleanerTopicKeys...)
-	for k, f := range cleanerPropertySetters {
-		propertySetters[k] = f
-	}
 }

@@ -1,4 +1,4 @@
-package broker
+package config
 
 import (
 	"testing"
@@ -9,23 +9,23 @@ import (
 // NoControlledShutdown, whose zero value is Kafka's default (enabled), and
 // applying defaults never overwrites what the caller chose.
 func TestControlledShutdownSetting(t *testing.T) {
-	if !(ReplicationConfig{}).withDefaults().controlledShutdownEnabled() {
-		t.Fatal("zero ReplicationConfig: controlled shutdown disabled, want Kafka's default (enabled)")
+	if !(Replication{}).WithDefaults().ControlledShutdownEnabled() {
+		t.Fatal("zero Replication: controlled shutdown disabled, want Kafka's default (enabled)")
 	}
-	off := ReplicationConfig{NoControlledShutdown: true}.withDefaults()
-	if off.controlledShutdownEnabled() || !off.NoControlledShutdown {
+	off := Replication{NoControlledShutdown: true}.WithDefaults()
+	if off.ControlledShutdownEnabled() || !off.NoControlledShutdown {
 		t.Fatal("NoControlledShutdown=true did not survive withDefaults")
 	}
-	c := Config{LogDirs: []string{"x"}, Replication: ReplicationConfig{NoControlledShutdown: true}}.withDefaults()
-	if c.Replication.controlledShutdownEnabled() {
+	c := Config{LogDirs: []string{"x"}, Replication: Replication{NoControlledShutdown: true}}.WithDefaults()
+	if c.Replication.ControlledShutdownEnabled() {
 		t.Fatal("Config.withDefaults re-enabled controlled shutdown")
 	}
 	for v, want := range map[string]bool{"true": true, "false": false} {
-		cfg, _, err := ConfigFromProperties(map[string]string{"log.dirs": "x", "controlled.shutdown.enable": v})
+		cfg, _, err := FromProperties(map[string]string{"log.dirs": "x", "controlled.shutdown.enable": v})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := cfg.withDefaults().Replication.controlledShutdownEnabled(); got != want {
+		if got := cfg.WithDefaults().Replication.ControlledShutdownEnabled(); got != want {
 			t.Errorf("controlled.shutdown.enable=%s: enabled %v, want %v", v, got, want)
 		}
 	}
@@ -33,7 +33,7 @@ func TestControlledShutdownSetting(t *testing.T) {
 
 func TestLeaderImbalanceCheckIntervalDefault(t *testing.T) {
 	// Kafka's leader.imbalance.check.interval.seconds default is 300.
-	if got := (ReplicationConfig{}).withDefaults().LeaderImbalanceCheckInterval; got != 300*time.Second {
+	if got := (Replication{}).WithDefaults().LeaderImbalanceCheckInterval; got != 300*time.Second {
 		t.Fatalf("default leader.imbalance.check.interval %v, want Kafka's 300s", got)
 	}
 }

@@ -1,4 +1,4 @@
-package broker
+package config
 
 import (
 	"fmt"
@@ -14,8 +14,8 @@ import (
 // DefaultSASLHandshakeTimeout is sasl.handshake.timeout.ms's default.
 const DefaultSASLHandshakeTimeout = 10 * time.Second
 
-// SASLConfig is the SASL side of the broker's configuration.
-type SASLConfig struct {
+// SASL is the SASL side of the broker's configuration.
+type SASL struct {
 	// Listeners is, by upper-case listener name, the SASL settings of each
 	// SASL_* listener (sasl.enabled.mechanisms, sasl.plain.users.file,
 	// connections.max.reauth.ms, each also as
@@ -58,21 +58,21 @@ type ZooKeeperAuth struct {
 	Digest string
 }
 
-// zkSensitivePaths are the nodes only the brokers may read when
+// ZooKeeperSensitivePaths are the nodes only the brokers may read when
 // zookeeper.set.acl is on: the SCRAM credentials and the brokers' dynamic
 // configuration, as Kafka's.
-var zkSensitivePaths = []string{"/config/users", "/config/brokers"}
+var ZooKeeperSensitivePaths = []string{"/config/users", "/config/brokers"}
 
-// saslFor returns the SASL settings of listener name.
-func (c Config) saslFor(name string) sasl.Config { return c.SASL.Listeners[name] }
+// SASLFor returns the SASL settings of listener name.
+func (c Config) SASLFor(name string) sasl.Config { return c.SASL.Listeners[name] }
 
 // interBrokerMechanism is the inter-broker mechanism of a SASL
 // inter-broker listener: the key's, else the listener's first enabled.
-func (c Config) interBrokerMechanism(inter string) string {
+func (c Config) InterBrokerMechanism(inter string) string {
 	if m := strings.ToUpper(strings.TrimSpace(c.SASL.InterBrokerMechanism)); m != "" {
 		return m
 	}
-	mechs := c.saslFor(inter).Mechanisms
+	mechs := c.SASLFor(inter).Mechanisms
 	if len(mechs) == 0 {
 		return sasl.ScramSHA256
 	}
@@ -107,31 +107,31 @@ func readSASL(c *Config, p *properties.Props) {
 	if err != nil {
 		return
 	}
-	bound, err := parseListenerList("listeners", c.withDefaults().Listeners, protocols, false)
+	bound, err := parseListenerList("listeners", c.WithDefaults().Listeners, protocols, false)
 	if err != nil {
 		return
 	}
-	plan, _ := c.withDefaults().listenerPlan()
+	plan, _ := c.WithDefaults().ListenerPlan()
 	for _, l := range bound {
-		if !l.protocol.SASL() {
+		if !l.Protocol.SASL() {
 			continue
 		}
 		if c.SASL.Listeners == nil {
 			c.SASL.Listeners = map[string]sasl.Config{}
 		}
-		lc := sasl.FromProperties(p, l.name)
+		lc := sasl.FromProperties(p, l.Name)
 		for i, m := range lc.Mechanisms {
 			lc.Mechanisms[i] = strings.ToUpper(m)
 		}
-		c.SASL.Listeners[l.name] = lc
+		c.SASL.Listeners[l.Name] = lc
 		mechs := lc.Mechanisms
 		if len(mechs) == 0 {
 			mechs = []string{sasl.ScramSHA256, sasl.ScramSHA512}
 		}
 		for _, m := range mechs {
-			key := jaasKey(l.name, m)
+			key := jaasKey(l.Name, m)
 			v, ok := p.Lookup(key)
-			if !ok || plan == nil || plan.interBroker != l.name || m != c.interBrokerMechanism(l.name) {
+			if !ok || plan == nil || plan.InterBroker != l.Name || m != c.InterBrokerMechanism(l.Name) {
 				continue // only the inter-broker client's credentials are used
 			}
 			v, err := security.ExpandSecrets(v)
@@ -160,40 +160,40 @@ func (c Config) validateSASL() error {
 			return fmt.Errorf("%w: zookeeper.digest.auth: must be user:password", ErrInvalidConfig)
 		}
 	}
-	plan, err := c.listenerPlan()
+	plan, err := c.ListenerPlan()
 	if err != nil {
 		return err
 	}
-	for _, l := range plan.bound {
-		if !l.protocol.SASL() {
+	for _, l := range plan.Bound {
+		if !l.Protocol.SASL() {
 			continue
 		}
-		if err := c.saslFor(l.name).Validate(); err != nil {
-			return fmt.Errorf("%w: listener %s: %w", ErrInvalidConfig, l.name, err)
+		if err := c.SASLFor(l.Name).Validate(); err != nil {
+			return fmt.Errorf("%w: listener %s: %w", ErrInvalidConfig, l.Name, err)
 		}
-		if l.name != plan.interBroker {
+		if l.Name != plan.InterBroker {
 			continue
 		}
-		m := c.interBrokerMechanism(l.name)
-		enabled := c.saslFor(l.name).Mechanisms
+		m := c.InterBrokerMechanism(l.Name)
+		enabled := c.SASLFor(l.Name).Mechanisms
 		if len(enabled) == 0 {
 			enabled = []string{sasl.ScramSHA256, sasl.ScramSHA512}
 		}
 		if !slices.Contains(enabled, m) {
 			return fmt.Errorf("%w: sasl.mechanism.inter.broker.protocol: %s is not enabled on the inter-broker listener %s (%s)",
-				ErrInvalidConfig, m, l.name, strings.Join(enabled, ","))
+				ErrInvalidConfig, m, l.Name, strings.Join(enabled, ","))
 		}
 		if c.SASL.InterBroker.Username == "" {
 			return fmt.Errorf("%w: %s: the inter-broker listener %s is %s and the broker has no credentials for %s",
-				ErrInvalidConfig, jaasKey(l.name, m), l.name, l.protocol, m)
+				ErrInvalidConfig, jaasKey(l.Name, m), l.Name, l.Protocol, m)
 		}
 	}
 	return nil
 }
 
-// saslHandshakeTimeout is how long a SASL connection may stay
+// SASLHandshakeTimeout is how long a SASL connection may stay
 // unauthenticated.
-func (c Config) saslHandshakeTimeout() time.Duration {
+func (c Config) SASLHandshakeTimeout() time.Duration {
 	if c.SASL.HandshakeTimeout > 0 {
 		return c.SASL.HandshakeTimeout
 	}
