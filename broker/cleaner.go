@@ -11,14 +11,14 @@ import (
 
 	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/group"
-	plog "github.com/tributary/tributary/broker/log"
+	"github.com/tributary/tributary/broker/partlog"
 )
 
 // cleanableLog is what the log cleaner needs of a partition's storage
-// (broker/log's Log; the in-memory test log has no cleaner).
+// (broker/partlog's Log; the in-memory test log has no cleaner).
 type cleanableLog interface {
-	Cleanable() (plog.Cleanability, error)
-	Clean(ctx context.Context, opts plog.CleanOptions) (plog.CleanStats, error)
+	Cleanable() (partlog.Cleanability, error)
+	Clean(ctx context.Context, opts partlog.CleanOptions) (partlog.CleanStats, error)
 }
 
 // logCleaner runs log.cleaner.threads goroutines that each clean, every
@@ -36,7 +36,7 @@ type logCleaner struct {
 	// running marks the threads started and not yet stopped.
 	running map[int]bool
 	// last is each thread's last cleaning, for the max-* gauges.
-	last map[int]plog.CleanStats
+	last map[int]partlog.CleanStats
 }
 
 // startCleaner starts the cleaner threads (stopped by shutdownCtx, waited
@@ -48,7 +48,7 @@ func (b *Broker) startCleaner() {
 		return
 	}
 	c := &logCleaner{b: b, cfg: cfg, busy: map[*partition]bool{}, throttle: newIOThrottle(cfg.IOMaxBytesPerSecond),
-		running: map[int]bool{}, last: map[int]plog.CleanStats{}}
+		running: map[int]bool{}, last: map[int]partlog.CleanStats{}}
 	b.cleaner.Store(c)
 	c.reconfigure(b.dynamic().settings.server.Cleaner)
 }
@@ -82,15 +82,15 @@ func (c *logCleaner) reconfigure(next config.Cleaner) {
 
 // options returns thread's cleaning options and backoff, or false if the
 // thread is beyond the configured count (it is then marked stopped).
-func (c *logCleaner) options(thread int) (plog.CleanOptions, time.Duration, bool) {
+func (c *logCleaner) options(thread int) (partlog.CleanOptions, time.Duration, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if thread >= c.cfg.Threads {
 		delete(c.running, thread)
 		delete(c.last, thread)
-		return plog.CleanOptions{}, 0, false
+		return partlog.CleanOptions{}, 0, false
 	}
-	return plog.CleanOptions{DedupeBufferSize: c.cfg.DedupeBufferSize / int64(c.cfg.Threads), Throttle: c.throttle.wait,
+	return partlog.CleanOptions{DedupeBufferSize: c.cfg.DedupeBufferSize / int64(c.cfg.Threads), Throttle: c.throttle.wait,
 		StepHook: c.cfg.StepHook}, c.cfg.Backoff, true
 }
 
@@ -117,7 +117,7 @@ func (c *logCleaner) run(ctx context.Context, thread int) {
 		switch {
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, plog.ErrClosed):
+		case errors.Is(err, partlog.ErrClosed):
 		case err != nil:
 			c.b.metrics.cleaner.failures.Inc()
 			c.b.logger.Error("log cleaner failed", "topic", p.topic, "partition", p.index, "err", err)
@@ -163,7 +163,7 @@ func (c *logCleaner) pick() (*partition, cleanableLog) {
 }
 
 // observe feeds one cleaning of thread into the cleaner's metrics.
-func (c *logCleaner) observe(thread int, st plog.CleanStats) {
+func (c *logCleaner) observe(thread int, st partlog.CleanStats) {
 	m := c.b.metrics.cleaner
 	m.bytesRead.Add(float64(st.BytesRead))
 	m.bytesWritten.Add(float64(st.BytesWritten))
@@ -181,7 +181,7 @@ func (c *logCleaner) observe(thread int, st plog.CleanStats) {
 }
 
 // logStats writes Kafka's cleaner summary for one cleaning.
-func (c *logCleaner) logStats(p *partition, st plog.CleanStats) {
+func (c *logCleaner) logStats(p *partition, st partlog.CleanStats) {
 	secs := max(st.Elapsed.Seconds(), 1e-9)
 	mb := func(n int64) float64 { return float64(n) / (1 << 20) }
 	c.b.logger.Info(fmt.Sprintf("Log cleaner: cleaned log %s-%d (dirty section = [%d, %d])", p.topic, p.index, st.FirstDirty, st.MapEnd),

@@ -18,7 +18,7 @@ import (
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/group"
-	plog "github.com/tributary/tributary/broker/log"
+	"github.com/tributary/tributary/broker/partlog"
 )
 
 // The group coordinator (broker/group) is wired in here: the broker opens
@@ -312,7 +312,7 @@ func (l offsetsLog) AppendTxn(records []group.Record, producerID int64, producer
 		}
 	}
 	err := l.appendBatch(encodeOffsetsBatch(records, time.Now().UnixMilli(), &txnProducer{producerID, producerEpoch, seq}))
-	if errors.Is(err, plog.ErrInvalidProducerEpoch) {
+	if errors.Is(err, partlog.ErrInvalidProducerEpoch) {
 		return fmt.Errorf("%w: %w", group.ErrProducerFenced, err)
 	}
 	return err

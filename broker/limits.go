@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tributary/tributary/broker/config"
-	plog "github.com/tributary/tributary/broker/log"
+	"github.com/tributary/tributary/broker/partlog"
 )
 
 // resources is what the broker holds against floods: the descriptor
@@ -15,7 +15,7 @@ import (
 // open-failure tracking and rate-limited logs.
 type resources struct {
 	budget   descriptorBudget
-	files    *plog.FileCache
+	files    *partlog.FileCache
 	conns    *connLimiter
 	quota    *mutationQuota
 	failures *openFailures
@@ -33,7 +33,7 @@ func newResources(cfg config.Config, logger *slog.Logger, reg prometheus.Registe
 	budget := planDescriptors(softNoFileLimit(), lc)
 	r := &resources{
 		budget:   budget,
-		files:    plog.NewFileCache(budget.files, budget.logReserve),
+		files:    partlog.NewFileCache(budget.files, budget.logReserve),
 		conns:    newConnLimiter(budget.conns, lc.MaxConnectionsPerIP, lc.MaxConnectionsPerIPOverrides),
 		quota:    newMutationQuota(lc.ControllerMutationRate, time.Duration(lc.QuotaWindowNum)*lc.QuotaWindowSize, time.Now),
 		failures: newOpenFailures(time.Now),
@@ -66,11 +66,11 @@ func newResources(cfg config.Config, logger *slog.Logger, reg prometheus.Registe
 
 // fileCacheCollector exports the FileCache's counters.
 type fileCacheCollector struct {
-	c                                  *plog.FileCache
+	c                                  *partlog.FileCache
 	open, capacity, spare, opens, evic *prometheus.Desc
 }
 
-func newFileCacheCollector(c *plog.FileCache) *fileCacheCollector {
+func newFileCacheCollector(c *partlog.FileCache) *fileCacheCollector {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc("tributary_log_"+name, help, nil, nil)
 	}

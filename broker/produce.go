@@ -26,7 +26,7 @@ import (
 // the request's timeout. Nothing of a partition is written when any of its
 // batches is rejected. A request with a transactional.id needs Write on it
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); the log judges transactional
-// batches (see broker/log: Transactions), after the transaction
+// batches (see broker/partlog: Transactions), after the transaction
 // coordinator verified the first batch of a transaction on a partition
 // (KIP-890, txnverify.go: INVALID_TXN_STATE when the partition is not in
 // the producer's transaction).
@@ -38,7 +38,7 @@ func (b *Broker) handleProduce(ctx context.Context, r *request) (reply, error) {
 	var pending []pendingAck   // acks=all appends waiting for the ISR
 	// A transactional producer needs Write on its transactional id, as in
 	// Kafka; its batches are then checked by the log (producer id and
-	// epoch, no control batches, see broker/log).
+	// epoch, no control batches, see broker/partlog).
 	txnOK := req.TransactionID == nil || b.authorize(r, acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionID)
 	writable := make([]bool, len(req.Topics))
 	for i, rt := range req.Topics {

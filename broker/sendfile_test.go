@@ -48,7 +48,7 @@ func consumePayload(t testing.TB, ctx context.Context, addr, topic string, n, pa
 	return payload
 }
 
-// TestFetchUsesSendfile consumes a few MB over real TCP from broker/log
+// TestFetchUsesSendfile consumes a few MB over real TCP from broker/partlog
 // segments and checks that every record byte went out by sendfile.
 func TestFetchUsesSendfile(t *testing.T) {
 	b := newTestBroker(t, func(c *config.Config) { c.SegmentBytes = 1 << 20 })

@@ -12,7 +12,7 @@ import (
 )
 
 // PartitionLog is what the broker needs from one partition's storage. The
-// production implementation is broker/log; tests also run an in-memory one.
+// production implementation is broker/partlog; tests also run an in-memory one.
 type PartitionLog interface {
 	// Append validates and appends one or more magic-2 record batches,
 	// assigning offsets by patching the batch in place.

@@ -15,7 +15,7 @@ import (
 	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/group"
-	"github.com/tributary/tributary/broker/log/logtest"
+	"github.com/tributary/tributary/broker/partlog/logtest"
 	"github.com/tributary/tributary/internal/testenv"
 )
 

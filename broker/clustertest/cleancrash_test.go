@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker/config"
-	plog "github.com/tributary/tributary/broker/log"
+	"github.com/tributary/tributary/broker/partlog"
 	"github.com/tributary/tributary/internal/testenv"
 	"github.com/tributary/tributary/internal/testproc"
 	"github.com/tributary/tributary/internal/zktest"
@@ -28,7 +28,7 @@ import (
 // cleaner checkpoint.
 func TestCleanerSIGKILLAtEveryStep(t *testing.T) {
 	connect := zktest.Chroot(t, zk(t), "cleancrash")
-	for _, step := range plog.CleanSteps {
+	for _, step := range partlog.CleanSteps {
 		t.Run(step, func(t *testing.T) {
 			ctx := testContext(t, 3*time.Minute)
 			dir := t.TempDir()

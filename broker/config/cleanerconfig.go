@@ -13,7 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	plog "github.com/tributary/tributary/broker/log"
+	"github.com/tributary/tributary/broker/partlog"
 )
 
 // Values of cleanup.policy, normalized (frozen by Kafka).
@@ -62,7 +62,7 @@ type Cleaner struct {
 	DeleteRetention time.Duration
 
 	// StepHook, if set, is called at each step of every cleaning's swap
-	// (plog.CleanSteps): the crash tests' hook (CleanerCrashEnv).
+	// (partlog.CleanSteps): the crash tests' hook (CleanerCrashEnv).
 	StepHook func(step string)
 }
 
@@ -72,15 +72,15 @@ type Cleaner struct {
 const CleanerCrashEnv = "TRIBUTARY_CLEANER_CRASH_AT"
 
 // ParseCleanerCrashPoint parses "STEP" or "STEP:N" (STEP one of
-// plog.CleanSteps, N the how-many-th time, 1 by default) into a hook that
+// partlog.CleanSteps, N the how-many-th time, 1 by default) into a hook that
 // SIGKILLs the process there; "" is no hook.
 func ParseCleanerCrashPoint(s string) (func(step string), error) {
 	if s == "" {
 		return nil, nil
 	}
 	step, nth, hasN := strings.Cut(s, ":")
-	if !slices.Contains(plog.CleanSteps, step) {
-		return nil, fmt.Errorf("%w: cleaner crash point %q: step must be one of %v", ErrInvalidConfig, s, plog.CleanSteps)
+	if !slices.Contains(partlog.CleanSteps, step) {
+		return nil, fmt.Errorf("%w: cleaner crash point %q: step must be one of %v", ErrInvalidConfig, s, partlog.CleanSteps)
 	}
 	n := 1
 	if hasN {
@@ -119,7 +119,7 @@ func (s LogSettings) withCleanerDefaults(c Cleaner) LogSettings {
 	}
 	switch {
 	case c.MinCleanableRatio == 0:
-		s.MinCleanableDirtyRatio = plog.DefaultMinCleanableDirtyRatio
+		s.MinCleanableDirtyRatio = partlog.DefaultMinCleanableDirtyRatio
 	case c.MinCleanableRatio < 0:
 		s.MinCleanableDirtyRatio = 0
 	default:
@@ -132,7 +132,7 @@ func (s LogSettings) withCleanerDefaults(c Cleaner) LogSettings {
 	}
 	switch {
 	case c.DeleteRetention == 0:
-		s.DeleteRetention = plog.DefaultDeleteRetention
+		s.DeleteRetention = partlog.DefaultDeleteRetention
 	case c.DeleteRetention < 0:
 		s.DeleteRetention = 0
 	default:
@@ -143,7 +143,7 @@ func (s LogSettings) withCleanerDefaults(c Cleaner) LogSettings {
 
 // withCleanup applies the cleanup policy and the cleaner's settings to the
 // storage engine's configuration, whose zero values mean defaults.
-func withCleanup(c plog.Config, s LogSettings) plog.Config {
+func withCleanup(c partlog.Config, s LogSettings) partlog.Config {
 	if s.CleanupPolicy == PolicyCompact {
 		c.RetentionMs, c.RetentionBytes = -1, -1
 	}
@@ -230,7 +230,7 @@ var cleanerTopicKeys = []TopicKey{
 			return err
 		},
 		Value:        func(tc Topic) string { return strconv.FormatInt(tc.Log.DeleteRetention.Milliseconds(), 10) },
-		KafkaDefault: strconv.FormatInt(plog.DefaultDeleteRetention.Milliseconds(), 10),
+		KafkaDefault: strconv.FormatInt(partlog.DefaultDeleteRetention.Milliseconds(), 10),
 	},
 }
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	plog "github.com/tributary/tributary/broker/log"
+	"github.com/tributary/tributary/broker/partlog"
 )
 
 // Kafka's "never" for flush.messages and flush.ms.
@@ -64,8 +64,8 @@ type LogSettings struct {
 }
 
 // plogConfig is the storage engine's configuration for these settings.
-func (s LogSettings) LogConfig() plog.Config {
-	return withCleanup(plog.Config{
+func (s LogSettings) LogConfig() partlog.Config {
+	return withCleanup(partlog.Config{
 		SegmentBytes:          s.SegmentBytes,
 		SegmentMs:             s.SegmentMs,
 		IndexIntervalBytes:    s.IndexIntervalBytes,
