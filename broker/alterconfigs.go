@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/acl"
+	"github.com/tributary/tributary/broker/config"
 )
 
 // handleIncrementalAlterConfigs sets, deletes, appends to or subtracts
@@ -117,7 +118,7 @@ func (b *Broker) applyConfigOps(overrides map[string]string, ops []kmsg.Incremen
 			return kerr.InvalidRequest, "config " + op.Name + " is altered more than once"
 		}
 		seen[op.Name] = true
-		k, known := findTopicConfigKey(op.Name)
+		k, known := config.FindTopicKey(op.Name)
 		if !known {
 			return kerr.InvalidConfig, "Unknown topic config name: " + op.Name
 		}
@@ -134,12 +135,12 @@ func (b *Broker) applyConfigOps(overrides map[string]string, ops []kmsg.Incremen
 		case kmsg.IncrementalAlterConfigOpDelete:
 			delete(overrides, op.Name)
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-			if k.typ != kmsg.ConfigTypeList {
+			if k.Type != kmsg.ConfigTypeList {
 				return kerr.InvalidConfig, fmt.Sprintf("Config value append or subtract is not allowed for config key: %s", op.Name)
 			}
 			current, ok := overrides[op.Name]
 			if !ok {
-				current = k.value(b.topicDefaults())
+				current = k.Value(b.topicDefaults())
 			}
 			items := strings.Split(current, ",")
 			for _, v := range strings.Split(value, ",") {
@@ -155,8 +156,8 @@ func (b *Broker) applyConfigOps(overrides map[string]string, ops []kmsg.Incremen
 			return kerr.InvalidRequest, fmt.Sprintf("unknown config operation %d for %s", op.Op, op.Name)
 		}
 	}
-	if _, err := resolveTopicConfig(b.topicDefaults(), overrides); err != nil {
-		return kerr.InvalidConfig, strings.TrimPrefix(err.Error(), ErrInvalidTopicConfig.Error()+": ")
+	if _, err := config.ResolveTopic(b.topicDefaults(), overrides); err != nil {
+		return kerr.InvalidConfig, strings.TrimPrefix(err.Error(), config.ErrInvalidTopicConfig.Error()+": ")
 	}
 	return nil, ""
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -75,7 +76,7 @@ func logDirsOf(t *testing.T, cl *kgo.Client, topic string, p int32) map[string]k
 // REPLICA_NOT_AVAILABLE.
 func TestAlterReplicaLogDirs(t *testing.T) {
 	dirs := []string{filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")}
-	b := newTestBroker(t, func(c *Config) { c.LogDirs = dirs })
+	b := newTestBroker(t, func(c *config.Config) { c.LogDirs = dirs })
 	ctx := testenv.Context(t, 2*time.Minute)
 	cl := newClient(t, b.Addr(), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(0))
 	adm := kadm.NewClient(cl)

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker/acl"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -21,7 +22,7 @@ func BenchmarkProduceAuthorizer(b *testing.B) {
 			name = "on-10000-acls"
 		}
 		b.Run(name, func(b *testing.B) {
-			tb := newTestBroker(b, func(c *Config) { c.Authorizer.Enabled = on })
+			tb := newTestBroker(b, func(c *config.Config) { c.Authorizer.Enabled = on })
 			if on {
 				all := map[acl.Pattern][]acl.Entry{}
 				for i := range 9999 {

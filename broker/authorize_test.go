@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/acl"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/pki"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
@@ -47,7 +48,7 @@ func newACLBroker(t *testing.T, extra map[string]string) *aclBroker {
 	for k, v := range extra {
 		props[k] = v
 	}
-	cfg, warnings, err := ConfigFromProperties(props)
+	cfg, warnings, err := config.FromProperties(props)
 	if err != nil || len(warnings) != 0 {
 		t.Fatalf("config: %v %v", err, warnings)
 	}

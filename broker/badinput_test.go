@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -25,7 +26,7 @@ func healthy(t *testing.T, c *rawConn) {
 }
 
 func TestBadFramesCloseOnlyTheirConnection(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) { c.SocketRequestMaxBytes = 1 << 16 })
+	b := newTestBroker(t, func(c *config.Config) { c.SocketRequestMaxBytes = 1 << 16 })
 	bystander := dialRaw(t, b.Addr())
 	healthy(t, bystander)
 
@@ -134,7 +135,7 @@ func TestCorruptCRCRejectedAndNothingWritten(t *testing.T) {
 }
 
 func TestProduceErrors(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) {
+	b := newTestBroker(t, func(c *config.Config) {
 		c.DisableAutoCreateTopics = true
 		c.MessageMaxBytes = 1000
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/group"
 	"github.com/tributary/tributary/broker/txn"
 	"github.com/tributary/tributary/internal/coord"
@@ -27,7 +28,7 @@ import (
 
 // Broker is one Kafka-protocol server over a set of log directories.
 type Broker struct {
-	cfg     Config
+	cfg     config.Config
 	logger  *slog.Logger
 	metrics *metrics
 	gather  prometheus.Gatherer
@@ -140,10 +141,10 @@ type partition struct {
 	dir   string
 	log   PartitionLog
 	// settings are what log was opened with; a change reopens it.
-	settings plogSettings
+	settings config.LogSettings
 	// conf is the topic's effective configuration, replaced when the
 	// topic's overrides change.
-	conf atomic.Pointer[topicConfig]
+	conf atomic.Pointer[config.Topic]
 	// identity is the overrides last recorded in dir; reconciler-owned.
 	identity string
 
@@ -175,11 +176,11 @@ func withLogOpener(open logOpener) Option { return func(b *Broker) { b.openLog =
 // logger may be nil (logs are discarded); reg may be nil (a private registry
 // is used). When cfg.MetricsListen is set, reg must also be a
 // prometheus.Gatherer (a *prometheus.Registry is).
-func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, opts ...Option) (*Broker, error) {
+func New(cfg config.Config, logger *slog.Logger, reg prometheus.Registerer, opts ...Option) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -191,7 +192,7 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer, opts ...Opt
 		gather = g
 	}
 	if cfg.MetricsListen != "" && gather == nil {
-		return nil, fmt.Errorf("%w: metrics.listen needs a registry that is also a prometheus.Gatherer", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: metrics.listen needs a registry that is also a prometheus.Gatherer", config.ErrInvalidConfig)
 	}
 	m, err := newMetrics(reg)
 	if err != nil {
@@ -281,12 +282,12 @@ func scanLogDirs(logDirs []string) (map[string]map[int32]string, error) {
 	return found, nil
 }
 
-func (b *Broker) openPartition(name string, p int32, dir string, tc topicConfig) (*partition, error) {
-	l, err := b.openLog(dir, tc.log)
+func (b *Broker) openPartition(name string, p int32, dir string, tc config.Topic) (*partition, error) {
+	l, err := b.openLog(dir, tc.Log)
 	if err != nil {
 		return nil, fmt.Errorf("broker: opening partition %s-%d: %w", name, p, err)
 	}
-	part := &partition{topic: name, index: p, dir: dir, log: l, settings: tc.log, waiters: map[*waiter]struct{}{}}
+	part := &partition{topic: name, index: p, dir: dir, log: l, settings: tc.Log, waiters: map[*waiter]struct{}{}}
 	part.conf.Store(&tc)
 	part.rs.epoch = -1
 	part.rs.leaderID = -1
@@ -468,41 +469,41 @@ func (b *Broker) Start(ctx context.Context) error {
 	}()
 	for _, l := range b.listeners {
 		b.logger.Info("broker listening", "addr", l.ln.Addr().String(), "listener", l.name, "protocol", l.protocol,
-			"advertised", l.advertised.hostPort(), "broker.id", b.cfg.BrokerID)
+			"advertised", l.advertised.HostPort(), "broker.id", b.cfg.BrokerID)
 	}
 	return nil
 }
 
 // listen binds every listener, TLS ones with their certificates loaded.
 func (b *Broker) listen(ctx context.Context) error {
-	plan, err := b.cfg.listenerPlan()
+	plan, err := b.cfg.ListenerPlan()
 	if err != nil {
 		return err
 	}
 	b.listeners = nil // a Start that failed after binding closed them
-	for _, spec := range plan.bound {
-		l := &listener{name: spec.name, protocol: spec.protocol}
-		if spec.protocol.TLS() {
-			if l.tls, err = security.NewServer(b.cfg.tlsFor(spec.name), b.logger); err == nil {
-				l.ln, err = network.ListenKafkaTLS(ctx, spec.hostPort(), l.tls.Config())
+	for _, spec := range plan.Bound {
+		l := &listener{name: spec.Name, protocol: spec.Protocol}
+		if spec.Protocol.TLS() {
+			if l.tls, err = security.NewServer(b.cfg.TLSFor(spec.Name), b.logger); err == nil {
+				l.ln, err = network.ListenKafkaTLS(ctx, spec.HostPort(), l.tls.Config())
 			}
 		} else {
-			l.ln, err = network.ListenKafka(ctx, spec.hostPort())
+			l.ln, err = network.ListenKafka(ctx, spec.HostPort())
 		}
-		if err == nil && spec.protocol.SASL() {
-			l.sasl, err = b.newAuthenticator(spec.name)
+		if err == nil && spec.Protocol.SASL() {
+			l.sasl, err = b.newAuthenticator(spec.Name)
 		}
 		if err != nil {
 			if l.ln != nil {
 				_ = l.ln.Close()
 			}
 			b.closeListeners()
-			return fmt.Errorf("broker: listener %s on %s: %w", spec.name, spec.hostPort(), err)
+			return fmt.Errorf("broker: listener %s on %s: %w", spec.Name, spec.HostPort(), err)
 		}
 		l.advertised = advertise(spec, plan, l.ln.Addr().(*net.TCPAddr))
 		b.listeners = append(b.listeners, l)
 	}
-	b.interBroker = plan.interBroker
+	b.interBroker = plan.InterBroker
 	return nil
 }
 

@@ -9,15 +9,16 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/group"
-	plog "github.com/tributary/tributary/broker/log"
+	"github.com/tributary/tributary/broker/partlog"
 )
 
 // cleanableLog is what the log cleaner needs of a partition's storage
-// (broker/log's Log; the in-memory test log has no cleaner).
+// (broker/partlog's Log; the in-memory test log has no cleaner).
 type cleanableLog interface {
-	Cleanable() (plog.Cleanability, error)
-	Clean(ctx context.Context, opts plog.CleanOptions) (plog.CleanStats, error)
+	Cleanable() (partlog.Cleanability, error)
+	Clean(ctx context.Context, opts partlog.CleanOptions) (partlog.CleanStats, error)
 }
 
 // logCleaner runs log.cleaner.threads goroutines that each clean, every
@@ -30,32 +31,32 @@ type logCleaner struct {
 	b        *Broker
 	throttle *ioThrottle
 	mu       sync.Mutex
-	cfg      CleanerConfig
+	cfg      config.Cleaner
 	busy     map[*partition]bool
 	// running marks the threads started and not yet stopped.
 	running map[int]bool
 	// last is each thread's last cleaning, for the max-* gauges.
-	last map[int]plog.CleanStats
+	last map[int]partlog.CleanStats
 }
 
 // startCleaner starts the cleaner threads (stopped by shutdownCtx, waited
 // for by b.wg) unless log.cleaner.enable=false, with the dynamic configs
 // already known applied.
 func (b *Broker) startCleaner() {
-	cfg := b.cfg.Cleaner.withDefaults()
+	cfg := b.cfg.Cleaner.WithDefaults()
 	if cfg.Disable {
 		return
 	}
 	c := &logCleaner{b: b, cfg: cfg, busy: map[*partition]bool{}, throttle: newIOThrottle(cfg.IOMaxBytesPerSecond),
-		running: map[int]bool{}, last: map[int]plog.CleanStats{}}
+		running: map[int]bool{}, last: map[int]partlog.CleanStats{}}
 	b.cleaner.Store(c)
 	c.reconfigure(b.dynamic().settings.server.Cleaner)
 }
 
 // reconfigure applies the dynamic cleaner settings of next (its other
 // fields are ignored) and starts the threads a higher count needs.
-func (c *logCleaner) reconfigure(next CleanerConfig) {
-	next = next.withDefaults()
+func (c *logCleaner) reconfigure(next config.Cleaner) {
+	next = next.WithDefaults()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cfg.Threads != next.Threads || c.cfg.DedupeBufferSize != next.DedupeBufferSize ||
@@ -81,15 +82,15 @@ func (c *logCleaner) reconfigure(next CleanerConfig) {
 
 // options returns thread's cleaning options and backoff, or false if the
 // thread is beyond the configured count (it is then marked stopped).
-func (c *logCleaner) options(thread int) (plog.CleanOptions, time.Duration, bool) {
+func (c *logCleaner) options(thread int) (partlog.CleanOptions, time.Duration, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if thread >= c.cfg.Threads {
 		delete(c.running, thread)
 		delete(c.last, thread)
-		return plog.CleanOptions{}, 0, false
+		return partlog.CleanOptions{}, 0, false
 	}
-	return plog.CleanOptions{DedupeBufferSize: c.cfg.DedupeBufferSize / int64(c.cfg.Threads), Throttle: c.throttle.wait,
+	return partlog.CleanOptions{DedupeBufferSize: c.cfg.DedupeBufferSize / int64(c.cfg.Threads), Throttle: c.throttle.wait,
 		StepHook: c.cfg.StepHook}, c.cfg.Backoff, true
 }
 
@@ -116,7 +117,7 @@ func (c *logCleaner) run(ctx context.Context, thread int) {
 		switch {
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, plog.ErrClosed):
+		case errors.Is(err, partlog.ErrClosed):
 		case err != nil:
 			c.b.metrics.cleaner.failures.Inc()
 			c.b.logger.Error("log cleaner failed", "topic", p.topic, "partition", p.index, "err", err)
@@ -162,7 +163,7 @@ func (c *logCleaner) pick() (*partition, cleanableLog) {
 }
 
 // observe feeds one cleaning of thread into the cleaner's metrics.
-func (c *logCleaner) observe(thread int, st plog.CleanStats) {
+func (c *logCleaner) observe(thread int, st partlog.CleanStats) {
 	m := c.b.metrics.cleaner
 	m.bytesRead.Add(float64(st.BytesRead))
 	m.bytesWritten.Add(float64(st.BytesWritten))
@@ -180,7 +181,7 @@ func (c *logCleaner) observe(thread int, st plog.CleanStats) {
 }
 
 // logStats writes Kafka's cleaner summary for one cleaning.
-func (c *logCleaner) logStats(p *partition, st plog.CleanStats) {
+func (c *logCleaner) logStats(p *partition, st partlog.CleanStats) {
 	secs := max(st.Elapsed.Seconds(), 1e-9)
 	mb := func(n int64) float64 { return float64(n) / (1 << 20) }
 	c.b.logger.Info(fmt.Sprintf("Log cleaner: cleaned log %s-%d (dirty section = [%d, %d])", p.topic, p.index, st.FirstDirty, st.MapEnd),

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -68,7 +69,7 @@ func cleanerCounter(t *testing.T, b *testBroker) float64 {
 // each key below it, and from the checkpoint on every produced record once,
 // in order.
 func TestIdempotentProducerAcrossCleaning(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) { c.Cleaner.Backoff = 10 * time.Millisecond })
+	b := newTestBroker(t, func(c *config.Config) { c.Cleaner.Backoff = 10 * time.Millisecond })
 	ctx := testenv.Context(t, 120*time.Second)
 	const topic = "state"
 	adm := kadm.NewClient(newClient(t, b.Addr()))

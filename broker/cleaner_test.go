@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -18,7 +19,7 @@ import (
 // from the beginning: the last value of every key, far fewer records.
 // A keyless record is refused with INVALID_RECORD and nothing is written.
 func TestCompactedTopicRoundTrip(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) { c.Cleaner.Backoff = 20 * time.Millisecond })
+	b := newTestBroker(t, func(c *config.Config) { c.Cleaner.Backoff = 20 * time.Millisecond })
 	ctx := testenv.Context(t, 60*time.Second)
 	cl := newClient(t, b.Addr(), kgo.ProducerBatchCompression(kgo.ZstdCompression()), kgo.ProducerLinger(0))
 	adm := kadm.NewClient(cl)

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/quota"
 	"github.com/tributary/tributary/internal/coord"
 )
@@ -43,8 +44,8 @@ type clientQuotas struct {
 // "fetch", "request") and Kafka's quota metric tags.
 var quotaLabels = []string{"quota", "user", "client_id"}
 
-func newClientQuotas(lc LimitsConfig, reg prometheus.Registerer) (*clientQuotas, error) {
-	lc = lc.withDefaults()
+func newClientQuotas(lc config.Limits, reg prometheus.Registerer) (*clientQuotas, error) {
+	lc = lc.WithDefaults()
 	w := quota.Window{Num: lc.QuotaWindowNum, Size: lc.QuotaWindowSize}
 	q := &clientQuotas{
 		produce: quota.NewMeter(w), fetch: quota.NewMeter(w), request: quota.NewMeter(w),

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/quota"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
@@ -42,8 +43,8 @@ func awaitQuotas(t *testing.T, ctx context.Context, what string, cond func(map[q
 func newZKQuotaBrokers(t *testing.T) (string, *testBroker, *testBroker) {
 	t.Helper()
 	connect := zkTestChroot(t)
-	zk := func(id int32) func(*Config) {
-		return func(c *Config) {
+	zk := func(id int32) func(*config.Config) {
+		return func(c *config.Config) {
 			c.BrokerID, c.ZooKeeperConnect, c.ZooKeeperSessionTimeout = id, connect, 6*time.Second
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -48,7 +49,7 @@ func apiVersionsOK(t testing.TB, c *rawConn) {
 // from another address is served; closing one of the hundred lets a new
 // one in.
 func TestMaxConnectionsPerIP(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) { c.Limits.MaxConnectionsPerIP = 100 })
+	b := newTestBroker(t, func(c *config.Config) { c.Limits.MaxConnectionsPerIP = 100 })
 	conns := make([]*rawConn, 100)
 	for i := range conns {
 		conns[i] = dialFrom(t, b.Addr(), "127.0.0.1")
@@ -77,7 +78,7 @@ func TestMaxConnectionsPerIP(t *testing.T) {
 // TestMaxConnectionsPerIPOverride: an override of 0 refuses a host, one
 // above the default lets it have more.
 func TestMaxConnectionsPerIPOverride(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) {
+	b := newTestBroker(t, func(c *config.Config) {
 		c.Limits.MaxConnectionsPerIP = 1
 		c.Limits.MaxConnectionsPerIPOverrides = map[string]int{"127.0.0.2": 0, "127.0.0.3": 3}
 	})
@@ -92,7 +93,7 @@ func TestMaxConnectionsPerIPOverride(t *testing.T) {
 
 // TestMaxConnections: max.connections bounds the total from all addresses.
 func TestMaxConnections(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) { c.Limits.MaxConnections = 3 })
+	b := newTestBroker(t, func(c *config.Config) { c.Limits.MaxConnections = 3 })
 	apiVersionsOK(t, dialFrom(t, b.Addr(), "127.0.0.1"))
 	apiVersionsOK(t, dialFrom(t, b.Addr(), "127.0.0.2"))
 	apiVersionsOK(t, dialFrom(t, b.Addr(), "127.0.0.3"))
@@ -109,7 +110,7 @@ func TestIdleConnectionsClosed(t *testing.T) {
 	// A request every idle/6 leaves the busy connection 5/6 of idle of
 	// slack for a sleep that a loaded machine stretches.
 	const idle = 600 * time.Millisecond
-	b := newTestBroker(t, func(c *Config) { c.Limits.ConnectionsMaxIdle = idle })
+	b := newTestBroker(t, func(c *config.Config) { c.Limits.ConnectionsMaxIdle = idle })
 	if err := b.CreateTopic(testenv.Context(t, time.Minute), "idle", 1); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func isConnReset(err error) bool {
 // throttle time (CreateTopics v6+), and is let in again once it waited.
 // Another client id has its own quota.
 func TestCreateTopicsThrottled(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) {
+	b := newTestBroker(t, func(c *config.Config) {
 		// Burst 2 x 2 x 1 s = 4 partitions. The first request (24
 		// partitions) leaves a debt of 20 that takes 10 s to pay back:
 		// room for the second request to arrive on a loaded machine

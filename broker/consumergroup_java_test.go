@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/kafkatest"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
@@ -26,7 +27,7 @@ import (
 // the member with every partition.
 func TestConsumerGroupJavaConsumer(t *testing.T) {
 	tools := testenv.Kafka39Tools(t)
-	b := newTestBroker(t, func(c *Config) {
+	b := newTestBroker(t, func(c *config.Config) {
 		groupTestConfig(c)
 		c.Groups.ConsumerHeartbeatInterval = 500 * time.Millisecond
 		c.Groups.ConsumerSessionTimeout = 10 * time.Second
@@ -140,7 +141,7 @@ func describeGroup848(t *testing.T, cl *kgo.Client, group string) string {
 // Stable with every partition assigned once after each change.
 func TestConsumerGroupJavaKill9(t *testing.T) {
 	tools := testenv.Kafka39Tools(t)
-	b := newTestBroker(t, func(c *Config) {
+	b := newTestBroker(t, func(c *config.Config) {
 		groupTestConfig(c)
 		c.Groups.ConsumerHeartbeatInterval = 500 * time.Millisecond
 		c.Groups.ConsumerSessionTimeout = 6 * time.Second

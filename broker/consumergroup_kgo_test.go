@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/kafkatest"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
@@ -17,7 +18,7 @@ import (
 // least once, the final committed offsets are the partitions' ends, and
 // the assignment is stable and complete after each change.
 func TestConsumerGroupKgoServerSide(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) {
+	b := newTestBroker(t, func(c *config.Config) {
 		groupTestConfig(c)
 		c.Groups.ConsumerSessionTimeout = 3 * time.Second
 		c.Groups.ConsumerHeartbeatInterval = 200 * time.Millisecond

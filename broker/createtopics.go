@@ -13,12 +13,12 @@ import (
 
 	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/quota"
 )
 
-// maxPartitionsPerTopic bounds one request's work: each partition is a
-// directory and open files, and one broker cannot serve more usefully.
-const maxPartitionsPerTopic = 10_000
+// maxPartitionsPerTopic bounds one request's work (config's).
+const maxPartitionsPerTopic = config.MaxPartitionsPerTopic
 
 // handleCreateTopics creates topics through the cluster: the assignment
 // goes to the coordinator and the controller elects the leaders; each topic
@@ -57,7 +57,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *request) (reply, err
 		if len(rt.ReplicaAssignment) > 0 {
 			n = int32(len(rt.ReplicaAssignment))
 		}
-		defaultN, defaultRF := b.cfg.creationDefaults(rt.Topic, len(snap.Brokers))
+		defaultN, defaultRF := creationDefaults(b.cfg, rt.Topic, len(snap.Brokers))
 		rf := rt.ReplicationFactor
 		if rf == -1 {
 			rf = defaultRF
@@ -146,8 +146,8 @@ func (b *Broker) requestTopicConfigs(cs []kmsg.CreateTopicsRequestTopicConfig) (
 		}
 		overrides[c.Name] = *c.Value
 	}
-	if _, err := resolveTopicConfig(b.topicDefaults(), overrides); err != nil {
-		return nil, kerr.InvalidConfig, strings.TrimPrefix(err.Error(), ErrInvalidTopicConfig.Error()+": ")
+	if _, err := config.ResolveTopic(b.topicDefaults(), overrides); err != nil {
+		return nil, kerr.InvalidConfig, strings.TrimPrefix(err.Error(), config.ErrInvalidTopicConfig.Error()+": ")
 	}
 	return overrides, nil, ""
 }
@@ -238,7 +238,7 @@ func (b *Broker) autoCreateTopic(ctx context.Context, r *request, name string) (
 	if r.clientID != nil {
 		client = *r.clientID
 	}
-	n, _ := b.cfg.creationDefaults(name, len(b.metadata().Brokers))
+	n, _ := creationDefaults(b.cfg, name, len(b.metadata().Brokers))
 	if wait := b.res.quota.take(client, int(n)); wait > 0 {
 		b.res.throttled.Inc()
 		b.res.logs.log(slog.LevelInfo, "auto-create-throttled", "auto-creation refused by controller.mutation.rate",

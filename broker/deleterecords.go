@@ -14,7 +14,7 @@ import (
 )
 
 // recordDeleter is the storage side of DeleteRecords: a PartitionLog whose
-// log start offset can be moved into a segment (broker/log's
+// log start offset can be moved into a segment (broker/partlog's
 // DeleteRecordsBefore). A log without it refuses DeleteRecords.
 type recordDeleter interface {
 	DeleteRecordsBefore(offset int64) (int64, error)

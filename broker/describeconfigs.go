@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/acl"
+	"github.com/tributary/tributary/broker/config"
 )
 
 // configEntry is one config as DescribeConfigs reports it.
@@ -114,28 +115,28 @@ func (e configEntry) kmsg(synonyms, doc bool) kmsg.DescribeConfigsResponseResour
 func (b *Broker) topicConfigEntries(overrides map[string]string) []configEntry {
 	dyn := b.dynamic()
 	defaults := dyn.settings.topic
-	if _, err := resolveTopicConfig(defaults, overrides); err != nil {
+	if _, err := config.ResolveTopic(defaults, overrides); err != nil {
 		overrides = nil
 	}
-	out := make([]configEntry, 0, len(topicConfigKeys))
-	for _, k := range topicConfigKeys {
+	out := make([]configEntry, 0, len(config.TopicKeys()))
+	for _, k := range config.TopicKeys() {
 		var brokerSyn []configSynonym
-		if dk, ok := findDynamicKey(k.brokerKey); ok {
+		if dk, ok := findDynamicKey(k.BrokerKey); ok {
 			brokerSyn = dyn.synonyms(dk)
-		} else if k.brokerKey != "" {
-			v, src := k.value(defaults), kmsg.ConfigSourceStaticBrokerConfig
-			if v == k.kafkaDefault {
+		} else if k.BrokerKey != "" {
+			v, src := k.Value(defaults), kmsg.ConfigSourceStaticBrokerConfig
+			if v == k.KafkaDefault {
 				src = kmsg.ConfigSourceDefaultConfig
 			}
-			brokerSyn = []configSynonym{{k.brokerKey, v, src}}
+			brokerSyn = []configSynonym{{k.BrokerKey, v, src}}
 		}
-		e := configEntry{name: k.name, value: k.value(defaults), source: kmsg.ConfigSourceDefaultConfig, typ: k.typ, doc: k.doc}
+		e := configEntry{name: k.Name, value: k.Value(defaults), source: kmsg.ConfigSourceDefaultConfig, typ: k.Type, doc: k.Doc}
 		if len(brokerSyn) > 0 {
 			e.source = brokerSyn[0].source
 		}
-		if v, ok := overrides[k.name]; ok {
+		if v, ok := overrides[k.Name]; ok {
 			e.value, e.source = v, kmsg.ConfigSourceDynamicTopicConfig
-			e.synonyms = append(e.synonyms, configSynonym{k.name, v, kmsg.ConfigSourceDynamicTopicConfig})
+			e.synonyms = append(e.synonyms, configSynonym{k.Name, v, kmsg.ConfigSourceDynamicTopicConfig})
 		}
 		e.synonyms = append(e.synonyms, brokerSyn...)
 		out = append(out, e)
@@ -147,7 +148,7 @@ func (b *Broker) topicConfigEntries(overrides map[string]string) []configEntry {
 // server.properties names: the dynamic keys first, then the read-only ones.
 func (b *Broker) brokerConfigEntries() []configEntry {
 	c := b.cfg
-	tc := c.topicDefaults()
+	tc := c.TopicDefaults()
 	var out []configEntry
 	add := func(name, value, kafkaDefault string, typ kmsg.ConfigType) {
 		src := kmsg.ConfigSourceStaticBrokerConfig
@@ -162,24 +163,24 @@ func (b *Broker) brokerConfigEntries() []configEntry {
 		out = append(out, dyn.entry(k))
 	}
 	out = append(out, dyn.listenerTLSEntries()...)
-	for _, k := range topicConfigKeys {
-		if k.brokerKey != "" && !isDynamicKey(k.brokerKey) {
-			add(k.brokerKey, k.value(tc), k.kafkaDefault, k.typ)
+	for _, k := range config.TopicKeys() {
+		if k.BrokerKey != "" && !isDynamicKey(k.BrokerKey) {
+			add(k.BrokerKey, k.Value(tc), k.KafkaDefault, k.Type)
 		}
 	}
 	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
 	add("broker.id", itoa(int64(c.BrokerID)), "-1", kmsg.ConfigTypeInt)
-	add("listeners", c.Listeners, DefaultListeners, kmsg.ConfigTypeString)
+	add("listeners", c.Listeners, config.DefaultListeners, kmsg.ConfigTypeString)
 	add("advertised.listeners", c.AdvertisedListeners, "", kmsg.ConfigTypeString)
 	add("log.dirs", strings.Join(c.LogDirs, ","), "", kmsg.ConfigTypeString)
-	add("num.partitions", itoa(int64(c.NumPartitions)), itoa(DefaultNumPartitions), kmsg.ConfigTypeInt)
+	add("num.partitions", itoa(int64(c.NumPartitions)), itoa(config.DefaultNumPartitions), kmsg.ConfigTypeInt)
 	add("auto.create.topics.enable", strconv.FormatBool(!c.DisableAutoCreateTopics), "true", kmsg.ConfigTypeBoolean)
-	add("default.replication.factor", itoa(int64(c.DefaultReplicationFactor)), itoa(DefaultReplicationFactor), kmsg.ConfigTypeInt)
+	add("default.replication.factor", itoa(int64(c.DefaultReplicationFactor)), itoa(config.DefaultReplicationFactor), kmsg.ConfigTypeInt)
 	add("log.retention.check.interval.ms", itoa(c.RetentionCheckInterval.Milliseconds()),
-		itoa(DefaultRetentionCheckInterval.Milliseconds()), kmsg.ConfigTypeLong)
-	add("socket.request.max.bytes", itoa(int64(c.SocketRequestMaxBytes)), itoa(DefaultSocketRequestMaxBytes), kmsg.ConfigTypeInt)
+		itoa(config.DefaultRetentionCheckInterval.Milliseconds()), kmsg.ConfigTypeLong)
+	add("socket.request.max.bytes", itoa(int64(c.SocketRequestMaxBytes)), itoa(config.DefaultSocketRequestMaxBytes), kmsg.ConfigTypeInt)
 	add("zookeeper.connect", c.ZooKeeperConnect, "", kmsg.ConfigTypeString)
 	add("zookeeper.session.timeout.ms", itoa(c.ZooKeeperSessionTimeout.Milliseconds()),
-		itoa(DefaultZooKeeperSession.Milliseconds()), kmsg.ConfigTypeInt)
+		itoa(config.DefaultZooKeeperSession.Milliseconds()), kmsg.ConfigTypeInt)
 	return out
 }

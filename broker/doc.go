@@ -4,7 +4,7 @@
 // serves ApiVersions, Metadata, CreateTopics, DeleteTopics, Produce, Fetch,
 // ListOffsets (v0 too), InitProducerId, DescribeConfigs,
 // IncrementalAlterConfigs and OffsetForLeaderEpoch on top of the storage
-// engine in broker/log, and the group coordinator's APIs (FindCoordinator,
+// engine in broker/partlog, and the group coordinator's APIs (FindCoordinator,
 // JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
 // ListGroups, DescribeGroups, DeleteGroups, OffsetDelete, and KIP-848's
 // ConsumerGroupHeartbeat and ConsumerGroupDescribe, with the topics of the
@@ -12,6 +12,8 @@
 // broker/group, and the operators' APIs (below).
 // DescribeUserScramCredentials and AlterUserScramCredentials read and write
 // the SCRAM credentials of /config/users through broker/sasl (scram.go).
+// The configuration, server.properties and the topic-level configs, is
+// broker/config's.
 //
 // # Listeners and TLS
 //
@@ -29,7 +31,7 @@
 // ssl.principal.mapping.rules> or User:ANONYMOUS until a SASL login
 // replaces it with User:<name>.
 //
-// SASL (saslhandshake.go, saslauthenticate.go, saslconfig.go; the
+// SASL (saslhandshake.go, saslauthenticate.go, broker/config's saslconfig.go; the
 // mechanisms are broker/sasl's): on a SASL_* listener only ApiVersions and
 // SaslHandshake (v0–1; after v0 the tokens are bare frames) are served
 // before the login, then SaslAuthenticate (v0–2); anything else closes the
@@ -76,7 +78,7 @@
 // leaders. ElectLeaders (electleaders.go) is carried out by the
 // controller (cluster.Member.ElectLeaders; another broker answers
 // NOT_CONTROLLER). DeleteRecords (deleterecords.go) moves the leader's log
-// start offset (broker/log DeleteRecordsBefore, persisted in the
+// start offset (broker/partlog DeleteRecordsBefore, persisted in the
 // partition's log-start-offset file); followers move theirs up to the
 // LogStartOffset of their fetch responses, and ListOffsets from replica id
 // -2 (Kafka's debugging replica) is answered by a follower too, so that
@@ -146,7 +148,7 @@
 // # Transactions, the partition side
 //
 // A partition leader serves transactional data as Kafka >= 2.5 does
-// (txnlog.go; the storage rules are broker/log's): Produce with a
+// (txnlog.go; the storage rules are broker/partlog's): Produce with a
 // transactional.id needs Write on that TransactionalId, the log checks
 // transactional batches (a producer id, no control batches from clients:
 // INVALID_RECORD; INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE). Before
@@ -313,7 +315,7 @@
 // # Topic configs and identity
 //
 // A topic's config overrides (Kafka's topic-level names, see
-// topicConfigKeys) are validated by CreateTopics and stored with the topic
+// config.TopicKeys) are validated by CreateTopics and stored with the topic
 // in /config/topics/<topic>, which holds configs only, so that Kafka's
 // ConfigCommand can alter them too (its change reaches the brokers through
 // their watch on the config node). The topic's random id is Kafka 2.8's
@@ -347,7 +349,7 @@
 // # Storage and recovery
 //
 // A topic partition is a directory <topic>-<partition> under one of log.dirs,
-// owned by broker/log; the broker lists those directories at start and opens
+// owned by broker/partlog; the broker lists those directories at start and opens
 // the ones it leads. Producer ids are handed out in blocks recorded in the
 // file producer-ids in the first log directory before any id of the block is
 // used, so ids stay unique across restarts and crashes; in a cluster the

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/security"
 )
 
@@ -21,14 +22,14 @@ import (
 // /config/brokers/<default> (every broker) and /config/brokers/<id> (one
 // broker, winning over the default), layered over server.properties. They
 // are the broker defaults of the topic keys (log.retention.ms, ...,
-// topicConfigKeys' broker synonyms) and the replication throttle rates.
+// config.TopicKeys' broker synonyms) and the replication throttle rates.
 // The reconciler resolves them from each metadata snapshot before the
 // topics, so a change reaches every partition (a storage setting reopens
 // its log) without a restart.
 
 // dynamicSettings are the values dynamic configs can change.
 type dynamicSettings struct {
-	topic topicConfig
+	topic config.Topic
 	// leaderRate and followerRate are leader.replication.throttled.rate and
 	// follower.replication.throttled.rate in bytes/s; 0 is unthrottled.
 	leaderRate, followerRate int64
@@ -42,7 +43,7 @@ type dynamicSettings struct {
 	// max.connections, max.connections.per.ip and its overrides, and
 	// Cleaner's threads, dedupe buffer, I/O rate and backoff. Only those
 	// fields are set; serverKeys lists them.
-	server Config
+	server config.Config
 	// listenerTLS holds the listener.name.<l>.<key> values, by full name,
 	// of security.ReconfigurableTLSKeys: a listener's new certificate.
 	// Replaced on change, never modified.
@@ -66,7 +67,7 @@ func rateKey(name, doc string, field func(d *dynamicSettings) *int64) dynamicKey
 	return dynamicKey{
 		name: name, typ: kmsg.ConfigTypeLong, doc: doc,
 		apply: func(d *dynamicSettings, v string) error {
-			n, err := parseLong(v, 1)
+			n, err := config.ParseLong(v, 1)
 			if err != nil {
 				return err
 			}
@@ -87,21 +88,20 @@ func rateKey(name, doc string, field func(d *dynamicSettings) *int64) dynamicKey
 }
 
 // dynamicKeys are the broker configs alterable at run time; every other
-// broker key is read-only (INVALID_CONFIG when altered). Built on first use:
-// other files' init functions add to topicConfigKeys.
+// broker key is read-only (INVALID_CONFIG when altered). Built on first use.
 var dynamicKeys = sync.OnceValue(func() []dynamicKey {
 	var keys []dynamicKey
-	for _, k := range topicConfigKeys {
+	for _, k := range config.TopicKeys() {
 		// The controller reads unclean.leader.election.enable's broker
 		// default from its own static config: not dynamic here.
-		if k.brokerKey == "" || k.brokerKey == "unclean.leader.election.enable" {
+		if k.BrokerKey == "" || k.BrokerKey == "unclean.leader.election.enable" {
 			continue
 		}
 		keys = append(keys, dynamicKey{
-			name: k.brokerKey, typ: k.typ, doc: k.doc,
-			apply:        func(d *dynamicSettings, v string) error { return k.apply(&d.topic, v) },
-			value:        func(d dynamicSettings) string { return k.value(d.topic) },
-			kafkaDefault: k.kafkaDefault,
+			name: k.BrokerKey, typ: k.Type, doc: k.Doc,
+			apply:        func(d *dynamicSettings, v string) error { return k.Apply(&d.topic, v) },
+			value:        func(d dynamicSettings) string { return k.Value(d.topic) },
+			kafkaDefault: k.KafkaDefault,
 		})
 	}
 	keys = append(keys,
@@ -121,11 +121,11 @@ var dynamicKeys = sync.OnceValue(func() []dynamicKey {
 // serverKey is a server.properties key applied at run time: its static
 // setter parses the value into dynamicSettings.server, value formats it as
 // DescribeConfigs reports it.
-func serverKey(name string, typ kmsg.ConfigType, kafkaDefault, doc string, value func(c Config) string) dynamicKey {
+func serverKey(name string, typ kmsg.ConfigType, kafkaDefault, doc string, value func(c config.Config) string) dynamicKey {
 	return dynamicKey{
 		name: name, typ: typ, doc: doc, kafkaDefault: kafkaDefault,
 		apply: func(d *dynamicSettings, v string) error {
-			if err := propertySetters[name](&d.server, v); err != nil {
+			if _, err := config.SetProperty(&d.server, name, v); err != nil {
 				return err
 			}
 			return d.server.Limits.Validate()
@@ -149,30 +149,32 @@ func serverKeys() []dynamicKey {
 	return []dynamicKey{
 		serverKey("max.connections", kmsg.ConfigTypeInt, kafkaMaxInt,
 			"Connections the broker accepts at once; a new one beyond it is closed. Unset: the descriptor budget's share.",
-			func(c Config) string { return limit(c.Limits.MaxConnections) }),
+			func(c config.Config) string { return limit(c.Limits.MaxConnections) }),
 		serverKey("max.connections.per.ip", kmsg.ConfigTypeInt, kafkaMaxInt,
 			"Connections accepted at once from one address.",
-			func(c Config) string { return limit(c.Limits.MaxConnectionsPerIP) }),
+			func(c config.Config) string { return limit(c.Limits.MaxConnectionsPerIP) }),
 		serverKey("max.connections.per.ip.overrides", kmsg.ConfigTypeString, "",
 			"Per-host or per-address limits (host:n,...) that replace max.connections.per.ip.",
-			func(c Config) string { return formatPerIPOverrides(c.Limits.MaxConnectionsPerIPOverrides) }),
-		serverKey("log.cleaner.threads", kmsg.ConfigTypeInt, strconv.Itoa(DefaultCleanerThreads),
+			func(c config.Config) string { return formatPerIPOverrides(c.Limits.MaxConnectionsPerIPOverrides) }),
+		serverKey("log.cleaner.threads", kmsg.ConfigTypeInt, strconv.Itoa(config.DefaultCleanerThreads),
 			"Log cleaner threads.",
-			func(c Config) string { return strconv.Itoa(c.Cleaner.withDefaults().Threads) }),
-		serverKey("log.cleaner.dedupe.buffer.size", kmsg.ConfigTypeLong, strconv.Itoa(DefaultCleanerDedupeBufferSize),
+			func(c config.Config) string { return strconv.Itoa(c.Cleaner.WithDefaults().Threads) }),
+		serverKey("log.cleaner.dedupe.buffer.size", kmsg.ConfigTypeLong, strconv.Itoa(config.DefaultCleanerDedupeBufferSize),
 			"Bytes of offset map shared by the cleaner threads.",
-			func(c Config) string { return strconv.FormatInt(c.Cleaner.withDefaults().DedupeBufferSize, 10) }),
+			func(c config.Config) string { return strconv.FormatInt(c.Cleaner.WithDefaults().DedupeBufferSize, 10) }),
 		serverKey("log.cleaner.io.max.bytes.per.second", kmsg.ConfigTypeDouble, kafkaMaxDouble,
 			"Bytes/s the cleaner threads read and write together.",
-			func(c Config) string {
+			func(c config.Config) string {
 				if f := c.Cleaner.IOMaxBytesPerSecond; f > 0 {
 					return strconv.FormatFloat(f, 'f', -1, 64)
 				}
 				return kafkaMaxDouble
 			}),
-		serverKey("log.cleaner.backoff.ms", kmsg.ConfigTypeLong, strconv.FormatInt(DefaultCleanerBackoff.Milliseconds(), 10),
+		serverKey("log.cleaner.backoff.ms", kmsg.ConfigTypeLong, strconv.FormatInt(config.DefaultCleanerBackoff.Milliseconds(), 10),
 			"The cleaner's pause when no log needs cleaning.",
-			func(c Config) string { return strconv.FormatInt(c.Cleaner.withDefaults().Backoff.Milliseconds(), 10) }),
+			func(c config.Config) string {
+				return strconv.FormatInt(c.Cleaner.WithDefaults().Backoff.Milliseconds(), 10)
+			}),
 	}
 }
 
@@ -238,7 +240,7 @@ func listenerTLSKey(name string) dynamicKey {
 // listenerTLSWith is listener's static TLS with the dynamic values of
 // configs (full key names) over it.
 func (b *Broker) listenerTLSWith(listener string, configs map[string]string) security.ServerTLS {
-	s := b.cfg.tlsFor(listener)
+	s := b.cfg.TLSFor(listener)
 	prefix := security.ListenerPrefix(listener)
 	for _, name := range slices.Sorted(maps.Keys(configs)) {
 		if key, ok := strings.CutPrefix(name, prefix); ok {
@@ -305,12 +307,12 @@ func (b *Broker) dynamic() *dynamicConfig {
 }
 
 func (b *Broker) staticSettings() dynamicSettings {
-	return dynamicSettings{topic: b.cfg.topicDefaults(), server: Config{Limits: b.cfg.Limits, Cleaner: b.cfg.Cleaner}}
+	return dynamicSettings{topic: b.cfg.TopicDefaults(), server: config.Config{Limits: b.cfg.Limits, Cleaner: b.cfg.Cleaner}}
 }
 
 // topicDefaults is what a topic without overrides gets: the broker's log.*
 // settings with the dynamic broker configs applied.
-func (b *Broker) topicDefaults() topicConfig { return b.dynamic().settings.topic }
+func (b *Broker) topicDefaults() config.Topic { return b.dynamic().settings.topic }
 
 // resolveDynamicConfig layers the entities' configs over the static ones.
 // An entity whose configs do not validate (written by another tool) is
@@ -353,7 +355,7 @@ func (b *Broker) resolveDynamicConfig(snap cluster.Snapshot) {
 func (b *Broker) applyServerSettings(s dynamicSettings) {
 	c := s.server
 	if b.res != nil {
-		lc := c.Limits.withDefaults()
+		lc := c.Limits.WithDefaults()
 		max := b.res.budget.conns
 		if lc.MaxConnections > 0 {
 			max = lc.MaxConnections

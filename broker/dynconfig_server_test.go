@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/pki"
 	"github.com/tributary/tributary/internal/security"
 	"github.com/tributary/tributary/internal/testkit/testenv"
@@ -126,7 +127,7 @@ func TestDynamicConnectionLimits(t *testing.T) {
 // lowered count stop, the shared I/O throttle and each thread's share of
 // the dedupe buffer follow.
 func TestDynamicCleanerConfigs(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) { c.Cleaner.Backoff = 50 * time.Millisecond })
+	b := newTestBroker(t, func(c *config.Config) { c.Cleaner.Backoff = 50 * time.Millisecond })
 	ctx := testenv.Context(t, 2*time.Minute)
 	adm := kadm.NewClient(newClient(t, b.Addr()))
 	c := b.cleaner.Load()
@@ -166,7 +167,7 @@ func TestDynamicCleanerConfigs(t *testing.T) {
 	}
 	testenv.WaitFor(t, 30*time.Second, "the static cleaner settings back", func() (bool, string) {
 		n, rate, share, backoff := state()
-		return n == 1 && rate == 0 && share == DefaultCleanerDedupeBufferSize && backoff == 50*time.Millisecond,
+		return n == 1 && rate == 0 && share == config.DefaultCleanerDedupeBufferSize && backoff == 50*time.Millisecond,
 			fmt.Sprint(n, rate, share, backoff)
 	})
 
@@ -183,7 +184,7 @@ func TestDynamicCleanerConfigs(t *testing.T) {
 // Kafka), a keystore that does not load, an unknown listener, a password.
 func TestDynamicListenerCertificate(t *testing.T) {
 	f := newTLSFiles(t)
-	b := newTestBroker(t, func(c *Config) {
+	b := newTestBroker(t, func(c *config.Config) {
 		c.Listeners = "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"
 		c.TLS = f.serverTLS(security.ClientAuthNone)
 	})

@@ -3,9 +3,6 @@ package broker
 import "errors"
 
 var (
-	// ErrInvalidConfig marks a configuration value that cannot be used; the
-	// message names the property key.
-	ErrInvalidConfig = errors.New("broker: invalid configuration")
 	// ErrClosed is returned by calls on a Broker that has been closed.
 	ErrClosed = errors.New("broker: closed")
 	// ErrStarted is returned by Start or Serve on a Broker already started.
@@ -25,9 +22,6 @@ var (
 	ErrInvalidTopic = errors.New("broker: invalid topic name")
 	// ErrTopicExists is returned when creating a topic that exists.
 	ErrTopicExists = errors.New("broker: topic already exists")
-	// ErrInvalidTopicConfig marks a topic config override with an unknown
-	// key or an invalid value; the message names the key.
-	ErrInvalidTopicConfig = errors.New("broker: invalid topic config")
 	// ErrUnknownTopic is returned for a topic that does not exist.
 	ErrUnknownTopic = errors.New("broker: unknown topic")
 )

@@ -2,6 +2,8 @@ package broker
 
 import (
 	"syscall"
+
+	"github.com/tributary/tributary/broker/config"
 )
 
 // descriptorBudget splits RLIMIT_NOFILE between segment files, client
@@ -32,7 +34,7 @@ func softNoFileLimit() int {
 // limit, whichever is more; segment files get half of the rest unless
 // log.max.open.files says otherwise; connections get what remains unless
 // max.connections is lower.
-func planDescriptors(limit int, lc LimitsConfig) descriptorBudget {
+func planDescriptors(limit int, lc config.Limits) descriptorBudget {
 	b := descriptorBudget{limit: limit, acceptRsv: 1, logReserve: max(lc.DescriptorReserve, 0)}
 	b.reserve = max(64, limit/32)
 	rest := max(limit-b.reserve-b.logReserve-b.acceptRsv, 2)

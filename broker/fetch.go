@@ -390,7 +390,7 @@ func (f *fetchReply) writeFrame(w *connWriter, r *request) (int64, error) {
 }
 
 // zeroCopySender is a RecordView that tells whether it used sendfile, as
-// broker/log's View does.
+// broker/partlog's View does.
 type zeroCopySender interface {
 	SendTo(w io.Writer) (n int64, zeroCopy bool, err error)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/internal/testkit/testproc"
 )
@@ -135,7 +136,7 @@ func readFrames(t testing.TB, path string) [][]byte {
 // connection the clients open is recorded.
 func recordClientFrames(t *testing.T) {
 	proxy := newRecordingProxy(t)
-	b := newTestBroker(t, func(c *Config) {
+	b := newTestBroker(t, func(c *config.Config) {
 		c.AdvertisedListeners = "PLAINTEXT://" + proxy.ln.Addr().String()
 		c.NumPartitions = 2
 	})

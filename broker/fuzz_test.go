@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -33,7 +34,7 @@ func FuzzRequest(f *testing.F) {
 	f.Add([]byte{0, 18, 0, 9, 0, 0, 0, 1, 255, 255})
 	f.Add([]byte{0, 0, 0, 9, 0, 0, 0, 1, 0, 1, 'x', 0, 0xff, 0xff, 0xff, 0xff, 0x7f})
 
-	b := newTestBroker(f, func(c *Config) { c.SocketRequestMaxBytes = 1 << 20 })
+	b := newTestBroker(f, func(c *config.Config) { c.SocketRequestMaxBytes = 1 << 20 })
 	if err := b.CreateTopic(testenv.Context(f, time.Minute), "fz", 1); err != nil {
 		f.Fatal(err)
 	}

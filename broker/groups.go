@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"log/slog"
-	"math"
 	"net"
 	"strconv"
 	"time"
@@ -17,8 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/group"
-	plog "github.com/tributary/tributary/broker/log"
+	"github.com/tributary/tributary/broker/partlog"
 )
 
 // The group coordinator (broker/group) is wired in here: the broker opens
@@ -34,64 +34,6 @@ import (
 // topic it creates; past it the client gets COORDINATOR_NOT_AVAILABLE and
 // asks again.
 const offsetsTopicWait = 15 * time.Second
-
-// groupPropertySetters are the group coordinator's server.properties keys.
-var groupPropertySetters = map[string]func(c *Config, v string) error{
-	"offsets.topic.num.partitions": func(c *Config, v string) error {
-		return setPositiveInt32(&c.Groups.OffsetsTopicPartitions, v)
-	},
-	"offsets.topic.replication.factor": func(c *Config, v string) error {
-		return setReplicationFactor(&c.Groups.OffsetsReplication, v)
-	},
-	"group.min.session.timeout.ms": func(c *Config, v string) error {
-		return setPositiveDuration(&c.Groups.MinSessionTimeout, v)
-	},
-	"group.max.session.timeout.ms": func(c *Config, v string) error {
-		return setPositiveDuration(&c.Groups.MaxSessionTimeout, v)
-	},
-	"group.initial.rebalance.delay.ms": func(c *Config, v string) error {
-		if err := setDuration(&c.Groups.InitialRebalanceDelay, v, time.Millisecond); err != nil {
-			return err
-		}
-		if c.Groups.InitialRebalanceDelay == 0 {
-			c.Groups.InitialRebalanceDelay = -1 // zero means the default in Config
-		}
-		return nil
-	},
-	"group.max.size":            func(c *Config, v string) error { return setPositiveInt32(&c.Groups.MaxGroupSize, v) },
-	"offset.metadata.max.bytes": func(c *Config, v string) error { return setPositiveInt32(&c.Groups.OffsetMetadataMaxBytes, v) },
-	"offsets.retention.minutes": func(c *Config, v string) error {
-		return setDurationMin(&c.Groups.OffsetsRetention, v, time.Minute, 1)
-	},
-	"offsets.retention.check.interval.ms": func(c *Config, v string) error {
-		return setPositiveDuration(&c.Groups.OffsetsRetentionCheck, v)
-	},
-	"offsets.topic.segment.bytes": func(c *Config, v string) error {
-		return setInt32Min(&c.Groups.OffsetsTopicSegmentBytes, v, 14)
-	},
-}
-
-func init() {
-	// The keys live here with the feature; the table is config.go's.
-	for k, set := range groupPropertySetters {
-		propertySetters[k] = set
-	}
-}
-
-func setPositiveInt32(dst *int32, v string) error { return setInt32Min(dst, v, 1) }
-
-// setReplicationFactor parses a replication factor: 1 up to an int16's range.
-func setReplicationFactor(dst *int16, v string) error {
-	var n int32
-	if err := setPositiveInt32(&n, v); err != nil {
-		return err
-	}
-	if n > math.MaxInt16 {
-		return fmt.Errorf("must be <= %d", math.MaxInt16)
-	}
-	*dst = int16(n)
-	return nil
-}
 
 // newGroupCoordinator builds the coordinator from the configuration and
 // registers its metrics on reg.
@@ -219,7 +161,7 @@ func (b *Broker) runOffsetExpiry() {
 // compacted, as in Kafka, so that it keeps each group's last offsets only.
 func (b *Broker) offsetsTopicConfigs() map[string]string {
 	return map[string]string{
-		"cleanup.policy": policyCompact,
+		"cleanup.policy": config.PolicyCompact,
 		"segment.bytes":  strconv.Itoa(int(b.groups.Config().OffsetsTopicSegmentBytes)),
 	}
 }
@@ -240,7 +182,7 @@ func (b *Broker) migrateOffsetsTopic(ctx context.Context) error {
 		if !offsetsTopicNeedsCompaction(configs) {
 			return nil
 		}
-		configs["cleanup.policy"] = policyCompact
+		configs["cleanup.policy"] = config.PolicyCompact
 		if configs["retention.ms"] == "-1" {
 			delete(configs, "retention.ms") // compact ignores it; Kafka's topic has none
 		}
@@ -255,8 +197,8 @@ func (b *Broker) migrateOffsetsTopic(ctx context.Context) error {
 
 // offsetsTopicNeedsCompaction: the offsets topic's overrides lack compaction.
 func offsetsTopicNeedsCompaction(configs map[string]string) bool {
-	p, err := parseCleanupPolicy(configs["cleanup.policy"])
-	return configs["cleanup.policy"] == "" || err != nil || p == policyDelete
+	p, err := config.ParseCleanupPolicy(configs["cleanup.policy"])
+	return configs["cleanup.policy"] == "" || err != nil || p == config.PolicyDelete
 }
 
 // ensureOffsetsTopic creates __consumer_offsets on first use, as Kafka
@@ -272,7 +214,7 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 	snap := m.Metadata()
 	if t, ok := snap.Topics[group.OffsetsTopic]; ok {
 		if int32(len(t.Partitions)) != b.groups.Partitions() {
-			return fmt.Errorf("%w: %s has %d partitions, offsets.topic.num.partitions is %d", ErrInvalidConfig,
+			return fmt.Errorf("%w: %s has %d partitions, offsets.topic.num.partitions is %d", config.ErrInvalidConfig,
 				group.OffsetsTopic, len(t.Partitions), b.groups.Partitions())
 		}
 		return b.migrateOffsetsTopic(ctx)
@@ -370,7 +312,7 @@ func (l offsetsLog) AppendTxn(records []group.Record, producerID int64, producer
 		}
 	}
 	err := l.appendBatch(encodeOffsetsBatch(records, time.Now().UnixMilli(), &txnProducer{producerID, producerEpoch, seq}))
-	if errors.Is(err, plog.ErrInvalidProducerEpoch) {
+	if errors.Is(err, partlog.ErrInvalidProducerEpoch) {
 		return fmt.Errorf("%w: %w", group.ErrProducerFenced, err)
 	}
 	return err

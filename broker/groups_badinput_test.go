@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -127,7 +128,7 @@ func awaitLoaded(t *testing.T, b *testBroker, group string) {
 // oversized metadata and assignments, commits for partitions that do not
 // exist and deletes of live groups; none of them changes what is stored.
 func TestGroupBadRequests(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) {
+	b := newTestBroker(t, func(c *config.Config) {
 		groupTestConfig(c)
 		c.Groups.MaxAssignmentBytes = 1000
 		c.Groups.OffsetMetadataMaxBytes = 10

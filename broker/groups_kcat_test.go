@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -110,7 +111,7 @@ func awaitStableGroup(t *testing.T, ctx context.Context, adm *kadm.Client, group
 // leave, the group's offsets are the partitions' ends.
 func TestKcatGroupSplitsPartitions(t *testing.T) {
 	testenv.Kcat(t)
-	b := newTestBroker(t, func(c *Config) {
+	b := newTestBroker(t, func(c *config.Config) {
 		groupTestConfig(c)
 		// Both members usually join the first generation; the records
 		// wait for the stable group of two either way.
@@ -220,7 +221,7 @@ func TestKcatGroupMemberKilled(t *testing.T) {
 	}
 	const parts = 12
 	const session = 6 * time.Second
-	b := newTestBroker(t, func(c *Config) {
+	b := newTestBroker(t, func(c *config.Config) {
 		groupTestConfig(c)
 		c.Groups.InitialRebalanceDelay = 2 * time.Second
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -118,7 +119,7 @@ func staticMembers(ctx context.Context, adm *kadm.Client, group string) (map[str
 // away past its session timeout is removed and its partitions go to the
 // other member.
 func TestGroupStaticMembership(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) {
+	b := newTestBroker(t, func(c *config.Config) {
 		groupTestConfig(c)
 		c.Groups.InitialRebalanceDelay = time.Second
 	})

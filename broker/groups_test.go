@@ -12,13 +12,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // groupTestConfig makes group tests quick: a small offsets topic, no
 // initial rebalance delay unless a test wants one, and short sessions
 // allowed.
-func groupTestConfig(c *Config) {
+func groupTestConfig(c *config.Config) {
 	c.Groups.OffsetsTopicPartitions = 4
 	c.Groups.InitialRebalanceDelay = -1
 	c.Groups.MinSessionTimeout = 500 * time.Millisecond

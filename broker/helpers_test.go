@@ -9,21 +9,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 // testBroker is a broker serving on 127.0.0.1:0 for one test.
 type testBroker struct {
 	*Broker
-	cfg Config
+	cfg config.Config
 	reg *prometheus.Registry
 }
 
 // newTestBroker starts a broker over fresh log dirs; mutate adjusts the
 // config first. It is closed when the test ends.
-func newTestBroker(t testing.TB, mutate func(*Config), opts ...Option) *testBroker {
+func newTestBroker(t testing.TB, mutate func(*config.Config), opts ...Option) *testBroker {
 	t.Helper()
-	cfg := Config{
+	cfg := config.Config{
 		Listeners:              "PLAINTEXT://127.0.0.1:0",
 		LogDirs:                []string{t.TempDir()},
 		RetentionCheckInterval: time.Hour,
@@ -35,7 +36,7 @@ func newTestBroker(t testing.TB, mutate func(*Config), opts ...Option) *testBrok
 }
 
 // startTestBroker starts a broker on exactly cfg (for restarts).
-func startTestBroker(t testing.TB, cfg Config, opts ...Option) *testBroker {
+func startTestBroker(t testing.TB, cfg config.Config, opts ...Option) *testBroker {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	logger := slog.New(slog.DiscardHandler)

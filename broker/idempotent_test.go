@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -117,7 +118,7 @@ func readProxyFrame(c net.Conn) ([]byte, error) {
 
 func TestIdempotentProducerRetriesWithoutDuplicates(t *testing.T) {
 	proxy := newFlakyProxy(t, 7)
-	b := newTestBroker(t, func(c *Config) { c.AdvertisedListeners = "PLAINTEXT://" + proxy.ln.Addr().String() })
+	b := newTestBroker(t, func(c *config.Config) { c.AdvertisedListeners = "PLAINTEXT://" + proxy.ln.Addr().String() })
 	proxy.target = b.Addr()
 	proxy.serve()
 	ctx := testenv.Context(t, 2*time.Minute)

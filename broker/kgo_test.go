@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -139,7 +140,7 @@ func roundTripRecords() int {
 // consumes them back, checking every key, value, header and timestamp and
 // the order and offsets within each partition.
 func TestKgoRoundTripMillionSixPartitions(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) { c.SegmentBytes = 4 << 20 })
+	b := newTestBroker(t, func(c *config.Config) { c.SegmentBytes = 4 << 20 })
 	ctx := testenv.Context(t, 5*time.Minute)
 	const parts = 6
 	if err := b.CreateTopic(testenv.Context(t, time.Minute), "rt", parts); err != nil {
@@ -221,7 +222,7 @@ func TestKgoAcksZero(t *testing.T) {
 }
 
 func TestKgoUnknownTopicAndTooLarge(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) {
+	b := newTestBroker(t, func(c *config.Config) {
 		c.DisableAutoCreateTopics = true
 		c.MessageMaxBytes = 2000
 	})
@@ -252,7 +253,7 @@ func TestKgoUnknownTopicAndTooLarge(t *testing.T) {
 }
 
 func TestKgoAutoCreateOnMetadata(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) { c.NumPartitions = 3 })
+	b := newTestBroker(t, func(c *config.Config) { c.NumPartitions = 3 })
 	ctx := testenv.Context(t, 30*time.Second)
 	cl := newClient(t, b.Addr(), kgo.AllowAutoTopicCreation())
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "made-by-metadata", Value: []byte("v")}).FirstErr(); err != nil {

@@ -6,12 +6,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tributary/tributary/broker/config"
 )
 
 // TestLimitProperties: Kafka's names parse, "unlimited" spellings
 // (Int.MaxValue, Double.MAX_VALUE) mean zero, bad values name the key.
 func TestLimitProperties(t *testing.T) {
-	c, _, err := ConfigFromProperties(map[string]string{
+	c, _, err := config.FromProperties(map[string]string{
 		"log.dirs":                         "/data",
 		"connections.max.idle.ms":          "1500",
 		"max.connections":                  "2147483647",
@@ -39,7 +41,7 @@ func TestLimitProperties(t *testing.T) {
 		"controller.mutation.rate":         "fast",
 		"connections.max.idle.ms":          "soon",
 	} {
-		_, _, err := ConfigFromProperties(map[string]string{"log.dirs": "/data", key: bad})
+		_, _, err := config.FromProperties(map[string]string{"log.dirs": "/data", key: bad})
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%s=%s: error %v does not name the key", key, bad, err)
 		}
@@ -47,11 +49,11 @@ func TestLimitProperties(t *testing.T) {
 }
 
 func TestPlanDescriptors(t *testing.T) {
-	b := planDescriptors(20000, LimitsConfig{}.withDefaults())
+	b := planDescriptors(20000, config.Limits{}.WithDefaults())
 	if b.files+b.conns+b.reserve+b.logReserve+b.acceptRsv > 20000 || b.files < 9000 || b.conns < 9000 {
 		t.Fatalf("plan for 20000: %+v", b)
 	}
-	b = planDescriptors(20000, LimitsConfig{MaxOpenFiles: 1000, MaxConnections: 50}.withDefaults())
+	b = planDescriptors(20000, config.Limits{MaxOpenFiles: 1000, MaxConnections: 50}.WithDefaults())
 	if b.files != 1000 || b.conns != 50 {
 		t.Fatalf("explicit values not kept: %+v", b)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/acl"
-	plog "github.com/tributary/tributary/broker/log"
+	"github.com/tributary/tributary/broker/partlog"
 )
 
 // Special ListOffsets timestamps (frozen by the protocol).
@@ -120,7 +120,7 @@ func (b *Broker) offsetsBefore(p *partition, ts int64, maxNum int32, consumer bo
 	var cands []candidate
 	lastHasData := end > start
 	if sl, ok := p.log.(interface {
-		Segments() ([]plog.SegmentInfo, error)
+		Segments() ([]partlog.SegmentInfo, error)
 	}); ok {
 		segs, err := sl.Segments()
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
@@ -39,7 +40,7 @@ func (b *Broker) chooseCoordinator() {
 			Logger:            b.logger,
 			DigestAuth:        b.cfg.ZooKeeperAuth.Digest,
 			SetACL:            b.cfg.ZooKeeperAuth.SetACL,
-			SensitivePaths:    zkSensitivePaths,
+			SensitivePaths:    config.ZooKeeperSensitivePaths,
 		}
 		connect := b.cfg.ZooKeeperConnect
 		b.connect = func(ctx context.Context) (coord.Session, error) {
@@ -66,7 +67,7 @@ func (b *Broker) join(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	endpoints, protocols := b.registration()
-	m, err := cluster.Join(ctx, b.connect, b.cfg.clusterConfig(cluster.Config{
+	m, err := cluster.Join(ctx, b.connect, b.cfg.ClusterConfig(cluster.Config{
 		BrokerID:       b.cfg.BrokerID,
 		Endpoints:      endpoints,
 		Protocols:      protocols,

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/testkit/testenv"
@@ -21,8 +22,8 @@ import (
 func TestServesOnlyLedPartitions(t *testing.T) {
 	srv := memcoord.NewServer()
 	connect := WithCoordinator(func(context.Context) (coord.Session, error) { return srv.Connect(memcoord.Config{}), nil })
-	b1 := newTestBroker(t, func(c *Config) { c.BrokerID = 1 }, connect)
-	b2 := newTestBroker(t, func(c *Config) { c.BrokerID = 2 }, connect)
+	b1 := newTestBroker(t, func(c *config.Config) { c.BrokerID = 1 }, connect)
+	b2 := newTestBroker(t, func(c *config.Config) { c.BrokerID = 2 }, connect)
 	ctx := testenv.Context(t, time.Minute)
 	if err := b1.CreateTopic(ctx, "split", 2); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 )
 
 // memLog is an in-memory PartitionLog for tests: same contract as
-// broker/log, no files.
+// broker/partlog, no files.
 type memLog struct {
 	mu        sync.Mutex
 	batches   []memBatch

@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/internal/testkit/testproc"
 )
@@ -131,7 +132,7 @@ func (r *frameRecorder) take() []sentRequest {
 // TestListOffsetsV0 checks Kafka's legacy answer: segment base offsets by
 // the modification time of their files, and the end offset, newest first.
 func TestListOffsetsV0(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) { c.SegmentBytes = 100 }) // a segment per batch
+	b := newTestBroker(t, func(c *config.Config) { c.SegmentBytes = 100 }) // a segment per batch
 	ctx := testenv.Context(t, time.Minute)
 	for _, topic := range []string{"lo0", "lo0-empty"} {
 		if err := b.CreateTopic(ctx, topic, 1); err != nil {
@@ -244,7 +245,7 @@ func segmentBases(t *testing.T, dir string) []int64 {
 // a second per API and version however often it comes.
 func TestUnsupportedVersionLoggedOncePerVersion(t *testing.T) {
 	var logs testproc.SyncBuffer
-	cfg := Config{Listeners: "PLAINTEXT://127.0.0.1:0", LogDirs: []string{t.TempDir()}, RetentionCheckInterval: time.Hour}
+	cfg := config.Config{Listeners: "PLAINTEXT://127.0.0.1:0", LogDirs: []string{t.TempDir()}, RetentionCheckInterval: time.Hour}
 	b, err := New(cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -323,7 +324,7 @@ func TestUnsupportedVersionLoggedOncePerVersion(t *testing.T) {
 func TestKcatOldProtocolVersions(t *testing.T) {
 	testenv.Kcat(t)
 	rec := newFrameRecorder(t)
-	b := newTestBroker(t, func(c *Config) { c.AdvertisedListeners = "PLAINTEXT://" + rec.Addr() })
+	b := newTestBroker(t, func(c *config.Config) { c.AdvertisedListeners = "PLAINTEXT://" + rec.Addr() })
 	rec.start(t, b.Addr())
 	if err := b.CreateTopic(testenv.Context(t, time.Minute), "ov", 2); err != nil {
 		t.Fatal(err)

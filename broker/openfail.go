@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/broker/cluster"
-	plog "github.com/tributary/tributary/broker/log"
+	"github.com/tributary/tributary/broker/partlog"
 )
 
 // errPartitionOpen marks a topic whose partition this broker leads but
@@ -150,7 +150,7 @@ func (b *Broker) partitionOpenFailed(k partKey, err error) {
 	b.res.openFailed.Inc()
 	wait := b.res.failures.failed(k, err)
 	kind := "open-failed"
-	if errors.Is(err, plog.ErrNoDescriptors) {
+	if errors.Is(err, partlog.ErrNoDescriptors) {
 		kind = "open-failed-descriptors"
 	}
 	b.res.logs.log(slog.LevelError, kind, "opening a led partition failed; retrying with back-off",

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -248,7 +249,7 @@ func awaitConfigs(t *testing.T, b *testBroker, topic string, want map[string]str
 // gets THROTTLING_QUOTA_EXCEEDED with the time to wait (v3), and nothing
 // is added.
 func TestCreatePartitionsMutationQuota(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) {
+	b := newTestBroker(t, func(c *config.Config) {
 		c.Limits.ControllerMutationRate = 2
 		c.Limits.QuotaWindowNum = 2
 	})

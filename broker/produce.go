@@ -12,6 +12,7 @@ import (
 
 	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/txn"
 )
 
@@ -25,7 +26,7 @@ import (
 // the request's timeout. Nothing of a partition is written when any of its
 // batches is rejected. A request with a transactional.id needs Write on it
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); the log judges transactional
-// batches (see broker/log: Transactions), after the transaction
+// batches (see broker/partlog: Transactions), after the transaction
 // coordinator verified the first batch of a transaction on a partition
 // (KIP-890, txnverify.go: INVALID_TXN_STATE when the partition is not in
 // the producer's transaction).
@@ -37,7 +38,7 @@ func (b *Broker) handleProduce(ctx context.Context, r *request) (reply, error) {
 	var pending []pendingAck   // acks=all appends waiting for the ISR
 	// A transactional producer needs Write on its transactional id, as in
 	// Kafka; its batches are then checked by the log (producer id and
-	// epoch, no control batches, see broker/log).
+	// epoch, no control batches, see broker/partlog).
 	txnOK := req.TransactionID == nil || b.authorize(r, acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionID)
 	writable := make([]bool, len(req.Topics))
 	for i, rt := range req.Topics {
@@ -179,7 +180,7 @@ func (b *Broker) appendPartition(p *partition, records []byte, sp *kmsg.ProduceR
 		sp.ErrorCode = kerr.UnsupportedForMessageFormat.Code
 		return -1
 	}
-	if conf.log.CleanupPolicy != policyDelete {
+	if conf.Log.CleanupPolicy != config.PolicyDelete {
 		if err := requireKeys(records, b.decompressor); err != nil {
 			sp.ErrorCode = kerr.InvalidRecord.Code
 			sp.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("%v in topic partition %s-%d", err, p.topic, p.index))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/config"
 )
 
 // reconcileRetry spaces retries of partitions that failed to open.
@@ -93,7 +94,7 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 		// Every replica opens its log: the leader serves it, the others
 		// copy it from the leader (replica.go, replica_fetcher.go).
 		local := cp.Leader == b.cfg.BrokerID || slices.Contains(cp.Replicas, b.cfg.BrokerID)
-		if local && slots[i] != nil && slots[i].settings != tc.log {
+		if local && slots[i] != nil && slots[i].settings != tc.Log {
 			// Two logs must never share a directory: the old one is
 			// closed before the new one opens. Requests meanwhile get
 			// NOT_LEADER_OR_FOLLOWER and retry.
@@ -170,8 +171,8 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 // topicConfigOf returns the effective configuration of t. Overrides that
 // do not validate (written to the coordinator by another tool) are ignored
 // with a warning, once per distinct error.
-func (b *Broker) topicConfigOf(t cluster.Topic) topicConfig {
-	tc, err := resolveTopicConfig(b.topicDefaults(), t.Configs)
+func (b *Broker) topicConfigOf(t cluster.Topic) config.Topic {
+	tc, err := config.ResolveTopic(b.topicDefaults(), t.Configs)
 	if err == nil {
 		delete(b.badConfigs, t.Name)
 		return tc
@@ -191,7 +192,7 @@ func (b *Broker) topicConfigOf(t cluster.Topic) topicConfig {
 // topic id holds the data of an earlier topic of the same name, deleted
 // while this broker was away: it is removed first, so that none of it is
 // served.
-func (b *Broker) openLocal(name, id string, p int32, tc topicConfig, overrides map[string]string) (*partition, error) {
+func (b *Broker) openLocal(name, id string, p int32, tc config.Topic, overrides map[string]string) (*partition, error) {
 	b.mu.RLock()
 	dir, ok := b.onDisk[name][p]
 	b.mu.RUnlock()

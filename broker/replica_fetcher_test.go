@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/testkit/testenv"
@@ -83,7 +84,7 @@ func TestFollowerErrorDelaysOnlyItsPartition(t *testing.T) {
 		connect := WithCoordinator(func(context.Context) (coord.Session, error) { return srv.Connect(memcoord.Config{}), nil })
 		wrap := func(b *Broker) {
 			inner := b.openLog
-			b.openLog = func(dir string, s plogSettings) (PartitionLog, error) {
+			b.openLog = func(dir string, s config.LogSettings) (PartitionLog, error) {
 				l, err := inner(dir, s)
 				if err != nil || !strings.HasPrefix(filepath.Base(dir), topic) {
 					return l, err
@@ -92,7 +93,7 @@ func TestFollowerErrorDelaysOnlyItsPartition(t *testing.T) {
 				return failingReplicaLog{storageLog: l.(storageLog), name: name, failing: &failing}, nil
 			}
 		}
-		bs = append(bs, newTestBroker(t, func(c *Config) { c.BrokerID = id }, connect, wrap))
+		bs = append(bs, newTestBroker(t, func(c *config.Config) { c.BrokerID = id }, connect, wrap))
 	}
 	ctx := testenv.Context(t, 3*time.Minute)
 	testenv.WaitFor(t, time.Minute, "the brokers see each other", func() (bool, string) {

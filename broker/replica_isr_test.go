@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/testkit/testenv"
@@ -121,7 +122,7 @@ func TestISRExpansionCountsJoiningFollower(t *testing.T) {
 		})
 		gateFollower := func(b *Broker) {
 			inner := b.openLog
-			b.openLog = func(dir string, s plogSettings) (PartitionLog, error) {
+			b.openLog = func(dir string, s config.LogSettings) (PartitionLog, error) {
 				l, err := inner(dir, s)
 				if err != nil || !strings.HasPrefix(filepath.Base(dir), topic) {
 					return l, err
@@ -129,7 +130,7 @@ func TestISRExpansionCountsJoiningFollower(t *testing.T) {
 				return appendGatedLog{storageLog: l.(storageLog), broker: id, gated: &gatedFollower, gate: appendGate}, nil
 			}
 		}
-		bs = append(bs, newTestBroker(t, func(c *Config) {
+		bs = append(bs, newTestBroker(t, func(c *config.Config) {
 			c.BrokerID = id
 			c.Replication.LagTimeMax = time.Second
 		}, connect, gateFollower))

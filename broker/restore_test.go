@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/testkit/testenv"
@@ -35,7 +36,7 @@ func newDevCluster(t *testing.T, dirs []string) *devCluster {
 	c := &devCluster{}
 	for i, dir := range dirs {
 		id := int32(i + 1)
-		cfg := Config{
+		cfg := config.Config{
 			BrokerID:               id,
 			Listeners:              "PLAINTEXT://127.0.0.1:0",
 			LogDirs:                []string{dir},

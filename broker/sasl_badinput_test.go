@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/sasl"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/internal/testkit/testproc"
@@ -230,7 +231,7 @@ func TestSASLBadInput(t *testing.T) {
 // past it.
 func TestSASLUnauthenticatedTimeout(t *testing.T) {
 	const timeout = 300 * time.Millisecond
-	b := newSASLBroker(t, func(c *Config) { c.SASL.HandshakeTimeout = timeout })
+	b := newSASLBroker(t, func(c *config.Config) { c.SASL.HandshakeTimeout = timeout })
 	addr := b.ListenerAddr("SASL_PLAINTEXT")
 	idle := dialRaw(t, addr)
 	half := dialRaw(t, addr)
@@ -259,7 +260,7 @@ func TestSASLUnauthenticatedTimeout(t *testing.T) {
 // is refused.
 func TestSASLReauthentication(t *testing.T) {
 	const life = 1500 * time.Millisecond
-	b := newSASLBroker(t, func(c *Config) {
+	b := newSASLBroker(t, func(c *config.Config) {
 		for name, sc := range c.SASL.Listeners {
 			sc.MaxReauth = life
 			c.SASL.Listeners[name] = sc

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/sasl"
 	"github.com/tributary/tributary/internal/security"
 	"github.com/tributary/tributary/internal/testkit/testenv"
@@ -51,7 +52,7 @@ func writeUsersFile(t testing.TB, path string, users ...string) {
 	}
 }
 
-func newSASLBroker(t *testing.T, mutate func(*Config), opts ...Option) *saslBroker {
+func newSASLBroker(t *testing.T, mutate func(*config.Config), opts ...Option) *saslBroker {
 	t.Helper()
 	sb := &saslBroker{files: newTLSFiles(t)}
 	cfg := sb.config(t)
@@ -64,17 +65,17 @@ func newSASLBroker(t *testing.T, mutate func(*Config), opts ...Option) *saslBrok
 }
 
 // config is the configuration of a saslBroker, writing its users file.
-func (b *saslBroker) config(t *testing.T) Config {
+func (b *saslBroker) config(t *testing.T) config.Config {
 	t.Helper()
 	b.usersFile = b.files.path("plain-users")
 	writeUsersFile(t, b.usersFile, "pat", patSecret)
 	sc := sasl.Config{Mechanisms: []string{sasl.Plain, sasl.ScramSHA256, sasl.ScramSHA512}, PlainUsersFile: b.usersFile}
-	return Config{
+	return config.Config{
 		Listeners:              "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
 		LogDirs:                []string{t.TempDir()},
 		RetentionCheckInterval: time.Hour,
 		TLS:                    b.files.serverTLS(security.ClientAuthNone),
-		SASL:                   SASLConfig{Listeners: map[string]sasl.Config{"SASL_PLAINTEXT": sc, "SASL_SSL": sc}},
+		SASL:                   config.SASL{Listeners: map[string]sasl.Config{"SASL_PLAINTEXT": sc, "SASL_SSL": sc}},
 	}
 }
 
@@ -138,7 +139,7 @@ func (b *saslBroker) saslClient(t *testing.T, listener string, mech kgosasl.Mech
 // principal.
 func TestSASLRoundTrips(t *testing.T) {
 	var seen principals
-	b := newSASLBroker(t, func(c *Config) { c.NumPartitions = 1 }, withPrincipalHook(seen.hook))
+	b := newSASLBroker(t, func(c *config.Config) { c.NumPartitions = 1 }, withPrincipalHook(seen.hook))
 	ctx := testenv.Context(t, 2*time.Minute)
 	for _, listener := range []string{"SASL_PLAINTEXT", "SASL_SSL"} {
 		for _, m := range []string{sasl.Plain, sasl.ScramSHA256, sasl.ScramSHA512} {

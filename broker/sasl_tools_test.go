@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/sasl"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
@@ -49,7 +50,7 @@ func TestSASLKcat(t *testing.T) {
 func TestSASLJavaConsoleClients(t *testing.T) {
 	tools := testenv.Kafka28Tools(t)
 	connect := zkTestChroot(t)
-	b := newSASLBroker(t, func(c *Config) {
+	b := newSASLBroker(t, func(c *config.Config) {
 		c.BrokerID, c.ZooKeeperConnect, c.ZooKeeperSessionTimeout = 1, connect, 6*time.Second
 	})
 	addr := b.ListenerAddr("SASL_SSL")

@@ -53,7 +53,7 @@ var errUnauthenticated = errors.New("request before SASL authentication")
 // newAuthenticator builds the SASL authenticator of listener name; the
 // SCRAM mechanisms check the broker's credential store.
 func (b *Broker) newAuthenticator(name string) (*sasl.Authenticator, error) {
-	cfg := b.cfg.saslFor(name)
+	cfg := b.cfg.SASLFor(name)
 	var creds sasl.ScramCredentials
 	mechs := cfg.Mechanisms
 	if len(mechs) == 0 || strings.Contains(strings.Join(mechs, ","), "SCRAM") {
@@ -100,7 +100,7 @@ func (b *Broker) refuseUnauthenticated(c *connection, r *request, err error) {
 // closeUnauthenticated closes c unless it has authenticated by then: a
 // connection may not hold its max.connections slot without logging in.
 func (b *Broker) closeUnauthenticated(c *connection) *time.Timer {
-	timeout := b.cfg.saslHandshakeTimeout()
+	timeout := b.cfg.SASLHandshakeTimeout()
 	return time.AfterFunc(timeout, func() {
 		if c.sasl.done.Load() || b.shutdownCtx.Err() != nil {
 			return

@@ -15,6 +15,7 @@ import (
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/sasl"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
@@ -207,7 +208,7 @@ func scramLogin(ctx context.Context, a *sasl.Authenticator, mech kgosasl.Mechani
 func TestScramCredentialsWithKafkaConfigCommand(t *testing.T) {
 	tools := testenv.Kafka28Tools(t)
 	connect := zkTestChroot(t)
-	b := newTestBroker(t, func(c *Config) {
+	b := newTestBroker(t, func(c *config.Config) {
 		c.BrokerID, c.ZooKeeperConnect, c.ZooKeeperSessionTimeout = 1, connect, 6*time.Second
 	})
 	ctx := testenv.Context(t, 3*time.Minute)

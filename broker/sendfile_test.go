@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -48,10 +49,10 @@ func consumePayload(t testing.TB, ctx context.Context, addr, topic string, n, pa
 	return payload
 }
 
-// TestFetchUsesSendfile consumes a few MB over real TCP from broker/log
+// TestFetchUsesSendfile consumes a few MB over real TCP from broker/partlog
 // segments and checks that every record byte went out by sendfile.
 func TestFetchUsesSendfile(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) { c.SegmentBytes = 1 << 20 })
+	b := newTestBroker(t, func(c *config.Config) { c.SegmentBytes = 1 << 20 })
 	ctx := testenv.Context(t, 2*time.Minute)
 	const topic, parts, n = "zerocopy", 2, 40_000
 	if err := b.CreateTopic(testenv.Context(t, time.Minute), topic, parts); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/security"
 )
 
@@ -349,9 +350,6 @@ func (b *Broker) acceptLoop(l *listener) {
 	}
 }
 
-// DefaultTLSHandshakeTimeout is ssl.handshake.timeout.ms's default.
-const DefaultTLSHandshakeTimeout = 10 * time.Second
-
 // handshake runs the TLS handshake of a connection on a TLS listener under
 // ssl.handshake.timeout.ms and records its principal. A failure (a
 // plaintext client, garbage, an untrusted or expired certificate) is
@@ -367,7 +365,7 @@ func (b *Broker) handshake(c *connection) error {
 	}
 	timeout := b.cfg.TLSHandshakeTimeout
 	if timeout <= 0 {
-		timeout = DefaultTLSHandshakeTimeout
+		timeout = config.DefaultTLSHandshakeTimeout
 	}
 	ctx, cancel := context.WithTimeout(b.shutdownCtx, timeout)
 	defer cancel()
@@ -428,7 +426,7 @@ func (b *Broker) serveConn(c *connection) {
 	connCtx, peerGone := context.WithCancel(b.shutdownCtx)
 	defer peerGone()
 	defer b.res.conns.release(remoteIP(c))
-	act := newConnActivity(b.cfg.Limits.withDefaults().ConnectionsMaxIdle)
+	act := newConnActivity(b.cfg.Limits.WithDefaults().ConnectionsMaxIdle)
 	go b.readRequests(c, reqs, log, peerGone, act)
 	w := &connWriter{conn: c.Conn} // the raw conn: sendfile needs its *net.TCPConn
 	broken := false

@@ -15,7 +15,7 @@ func (b *Broker) controlledShutdown() {
 	b.mu.RLock()
 	m, closed := b.member, b.closed
 	b.mu.RUnlock()
-	if m == nil || closed || b.standalone || !b.cfg.Replication.controlledShutdownEnabled() {
+	if m == nil || closed || b.standalone || !b.cfg.Replication.ControlledShutdownEnabled() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.Replication.ControlledShutdownTimeout)

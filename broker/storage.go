@@ -7,10 +7,12 @@ import (
 	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/tributary/tributary/broker/config"
 )
 
 // PartitionLog is what the broker needs from one partition's storage. The
-// production implementation is broker/log; tests also run an in-memory one.
+// production implementation is broker/partlog; tests also run an in-memory one.
 type PartitionLog interface {
 	// Append validates and appends one or more magic-2 record batches,
 	// assigning offsets by patching the batch in place.
@@ -65,7 +67,7 @@ type RecordView interface {
 
 // logOpener opens (creating if needed) the log of the partition directory
 // with the topic's storage settings.
-type logOpener func(dir string, settings plogSettings) (PartitionLog, error)
+type logOpener func(dir string, settings config.LogSettings) (PartitionLog, error)
 
 // storageErrorCodes is the one table from storage errors to Kafka error
 // codes; the first entry that errors.Is matches wins.

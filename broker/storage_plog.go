@@ -3,24 +3,25 @@ package broker
 import (
 	"log/slog"
 
-	plog "github.com/tributary/tributary/broker/log"
+	"github.com/tributary/tributary/broker/config"
+	"github.com/tributary/tributary/broker/partlog"
 )
 
 // The storage engine's sentinels, named here for the error table.
 var (
-	logErrCorruptBatch         = plog.ErrCorruptBatch
-	logErrOffsetOutOfRange     = plog.ErrOffsetOutOfRange
-	logErrOutOfOrderSequence   = plog.ErrOutOfOrderSequence
-	logErrInvalidProducerEpoch = plog.ErrInvalidProducerEpoch
-	logErrInvalidRecord        = plog.ErrInvalidRecord
-	logErrInvalidTxnState      = plog.ErrInvalidTxnState
-	logErrCoordinatorFenced    = plog.ErrTransactionCoordinatorFenced
-	logErrClosed               = plog.ErrClosed
-	logErrCorruption           = plog.ErrCorruption
+	logErrCorruptBatch         = partlog.ErrCorruptBatch
+	logErrOffsetOutOfRange     = partlog.ErrOffsetOutOfRange
+	logErrOutOfOrderSequence   = partlog.ErrOutOfOrderSequence
+	logErrInvalidProducerEpoch = partlog.ErrInvalidProducerEpoch
+	logErrInvalidRecord        = partlog.ErrInvalidRecord
+	logErrInvalidTxnState      = partlog.ErrInvalidTxnState
+	logErrCoordinatorFenced    = partlog.ErrTransactionCoordinatorFenced
+	logErrClosed               = partlog.ErrClosed
+	logErrCorruption           = partlog.ErrCorruption
 )
 
-// storageLog adapts *plog.Log to PartitionLog.
-type storageLog struct{ *plog.Log }
+// storageLog adapts *partlog.Log to PartitionLog.
+type storageLog struct{ *partlog.Log }
 
 func (l storageLog) Append(batch []byte) (AppendResult, error) {
 	r, err := l.Log.Append(batch)
@@ -54,15 +55,15 @@ func (l storageLog) ReadBelow(offset int64, maxBytes int, limit int64) (RecordVi
 	return v, nil
 }
 
-// openStorageLog opens partitions with broker/log; the settings are the
+// openStorageLog opens partitions with broker/partlog; the settings are the
 // topic's (broker defaults and its overrides). Every partition's segment
 // files share files, the broker's descriptor budget for them.
-func openStorageLog(logger *slog.Logger, files *plog.FileCache) logOpener {
-	return func(dir string, settings plogSettings) (PartitionLog, error) {
-		lc := settings.plogConfig()
+func openStorageLog(logger *slog.Logger, files *partlog.FileCache) logOpener {
+	return func(dir string, settings config.LogSettings) (PartitionLog, error) {
+		lc := settings.LogConfig()
 		lc.Logger = logger
 		lc.Files = files
-		l, err := plog.Open(dir, lc)
+		l, err := partlog.Open(dir, lc)
 		if err != nil {
 			return nil, err
 		}

@@ -1,14 +1,9 @@
 package broker
 
 import (
-	"errors"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/cluster"
 )
@@ -22,77 +17,6 @@ import (
 // leader sends to their out-of-sync followers and what a follower copies
 // for them. In-sync replicas are never throttled, as in Kafka: a throttle
 // slows a reassignment's catch-up, never acks=all produces.
-
-// throttledReplicas is a parsed *.replication.throttled.replicas value.
-// It is comparable (topicConfig is).
-type throttledReplicas struct {
-	raw string
-	all bool
-	// list is ",p:b,p:b," normalized, searched for ",p:b,".
-	list string
-}
-
-// parseThrottledReplicas parses "", "*" or "p:b,p:b".
-func parseThrottledReplicas(v string) (throttledReplicas, error) {
-	raw := v
-	v = strings.TrimSpace(v)
-	switch v {
-	case "":
-		return throttledReplicas{raw: raw}, nil
-	case "*":
-		return throttledReplicas{raw: raw, all: true}, nil
-	}
-	t := throttledReplicas{raw: raw, list: ","}
-	for _, item := range strings.Split(v, ",") {
-		ps, bs, ok := strings.Cut(strings.TrimSpace(item), ":")
-		p, perr := strconv.ParseInt(ps, 10, 32)
-		b, berr := strconv.ParseInt(bs, 10, 32)
-		if !ok || perr != nil || berr != nil || p < 0 || b < 0 {
-			return throttledReplicas{}, errThrottledReplicas
-		}
-		t.list += strconv.FormatInt(p, 10) + ":" + strconv.FormatInt(b, 10) + ","
-	}
-	return t, nil
-}
-
-// includes reports whether broker's replica of partition is throttled.
-func (t throttledReplicas) includes(partition, broker int32) bool {
-	if t.all || t.list == "" {
-		return t.all
-	}
-	return strings.Contains(t.list, ","+strconv.Itoa(int(partition))+":"+strconv.Itoa(int(broker))+",")
-}
-
-// errThrottledReplicas is Kafka's complaint about a malformed list.
-var errThrottledReplicas = errors.New("must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
-
-// throttleTopicKeys are the topic configs naming throttled replicas; they
-// have no broker default.
-var throttleTopicKeys = []topicConfigKey{
-	throttledReplicasKey("leader.replication.throttled.replicas",
-		"Replicas (partition:broker, or *) whose leaders send at most leader.replication.throttled.rate to out-of-sync followers.",
-		func(tc *topicConfig) *throttledReplicas { return &tc.LeaderThrottled }),
-	throttledReplicasKey("follower.replication.throttled.replicas",
-		"Replicas (partition:broker, or *) that copy at most follower.replication.throttled.rate while out of sync.",
-		func(tc *topicConfig) *throttledReplicas { return &tc.FollowerThrottled }),
-}
-
-func throttledReplicasKey(name, doc string, field func(tc *topicConfig) *throttledReplicas) topicConfigKey {
-	return topicConfigKey{
-		name: name, typ: kmsg.ConfigTypeList, doc: doc,
-		apply: func(tc *topicConfig, v string) error {
-			t, err := parseThrottledReplicas(v)
-			*field(tc) = t
-			return err
-		},
-		value:        func(tc topicConfig) string { return field(&tc).raw },
-		kafkaDefault: "",
-	}
-}
-
-func init() {
-	topicConfigKeys = append(topicConfigKeys, throttleTopicKeys...)
-}
 
 // rateBucket is a token bucket of bytes, refilled at rate per second up to
 // one second's worth. Usage is recorded after the fact, so the level may
@@ -189,7 +113,7 @@ func (t *replicationThrottle) bucket(leader bool) *rateBucket {
 // follower is out of sync.
 func (b *Broker) leaderThrottled(p *partition, follower int32) bool {
 	tc := p.conf.Load()
-	if tc == nil || !tc.LeaderThrottled.includes(p.index, b.cfg.BrokerID) {
+	if tc == nil || !tc.LeaderThrottled.Includes(p.index, b.cfg.BrokerID) {
 		return false
 	}
 	p.rmu.Lock()
@@ -202,7 +126,7 @@ func (b *Broker) leaderThrottled(p *partition, follower int32) bool {
 // out of the ISR.
 func (b *Broker) followerThrottled(snap cluster.Snapshot, p *partition) bool {
 	tc := p.conf.Load()
-	if tc == nil || !tc.FollowerThrottled.includes(p.index, b.cfg.BrokerID) {
+	if tc == nil || !tc.FollowerThrottled.Includes(p.index, b.cfg.BrokerID) {
 		return false
 	}
 	t, ok := snap.Topics[p.topic]

@@ -5,24 +5,6 @@ import (
 	"time"
 )
 
-func TestThrottledReplicasParse(t *testing.T) {
-	tr, err := parseThrottledReplicas("0:1, 2:3")
-	if err != nil || !tr.includes(0, 1) || !tr.includes(2, 3) || tr.includes(0, 3) || tr.includes(20, 1) {
-		t.Fatalf("0:1,2:3 parsed to %+v (%v)", tr, err)
-	}
-	if tr, err := parseThrottledReplicas("*"); err != nil || !tr.includes(7, 9) {
-		t.Fatalf("* parsed to %+v (%v)", tr, err)
-	}
-	if tr, err := parseThrottledReplicas(""); err != nil || tr.includes(0, 0) {
-		t.Fatalf("empty parsed to %+v (%v)", tr, err)
-	}
-	for _, bad := range []string{"0", "a:1", "0:-1", "0:1,", "**"} {
-		if _, err := parseThrottledReplicas(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-}
-
 func TestThrottleBucket(t *testing.T) {
 	now := time.Unix(0, 0)
 	q := newReplicationThrottle(func() time.Time { return now })

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/pki"
 	"github.com/tributary/tributary/internal/security"
 	"github.com/tributary/tributary/internal/testkit/testenv"
@@ -174,7 +175,7 @@ func metadataBrokers(t *testing.T, ctx context.Context, cl *kgo.Client) map[int3
 func TestTwoListeners(t *testing.T) {
 	f := newTLSFiles(t)
 	var seen principals
-	b := newTestBroker(t, func(c *Config) {
+	b := newTestBroker(t, func(c *config.Config) {
 		c.Listeners = "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"
 		c.TLS = f.serverTLS(security.ClientAuthNone)
 	}, withPrincipalHook(seen.hook))
@@ -220,7 +221,7 @@ func TestMutualTLS(t *testing.T) {
 		"listener.name.ssl.ssl.client.auth":             "required",
 		"listener.name.ssl.ssl.principal.mapping.rules": `RULE:^CN=([^,]*),OU=apps$/$1/U,DEFAULT`,
 	}
-	cfg, warnings, err := ConfigFromProperties(props)
+	cfg, warnings, err := config.FromProperties(props)
 	if err != nil || len(warnings) != 0 {
 		t.Fatalf("config: %v %v", err, warnings)
 	}
@@ -267,7 +268,7 @@ func TestMutualTLS(t *testing.T) {
 // bystander and new clients are served throughout.
 func TestTLSBadInput(t *testing.T) {
 	f := newTLSFiles(t)
-	b := newTestBroker(t, func(c *Config) {
+	b := newTestBroker(t, func(c *config.Config) {
 		c.Listeners = "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"
 		c.TLS = f.serverTLS(security.ClientAuthRequired)
 		c.TLSHandshakeTimeout = 500 * time.Millisecond
@@ -359,7 +360,7 @@ func TestTLSBadInput(t *testing.T) {
 // previous certificate kept.
 func TestTLSCertificateReload(t *testing.T) {
 	f := newTLSFiles(t)
-	b := newTestBroker(t, func(c *Config) {
+	b := newTestBroker(t, func(c *config.Config) {
 		c.Listeners = "SSL://127.0.0.1:0"
 		c.SecurityInterBrokerProtocol = "SSL"
 		c.TLS = f.serverTLS(security.ClientAuthNone)
@@ -451,7 +452,7 @@ func TestListenerConfig(t *testing.T) {
 		{map[string]string{"listeners": "PLAINTEXT://:9092,SSL://:9093", "ssl.keystore.location": f.keystore,
 			"listener.name.ssl.ssl.principal.mapping.rules": "RULE:broken"}, "listener.name.ssl.ssl.principal.mapping.rules"},
 	} {
-		_, warnings, err := ConfigFromProperties(base(tc.props))
+		_, warnings, err := config.FromProperties(base(tc.props))
 		switch {
 		case tc.want == "" && (err != nil || len(warnings) != 0):
 			t.Errorf("%v: %v %v", tc.props, err, warnings)
@@ -461,7 +462,7 @@ func TestListenerConfig(t *testing.T) {
 	}
 	// Advertised per listener; a listener not advertised keeps its bound
 	// address.
-	cfg, _, err := ConfigFromProperties(base(map[string]string{
+	cfg, _, err := config.FromProperties(base(map[string]string{
 		"listeners":             "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
 		"advertised.listeners":  "SSL://tls.example:19093",
 		"ssl.keystore.location": f.keystore, "listener.name.ssl.ssl.client.auth": "requested",
@@ -469,8 +470,8 @@ func TestListenerConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.tlsFor("SSL").ClientAuth != security.ClientAuthRequested || cfg.tlsFor("SSL").KeystoreLocation != f.keystore {
-		t.Errorf("SSL listener settings %+v", cfg.tlsFor("SSL"))
+	if cfg.TLSFor("SSL").ClientAuth != security.ClientAuthRequested || cfg.TLSFor("SSL").KeystoreLocation != f.keystore {
+		t.Errorf("SSL listener settings %+v", cfg.TLSFor("SSL"))
 	}
 	cfg.RetentionCheckInterval = time.Hour
 	b := startTestBroker(t, cfg)
@@ -486,7 +487,7 @@ func TestListenerConfig(t *testing.T) {
 // slot freed by a silent client's handshake timeout lets a client in.
 func TestHandshakingConnectionsCount(t *testing.T) {
 	f := newTLSFiles(t)
-	b := newTestBroker(t, func(c *Config) {
+	b := newTestBroker(t, func(c *config.Config) {
 		c.Listeners = "SSL://127.0.0.1:0"
 		c.SecurityInterBrokerProtocol = "SSL"
 		c.TLS = f.serverTLS(security.ClientAuthNone)

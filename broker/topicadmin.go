@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/coord"
 )
 
@@ -21,7 +22,7 @@ const adminWait = 30 * time.Second
 // topic id, then waits until it is served. With existingOK an existing
 // topic is not an error.
 // rf <= 0 means default.replication.factor (for the audit topic, see
-// Config.creationDefaults).
+// creationDefaults).
 func (b *Broker) createTopic(ctx context.Context, name string, n int32, rf int16, overrides map[string]string, existingOK bool) error {
 	if err := validateTopicName(name); err != nil {
 		return err
@@ -30,7 +31,7 @@ func (b *Broker) createTopic(ctx context.Context, name string, n int32, rf int16
 	if err != nil {
 		return err
 	}
-	defaultN, defaultRF := b.cfg.creationDefaults(name, len(m.Metadata().Brokers))
+	defaultN, defaultRF := creationDefaults(b.cfg, name, len(m.Metadata().Brokers))
 	if n <= 0 {
 		n = defaultN
 	}
@@ -41,7 +42,7 @@ func (b *Broker) createTopic(ctx context.Context, name string, n int32, rf int16
 	if err != nil {
 		return err
 	}
-	overrides = b.cfg.Audit.overrides(name, overrides)
+	overrides = auditOverrides(b.cfg.Audit, name, overrides)
 	err = b.createRetrying(ctx, m, name, id, n, rf, overrides)
 	switch {
 	case errors.Is(err, cluster.ErrTopicExists) && existingOK:
@@ -101,7 +102,7 @@ func (b *Broker) CreateTopic(ctx context.Context, name string, n int32) error {
 // Unknown keys and invalid values fail with an error wrapping
 // ErrInvalidTopicConfig.
 func (b *Broker) CreateTopicWithConfigs(ctx context.Context, name string, n int32, configs map[string]string) error {
-	if _, err := resolveTopicConfig(b.topicDefaults(), configs); err != nil {
+	if _, err := config.ResolveTopic(b.topicDefaults(), configs); err != nil {
 		return err
 	}
 	return b.createTopic(ctx, name, n, 0, configs, false)
@@ -146,7 +147,7 @@ var adminErrorCodes = []struct {
 	{cluster.ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable},
 	{cluster.ErrEligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable},
 	{cluster.ErrInvalidTopicConfig, kerr.InvalidConfig},
-	{ErrInvalidTopicConfig, kerr.InvalidConfig},
+	{config.ErrInvalidTopicConfig, kerr.InvalidConfig},
 	// The request may still take effect: a retriable code makes the client
 	// try again and find out.
 	{context.DeadlineExceeded, kerr.RequestTimedOut},

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/testkit/testenv"
@@ -28,7 +29,7 @@ func TestCreateTopicSurvivesLostAnswer(t *testing.T) {
 	connect := WithCoordinator(func(context.Context) (coord.Session, error) {
 		return &lossySession{Session: srv.Connect(memcoord.Config{}), mu: &mu, lose: lose}, nil
 	})
-	b := newTestBroker(t, func(c *Config) { c.BrokerID = 1 }, connect)
+	b := newTestBroker(t, func(c *config.Config) { c.BrokerID = 1 }, connect)
 	ctx := testenv.Context(t, time.Minute)
 	for _, applied := range []bool{true, false} {
 		name := fmt.Sprintf("applied-%v", applied)

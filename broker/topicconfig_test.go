@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"math"
 	"strings"
 	"testing"
 	"time"
@@ -15,56 +14,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
-
-func TestResolveTopicConfig(t *testing.T) {
-	defaults := Config{LogDirs: []string{"x"}}.withDefaults().topicDefaults()
-	tc, err := resolveTopicConfig(defaults, map[string]string{
-		"retention.ms": "0", "retention.bytes": "-1", "segment.bytes": "1024", "segment.ms": "60000",
-		"index.interval.bytes": "100", "flush.messages": "9223372036854775807", "flush.ms": "250",
-		"max.message.bytes": "5000", "cleanup.policy": "delete", "message.timestamp.type": "LogAppendTime",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := topicConfig{
-		log: plogSettings{
-			SegmentBytes: 1024, SegmentMs: time.Minute, Retention: time.Nanosecond, RetentionBytes: -1,
-			FlushIntervalMessages: 0, FlushInterval: 250 * time.Millisecond, IndexIntervalBytes: 100,
-			CleanupPolicy: policyDelete, MinCleanableDirtyRatio: 0.5, MaxCompactionLag: math.MaxInt64,
-			DeleteRetention: 24 * time.Hour,
-		},
-		MaxMessageBytes: 5000, LogAppendTime: true, MinInsyncReplicas: 1,
-	}
-	if tc != want {
-		t.Fatalf("resolved %+v\nwant     %+v", tc, want)
-	}
-	for _, tt := range []struct {
-		overrides map[string]string
-		wantMsg   string
-	}{
-		{map[string]string{"retention.mss": "1"}, "Unknown topic config name: retention.mss"},
-		{map[string]string{"retention.ms": "soon"}, "Invalid value soon for configuration retention.ms"},
-		{map[string]string{"retention.ms": "-2"}, "configuration retention.ms: Value must be at least -1"},
-		{map[string]string{"segment.bytes": "13"}, "configuration segment.bytes"},
-		{map[string]string{"segment.bytes": "4294967296"}, "segment.bytes: Not a number of type INT"},
-		{map[string]string{"cleanup.policy": "compact,rotate"}, "configuration cleanup.policy"},
-		{map[string]string{"min.cleanable.dirty.ratio": "1.5"}, "configuration min.cleanable.dirty.ratio"},
-		{map[string]string{"delete.retention.ms": "-1"}, "configuration delete.retention.ms"},
-		{map[string]string{"max.compaction.lag.ms": "0"}, "configuration max.compaction.lag.ms"},
-		{map[string]string{"message.timestamp.type": "create"}, "message.timestamp.type"},
-		// The id is not a config: its legacy key is unknown like any other.
-		{map[string]string{cluster.LegacyTopicIDConfig: "abc"}, "Unknown topic config name: " + cluster.LegacyTopicIDConfig},
-	} {
-		_, err := resolveTopicConfig(defaults, tt.overrides)
-		if !errors.Is(err, ErrInvalidTopicConfig) || !strings.Contains(err.Error(), tt.wantMsg) {
-			t.Errorf("%v: error %v, want ErrInvalidTopicConfig with %q", tt.overrides, err, tt.wantMsg)
-		}
-	}
-}
 
 func strp(s string) *string { return &s }
 
@@ -87,7 +41,7 @@ func configValues(t *testing.T, rcs kadm.ResourceConfigs, name string) map[strin
 // partition (max.message.bytes), survive a restart of a standalone broker,
 // and bad ones are rejected with INVALID_CONFIG naming the key.
 func TestTopicConfigsCreateDescribeProduce(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) { c.RetentionBytes = 1 << 30 })
+	b := newTestBroker(t, func(c *config.Config) { c.RetentionBytes = 1 << 30 })
 	ctx := testenv.Context(t, time.Minute)
 	cl := newClient(t, b.Addr(), kgo.RecordRetries(2), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	adm := kadm.NewClient(cl)
@@ -128,8 +82,8 @@ func TestTopicConfigsCreateDescribeProduce(t *testing.T) {
 				t.Errorf("%s: %s = %q (source %v), want %q (%v)", what, w.key, c.MaybeValue(), c.Source, w.value, w.source)
 			}
 		}
-		if len(got) != len(topicConfigKeys) {
-			t.Errorf("%s: %d configs described, want %d", what, len(got), len(topicConfigKeys))
+		if len(got) != len(config.TopicKeys()) {
+			t.Errorf("%s: %d configs described, want %d", what, len(got), len(config.TopicKeys()))
 		}
 		// The override's synonyms name the broker property it overrides.
 		if syn := got["retention.ms"].Synonyms; len(syn) != 2 || syn[1].Key != "log.retention.ms" || syn[1].Value == nil || *syn[1].Value != "604800000" {
@@ -196,7 +150,7 @@ func TestTopicConfigsCreateDescribeProduce(t *testing.T) {
 // TestDescribeBrokerConfigs: the broker resource shows the effective
 // settings of the broker asked, read-only; another broker's id is refused.
 func TestDescribeBrokerConfigs(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) { c.BrokerID = 7; c.SegmentBytes = 1 << 20 })
+	b := newTestBroker(t, func(c *config.Config) { c.BrokerID = 7; c.SegmentBytes = 1 << 20 })
 	ctx := testenv.Context(t, time.Minute)
 	adm := kadm.NewClient(newClient(t, b.Addr()))
 	rcs, err := adm.DescribeBrokerConfigs(ctx, 7)
@@ -261,7 +215,7 @@ func TestDescribeBrokerConfigs(t *testing.T) {
 // retention.ms loses its old segments while a topic on broker defaults
 // keeps everything.
 func TestTopicRetentionOverride(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) { c.RetentionCheckInterval = 50 * time.Millisecond })
+	b := newTestBroker(t, func(c *config.Config) { c.RetentionCheckInterval = 50 * time.Millisecond })
 	ctx := testenv.Context(t, time.Minute)
 	cl := newClient(t, b.Addr(), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	adm := kadm.NewClient(cl)
@@ -312,7 +266,7 @@ func TestLogAppendTime(t *testing.T) {
 	ctx := testenv.Context(t, time.Minute)
 	cl := newClient(t, b.Addr(), kgo.ConsumeTopics("lat"))
 	adm := kadm.NewClient(cl)
-	if resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"message.timestamp.type": strp(logAppendTime)}, "lat"); err != nil || resp.Err != nil {
+	if resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"message.timestamp.type": strp("LogAppendTime")}, "lat"); err != nil || resp.Err != nil {
 		t.Fatalf("create: %v / %v", err, resp.Err)
 	}
 	before := time.Now().Truncate(time.Millisecond)
@@ -440,7 +394,7 @@ func TestIncrementalAlterTopicConfigs(t *testing.T) {
 		t.Fatalf("alter: %v %s", r.Err, r.ErrMessage)
 	}
 	awaitConf("set", func(p *partition) bool {
-		return p.settings.SegmentBytes == 5000 && p.conf.Load().MaxMessageBytes == 1000 && p.settings.Retention == DefaultRetention
+		return p.settings.SegmentBytes == 5000 && p.conf.Load().MaxMessageBytes == 1000 && p.settings.Retention == config.DefaultRetention
 	})
 	if got := b.metadata().Topics["alt"].ID; got != id || id == "" {
 		t.Fatalf("topic id after alter %q, want %q", got, id)

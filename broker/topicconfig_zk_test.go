@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/internal/testkit/zktest"
 )
@@ -24,8 +25,8 @@ func zkTestChroot(t *testing.T) string {
 // chroot and are applied by the broker leading each partition.
 func TestTopicConfigsOverZooKeeper(t *testing.T) {
 	connect := zkTestChroot(t)
-	zk := func(id int32) func(*Config) {
-		return func(c *Config) {
+	zk := func(id int32) func(*config.Config) {
+		return func(c *config.Config) {
 			c.BrokerID, c.ZooKeeperConnect, c.ZooKeeperSessionTimeout = id, connect, 6*time.Second
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/testkit/testenv"
@@ -60,8 +61,8 @@ func consumeValues(t *testing.T, ctx context.Context, addr, topic string, want i
 func TestRecreatedTopicDropsStaleData(t *testing.T) {
 	srv := memcoord.NewServer()
 	connect := WithCoordinator(func(context.Context) (coord.Session, error) { return srv.Connect(memcoord.Config{}), nil })
-	b1 := newTestBroker(t, func(c *Config) { c.BrokerID = 1 }, connect)
-	b2 := newTestBroker(t, func(c *Config) { c.BrokerID = 2 }, connect)
+	b1 := newTestBroker(t, func(c *config.Config) { c.BrokerID = 1 }, connect)
+	b2 := newTestBroker(t, func(c *config.Config) { c.BrokerID = 2 }, connect)
 	ctx := testenv.Context(t, time.Minute)
 	restartB2 := func() {
 		t.Helper()

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
 	"github.com/tributary/tributary/internal/testkit/testenv"
@@ -82,8 +83,8 @@ func TestTopicIDMigrationOverZooKeeper(t *testing.T) {
 	zkWrite(t, ctx, tool, "/config/topics/legacy",
 		`{"version":1,"config":{"retention.ms":"3600000","tributary.topic.id":"`+oldID+`"}}`)
 
-	zk := func(id int32) func(*Config) {
-		return func(c *Config) {
+	zk := func(id int32) func(*config.Config) {
+		return func(c *config.Config) {
 			c.BrokerID, c.ZooKeeperConnect, c.ZooKeeperSessionTimeout = id, connect, 6*time.Second
 		}
 	}

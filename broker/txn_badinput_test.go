@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -75,7 +76,7 @@ func wantCode(t *testing.T, what string, got int16, want *kerr.Error) {
 // a producer that dies mid-transaction is aborted after its timeout and
 // read_committed consumers move past it.
 func TestTxnBadSequences(t *testing.T) {
-	b := newTestBroker(t, func(c *Config) {
+	b := newTestBroker(t, func(c *config.Config) {
 		c.Txn.MaxTimeout = time.Minute
 		c.Txn.AbortCheckInterval = 100 * time.Millisecond
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/group"
 	"github.com/tributary/tributary/broker/txn"
 	"github.com/tributary/tributary/internal/testkit/testenv"
@@ -43,7 +44,7 @@ func TestKafkaTransactionsTools(t *testing.T) {
 	// The hanging transaction below is what KIP-890's verification
 	// refuses (TestTxnVerification): off here, as on a Kafka < 3.6 broker,
 	// to make one for the tools to find.
-	b := newTestBroker(t, func(c *Config) { c.DisableTxnVerification = true })
+	b := newTestBroker(t, func(c *config.Config) { c.DisableTxnVerification = true })
 	ctx := testenv.Context(t, 4*time.Minute)
 	admin := newClient(t, b.Addr())
 	createTopic(t, ctx, admin, "kt", 1)

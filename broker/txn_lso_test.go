@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/testkit/testenv"
@@ -37,7 +38,7 @@ func (g *markerGate) release() { g.once.Do(func() { close(g.open) }) }
 func (g *markerGate) option() Option {
 	return func(b *Broker) {
 		inner := b.openLog
-		b.openLog = func(dir string, s plogSettings) (PartitionLog, error) {
+		b.openLog = func(dir string, s config.LogSettings) (PartitionLog, error) {
 			l, err := inner(dir, s)
 			if err != nil || !strings.HasPrefix(filepath.Base(dir), g.prefix) {
 				return l, err
@@ -104,7 +105,7 @@ func TestTxnLSOWaitsForReplicatedMarker(t *testing.T) {
 	gate := newMarkerGate("lso-")
 	var bs []*testBroker
 	for id := int32(1); id <= 3; id++ {
-		bs = append(bs, newTestBroker(t, func(c *Config) {
+		bs = append(bs, newTestBroker(t, func(c *config.Config) {
 			c.BrokerID, c.DefaultReplicationFactor = id, 3
 			c.Replication.LagTimeMax = 10 * time.Minute // the gated followers stay in the ISR
 		}, connect, gate.option()))

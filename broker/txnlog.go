@@ -1,24 +1,24 @@
 package broker
 
 import (
-	plog "github.com/tributary/tributary/broker/log"
+	"github.com/tributary/tributary/broker/partlog"
 )
 
 // txnPartitionLog is what transactions need from a partition's storage,
-// beyond PartitionLog: broker/log has it, the tests' in-memory log does
+// beyond PartitionLog: broker/partlog has it, the tests' in-memory log does
 // not (its partitions answer as if no transaction ever ran, and refuse
 // markers).
 type txnPartitionLog interface {
 	// AppendMarker writes a COMMIT or ABORT marker for the producer (see
-	// plog.Log.AppendMarker).
-	AppendMarker(producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool, leaderEpoch int32) (plog.AppendResult, error)
+	// partlog.Log.AppendMarker).
+	AppendMarker(producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool, leaderEpoch int32) (partlog.AppendResult, error)
 	// LastStableOffset is min(first offset of the oldest ongoing
 	// transaction, hw).
 	LastStableOffset(hw int64) int64
 	// AbortedTransactions overlapping [from, upper), for read_committed.
-	AbortedTransactions(from, upper int64) []plog.AbortedTxn
+	AbortedTransactions(from, upper int64) []partlog.AbortedTxn
 	// Producers lists the partition's active producers (DescribeProducers).
-	Producers() []plog.ProducerInfo
+	Producers() []partlog.ProducerInfo
 }
 
 // txnLog returns p's log as a txnPartitionLog, nil when it is not one.

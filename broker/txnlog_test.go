@@ -13,8 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/acl"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/group"
-	"github.com/tributary/tributary/broker/log/logtest"
+	"github.com/tributary/tributary/broker/partlog/logtest"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -70,7 +71,7 @@ func markerCode(t *testing.T, ctx context.Context, cl *kgo.Client, req *kmsg.Wri
 func TestWriteTxnMarkersListener(t *testing.T) {
 	// Producers 77 and 88 have no transactional id: no coordinator could
 	// verify their batches (KIP-890), so verification is off.
-	tb := newTestBroker(t, func(c *Config) {
+	tb := newTestBroker(t, func(c *config.Config) {
 		c.Groups.OffsetsTopicPartitions = 1
 		c.Groups.InitialRebalanceDelay = -1
 		c.DisableTxnVerification = true

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/txn"
 )
 
@@ -22,37 +23,6 @@ import (
 // them to the coordinator with their leader epoch, and the coordinator's
 // markers go to the partitions' leaders as WriteTxnMarkers requests over
 // the inter-broker listener.
-
-// txnPropertySetters are the transaction coordinator's server.properties
-// keys.
-var txnPropertySetters = map[string]func(c *Config, v string) error{
-	"transaction.state.log.num.partitions": func(c *Config, v string) error {
-		return setPositiveInt32(&c.Txn.StatePartitions, v)
-	},
-	"transaction.state.log.replication.factor": func(c *Config, v string) error {
-		return setReplicationFactor(&c.Txn.StateReplication, v)
-	},
-	"transaction.state.log.min.isr": func(c *Config, v string) error { return setPositiveInt32(&c.Txn.StateMinISR, v) },
-	"transaction.state.log.segment.bytes": func(c *Config, v string) error {
-		return setInt32Min(&c.Txn.StateSegmentBytes, v, 14)
-	},
-	"transaction.max.timeout.ms": func(c *Config, v string) error { return setPositiveDuration(&c.Txn.MaxTimeout, v) },
-	"transactional.id.expiration.ms": func(c *Config, v string) error {
-		return setPositiveDuration(&c.Txn.IDExpiration, v)
-	},
-	"transaction.abort.timed.out.transaction.cleanup.interval.ms": func(c *Config, v string) error {
-		return setPositiveDuration(&c.Txn.AbortCheckInterval, v)
-	},
-	"transaction.remove.expired.transaction.cleanup.interval.ms": func(c *Config, v string) error {
-		return setPositiveDuration(&c.Txn.RemoveExpiredInterval, v)
-	},
-}
-
-func init() {
-	for k, set := range txnPropertySetters {
-		propertySetters[k] = set
-	}
-}
 
 // newTxnCoordinator builds the transaction coordinator from the
 // configuration; producer ids come from the broker's producer id blocks.
@@ -114,14 +84,14 @@ func (b *Broker) ensureTxnStateTopic(ctx context.Context) error {
 	cfg := b.txns.Config()
 	if t, ok := snap.Topics[txn.StateTopic]; ok {
 		if int32(len(t.Partitions)) != cfg.StatePartitions {
-			return fmt.Errorf("%w: %s has %d partitions, transaction.state.log.num.partitions is %d", ErrInvalidConfig,
+			return fmt.Errorf("%w: %s has %d partitions, transaction.state.log.num.partitions is %d", config.ErrInvalidConfig,
 				txn.StateTopic, len(t.Partitions), cfg.StatePartitions)
 		}
 		return nil
 	}
 	rf := cappedReplication(cfg.StateReplication, len(snap.Brokers))
 	return b.createInternalTopic(ctx, txn.StateTopic, cfg.StatePartitions, rf, map[string]string{
-		"cleanup.policy":      policyCompact,
+		"cleanup.policy":      config.PolicyCompact,
 		"segment.bytes":       strconv.Itoa(int(cfg.StateSegmentBytes)),
 		"min.insync.replicas": strconv.Itoa(int(min(cfg.StateMinISR, int32(rf)))),
 	})

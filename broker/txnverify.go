@@ -75,7 +75,7 @@ func txnBatchProducer(records []byte) (pid int64, epoch int16, ok bool) {
 const attrTransactional = 0x10
 
 // ongoingTxnLog is a partition log that knows its producers' ongoing
-// transactions (broker/log does; a log that cannot hold transactions is
+// transactions (broker/partlog does; a log that cannot hold transactions is
 // never verified).
 type ongoingTxnLog interface {
 	OngoingTxn(pid int64) bool

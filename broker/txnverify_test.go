@@ -9,7 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/broker/log/logtest"
+	"github.com/tributary/tributary/broker/config"
+	"github.com/tributary/tributary/broker/partlog/logtest"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -122,7 +123,7 @@ func TestTxnVerification(t *testing.T) {
 		t.Fatalf("partition 1 holds %q, want nothing", got)
 	}
 
-	off := newTestBroker(t, func(c *Config) { c.DisableTxnVerification = true })
+	off := newTestBroker(t, func(c *config.Config) { c.DisableTxnVerification = true })
 	createTopic(t, ctx, newClient(t, off.Addr()), "ver", 1)
 	oc := dialRaw(t, off.Addr())
 	y := rawTxn{t, oc, "ver-off"}
@@ -154,13 +155,13 @@ var nil0 = &kerr.Error{Message: "NONE", Code: 0}
 // TestTxnVerificationProperty: Kafka's name, default on.
 func TestTxnVerificationProperty(t *testing.T) {
 	for v, want := range map[string]bool{"true": false, "false": true} {
-		var c Config
-		if err := propertySetters["transaction.partition.verification.enable"](&c, v); err != nil || c.DisableTxnVerification != want {
+		var c config.Config
+		if _, err := config.SetProperty(&c, "transaction.partition.verification.enable", v); err != nil || c.DisableTxnVerification != want {
 			t.Fatalf("%s: disabled=%v err=%v", v, c.DisableTxnVerification, err)
 		}
 	}
-	var c Config
-	if err := propertySetters["transaction.partition.verification.enable"](&c, "maybe"); err == nil || c.DisableTxnVerification {
+	var c config.Config
+	if _, err := config.SetProperty(&c, "transaction.partition.verification.enable", "maybe"); err == nil || c.DisableTxnVerification {
 		t.Fatalf("a bad value is accepted: %v", err)
 	}
 }

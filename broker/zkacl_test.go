@@ -9,6 +9,7 @@ import (
 
 	"github.com/z-division/go-zookeeper/zk"
 
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/sasl"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
 	"github.com/tributary/tributary/internal/testkit/testenv"
@@ -45,9 +46,9 @@ func TestZooKeeperSetACL(t *testing.T) {
 		}
 		remove("/")
 	})
-	b := newSASLBroker(t, func(c *Config) {
+	b := newSASLBroker(t, func(c *config.Config) {
 		c.BrokerID, c.ZooKeeperConnect, c.ZooKeeperSessionTimeout = 1, connect, 6*time.Second
-		c.ZooKeeperAuth = ZooKeeperAuth{SetACL: true, Digest: identity}
+		c.ZooKeeperAuth = config.ZooKeeperAuth{SetACL: true, Digest: identity}
 	})
 	ctx := testenv.Context(t, time.Minute)
 	session := func(digest string) *zkcoord.Session {
@@ -89,12 +90,12 @@ func TestZooKeeperAuthConfig(t *testing.T) {
 	base := func() map[string]string {
 		return map[string]string{"log.dirs": t.TempDir(), "zookeeper.connect": "127.0.0.1:2181", "zookeeper.set.acl": "true"}
 	}
-	if _, _, err := ConfigFromProperties(base()); err == nil || !errors.Is(err, ErrInvalidConfig) {
+	if _, _, err := config.FromProperties(base()); err == nil || !errors.Is(err, config.ErrInvalidConfig) {
 		t.Errorf("zookeeper.set.acl without zookeeper.digest.auth: %v", err)
 	}
 	p := base()
 	p["zookeeper.digest.auth"] = "brokers:secret"
-	c, warnings, err := ConfigFromProperties(p)
+	c, warnings, err := config.FromProperties(p)
 	if err != nil || len(warnings) > 0 || !c.ZooKeeperAuth.SetACL || c.ZooKeeperAuth.Digest != "brokers:secret" {
 		t.Errorf("config %+v, warnings %v, err %v", c.ZooKeeperAuth, warnings, err)
 	}

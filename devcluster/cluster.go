@@ -16,6 +16,7 @@ import (
 
 	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/broker/acl"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/sasl"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
@@ -53,7 +54,7 @@ type Config struct {
 	// ports (a restarted broker keeps the port it got).
 	Port int
 	// Partitions is num.partitions for auto-created topics; default
-	// broker.DefaultNumPartitions.
+	// config.DefaultNumPartitions.
 	Partitions int32
 	// Registry, when set, serves the schema registry on this host:port
 	// (port 0 picks one) on the cluster's coordination service.
@@ -85,7 +86,7 @@ type Config struct {
 	// principal on InterBrokerListener must be among SuperUsers (or be
 	// granted ClusterAction and the topics' Read/Describe through ACLs),
 	// or replication stops.
-	Authorizer broker.AuthorizerConfig
+	Authorizer config.Authorizer
 	// ACLs are stored in the coordination service (Kafka's /kafka-acl
 	// layout) before the brokers start, as `kafka-acls
 	// --authorizer-properties` does; CreateACLs and DeleteACLs change them
@@ -100,7 +101,7 @@ type Config struct {
 	RegistrySecurity *network.HTTPSecurity
 	// Broker, when set, adjusts each broker's configuration (segment
 	// sizes, retention...) after the fields above are filled in.
-	Broker func(*broker.Config)
+	Broker func(*config.Config)
 	// Logger receives the brokers' and registry's logs; nil discards.
 	Logger *slog.Logger
 }
@@ -147,7 +148,7 @@ func (c Config) withDefaults() Config {
 		c.Host = DefaultHost
 	}
 	if c.Partitions == 0 {
-		c.Partitions = broker.DefaultNumPartitions
+		c.Partitions = config.DefaultNumPartitions
 	}
 	if c.ZooKeeperSession == 0 {
 		c.ZooKeeperSession = DefaultZooKeeperSession
@@ -334,7 +335,7 @@ func (c *Cluster) newBroker(id int32) (*broker.Broker, error) {
 		listeners = append(listeners, l.Name+"://"+net.JoinHostPort(c.cfg.Host, strconv.Itoa(port)))
 		protocols = append(protocols, l.Name+":"+string(l.Protocol))
 	}
-	bc := broker.Config{
+	bc := config.Config{
 		BrokerID:                    id,
 		Listeners:                   strings.Join(listeners, ","),
 		ListenerSecurityProtocolMap: strings.Join(protocols, ","),

@@ -2,8 +2,8 @@ package pipeline
 
 import (
 	"github.com/tributary/tributary/audit"
-	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/broker/acl"
+	"github.com/tributary/tributary/broker/config"
 )
 
 // Authorization of the secured pipeline. Every cluster runs the
@@ -30,8 +30,8 @@ func brokerUser(name string) string { return "broker-" + name }
 
 // authorizerConfig is cluster name's authorizer: ours, closed by default,
 // with the brokers and the admin as super users.
-func authorizerConfig(name string) broker.AuthorizerConfig {
-	return broker.AuthorizerConfig{
+func authorizerConfig(name string) config.Authorizer {
+	return config.Authorizer{
 		Enabled:    true,
 		SuperUsers: []string{principal(brokerUser(name)), principal(UserAdmin)},
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/tributary/tributary/audit"
 	"github.com/tributary/tributary/audit/service"
-	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/client"
 	"github.com/tributary/tributary/client/serde"
 	"github.com/tributary/tributary/devcluster"
@@ -159,7 +159,7 @@ func (p *Pipeline) startClusters(ctx context.Context) error {
 			// broker (a fault, or Close) can wait on a connection whose
 			// read deadline was re-armed just as the broker set it to
 			// "now" to unblock it; clients reconnect transparently.
-			Broker: func(bc *broker.Config) { bc.Limits.ConnectionsMaxIdle = brokerMaxIdle },
+			Broker: func(bc *config.Config) { bc.Limits.ConnectionsMaxIdle = brokerMaxIdle },
 		}
 		// One registry for the whole pipeline, on the analytics cluster's
 		// coordination: producers in every datacenter and the loader must

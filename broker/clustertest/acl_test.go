@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
-	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/broker/acl"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/devcluster"
 	"github.com/tributary/tributary/internal/pki"
 	"github.com/tributary/tributary/internal/security"
@@ -69,7 +69,7 @@ func TestACLsAcrossBrokers(t *testing.T) {
 		TLS:                 security.TLS{KeystoreType: security.StorePEM, KeystoreLocation: keystore, TruststoreType: security.StorePEM, TruststoreLocation: trust},
 		PrincipalRules:      `RULE:^CN=([^,]*).*$/$1/,DEFAULT`,
 		ScramUsers:          aclPasswords,
-		Authorizer:          broker.AuthorizerConfig{Enabled: true, SuperUsers: []string{"User:broker", "User:admin"}},
+		Authorizer:          config.Authorizer{Enabled: true, SuperUsers: []string{"User:broker", "User:admin"}},
 		Logger:              testenv.Logger(t, slog.LevelWarn),
 	})
 	if err != nil {

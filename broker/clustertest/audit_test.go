@@ -10,6 +10,7 @@ import (
 
 	"github.com/tributary/tributary/audit"
 	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/internal/testkit/zktest"
 )
@@ -21,7 +22,7 @@ import (
 var auditBackends = []backend{
 	{"zookeeper", 0, func(t *testing.T) testCluster { return newProcCluster(t, zktest.Chroot(t, zk(t), "clustertest"), 3) }},
 	{"memcoord", 0, func(t *testing.T) testCluster {
-		return newMemClusterWith(t, 3, func(c *broker.Config) { c.Replication.NoControlledShutdown = true })
+		return newMemClusterWith(t, 3, func(c *config.Config) { c.Replication.NoControlledShutdown = true })
 	}},
 }
 
@@ -151,13 +152,13 @@ func TestAuditTopicOnOneBroker(t *testing.T) {
 // broker (-1, as the mirror does for a target's __audit); an explicit
 // layout is the creator's.
 func TestAuditTopicKeys(t *testing.T) {
-	props, _, err := broker.ConfigFromProperties(map[string]string{
+	props, _, err := config.FromProperties(map[string]string{
 		"log.dirs": "unused", "audit.topic.replication.factor": "2", "audit.topic.num.partitions": "5",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newMemClusterWith(t, 3, func(cfg *broker.Config) { cfg.Audit = props.Audit })
+	c := newMemClusterWith(t, 3, func(cfg *config.Config) { cfg.Audit = props.Audit })
 	ctx := testenv.Context(t, 3*time.Minute)
 	addrs := bootstrap(c, 3)
 	awaitBrokers(t, ctx, addrs, 3)

@@ -13,8 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/broker"
-	plog "github.com/tributary/tributary/broker/log"
+	"github.com/tributary/tributary/broker/config"
+	"github.com/tributary/tributary/broker/partlog"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/internal/testkit/testproc"
 	"github.com/tributary/tributary/internal/testkit/zktest"
@@ -28,7 +28,7 @@ import (
 // cleaner checkpoint.
 func TestCleanerSIGKILLAtEveryStep(t *testing.T) {
 	connect := zktest.Chroot(t, zk(t), "cleancrash")
-	for _, step := range plog.CleanSteps {
+	for _, step := range partlog.CleanSteps {
 		t.Run(step, func(t *testing.T) {
 			ctx := testenv.Context(t, 3*time.Minute)
 			dir := t.TempDir()
@@ -38,7 +38,7 @@ func TestCleanerSIGKILLAtEveryStep(t *testing.T) {
 				t.Helper()
 				// SIGKILLed at a step, the process may die before it says
 				// it listens: only the others are waited for.
-				t.Setenv(broker.CleanerCrashEnv, crashAt)
+				t.Setenv(config.CleanerCrashEnv, crashAt)
 				props := testproc.WriteProperties(t, dir, "server.properties", map[string]string{
 					"broker.id": "1", "listeners": "PLAINTEXT://127.0.0.1:" + port, "log.dirs": filepath.Join(dir, "data"),
 					"zookeeper.connect": chroot, "log.cleaner.enable": strconv.FormatBool(cleaner),

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tributary/tributary/broker"
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/kafkatest"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/internal/testkit/testproc"
@@ -245,7 +246,7 @@ func TestDuplicateBrokerID(t *testing.T) {
 	})
 	t.Run("memcoord", func(t *testing.T) {
 		c := newMemCluster(t, 1)
-		b, err := broker.New(broker.Config{BrokerID: 1, Listeners: "PLAINTEXT://127.0.0.1:0", LogDirs: []string{t.TempDir()}},
+		b, err := broker.New(config.Config{BrokerID: 1, Listeners: "PLAINTEXT://127.0.0.1:0", LogDirs: []string{t.TempDir()}},
 			nil, nil, broker.WithCoordinator(c.Connector()))
 		if err != nil {
 			t.Fatal(err)

@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/broker"
-	plog "github.com/tributary/tributary/broker/log"
+	"github.com/tributary/tributary/broker/config"
+	"github.com/tributary/tributary/broker/partlog"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -23,7 +23,7 @@ import (
 // (fetching across the gaps the cleaner left), and all three replicas then
 // hold the same key → value state, that of a model of what was produced.
 func TestReplicatedCompaction(t *testing.T) {
-	c := newMemClusterWith(t, 3, func(cfg *broker.Config) {
+	c := newMemClusterWith(t, 3, func(cfg *config.Config) {
 		cfg.Replication.LagTimeMax = 2 * time.Second
 		cfg.Cleaner.Backoff = 50 * time.Millisecond
 	})
@@ -126,7 +126,7 @@ func TestReplicatedCompaction(t *testing.T) {
 }
 
 // cleanerCheckpoint reads a partition's cleaner checkpoint (offset int64 |
-// crc32c, broker/log's format); 0 when there is none yet.
+// crc32c, broker/partlog's format); 0 when there is none yet.
 func cleanerCheckpoint(dir string) int64 {
 	b, err := os.ReadFile(filepath.Join(dir, "cleaner-checkpoint"))
 	if err != nil || len(b) != 12 {
@@ -140,7 +140,7 @@ func cleanerCheckpoint(dir string) int64 {
 // and the offsets it holds.
 func readReplica(t *testing.T, dir string) (map[string]string, int64, map[int64]bool) {
 	t.Helper()
-	l, err := plog.Open(dir, plog.Config{})
+	l, err := partlog.Open(dir, partlog.Config{})
 	if err != nil {
 		t.Fatalf("open %s: %v", dir, err)
 	}

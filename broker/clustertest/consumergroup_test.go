@@ -8,7 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/kafkatest"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/internal/testkit/zktest"
@@ -22,7 +22,7 @@ import (
 // every record is processed and the committed offsets end at the
 // partitions' ends.
 func TestConsumerGroupCoordinatorFailover(t *testing.T) {
-	c := newMemClusterWith(t, 3, func(cfg *broker.Config) {
+	c := newMemClusterWith(t, 3, func(cfg *config.Config) {
 		cfg.Groups.OffsetsTopicPartitions = 3
 		cfg.Groups.ConsumerSessionTimeout = 10 * time.Second
 		cfg.Groups.ConsumerHeartbeatInterval = 200 * time.Millisecond

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -58,7 +58,7 @@ func alterBrokerConfig(ctx context.Context, adm *kadm.Client, name, key, value s
 // value wins on that broker only; unknown and read-only keys are
 // INVALID_CONFIG and change nothing.
 func TestDynamicBrokerConfigs(t *testing.T) {
-	c := newMemClusterWith(t, 3, func(cfg *broker.Config) {
+	c := newMemClusterWith(t, 3, func(cfg *config.Config) {
 		cfg.RetentionCheckInterval = 200 * time.Millisecond
 		cfg.SegmentBytes = 16 << 10
 	})

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -20,7 +20,7 @@ import (
 // broker, and an unclean election gives an offline partition the live
 // replica outside its ISR; every refusal has Kafka's code.
 func TestElectLeaders(t *testing.T) {
-	c := newMemClusterWith(t, 3, func(cfg *broker.Config) { cfg.Replication.NoAutoLeaderRebalance = true })
+	c := newMemClusterWith(t, 3, func(cfg *config.Config) { cfg.Replication.NoAutoLeaderRebalance = true })
 	addrs := bootstrap(c, 3)
 	ctx := testenv.Context(t, 3*time.Minute)
 	adm := kadm.NewClient(newClient(t, addrs))

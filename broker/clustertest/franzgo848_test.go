@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -23,7 +23,7 @@ const franzGo848Tests = "TestGroupETL|TestTxnEtl|TestGroupSimple|Test848RegexBro
 // go.mod (go test on the module's pkg/kgo, KGO_SEEDS) against three
 // in-process brokers, topics with three replicas.
 func TestFranzGoKIP848Suite(t *testing.T) {
-	c := newMemClusterWith(t, 3, func(cfg *broker.Config) {
+	c := newMemClusterWith(t, 3, func(cfg *config.Config) {
 		cfg.Groups.OffsetsTopicPartitions = 4
 		cfg.Groups.InitialRebalanceDelay = -1
 		cfg.Groups.MinSessionTimeout = time.Second

@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/brokertest"
 	"github.com/tributary/tributary/internal/testkit/kafkatest"
 	"github.com/tributary/tributary/internal/testkit/testenv"
@@ -132,9 +132,9 @@ func newMemCluster(t *testing.T, n int) *memCluster { t.Helper(); return newMemC
 
 // newMemClusterWith is newMemCluster with tweak adjusting each broker's
 // configuration.
-func newMemClusterWith(t *testing.T, n int, tweak func(*broker.Config)) *memCluster {
+func newMemClusterWith(t *testing.T, n int, tweak func(*config.Config)) *memCluster {
 	t.Helper()
-	opts := []brokertest.Option{brokertest.Partitions(3), brokertest.Config(func(cfg *broker.Config) {
+	opts := []brokertest.Option{brokertest.Partitions(3), brokertest.Config(func(cfg *config.Config) {
 		// Leadership goes back to a returned broker within a second
 		// (Kafka checks every 300 s).
 		cfg.Replication.LeaderImbalanceCheckInterval = time.Second

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -57,7 +57,7 @@ var logStartBackends = []struct {
 		})}
 	}},
 	{"memcoord", func(t *testing.T) logStartCluster {
-		return memLogStart{newMemClusterWith(t, 3, func(cfg *broker.Config) { cfg.RetentionCheckInterval = logStartRetentionCheck })}
+		return memLogStart{newMemClusterWith(t, 3, func(cfg *config.Config) { cfg.RetentionCheckInterval = logStartRetentionCheck })}
 	}},
 }
 

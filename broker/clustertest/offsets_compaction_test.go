@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/brokertest"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
@@ -62,7 +62,7 @@ func offsetsCluster(t *testing.T, retention time.Duration) (*brokertest.Cluster,
 	var mu sync.Mutex
 	var loads []string
 	h := loadLog{testenv.Logger(t, slog.LevelWarn).Handler(), &mu, &loads}
-	c := brokertest.NewCluster(t, 2, brokertest.ZooKeeper(), brokertest.Logger(slog.New(h)), brokertest.Config(func(cfg *broker.Config) {
+	c := brokertest.NewCluster(t, 2, brokertest.ZooKeeper(), brokertest.Logger(slog.New(h)), brokertest.Config(func(cfg *config.Config) {
 		cfg.Groups.OffsetsTopicPartitions = 2
 		cfg.Groups.OffsetsReplication = 2
 		cfg.Groups.OffsetsTopicSegmentBytes = 16 << 10

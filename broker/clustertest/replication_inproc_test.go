@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -18,7 +18,7 @@ import (
 // replica.lag.time.max.ms.
 func newReplicatedMemCluster(t *testing.T, n int) *memCluster {
 	t.Helper()
-	return newMemClusterWith(t, n, func(cfg *broker.Config) {
+	return newMemClusterWith(t, n, func(cfg *config.Config) {
 		cfg.Replication.LagTimeMax = 2 * time.Second
 		cfg.Replication.ControlledShutdownTimeout = 20 * time.Second
 	})

@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/broker"
-	"github.com/tributary/tributary/broker/log/logtest"
+	"github.com/tributary/tributary/broker/config"
+	"github.com/tributary/tributary/broker/partlog/logtest"
 	"github.com/tributary/tributary/internal/testkit/brokertest"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
@@ -112,7 +112,7 @@ func consumeValues(t *testing.T, seeds []string, topic string, level kgo.Isolati
 // aborted transactions, and a follower that becomes leader when the leader
 // stops answers the same.
 func TestTxnPartitionsReplicated(t *testing.T) {
-	c := brokertest.NewCluster(t, 3, brokertest.Logger(testenv.Logger(t, slog.LevelWarn)), brokertest.Config(func(cfg *broker.Config) {
+	c := brokertest.NewCluster(t, 3, brokertest.Logger(testenv.Logger(t, slog.LevelWarn)), brokertest.Config(func(cfg *config.Config) {
 		cfg.DefaultReplicationFactor = 3
 		cfg.Replication.LagTimeMax = 5 * time.Second
 		cfg.DisableTxnVerification = true // producers without a coordinator (see txnScenario)

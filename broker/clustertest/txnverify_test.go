@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/tributary/tributary/broker/log/logtest"
+	"github.com/tributary/tributary/broker/partlog/logtest"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 

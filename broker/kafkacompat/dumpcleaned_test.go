@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	plog "github.com/tributary/tributary/broker/log"
-	"github.com/tributary/tributary/broker/log/logtest"
+	"github.com/tributary/tributary/broker/partlog"
+	"github.com/tributary/tributary/broker/partlog/logtest"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -43,8 +43,8 @@ func TestDumpLogSegmentsOnCleanedLog(t *testing.T) {
 	t.Parallel()
 	tools := testenv.Kafka28Tools(t)
 	dir := filepath.Join(t.TempDir(), "state-0")
-	cfg := plog.Config{SegmentBytes: 8 << 10, IndexIntervalBytes: 512, RetentionMs: -1, Compact: true, MinCleanableDirtyRatio: 0.01}
-	l, err := plog.Open(dir, cfg)
+	cfg := partlog.Config{SegmentBytes: 8 << 10, IndexIntervalBytes: 512, RetentionMs: -1, Compact: true, MinCleanableDirtyRatio: 0.01}
+	l, err := partlog.Open(dir, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestDumpLogSegmentsOnCleanedLog(t *testing.T) {
 			if !c.Due {
 				break
 			}
-			if _, err := l.Clean(context.Background(), plog.CleanOptions{}); err != nil {
+			if _, err := l.Clean(context.Background(), partlog.CleanOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -202,7 +202,7 @@ func TestDumpLogSegmentsOnCleanedLog(t *testing.T) {
 }
 
 // readKeyed reads the whole log through Read, as a consumer would get it.
-func readKeyed(t *testing.T, l *plog.Log) []keyedRecord {
+func readKeyed(t *testing.T, l *partlog.Log) []keyedRecord {
 	t.Helper()
 	dec := kgo.DefaultDecompressor()
 	var out []keyedRecord

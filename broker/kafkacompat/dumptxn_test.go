@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	plog "github.com/tributary/tributary/broker/log"
-	"github.com/tributary/tributary/broker/log/logtest"
+	"github.com/tributary/tributary/broker/partlog"
+	"github.com/tributary/tributary/broker/partlog/logtest"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -31,7 +31,7 @@ func TestDumpLogSegmentsOnTransactions(t *testing.T) {
 	t.Parallel()
 	tools := testenv.Kafka28Tools(t)
 	dir := filepath.Join(t.TempDir(), "txn-0")
-	l, err := plog.Open(dir, plog.Config{SegmentBytes: 1 << 10, IndexIntervalBytes: 256, RetentionMs: -1})
+	l, err := partlog.Open(dir, partlog.Config{SegmentBytes: 1 << 10, IndexIntervalBytes: 256, RetentionMs: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

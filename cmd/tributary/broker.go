@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/broker/config"
 )
 
 // brokerOptions are the flags of `tributary broker`.
@@ -47,15 +48,15 @@ func runBroker(cmd *cobra.Command, o brokerOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg, warnings, err := broker.ConfigFromProperties(props)
+	cfg, warnings, err := config.FromProperties(props)
 	for _, w := range warnings {
 		logger.Warn(w)
 	}
 	if err != nil {
 		return err
 	}
-	if cfg.Cleaner.StepHook, err = broker.ParseCleanerCrashPoint(os.Getenv(broker.CleanerCrashEnv)); err != nil {
-		return fmt.Errorf("%s: %w", broker.CleanerCrashEnv, err)
+	if cfg.Cleaner.StepHook, err = config.ParseCleanerCrashPoint(os.Getenv(config.CleanerCrashEnv)); err != nil {
+		return fmt.Errorf("%s: %w", config.CleanerCrashEnv, err)
 	}
 
 	reg := prometheus.NewRegistry()

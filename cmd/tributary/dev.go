@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/devcluster"
 )
 
@@ -45,7 +45,7 @@ func newDevCommand() *cobra.Command {
 	cmd.Flags().IntVar(&o.brokers, "brokers", 1, "number of brokers")
 	cmd.Flags().StringVar(&o.host, "host", "127.0.0.1", "address the brokers listen on and advertise")
 	cmd.Flags().IntVar(&o.port, "port", 9092, "port of the first broker; the others follow (0: free ports)")
-	cmd.Flags().Int32Var(&o.partitions, "partitions", broker.DefaultNumPartitions, "num.partitions of auto-created topics")
+	cmd.Flags().Int32Var(&o.partitions, "partitions", config.DefaultNumPartitions, "num.partitions of auto-created topics")
 	cmd.Flags().StringVar(&o.registry, "registry", "", "also serve the schema registry on HOST:PORT (e.g. 127.0.0.1:8081)")
 	cmd.Flags().StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd

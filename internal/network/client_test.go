@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/testkit/testproc"
 )
@@ -124,7 +125,7 @@ func TestClientSendsClientID(t *testing.T) {
 // in-process broker that listens through ListenKafka, with kgo's log
 // lines reaching the configured slog logger.
 func TestClientRoundTripThroughBroker(t *testing.T) {
-	b, err := broker.New(broker.Config{
+	b, err := broker.New(config.Config{
 		BrokerID:               1,
 		Listeners:              "PLAINTEXT://127.0.0.1:0",
 		LogDirs:                []string{t.TempDir()},

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/pki"
 	"github.com/tributary/tributary/internal/properties"
@@ -47,7 +48,7 @@ func newTLSProxy(t *testing.T, ca *pki.CA) (*tlsProxy, *broker.Broker) {
 	px := &tlsProxy{ln: ln}
 	t.Cleanup(func() { ln.Close() })
 
-	b, err := broker.New(broker.Config{
+	b, err := broker.New(config.Config{
 		BrokerID:               1,
 		Listeners:              "PLAINTEXT://127.0.0.1:0",
 		AdvertisedListeners:    "PLAINTEXT://" + ln.Addr().String(),

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/properties"
 	"github.com/tributary/tributary/loader"
 	"github.com/tributary/tributary/mirror"
@@ -45,7 +45,7 @@ var targets = []target{
 		boolKey: "auto.create.topics.enable", intKey: "num.partitions", durKey: "log.retention.check.interval.ms",
 		listKey: "log.dirs", strKey: "broker.rack", freeKey: "broker.rack",
 		parse: func(props map[string]string) (view, []string, error) {
-			c, warnings, err := broker.ConfigFromProperties(props)
+			c, warnings, err := config.FromProperties(props)
 			return view{
 				Bool: !c.DisableAutoCreateTopics, Int: int64(c.NumPartitions), Dur: c.RetentionCheckInterval,
 				List: c.LogDirs, Str: c.BrokerRack, Free: c.BrokerRack,

@@ -15,7 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	kbroker "github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/devcluster"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
@@ -203,7 +203,7 @@ func (s *Soak) secureBroker(props map[string]string, b *broker, internal string)
 		"listener.name.internal.ssl.client.auth": "required",
 		"ssl.principal.mapping.rules":            pipeline.PrincipalRules,
 		"sasl.enabled.mechanisms":                pipeline.SecureMechanism,
-		"authorizer.class.name":                  kbroker.AuthorizerClassName,
+		"authorizer.class.name":                  config.AuthorizerClassName,
 		"allow.everyone.if.no.acl.found":         "false",
 		"super.users":                            strings.Join(pipeline.SuperUsers(b.cluster), ";"),
 		"zookeeper.set.acl":                      "true",

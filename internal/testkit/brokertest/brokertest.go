@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/coord/zkcoord"
@@ -115,8 +116,8 @@ func start(t testing.TB, n int, shared bool, opts []Option) *Cluster {
 }
 
 // config is broker id's configuration.
-func (c *Cluster) config(id int32) broker.Config {
-	cfg := broker.Config{
+func (c *Cluster) config(id int32) config.Config {
+	cfg := config.Config{
 		BrokerID:  id,
 		Listeners: "PLAINTEXT://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(c.ports[id-1])),
 		LogDirs:   []string{c.Dir(id)},

@@ -7,7 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/brokertest"
 )
 
@@ -40,7 +40,7 @@ func produceAndCount(t *testing.T, c *brokertest.Cluster, topic string, n int) i
 // back on the same address with the records it had.
 func TestNewServesAndRestartsOnItsPortAndData(t *testing.T) {
 	var tweaked int32
-	c := brokertest.New(t, brokertest.Partitions(2), brokertest.Config(func(cfg *broker.Config) { tweaked = cfg.BrokerID }))
+	c := brokertest.New(t, brokertest.Partitions(2), brokertest.Config(func(cfg *config.Config) { tweaked = cfg.BrokerID }))
 	if tweaked != 1 || c.Connector() != nil || c.Memcoord() != nil {
 		t.Fatalf("tweak saw broker %d; connector %v, memcoord %v: want broker 1 in single-node mode", tweaked, c.Connector(), c.Memcoord())
 	}

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/tributary/tributary/broker"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/coord"
 )
 
@@ -11,7 +12,7 @@ import (
 type Option func(*options)
 
 type options struct {
-	tweaks     []func(*broker.Config)
+	tweaks     []func(*config.Config)
 	partitions int32
 	zkFresh    bool
 	zkConnect  string
@@ -23,17 +24,17 @@ type options struct {
 // Config adjusts each broker's configuration after the fixture filled in
 // its own fields (id, listener, log dir, coordination); several apply in
 // order.
-func Config(tweak func(*broker.Config)) Option {
+func Config(tweak func(*config.Config)) Option {
 	return func(o *options) { o.tweaks = append(o.tweaks, tweak) }
 }
 
 // Partitions is num.partitions, the partition count of auto-created
-// topics; default broker.DefaultNumPartitions.
+// topics; default config.DefaultNumPartitions.
 func Partitions(n int32) Option { return func(o *options) { o.partitions = n } }
 
 // NoAutoCreate turns auto.create.topics.enable off.
 func NoAutoCreate() Option {
-	return Config(func(c *broker.Config) { c.DisableAutoCreateTopics = true })
+	return Config(func(c *config.Config) { c.DisableAutoCreateTopics = true })
 }
 
 // ZooKeeper registers the brokers in a fresh chroot of the test ZooKeeper
