@@ -25,6 +25,7 @@ import (
 // offsets at the end, and, while a second Java consumer is in the group,
 // the member with every partition.
 func TestConsumerGroupJavaConsumer(t *testing.T) {
+	t.Parallel() // mostly JVM start-ups and session timeouts: beside the other slow broker tests
 	tools := testenv.Kafka39Tools(t)
 	b := newTestBroker(t, func(c *Config) {
 		groupTestConfig(c)
@@ -139,6 +140,7 @@ func describeGroup848(t *testing.T, cl *kgo.Client, group string) string {
 // committed offsets end exactly at the partitions' ends; the group is
 // Stable with every partition assigned once after each change.
 func TestConsumerGroupJavaKill9(t *testing.T) {
+	t.Parallel() // mostly JVM start-ups and session timeouts: beside the other slow broker tests
 	tools := testenv.Kafka39Tools(t)
 	b := newTestBroker(t, func(c *Config) {
 		groupTestConfig(c)
