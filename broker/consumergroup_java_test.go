@@ -25,7 +25,6 @@ import (
 // offsets at the end, and, while a second Java consumer is in the group,
 // the member with every partition.
 func TestConsumerGroupJavaConsumer(t *testing.T) {
-	t.Parallel() // mostly JVM start-ups and session timeouts: beside the other slow broker tests
 	tools := testenv.Kafka39Tools(t)
 	b := newTestBroker(t, func(c *Config) {
 		groupTestConfig(c)
