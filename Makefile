@@ -58,12 +58,12 @@ test: deps build vet
 # ensemble members (no other test stops one). Every package is a job of
 # its own `go test` and the jobs run TEST_JOBS at a time in one queue,
 # race and plain alike, so that the long ones overlap: TEST_FIRST starts
-# first, longest first (the last CI's times), the other packages follow
+# first, longest first (from CI's times), the other packages follow
 # in `go list` order. Every job runs even if one fails, so one CI log
 # shows every failure; a job's output is printed when it ends.
 TEST_JOBS  ?= 2
-TEST_FIRST := ensemble pipeline/soak broker jobs/compact broker/clustertest pipeline/tablestest \
-	loader pipeline mirror internal/kafkacompat broker/log pipeline/typematrix jobs cmd/tributary \
+TEST_FIRST := broker broker/clustertest jobs/compact pipeline/tablestest pipeline/soak loader \
+	pipeline ensemble mirror internal/kafkacompat broker/log pipeline/typematrix jobs cmd/tributary \
 	internal/network jobs/tables
 test-unit:
 	@all=$$($(GO) list ./...) || exit 1; \
