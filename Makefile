@@ -55,7 +55,8 @@ test: deps build vet
 # ZooKeeper-ensemble tests are built only without -race (written against
 # go-zookeeper v1.0.4's reconnect race, see internal/coord/zkcoord/doc.go)
 # and run in a job of their own, one package at a time since they stop
-# ensemble members (no other test stops one). Every package is a job of
+# ensemble members (no other test stops one), over the packages of
+# ENSEMBLE_PKGS that have a TestXxxEnsembleXxx. Every package is a job of
 # its own `go test` and the jobs run TEST_JOBS at a time in one queue,
 # race and plain alike, so that the long ones overlap: TEST_FIRST starts
 # first, longest first (from CI's times), the other packages follow
@@ -70,21 +71,23 @@ test-unit:
 	echo "$(GO) list -export -deps -test [-race] (builds every package first)"; \
 	$(GO) list -export -deps -test ./... >/dev/null || exit 1; \
 	$(GO) list -race -export -deps -test $(RACE_PKGS) >/dev/null || exit 1; \
+	ens=$$($(GO) list -f '{{.ImportPath}} {{.Dir}}' $(ENSEMBLE_PKGS) | while read -r p d; do \
+		if grep -qs '^func Test[^(]*Ensemble' "$$d"/*_test.go; then echo "$$p"; fi; done); \
 	jobs=; \
 	for p in $(TEST_FIRST); do \
-		if [ "$$p" = ensemble ]; then jobs="$$jobs ensemble"; continue; fi; \
+		if [ "$$p" = ensemble ]; then [ -z "$$ens" ] || jobs="$$jobs ensemble"; continue; fi; \
 		echo "$$all" | grep -qx "$(MODULE)/$$p" && jobs="$$jobs $(MODULE)/$$p"; \
 	done; \
 	for p in $$all; do \
 		case " $$jobs " in *" $$p "*) ;; *) jobs="$$jobs $$p";; esac; \
 	done; \
 	echo "$(GO) test -count=1 [-race] -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) PKG, $(TEST_JOBS) at a time; RACE_PKGS with -race"; \
-	echo "$(GO) test -count=1 -p 1 -run Ensemble -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(ENSEMBLE_PKGS) (as one of the jobs)"; \
+	echo "$(GO) test -count=1 -p 1 -run Ensemble -timeout $(TEST_TIMEOUT) $(TEST_FLAGS)" $$ens "(as one of the jobs)"; \
 	logs=$$(mktemp -d); \
-	printf '%s\n' $$jobs | xargs -P $(TEST_JOBS) -I{} sh -c ' \
+	printf '%s\n' $$jobs | ENS="$$ens" xargs -P $(TEST_JOBS) -I{} sh -c ' \
 		logs=$$0; job=$$1; shift; log=$$(mktemp "$$logs/job.XXXXXX"); \
 		if [ "$$job" = ensemble ]; then \
-			set -- -p 1 -run Ensemble "$$@" $(ENSEMBLE_PKGS); \
+			set -- -p 1 -run Ensemble "$$@" $$ENS; \
 		elif echo "$$job" | grep -q -E "$(RACE_RE)"; then \
 			set -- -race "$$@" "$$job"; \
 		else \
