@@ -22,7 +22,6 @@ const franzGo848Tests = "TestGroupETL|TestTxnEtl|TestGroupSimple|Test848RegexBro
 // go.mod (go test on the module's pkg/kgo, KGO_SEEDS) against three
 // in-process brokers, topics with three replicas.
 func TestFranzGoKIP848Suite(t *testing.T) {
-	t.Parallel() // mostly franz-go's test binary, a child, against its own brokers: beside the other parallel tests
 	c := newMemClusterWith(t, 3, func(cfg *broker.Config) {
 		cfg.Groups.OffsetsTopicPartitions = 4
 		cfg.Groups.InitialRebalanceDelay = -1
