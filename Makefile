@@ -51,23 +51,52 @@ test: deps build vet
 	bash scripts/with-servers.sh $(MAKE) --no-print-directory test-unit
 
 # test-unit runs the Go tests; servers must already be running (see
-# with-servers.sh). RACE_PKGS run apart, under the race detector; their
+# with-servers.sh). RACE_PKGS run under the race detector; their
 # ZooKeeper-ensemble tests are built only without -race (written against
 # go-zookeeper v1.0.4's reconnect race, see internal/coord/zkcoord/doc.go)
-# and run in a third pass, one package at a time
-# since they stop ensemble members. Every pass runs even if one fails, so one
-# CI log shows every failure.
+# and run in a job of their own, one package at a time since they stop
+# ensemble members (no other test stops one), over the packages of
+# ENSEMBLE_PKGS that have a TestXxxEnsembleXxx. Every package is a job of
+# its own `go test` and the jobs run TEST_JOBS at a time in one queue,
+# race and plain alike, so that the long ones overlap: TEST_FIRST starts
+# first, longest first (from CI's times), the other packages follow
+# in `go list` order. Every job runs even if one fails, so one CI log
+# shows every failure; a job's output is printed when it ends.
+TEST_JOBS  ?= 2
+TEST_FIRST := broker broker/clustertest jobs/compact pipeline/tablestest pipeline/soak loader \
+	pipeline ensemble mirror internal/kafkacompat broker/log pipeline/typematrix jobs cmd/tributary \
+	internal/network jobs/tables
 test-unit:
-	@pkgs=$$($(GO) list ./...) || exit 1; \
-	pkgs=$$(echo "$$pkgs" | grep -v -E '$(RACE_RE)'); \
-	rc=0; \
-	echo "$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) <packages outside RACE_PKGS>"; \
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $$pkgs || rc=1; \
-	echo "$(GO) test -count=1 -race -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(RACE_PKGS)"; \
-	$(GO) test -count=1 -race -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(RACE_PKGS) || rc=1; \
-	echo "$(GO) test -count=1 -p 1 -run Ensemble -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(ENSEMBLE_PKGS)"; \
-	$(GO) test -count=1 -p 1 -run Ensemble -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(ENSEMBLE_PKGS) || rc=1; \
-	exit $$rc
+	@all=$$($(GO) list ./...) || exit 1; \
+	echo "$(GO) list -export -deps -test [-race] (builds every package first)"; \
+	$(GO) list -export -deps -test ./... >/dev/null || exit 1; \
+	$(GO) list -race -export -deps -test $(RACE_PKGS) >/dev/null || exit 1; \
+	ens=$$($(GO) list -f '{{.ImportPath}} {{.Dir}}' $(ENSEMBLE_PKGS) | while read -r p d; do \
+		if grep -qs '^func Test[^(]*Ensemble' "$$d"/*_test.go; then echo "$$p"; fi; done); \
+	jobs=; \
+	for p in $(TEST_FIRST); do \
+		if [ "$$p" = ensemble ]; then [ -z "$$ens" ] || jobs="$$jobs ensemble"; continue; fi; \
+		echo "$$all" | grep -qx "$(MODULE)/$$p" && jobs="$$jobs $(MODULE)/$$p"; \
+	done; \
+	for p in $$all; do \
+		case " $$jobs " in *" $$p "*) ;; *) jobs="$$jobs $$p";; esac; \
+	done; \
+	echo "$(GO) test -count=1 [-race] -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) PKG, $(TEST_JOBS) at a time; RACE_PKGS with -race"; \
+	echo "$(GO) test -count=1 -p 1 -run Ensemble -timeout $(TEST_TIMEOUT) $(TEST_FLAGS)" $$ens "(as one of the jobs)"; \
+	logs=$$(mktemp -d); \
+	printf '%s\n' $$jobs | ENS="$$ens" xargs -P $(TEST_JOBS) -I{} sh -c ' \
+		logs=$$0; job=$$1; shift; log=$$(mktemp "$$logs/job.XXXXXX"); \
+		if [ "$$job" = ensemble ]; then \
+			set -- -p 1 -run Ensemble "$$@" $$ENS; \
+		elif echo "$$job" | grep -q -E "$(RACE_RE)"; then \
+			set -- -race "$$@" "$$job"; \
+		else \
+			set -- "$$@" "$$job"; \
+		fi; \
+		$(GO) test -count=1 -timeout $(TEST_TIMEOUT) "$$@" >"$$log" 2>&1; rc=$$?; \
+		flock "$$logs" cat "$$log"; rm -f "$$log"; exit $$rc' "$$logs" {} $(TEST_FLAGS); \
+	rc=$$?; rm -rf "$$logs"; \
+	[ $$rc -eq 0 ] || { echo "make test-unit: some packages failed (FAIL lines above)"; exit 1; }
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

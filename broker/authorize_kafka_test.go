@@ -18,6 +18,7 @@ import (
 // DescribeAcls and DeleteAcls, and the broker enforces them on User:alice
 // (mutual TLS) at once.
 func TestKafka39AclCommand(t *testing.T) {
+	t.Parallel() // mostly JVM start-ups: beside the other slow broker tests
 	tools := testenv.Kafka39Tools(t)
 	ab := newACLBroker(t, map[string]string{
 		"listeners":   "SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",

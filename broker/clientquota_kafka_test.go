@@ -74,6 +74,7 @@ func throttledResponses(t *testing.T, q, client string, brokers ...*testBroker) 
 // back; `--describe` shows them, `--entity-default` applies to clients
 // without their own, and `--delete-config` lifts the limit at once.
 func TestClientQuotasKafka39ConfigCommand(t *testing.T) {
+	t.Parallel() // mostly throttled, waiting: beside the other slow broker tests
 	tools := testenv.Kafka39Tools(t)
 	_, b1, b2 := newZKQuotaBrokers(t)
 	ctx := testenv.Context(t, 6*time.Minute)
@@ -248,6 +249,7 @@ func produceCopies(t *testing.T, ctx context.Context, cl *kgo.Client, n int, val
 // its quota is throttled) and lift them on --delete-config, and what
 // AlterClientQuotas wrote, Kafka's --describe reads from ZooKeeper.
 func TestClientQuotasKafka28ZooKeeper(t *testing.T) {
+	t.Parallel() // mostly throttled, waiting: beside the other slow broker tests
 	tools := testenv.Kafka28Tools(t)
 	connect, b1, b2 := newZKQuotaBrokers(t)
 	ctx := testenv.Context(t, 4*time.Minute)
@@ -301,6 +303,7 @@ func TestClientQuotasKafka28ZooKeeper(t *testing.T) {
 // which share its node, keep working after the quotas are added and
 // removed.
 func TestClientQuotasSASLUsers(t *testing.T) {
+	t.Parallel() // mostly throttled, waiting: beside the other slow broker tests
 	tools := testenv.Kafka39Tools(t)
 	b := newSASLBroker(t, nil)
 	ctx := testenv.Context(t, 4*time.Minute)

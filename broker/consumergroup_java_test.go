@@ -140,6 +140,7 @@ func describeGroup848(t *testing.T, cl *kgo.Client, group string) string {
 // committed offsets end exactly at the partitions' ends; the group is
 // Stable with every partition assigned once after each change.
 func TestConsumerGroupJavaKill9(t *testing.T) {
+	t.Parallel() // mostly JVM start-ups and session timeouts: beside the other slow broker tests
 	tools := testenv.Kafka39Tools(t)
 	b := newTestBroker(t, func(c *config.Config) {
 		groupTestConfig(c)

@@ -53,6 +53,7 @@ func setNoFileLimit(t testing.TB, pid int, soft uint64) {
 // accept reserve), and once topics are deleted creation works again — all
 // without a restart.
 func TestOutOfDescriptorsDegradesAndRecovers(t *testing.T) {
+	t.Parallel() // a broker process of its own, mostly waited on: beside the other slow broker tests
 	p := testproc.StartBroker(t, writeProperties(t, map[string]string{
 		"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": t.TempDir(),
 	}))

@@ -20,6 +20,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 	c.produceDataset(t, d)
 	for _, fc := range slices.Concat(fileSystems, kerberizedFileSystems) {
 		t.Run(fc.name, func(t *testing.T) {
+			t.Parallel() // each file system's steps have their own bases and jobs
 			for step := 1; step <= loader.NumSteps; step++ {
 				t.Run(fmt.Sprintf("step%d", step), func(t *testing.T) {
 					fsys, base, uri := fc.open(t)

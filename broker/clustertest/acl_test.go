@@ -39,6 +39,7 @@ var aclPasswords = map[string]string{"admin": "admin-secret", "alice": "alice-se
 // non-zero with a TopicAuthorizationException instead of hanging; allowed
 // again, it writes.
 func TestACLsAcrossBrokers(t *testing.T) {
+	t.Parallel() // broker processes of its own and JVM start-ups, mostly waited on
 	tools := testenv.Kafka28Tools(t)
 	connect := zktest.Chroot(t, testenv.ZooKeeper(t), "acl-brokers")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -80,6 +80,7 @@ func auditRecords(t *testing.T, ctx context.Context, addrs []string) int64 {
 // auto-creates has 3 replicas per partition; with one broker dead every
 // partition still has a leader and publishing goes on, nothing lost.
 func TestAuditTopicReplicated(t *testing.T) {
+	t.Parallel() // clusters of its own, mostly waiting for replicas and leaders
 	if audit.DefaultTopic != broker.AuditTopic {
 		t.Fatalf("audit.DefaultTopic %q, broker.AuditTopic %q: the broker would not create the audit topic replicated", audit.DefaultTopic, broker.AuditTopic)
 	}

@@ -88,6 +88,7 @@ func TestConsumerGroupCoordinatorFailover(t *testing.T) {
 // topic, are on the new coordinator, which resumes the group with the
 // same member ids and epochs.
 func TestConsumerGroupCoordinatorKilled(t *testing.T) {
+	t.Parallel() // broker processes of its own, mostly waited on (acks=all produce, the failover)
 	c := newGroupCluster(t, zktest.Chroot(t, zk(t), "cg-killed"))
 	ctx := testenv.Context(t, 3*time.Minute)
 	const group, topic, parts, total = "cg-killed", "cg-killed-t", 6, 2000

@@ -1,11 +1,13 @@
 package compact
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +18,21 @@ import (
 	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
-func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }
+// crashParallel is how many of the crash tests (the local one, the HDFS
+// one and the two Kerberized ones) run at once unless -test.parallel is
+// given: they wait on child processes and NameNodes, not on the CPU, so
+// all four, not GOMAXPROCS.
+const crashParallel = 4
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(crashParallel))
+	}
+	os.Exit(testproc.Main(m))
+}
 
 // TestCrashAtEveryStepLocal and ...HDFS SIGKILL `tributary jobs compact`
 // at each of its file-system steps in turn (EnvCrashAt): readiness
@@ -28,11 +44,17 @@ func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }
 // completion (which recovers first), check that the catalog holds exactly
 // the ready hours at their locations, and compare every Parquet view with
 // the Avro rows through pyarrow and fastavro.
+//
+// They run side by side (t.Parallel, crashParallel at once; the
+// Kerberized clusters' runs too): each step is mostly a child process
+// waiting on its file system.
 func TestCrashAtEveryStepLocal(t *testing.T) {
+	t.Parallel()
 	crashAtEveryStep(t, filesys.Local(), t.TempDir(), func(base string) []string { return []string{"--base", base} }, 3, "6KiB")
 }
 
 func TestCrashAtEveryStepHDFS(t *testing.T) {
+	t.Parallel()
 	fsys, base := openHDFS(t)
 	addr := strings.TrimPrefix(os.Getenv("TRIBUTARY_TEST_HDFS"), "hdfs://")
 	// One Avro file and one Parquet file per hour keeps the number of
@@ -43,8 +65,10 @@ func TestCrashAtEveryStepHDFS(t *testing.T) {
 // TestCrashAtEveryStepKerberos is TestCrashAtEveryStepHDFS on the
 // Kerberized clusters, the command logging in through --hdfs-config.
 func TestCrashAtEveryStepKerberos(t *testing.T) {
+	t.Parallel()
 	for _, protection := range testenv.KerberizedHDFSProtections {
 		t.Run(protection, func(t *testing.T) {
+			t.Parallel()
 			fsys, base, addr, config := openKerberizedHDFS(t, protection)
 			crashAtEveryStep(t, fsys, base, func(b string) []string {
 				return []string{"--base", "hdfs://" + addr + b, "--hdfs-config", config}

@@ -2,6 +2,7 @@ package soak
 
 import (
 	"context"
+	"flag"
 	"os"
 	"strconv"
 	"strings"
@@ -12,7 +13,19 @@ import (
 	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
-func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }
+// soakParallel is how many soaks run at once unless -test.parallel is
+// given: all three, not GOMAXPROCS (a soak waits more than it computes).
+const soakParallel = 3
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(soakParallel))
+	}
+	os.Exit(testproc.Main(m))
+}
 
 // envSeed replays a failed run's schedule: the seed is in its output.
 const envSeed = "SOAK_SEED"
@@ -45,12 +58,17 @@ func soakConfig(t *testing.T) Config {
 // generators), every fault kind at least once, and then every
 // acknowledged record in analytics and in the files exactly once (read
 // with fastavro) and every closed audit window complete.
+//
+// The three soaks run side by side (t.Parallel): a soak mostly waits (for
+// its faults' gaps and outages, its audit windows to close), and each
+// has ports, ZooKeeper and HDFS of its own.
 func TestSoakEveryFault(t *testing.T) {
+	t.Parallel()
 	cfg := soakConfig(t)
 	cfg.Duration = 30 * time.Second // goes on until every kind happened
-	// Both soaks fit make test's 15-minute package timeout; each takes 3
-	// to 4 minutes on 2 busy cores.
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	// The soaks fit make test's 25-minute package timeout side by side;
+	// each takes 2 to 4 minutes on 2 busy cores, longer beside the others.
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	res, err := Run(ctx, cfg)
 	if err != nil {
@@ -64,6 +82,7 @@ func TestSoakEveryFault(t *testing.T) {
 // HTTPS with basic authentication, a Kerberized HDFS; every fault kind at
 // least once, and then nothing lost or doubled.
 func TestSoakSecure(t *testing.T) {
+	t.Parallel()
 	cfg := soakConfig(t)
 	cfg.Duration = 30 * time.Second // goes on until every kind happened
 	cfg.Secure = true
@@ -84,13 +103,14 @@ func TestSoakSecure(t *testing.T) {
 // duplicates: the soak must fail, naming the audit window and the topic
 // that have a record too many and the record loaded twice.
 func TestSoakCatchesSkippedDedup(t *testing.T) {
+	t.Parallel()
 	cfg := soakConfig(t)
 	cfg.Duration = 30 * time.Second
 	cfg.SkipDedupOnce = true
 	cfg.NoScheduler = true
 	cfg.Faults = []string{KillMirror}
 	cfg.Drain = 2 * time.Minute
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	res, err := Run(ctx, cfg)
 	if err != nil {

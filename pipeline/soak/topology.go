@@ -51,8 +51,15 @@ type broker struct {
 	proxied string // the proxy port the REMOTE listener advertises
 }
 
+// zkStart makes the soaks of one process (the tests run them side by
+// side) pick their ZooKeeper port offsets one at a time: an offset's
+// check-ports passes until its ensemble is up.
+var zkStart sync.Mutex
+
 // topology starts the processes.
 func (s *Soak) startZooKeeper(ctx context.Context) error {
+	zkStart.Lock()
+	defer zkStart.Unlock()
 	zk := filepath.Join(s.cfg.Repo, "scripts", "zk.sh")
 	s.zkDir = filepath.Join(s.dir, "zookeeper")
 	// A port offset nobody uses: the shared servers of make test use 0.

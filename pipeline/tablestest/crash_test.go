@@ -38,6 +38,7 @@ var stepLine = regexp.MustCompile(`msg=step step=(\d+) at=("(?:[^"\\]|\\.)*"|\S+
 // TRIBUTARY_FULL=1 crashes at every step (18, ~3 minutes on a busy
 // machine).
 func TestCompactionCrashRealMetastore(t *testing.T) {
+	t.Parallel() // mostly child processes and metastore calls: beside the others of the package
 	uri := testenv.HiveMetastore(t)
 	r := newRig(t, "pv")
 	const topic, perHour = "pv", 25

@@ -40,6 +40,7 @@ const (
 //
 // After every run the tables hold exactly what the files publish.
 func TestMetastoreDownThenSchemaBlocked(t *testing.T) {
+	t.Parallel() // mostly its own metastore starting and the scheduler's runs: beside the others
 	began := time.Now()
 	own := testenv.StartHiveMetastore(t, "")
 	t.Logf("metastore started in %v", time.Since(began))

@@ -35,6 +35,7 @@ import (
 // the timestamp the one in the loaded Avro file, inside the row's
 // partition.
 func TestPipelineTablesSpark(t *testing.T) {
+	t.Parallel() // its own cluster, database and table: beside the others of the package
 	uri := testenv.HiveMetastore(t)
 	const partition = time.Minute
 	dir := t.TempDir()

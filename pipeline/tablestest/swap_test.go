@@ -28,6 +28,7 @@ import (
 // TRIBUTARY_FULL=1 the query runs again after the compaction, every hour
 // Parquet.
 func TestSparkCountsDuringSwap(t *testing.T) {
+	t.Parallel() // its own cluster, database and table: beside the others of the package
 	uri := testenv.HiveMetastore(t)
 	r := newRig(t, pageview.Topic)
 	hour0 := time.Now().UTC().Truncate(time.Hour).Add(-6 * 24 * time.Hour)
