@@ -312,6 +312,17 @@ func TestClientsMissingTopicFail(t *testing.T) {
 	if d := time.Since(start); d > 20*time.Second {
 		t.Fatalf("produce took %v to refuse a missing topic", d)
 	}
+
+	// soak produce ran until stopped with every record failing.
+	stats := filepath.Join(t.TempDir(), "stats.json")
+	res = runCLI(t, 60*time.Second, "", "soak", "produce", "--bootstrap", strict, "--registry", "http://127.0.0.1:1",
+		"--datacenter", "dc1", "--stats", stats, "--topic", "nosuch")
+	if !errors.Is(res.err, errTopicMissing) || !strings.Contains(res.err.Error(), "topic does not exist: nosuch") {
+		t.Fatalf("soak produce to a missing topic without auto-creation: err %v", res.err)
+	}
+	if _, err := os.Stat(stats); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("soak produce refused the topic but wrote %s (%v)", stats, err)
+	}
 }
 
 func TestConsumeTimeoutOnEmptyTopic(t *testing.T) {

@@ -188,42 +188,54 @@ func (o *produceOptions) run(ctx context.Context, in io.Reader, errOut io.Writer
 	return nil
 }
 
-// checkTopic asks the brokers for the topic before standard input is read,
-// within --request-timeout, with a Metadata request that lets a broker with
-// auto.create.topics.enable create it, as the producer's own requests do:
+// checkTopic asks the brokers for the topic before standard input is read:
 // brokers that cannot be reached, a topic that is not there and will not be
 // created, or a --partition it does not have fail here in one line, where
 // the producer would fail every record after --delivery-timeout.
 func (o *produceOptions) checkTopic(ctx context.Context, cl *kgo.Client) error {
-	ctx, cancel := context.WithTimeout(ctx, o.client.requestTimeout)
+	parts, err := producibleTopic(ctx, &o.client, cl, o.topic)
+	if err != nil || parts == nil {
+		return err
+	}
+	_, err = pickPartition(o.topic, parts, o.partition)
+	return err
+}
+
+// producibleTopic asks the brokers for topic within co's --request-timeout,
+// with a Metadata request that lets a broker with auto.create.topics.enable
+// create it, as a producer's own requests do. It returns the topic's
+// partitions; none (and no error) when the topic was just created and its
+// leaders are not elected yet (the producer waits for them). Every command
+// that produces checks its topic here first.
+func producibleTopic(ctx context.Context, co *clientOptions, cl *kgo.Client, topic string) ([]int32, error) {
+	ctx, cancel := context.WithTimeout(ctx, co.requestTimeout)
 	defer cancel()
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(o.topic)
+	rt.Topic = kmsg.StringPtr(topic)
 	req.Topics = []kmsg.MetadataRequestTopic{rt}
 	req.AllowAutoTopicCreation = true
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return o.client.reachError(fmt.Errorf("describe topic %s: %w", o.topic, err))
+		return nil, co.reachError(fmt.Errorf("describe topic %s: %w", topic, err))
 	}
 	for _, t := range resp.Topics {
-		if t.Topic == nil || *t.Topic != o.topic {
+		if t.Topic == nil || *t.Topic != topic {
 			continue
 		}
 		switch err := kerr.ErrorForCode(t.ErrorCode); {
 		case errors.Is(err, kerr.UnknownTopicOrPartition):
-			return fmt.Errorf("%w: %s (and the brokers do not create topics on first use)", errTopicMissing, o.topic)
+			return nil, fmt.Errorf("%w: %s (and the brokers do not create topics on first use)", errTopicMissing, topic)
 		case errors.Is(err, kerr.LeaderNotAvailable):
-			return nil // just created: the producer waits for its leaders
+			return nil, nil
 		case err != nil:
-			return fmt.Errorf("describe topic %s: %w", o.topic, err)
+			return nil, fmt.Errorf("describe topic %s: %w", topic, err)
 		}
 		parts := make([]int32, len(t.Partitions))
 		for i, p := range t.Partitions {
 			parts[i] = p.Partition
 		}
-		_, err := pickPartition(o.topic, parts, o.partition)
-		return err
+		return parts, nil
 	}
-	return fmt.Errorf("%w: %s", errTopicMissing, o.topic)
+	return nil, fmt.Errorf("%w: %s", errTopicMissing, topic)
 }

@@ -171,8 +171,14 @@ func runSoakProduce(ctx context.Context, o soakProduceOptions) error {
 	if o.rate <= 0 {
 		return badFlag("rate", fmt.Sprint(o.rate), "want a positive rate")
 	}
+	if err := checkTopicName(o.topic); err != nil {
+		return err
+	}
 	sec, reg, err := soakProduceSecurity(o.commandConfig)
 	if err != nil {
+		return err
+	}
+	if err := checkSoakTopic(ctx, o, sec); err != nil {
 		return err
 	}
 	p, err := pipeline.NewProducer(pipeline.ProducerConfig{
@@ -228,9 +234,27 @@ func runSoakProduce(ctx context.Context, o soakProduceOptions) error {
 		return err
 	}
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
-		fmt.Fprintf(os.Stderr, "soak produce: %v\n", runErr)
+		// The report holds it too; the exit status says it to a shell.
+		return fmt.Errorf("soak produce: %w", runErr)
 	}
 	return nil
+}
+
+// checkSoakTopic fails at once, as produce does, when the brokers cannot be
+// reached or the topic does not exist and will not be created: the producer
+// would otherwise run until stopped with every record failing.
+func checkSoakTopic(ctx context.Context, o soakProduceOptions, sec network.Security) error {
+	co := clientOptions{bootstrap: o.bootstrap, requestTimeout: defaultRequestTimeout}
+	if err := co.validate(); err != nil {
+		return err
+	}
+	cl, err := network.NewClient(co.connection().Secured(sec))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	_, err = producibleTopic(ctx, &co, cl, o.topic)
+	return err
 }
 
 // soakProduceSecurity reads --command-config: the Kafka client's security

@@ -21,6 +21,7 @@ func TestSoakBadFlags(t *testing.T) {
 		{[]string{"soak", "produce", "--registry", "http://127.0.0.1:1", "--datacenter", "dc1", "--stats", "x"}, "--bootstrap"},
 		{[]string{"soak", "produce", "--bootstrap", "127.0.0.1:1", "--registry", "http://127.0.0.1:1", "--datacenter", "dc1", "--stats", "x", "--rate", "-2"}, "--rate"},
 		{[]string{"soak", "produce", "--bootstrap", "127.0.0.1:1", "--registry", "http://127.0.0.1:1", "--datacenter", "dc1", "--stats", "x", "--command-config", "/nonexistent/client.properties"}, "--command-config"},
+		{[]string{"soak", "produce", "--bootstrap", "127.0.0.1:1", "--registry", "http://127.0.0.1:1", "--datacenter", "dc1", "--stats", "x", "--topic", "page views"}, "--topic"},
 	}
 	for _, c := range cases {
 		r := runCLI(t, 30*time.Second, "", c.args...)
