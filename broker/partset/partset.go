@@ -8,7 +8,9 @@ import (
 // Hooks are what a coordinator does with its partitions' contents.
 type Hooks[L comparable, C any] struct {
 	// New returns the contents of p, about to load; p is not yet visible
-	// to anyone else.
+	// to anyone else. If a concurrent Load of the same log at the same
+	// epoch wins the race, p is dropped unseen: neither Load nor Unload
+	// is called for it.
 	New func(p *Partition[L, C]) C
 	// Load reads p's log back into p.Contents, in a goroutine of its own
 	// (see the package doc for marking p loaded and for errors).
