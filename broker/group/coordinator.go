@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/tributary/tributary/broker/partset"
 )
 
 // Log is one partition of the offsets topic, as the coordinator uses it.
@@ -61,26 +63,26 @@ type Coordinator struct {
 	// subscriptions; nil means none.
 	topics func() map[string]TopicMeta
 
-	mu    sync.Mutex
-	parts map[int32]*offsetsPartition
-	// changed is closed and replaced (under mu) whenever a partition is
-	// loaded, finishes loading or is unloaded, for AwaitLoaded.
-	changed chan struct{}
+	// parts are the offsets partitions served here, loading or loaded.
+	parts *partset.Set[Log, *offsetsPartition]
+	// mu guards the contents of every partition of parts (groups,
+	// lateMarkers); a partition is marked loaded under it.
+	mu sync.Mutex
 }
 
-// offsetsPartition is one loaded (or loading) offsets partition.
+// servedPartition is an offsets partition of the set, with its contents.
+type servedPartition = partset.Partition[Log, *offsetsPartition]
+
+// offsetsPartition is the contents of one loaded (or loading) offsets
+// partition.
 type offsetsPartition struct {
 	index int32
 	log   Log
-	// loaded is closed once the groups are read back.
-	loaded chan struct{}
 	// writeMu serializes appends, so that the log, the memory and the
 	// registry see commits in one order. Taken before a group's mu.
 	writeMu sync.Mutex
 	// groups is guarded by Coordinator.mu.
 	groups map[string]*group
-	// gone is set (under Coordinator.mu) when unloaded.
-	gone bool
 	// loadedAt is when loading finished (ms): offsets read back count as
 	// committed no earlier (see ExpireOffsets).
 	loadedAt int64
@@ -132,7 +134,14 @@ func New(cfg Config, opts ...Option) (*Coordinator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Coordinator{cfg: cfg.withDefaults(), parts: map[int32]*offsetsPartition{}, changed: make(chan struct{})}
+	c := &Coordinator{cfg: cfg.withDefaults()}
+	c.parts = partset.New(partset.Hooks[Log, *offsetsPartition]{
+		New: func(p *servedPartition) *offsetsPartition {
+			return &offsetsPartition{index: p.Index, log: p.Log, groups: map[string]*group{}, txnGroups: map[int64]map[string]bool{}}
+		},
+		Load:   c.load,
+		Unload: c.unload,
+	})
 	for _, o := range opts {
 		o(c)
 	}
@@ -154,37 +163,10 @@ func (c *Coordinator) PartitionFor(group string) int32 {
 // groups are read back in the background (requests for them meanwhile get
 // COORDINATOR_LOAD_IN_PROGRESS). Loading the log already loaded is a
 // no-op; another log replaces it (the old one is unloaded first).
-func (c *Coordinator) Load(p int32, log Log) {
-	c.mu.Lock()
-	if old := c.parts[p]; old != nil {
-		if old.log == log {
-			c.mu.Unlock()
-			return
-		}
-		c.unloadLocked(old)
-	}
-	ps := &offsetsPartition{index: p, log: log, loaded: make(chan struct{}), groups: map[string]*group{}, txnGroups: map[int64]map[string]bool{}}
-	c.parts[p] = ps
-	c.notifyLocked()
-	c.mu.Unlock()
-	go c.load(ps)
-}
+func (c *Coordinator) Load(p int32, log Log) { c.parts.Load(p, log, 0) }
 
 // Loaded reports whether p is served and fully loaded.
-func (c *Coordinator) Loaded(p int32) bool {
-	c.mu.Lock()
-	ps := c.parts[p]
-	c.mu.Unlock()
-	if ps == nil {
-		return false
-	}
-	select {
-	case <-ps.loaded:
-		return true
-	default:
-		return false
-	}
-}
+func (c *Coordinator) Loaded(p int32) bool { return c.parts.Loaded(p) }
 
 // AwaitLoaded waits until offsets partition p is served here and fully
 // loaded, so that requests for its groups get neither NOT_COORDINATOR nor
@@ -193,65 +175,24 @@ func (c *Coordinator) Loaded(p int32) bool {
 // in the metadata is not yet a coordinator until the broker has opened the
 // partition and the coordinator has read it back.
 func (c *Coordinator) AwaitLoaded(ctx context.Context, p int32) error {
-	for {
-		c.mu.Lock()
-		ps, changed := c.parts[p], c.changed
-		c.mu.Unlock()
-		if ps != nil {
-			select {
-			case <-ps.loaded:
-				return nil
-			default:
-			}
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// notifyLocked wakes AwaitLoaded callers; c.mu is held.
-func (c *Coordinator) notifyLocked() {
-	close(c.changed)
-	c.changed = make(chan struct{})
+	return c.parts.AwaitLoaded(ctx, p)
 }
 
 // Serving returns the offsets partitions loaded or loading here.
-func (c *Coordinator) Serving() map[int32]Log {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make(map[int32]Log, len(c.parts))
-	for p, ps := range c.parts {
-		out[p] = ps.log
-	}
-	return out
-}
+func (c *Coordinator) Serving() map[int32]Log { return c.parts.Serving() }
 
 // Unload stops serving p: waiting joins and syncs get NOT_COORDINATOR and
 // the groups are dropped from memory (their offsets stay in the log).
-func (c *Coordinator) Unload(p int32) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if ps := c.parts[p]; ps != nil {
-		c.unloadLocked(ps)
-	}
-}
+func (c *Coordinator) Unload(p int32) { c.parts.Unload(p) }
 
 // Close unloads every partition.
-func (c *Coordinator) Close() {
+func (c *Coordinator) Close() { c.parts.Close() }
+
+// unload drops the groups of a partition that left the set.
+func (c *Coordinator) unload(part *servedPartition) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, ps := range c.parts {
-		c.unloadLocked(ps)
-	}
-}
-
-func (c *Coordinator) unloadLocked(ps *offsetsPartition) {
-	ps.gone = true
-	delete(c.parts, ps.index)
-	c.notifyLocked()
+	ps := part.Contents
 	for _, g := range ps.groups {
 		g.mu.Lock()
 		g.unload()
@@ -263,7 +204,10 @@ func (c *Coordinator) unloadLocked(ps *offsetsPartition) {
 // load replays the log, then overlays the registry: an offset the registry
 // wrote later than the log's commit (made while another broker was the
 // coordinator and not replicated to this log) wins.
-func (c *Coordinator) load(ps *offsetsPartition) {
+// It never fails: a log that cannot be read back is served with what was
+// read.
+func (c *Coordinator) load(part *servedPartition) error {
+	ps := part.Contents
 	start := c.cfg.Now()
 	offsets := map[string]map[TopicPartition]committed{}
 	pending := txnReplay{}
@@ -339,10 +283,12 @@ func (c *Coordinator) load(ps *offsetsPartition) {
 			}
 		}
 	}
+	// The install and the mark are one step under c.mu: TxnMarker queues
+	// a marker in lateMarkers only while the partition is not loaded.
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if ps.gone {
-		return
+	if !part.Served() {
+		return nil // unloaded meanwhile (or replaced by a newer load)
 	}
 	ps.appends = pos
 	for id, offs := range offsets {
@@ -378,10 +324,11 @@ func (c *Coordinator) load(ps *offsetsPartition) {
 	}
 	ps.lateMarkers = nil
 	ps.loadedAt = c.cfg.Now().UnixMilli()
-	close(ps.loaded)
-	c.notifyLocked()
-	c.cfg.Logger.Info("loaded offsets partition", "partition", ps.index, "groups", len(ps.groups),
-		"from_registry", fromRegistry, "took", c.cfg.Now().Sub(start))
+	if part.MarkLoaded() {
+		c.cfg.Logger.Info("loaded offsets partition", "partition", ps.index, "groups", len(ps.groups),
+			"from_registry", fromRegistry, "took", c.cfg.Now().Sub(start))
+	}
+	return nil
 }
 
 // lookup finds the group's partition and the group (created when create
@@ -390,15 +337,14 @@ func (c *Coordinator) load(ps *offsetsPartition) {
 func (c *Coordinator) lookup(id string, create bool) (*group, *offsetsPartition, int16) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ps := c.parts[c.PartitionFor(id)]
-	if ps == nil {
+	part := c.parts.Get(c.PartitionFor(id))
+	if part == nil {
 		return nil, nil, kerr.NotCoordinator.Code
 	}
-	select {
-	case <-ps.loaded:
-	default:
+	if !part.Loaded() {
 		return nil, nil, kerr.CoordinatorLoadInProgress.Code
 	}
+	ps := part.Contents
 	g := ps.groups[id]
 	if g == nil && create {
 		g = c.newGroup(ps, id)
@@ -428,13 +374,11 @@ func (c *Coordinator) allGroups() []*group {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []*group
-	for _, ps := range c.parts {
-		select {
-		case <-ps.loaded:
-		default:
+	for _, part := range c.parts.Partitions() {
+		if !part.Loaded() {
 			continue
 		}
-		for _, g := range ps.groups {
+		for _, g := range part.Contents.groups {
 			out = append(out, g)
 		}
 	}

@@ -168,8 +168,16 @@
 //
 // # Concurrency
 //
-// A Coordinator is safe for concurrent use. Lock order: Coordinator.mu
-// before a group's mu; an offsets partition's writeMu before a group's mu.
+// A Coordinator is safe for concurrent use. Which offsets partitions are
+// served, loading or loaded, is a partset.Set (shared with the transaction
+// coordinator); Coordinator.mu guards the partitions' contents (groups,
+// markers that arrive while loading), and a load installs its groups and
+// marks the partition loaded in one step under it. Lock order:
+// Coordinator.mu before a group's mu and before the set's lock (the
+// innermost); an offsets partition's writeMu before Coordinator.mu and a
+// group's mu. The set calls Unload's hook, which takes Coordinator.mu,
+// without its lock, so Load, Unload and Close are never called holding
+// Coordinator.mu.
 // Joins and syncs block their request until the rebalance answers them;
 // timers (session, rebalance, initial delay) run under the group's mu and
 // ignore firings that a later event made stale. A consumer-protocol

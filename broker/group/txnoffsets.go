@@ -261,14 +261,15 @@ func (g *group) txnCommitCheck(req *kmsg.TxnOffsetCommitRequest) int16 {
 func (c *Coordinator) TxnMarker(partition int32, producerID int64, _ int16, commit bool) {
 	m := txnMarker{producerID: producerID, commit: commit}
 	c.mu.Lock()
-	ps := c.parts[partition]
-	if ps == nil {
+	part := c.parts.Get(partition)
+	if part == nil {
 		c.mu.Unlock()
 		return
 	}
-	select {
-	case <-ps.loaded:
-	default:
+	ps := part.Contents
+	if !part.Loaded() {
+		// load applies it: it installs and marks the partition loaded
+		// under c.mu.
 		ps.lateMarkers = append(ps.lateMarkers, m)
 		c.mu.Unlock()
 		return
@@ -277,7 +278,7 @@ func (c *Coordinator) TxnMarker(partition int32, producerID int64, _ int16, comm
 	ps.writeMu.Lock()
 	defer ps.writeMu.Unlock()
 	c.mu.Lock()
-	if ps.gone {
+	if !part.Served() {
 		c.mu.Unlock()
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/tributary/tributary/broker/group"
+	"github.com/tributary/tributary/broker/partset"
 )
 
 // Marker is one transaction's end as the coordinator writes it to the
@@ -47,27 +48,32 @@ type Coordinator struct {
 	allocate func(context.Context) (int64, error)
 	markers  Markers
 
-	mu      sync.Mutex
-	parts   map[int32]*statePartition
-	changed chan struct{}
-	wg      sync.WaitGroup
+	// parts are the state partitions served here, loading or loaded.
+	parts *partset.Set[Log, *statePartition]
+	// wg counts the marker writers.
+	wg sync.WaitGroup
 }
 
-// statePartition is one loaded (or loading) partition of the state topic.
+// servedPartition is a state partition of the set, with its contents.
+type servedPartition = partset.Partition[Log, *statePartition]
+
+// statePartition is the contents of one loaded (or loading) partition of
+// the state topic.
 type statePartition struct {
 	index int32
 	log   Log
+	// epoch is the leader epoch it was loaded at: the coordinator epoch
+	// of its markers.
 	epoch int32
-	// loaded is closed once the log is read back.
-	loaded chan struct{}
 	// ctx ends when the partition is unloaded; marker writes stop then.
-	ctx    context.Context
-	cancel context.CancelFunc
+	ctx context.Context
 
 	// mu guards txns and serializes appends, so that the log and the
 	// memory see transitions in one order.
 	mu   sync.Mutex
 	txns map[string]*metadata
+	// gone is set when the partition has left the set and its state is
+	// dropped: holders of mu write nothing more.
 	gone bool
 }
 
@@ -77,10 +83,15 @@ func New(cfg Config, allocate func(context.Context) (int64, error), markers Mark
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Coordinator{
-		cfg: cfg.withDefaults(), allocate: allocate, markers: markers,
-		parts: map[int32]*statePartition{}, changed: make(chan struct{}),
-	}, nil
+	c := &Coordinator{cfg: cfg.withDefaults(), allocate: allocate, markers: markers}
+	c.parts = partset.New(partset.Hooks[Log, *statePartition]{
+		New: func(p *servedPartition) *statePartition {
+			return &statePartition{index: p.Index, log: p.Log, epoch: p.Epoch, ctx: p.Context(), txns: map[string]*metadata{}}
+		},
+		Load:   c.load,
+		Unload: c.unload,
+	})
+	return c, nil
 }
 
 // Config returns the effective configuration.
@@ -97,26 +108,12 @@ func (c *Coordinator) PartitionFor(id string) int32 { return PartitionFor(id, c.
 // read back in the background; transactions found preparing a commit or
 // an abort are completed. Loading the log already loaded at the same
 // epoch is a no-op; otherwise the old one is unloaded first.
-func (c *Coordinator) Load(p int32, log Log, epoch int32) {
-	c.mu.Lock()
-	if old := c.parts[p]; old != nil {
-		if old.log == log && old.epoch == epoch {
-			c.mu.Unlock()
-			return
-		}
-		c.unloadLocked(old)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	sp := &statePartition{index: p, log: log, epoch: epoch, loaded: make(chan struct{}), ctx: ctx, cancel: cancel, txns: map[string]*metadata{}}
-	c.parts[p] = sp
-	c.notifyLocked()
-	c.wg.Add(1)
-	c.mu.Unlock()
-	go c.load(sp)
-}
+func (c *Coordinator) Load(p int32, log Log, epoch int32) { c.parts.Load(p, log, epoch) }
 
-func (c *Coordinator) load(sp *statePartition) {
-	defer c.wg.Done()
+// load reads a state partition back; an error unloads it (it is not
+// served until loaded again).
+func (c *Coordinator) load(part *servedPartition) error {
+	sp := part.Contents
 	txns := map[string]*metadata{}
 	corrupt := 0
 	err := sp.log.Replay(func(r Record) error {
@@ -137,8 +134,7 @@ func (c *Coordinator) load(sp *statePartition) {
 	})
 	if err != nil {
 		c.cfg.Logger.Error("loading transaction state partition failed; it is not served", "partition", sp.index, "err", err)
-		c.Unload(sp.index)
-		return
+		return err
 	}
 	if corrupt > 0 {
 		c.cfg.Logger.Warn("skipped undecodable transaction state records", "partition", sp.index, "records", corrupt)
@@ -146,7 +142,7 @@ func (c *Coordinator) load(sp *statePartition) {
 	sp.mu.Lock()
 	if sp.gone {
 		sp.mu.Unlock()
-		return
+		return nil
 	}
 	sp.txns = txns
 	n := len(txns)
@@ -156,94 +152,51 @@ func (c *Coordinator) load(sp *statePartition) {
 		}
 	}
 	sp.mu.Unlock()
-	c.mu.Lock()
-	close(sp.loaded)
-	c.notifyLocked()
-	c.mu.Unlock()
 	c.cfg.Logger.Info("loaded transaction state partition", "partition", sp.index, "transactional_ids", n)
+	return nil // the set marks it loaded
 }
 
 // Unload stops serving p: marker writes in flight stop (the next
 // coordinator completes them) and the state is dropped from memory.
-func (c *Coordinator) Unload(p int32) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if sp := c.parts[p]; sp != nil {
-		c.unloadLocked(sp)
-	}
-}
+func (c *Coordinator) Unload(p int32) { c.parts.Unload(p) }
 
-// Close unloads every partition and waits for marker writers to stop.
+// Close unloads every partition and waits for loads and marker writers
+// to stop.
 func (c *Coordinator) Close() {
-	c.mu.Lock()
-	for _, sp := range c.parts {
-		c.unloadLocked(sp)
-	}
-	c.mu.Unlock()
+	c.parts.Close()
+	c.parts.Wait() // loads start marker writers: wait for them first
 	c.wg.Wait()
 }
 
-func (c *Coordinator) unloadLocked(sp *statePartition) {
-	delete(c.parts, sp.index)
-	c.notifyLocked()
-	sp.cancel()
+// unload drops the state of a partition that left the set (its context,
+// which marker writes use, has ended).
+func (c *Coordinator) unload(part *servedPartition) {
+	sp := part.Contents
 	sp.mu.Lock()
 	sp.gone = true
 	sp.txns = map[string]*metadata{}
 	sp.mu.Unlock()
 }
 
-func (c *Coordinator) notifyLocked() {
-	close(c.changed)
-	c.changed = make(chan struct{})
-}
-
 // Serving returns the state partitions loaded or loading here.
-func (c *Coordinator) Serving() map[int32]Log {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make(map[int32]Log, len(c.parts))
-	for p, sp := range c.parts {
-		out[p] = sp.log
-	}
-	return out
-}
+func (c *Coordinator) Serving() map[int32]Log { return c.parts.Serving() }
 
 // AwaitLoaded waits until state partition p is served here and loaded.
 func (c *Coordinator) AwaitLoaded(ctx context.Context, p int32) error {
-	for {
-		c.mu.Lock()
-		sp, changed := c.parts[p], c.changed
-		c.mu.Unlock()
-		if sp != nil {
-			select {
-			case <-sp.loaded:
-				return nil
-			default:
-			}
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return c.parts.AwaitLoaded(ctx, p)
 }
 
 // partition returns the loaded partition owning id, locked, or
 // NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS.
 func (c *Coordinator) partition(id string) (*statePartition, error) {
-	c.mu.Lock()
-	sp := c.parts[c.PartitionFor(id)]
-	c.mu.Unlock()
-	if sp == nil {
+	part := c.parts.Get(c.PartitionFor(id))
+	if part == nil {
 		return nil, kerr.NotCoordinator
 	}
-	select {
-	case <-sp.loaded:
-	default:
+	if !part.Loaded() {
 		return nil, kerr.CoordinatorLoadInProgress
 	}
+	sp := part.Contents
 	sp.mu.Lock()
 	if sp.gone {
 		sp.mu.Unlock()
@@ -579,14 +532,10 @@ func (c *Coordinator) RemoveExpired() {
 }
 
 func (c *Coordinator) loadedPartitions() []*statePartition {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]*statePartition, 0, len(c.parts))
-	for _, sp := range c.parts {
-		select {
-		case <-sp.loaded:
-			out = append(out, sp)
-		default:
+	var out []*statePartition
+	for _, part := range c.parts.Partitions() {
+		if part.Loaded() {
+			out = append(out, part.Contents)
 		}
 	}
 	return out
@@ -609,19 +558,12 @@ func (c *Coordinator) Describe(id string) (Transaction, error) {
 // List returns the transactional ids of the loaded partitions, and
 // whether some partition served here is still loading.
 func (c *Coordinator) List() (txns []Transaction, loading bool) {
-	c.mu.Lock()
-	parts := make([]*statePartition, 0, len(c.parts))
-	for _, sp := range c.parts {
-		parts = append(parts, sp)
-	}
-	c.mu.Unlock()
-	for _, sp := range parts {
-		select {
-		case <-sp.loaded:
-		default:
+	for _, part := range c.parts.Partitions() {
+		if !part.Loaded() {
 			loading = true
 			continue
 		}
+		sp := part.Contents
 		sp.mu.Lock()
 		for _, m := range sp.txns {
 			txns = append(txns, m.public())

@@ -259,3 +259,32 @@ func TestInitWithOngoingTransactionAbortsIt(t *testing.T) {
 	_, err = c.Describe("t")
 	wantErr(t, "describe expired", err, kerr.TransactionalIDNotFound)
 }
+
+// failingLog is a state partition that cannot be read back.
+type failingLog struct{ memLog }
+
+func (l *failingLog) Replay(func(Record) error) error { return errors.New("disk gone") }
+
+// TestFailedReplayIsNotServed: a state partition that cannot be read back
+// is unloaded (unlike an offsets partition, served with what was read):
+// its transactional ids get NOT_COORDINATOR, and a later load serves it.
+func TestFailedReplayIsNotServed(t *testing.T) {
+	c := newTestCoordinator(t, &memLog{}, &markerLog{}, &clock{})
+	c.Unload(0)
+	c.Load(0, &failingLog{}, 8)
+	testenv.WaitFor(t, 10*time.Second, "the failed partition unloaded", func() (bool, string) {
+		s := c.Serving()
+		return len(s) == 0, fmt.Sprint(s)
+	})
+	_, err := c.Describe("tx")
+	wantErr(t, "Describe on a partition that failed to load", err, kerr.NotCoordinator)
+
+	c.Load(0, &memLog{}, 9)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.AwaitLoaded(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Describe("tx")
+	wantErr(t, "Describe after a new load", err, kerr.TransactionalIDNotFound)
+}

@@ -67,6 +67,10 @@
 //
 // # Concurrency
 //
-// A Coordinator is safe for concurrent use. Lock order: Coordinator.mu
-// before a state partition's mu; marker writes run without locks.
+// A Coordinator is safe for concurrent use. Which state partitions are
+// served, loading or loaded, and at which epoch, is a partset.Set (shared
+// with the group coordinator); a state partition's mu guards its
+// transactional ids. Lock order: a state partition's mu before the set's
+// lock (the innermost); marker writes run without locks. A failed replay
+// unloads the partition (the set does, on the load hook's error).
 package txn
