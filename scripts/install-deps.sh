@@ -3,8 +3,9 @@
 # ZooKeeper, netcat-openbsd for ZooKeeper's four-letter words, Chromium for
 # the dashboard test, Burrow and Maven for the Kafka-tools compatibility
 # tests), the independent Avro/Parquet readers (a Python virtualenv with
-# fastavro, pyarrow, confluent-kafka, PySpark 3.5.9 and DuckDB in .cache/venv;
-# PySpark 4.1.1 in .cache/venv-spark4), the test
+# fastavro, pyarrow, confluent-kafka, PySpark 3.5.9, DuckDB and pyiceberg in
+# .cache/venv; PySpark 4.1.1 in .cache/venv-spark4), Apache Iceberg's Spark
+# runtime (.cache/iceberg), the test
 # Hive Metastore's jars (testing/hive-metastore), Apache Kafka 2.8.2's command-line
 # tools (jars from Maven Central in .cache/kafka-2.8/lib), Apache Kafka 3.9's
 # broker and tools (.cache/kafka/lib, through scripts/kafka.sh fetch) and the
@@ -74,9 +75,11 @@ make_venv() {
 
 # The readers tests use to check what we write: someone else's code, not ours.
 # PySpark 3.5 (Spark SQL with Hive support: the newest whose built-in Hive
-# client speaks to the test metastore's 3.1) and DuckDB read the tables.
-make_venv .cache/venv 'import fastavro, pyarrow, duckdb; from confluent_kafka.schema_registry import SchemaRegistryClient; import pyspark; assert pyspark.__version__ == "3.5.9"' \
-	fastavro pyarrow 'confluent-kafka[schemaregistry]' pyspark==3.5.9 duckdb
+# client speaks to the test metastore's 3.1) and DuckDB read the tables;
+# pyiceberg (with its SQL and Hive catalogs) and Spark's Iceberg runtime
+# (below) read the Iceberg tables (internal/testkit/icereader).
+make_venv .cache/venv 'import fastavro, pyarrow, duckdb; from confluent_kafka.schema_registry import SchemaRegistryClient; import pyspark; assert pyspark.__version__ == "3.5.9"; import pyiceberg, sqlalchemy, thrift; assert pyiceberg.__version__ == "0.12.0"' \
+	fastavro pyarrow 'confluent-kafka[schemaregistry]' pyspark==3.5.9 duckdb 'pyiceberg[sql-sqlite,hive,pyarrow]==0.12.0'
 # PySpark 4.1.1 in a virtualenv of its own (one Python holds one PySpark):
 # the type-matrix test reads the tables with Spark 3.5 and 4.1, whose
 # built-in Hive 2.3 client speaks to the test metastore's 3.1 too.
@@ -105,6 +108,30 @@ if [ ! -f "$kafka28_lib/.pom.sha256" ] || [ "$(cat "$kafka28_lib/.pom.sha256")" 
 	echo "$kafka28_sum" >"$tmp/.pom.sha256"
 	rm -rf "$kafka28_lib"
 	mv "$tmp" "$kafka28_lib"
+fi
+
+# Apache Iceberg's Spark 3.5 runtime (one shaded jar, no dependencies) for
+# the Iceberg readers of internal/testkit/icereader: the jar's path must
+# match icereader's. Into a temp dir first, moved into place whole.
+iceberg_artifact=org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.0
+iceberg_jar=.cache/iceberg/iceberg-spark-runtime-3.5_2.12-1.10.0.jar
+if [ ! -s "$iceberg_jar" ]; then
+	echo "install-deps: fetching $iceberg_artifact with Maven into $(dirname "$iceberg_jar")"
+	java=$(bash scripts/zk.sh java)
+	mkdir -p .cache/iceberg
+	tmp=$(mktemp -d .cache/iceberg/fetch.XXXXXX)
+	mvn_log=$(mktemp)
+	if ! JAVA_HOME=$(dirname "$(dirname "$java")") mvn -B -q -Dstyle.color=never \
+		dependency:copy -Dartifact="$iceberg_artifact" -Dtransitive=false -Dmdep.useBaseVersion=true \
+		-DoutputDirectory="$PWD/$tmp" >"$mvn_log" 2>&1 || [ ! -s "$tmp/$(basename "$iceberg_jar")" ]; then
+		cat "$mvn_log" >&2
+		rm -rf "$tmp" "$mvn_log"
+		echo "install-deps: Maven could not fetch $iceberg_artifact (see above)" >&2
+		exit 1
+	fi
+	rm -f "$mvn_log"
+	mv "$tmp/$(basename "$iceberg_jar")" "$iceberg_jar"
+	rm -rf "$tmp"
 fi
 
 # Apache Kafka 3.9's tools (TopicCommand, LeaderElectionCommand,
