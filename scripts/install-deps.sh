@@ -5,7 +5,7 @@
 # tests), the independent Avro/Parquet readers (a Python virtualenv with
 # fastavro, pyarrow, confluent-kafka, PySpark 3.5.9, DuckDB and pyiceberg in
 # .cache/venv; PySpark 4.1.1 in .cache/venv-spark4), Apache Iceberg's Spark
-# runtime (.cache/iceberg), the test
+# runtime and SQLite's JDBC driver (.cache/iceberg), the test
 # Hive Metastore's jars (testing/hive-metastore), Apache Kafka 2.8.2's command-line
 # tools (jars from Maven Central in .cache/kafka-2.8/lib), Apache Kafka 3.9's
 # broker and tools (.cache/kafka/lib, through scripts/kafka.sh fetch) and the
@@ -110,29 +110,36 @@ if [ ! -f "$kafka28_lib/.pom.sha256" ] || [ "$(cat "$kafka28_lib/.pom.sha256")" 
 	mv "$tmp" "$kafka28_lib"
 fi
 
-# Apache Iceberg's Spark 3.5 runtime (one shaded jar, no dependencies) for
-# the Iceberg readers of internal/testkit/icereader: the jar's path must
-# match icereader's. Into a temp dir first, moved into place whole.
-iceberg_artifact=org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.0
-iceberg_jar=.cache/iceberg/iceberg-spark-runtime-3.5_2.12-1.10.0.jar
-if [ ! -s "$iceberg_jar" ]; then
-	echo "install-deps: fetching $iceberg_artifact with Maven into $(dirname "$iceberg_jar")"
+# fetch_jar GROUP:ARTIFACT:VERSION DIR: unless DIR holds ARTIFACT-VERSION.jar,
+# copies that one jar (no dependencies) from Maven Central into DIR, through
+# a temp dir so that an interrupted fetch never looks complete.
+fetch_jar() {
+	local coords=$1 dir=$2 jar tmp mvn_log java
+	jar=$(echo "$coords" | cut -d: -f2)-$(echo "$coords" | cut -d: -f3).jar
+	[ -s "$dir/$jar" ] && return 0
+	echo "install-deps: fetching $coords with Maven into $dir"
 	java=$(bash scripts/zk.sh java)
-	mkdir -p .cache/iceberg
-	tmp=$(mktemp -d .cache/iceberg/fetch.XXXXXX)
+	mkdir -p "$dir"
+	tmp=$(mktemp -d "$dir/fetch.XXXXXX")
 	mvn_log=$(mktemp)
 	if ! JAVA_HOME=$(dirname "$(dirname "$java")") mvn -B -q -Dstyle.color=never \
-		dependency:copy -Dartifact="$iceberg_artifact" -Dtransitive=false -Dmdep.useBaseVersion=true \
-		-DoutputDirectory="$PWD/$tmp" >"$mvn_log" 2>&1 || [ ! -s "$tmp/$(basename "$iceberg_jar")" ]; then
+		dependency:copy -Dartifact="$coords" -Dtransitive=false -DoutputDirectory="$PWD/$tmp" \
+		>"$mvn_log" 2>&1 || [ ! -s "$tmp/$jar" ]; then
 		cat "$mvn_log" >&2
 		rm -rf "$tmp" "$mvn_log"
-		echo "install-deps: Maven could not fetch $iceberg_artifact (see above)" >&2
+		echo "install-deps: Maven could not fetch $coords (see above)" >&2
 		exit 1
 	fi
 	rm -f "$mvn_log"
-	mv "$tmp/$(basename "$iceberg_jar")" "$iceberg_jar"
+	mv "$tmp/$jar" "$dir/$jar"
 	rm -rf "$tmp"
-fi
+}
+
+# The Iceberg readers of internal/testkit/icereader (its jar names must match
+# these): Apache Iceberg's Spark 3.5 runtime (one shaded jar) and SQLite's
+# JDBC driver, for Spark's JDBC catalog on the SQLite file of a SQL catalog.
+fetch_jar org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.0 .cache/iceberg
+fetch_jar org.xerial:sqlite-jdbc:3.50.3.0 .cache/iceberg
 
 # Apache Kafka 3.9's tools (TopicCommand, LeaderElectionCommand,
 # DeleteRecordsCommand, LogDirsCommand, ...) for broker/kafkacompat and
