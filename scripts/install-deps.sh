@@ -76,10 +76,11 @@ make_venv() {
 # The readers tests use to check what we write: someone else's code, not ours.
 # PySpark 3.5 (Spark SQL with Hive support: the newest whose built-in Hive
 # client speaks to the test metastore's 3.1) and DuckDB read the tables;
-# pyiceberg (with its SQL and Hive catalogs) and Spark's Iceberg runtime
+# pyiceberg (with its SQL and Hive catalogs, and its Rust core for
+# partition transforms when it writes) and Spark's Iceberg runtime
 # (below) read the Iceberg tables (internal/testkit/icereader).
-make_venv .cache/venv 'import fastavro, pyarrow, duckdb; from confluent_kafka.schema_registry import SchemaRegistryClient; import pyspark; assert pyspark.__version__ == "3.5.9"; import pyiceberg, sqlalchemy, thrift; assert pyiceberg.__version__ == "0.12.0"' \
-	fastavro pyarrow 'confluent-kafka[schemaregistry]' pyspark==3.5.9 duckdb 'pyiceberg[sql-sqlite,hive,pyarrow]==0.12.0'
+make_venv .cache/venv 'import fastavro, pyarrow, duckdb; from confluent_kafka.schema_registry import SchemaRegistryClient; import pyspark; assert pyspark.__version__ == "3.5.9"; import pyiceberg, pyiceberg_core, sqlalchemy, thrift; assert pyiceberg.__version__ == "0.12.0"' \
+	fastavro pyarrow 'confluent-kafka[schemaregistry]' pyspark==3.5.9 duckdb 'pyiceberg[sql-sqlite,hive,pyarrow,pyiceberg-core]==0.12.0'
 # PySpark 4.1.1 in a virtualenv of its own (one Python holds one PySpark):
 # the type-matrix test reads the tables with Spark 3.5 and 4.1, whose
 # built-in Hive 2.3 client speaks to the test metastore's 3.1 too.

@@ -93,7 +93,7 @@ func show(v any) string {
 }
 
 // SortRows sorts rows by the values of column, which must be of one
-// integer, string, Decimal or Timestamp type or null (first).
+// integer, string, Date, TimeOfDay or Timestamp type, or null (first).
 func SortRows(rows []map[string]any, column string) {
 	slices.SortStableFunc(rows, func(a, b map[string]any) int {
 		return compareKey(a[column], b[column])
@@ -122,6 +122,8 @@ func compareKey(a, b any) int {
 		return cmp.Compare(x, b.(string))
 	case Date:
 		return cmp.Compare(x, b.(Date))
+	case TimeOfDay:
+		return cmp.Compare(x, b.(TimeOfDay))
 	case Timestamp:
 		return cmp.Compare(x.Micros, b.(Timestamp).Micros)
 	}

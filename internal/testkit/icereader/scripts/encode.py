@@ -22,9 +22,9 @@ MICRO = datetime.timedelta(microseconds=1)
 def arrow_desc(t):
     import pyarrow as pa
     T = pa.types
-    if isinstance(t, pa.ExtensionType) and t.extension_name == "arrow.uuid":
-        return {"k": "uuid"}
-    if isinstance(t, pa.ExtensionType):
+    if isinstance(t, pa.BaseExtensionType):
+        if t.extension_name == "arrow.uuid":
+            return {"k": "uuid"}
         return arrow_desc(t.storage_type)
     simple = [(T.is_boolean, "bool"), (T.is_int8, "int8"), (T.is_int16, "int16"), (T.is_int32, "int32"),
               (T.is_int64, "int64"), (T.is_float32, "float32"), (T.is_float64, "float64"),
