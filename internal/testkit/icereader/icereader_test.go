@@ -50,9 +50,9 @@ func hiveRows() []map[string]any {
 			"id": int32(1), "l": int64(9007199254740993), "f": float32(math.NaN()), "d": math.Inf(-1),
 			"dec": icereader.Decimal("12.34"), "s": "héllo ✓", "b": []byte{0, 0xff, 0x10},
 			"dt": icereader.Date(-1), "ts": icereader.InstantOf(t1), "tsn": icereader.LocalOf(t1),
-			"st":  map[string]any{"a": int32(1), "b": "y", "inner": map[string]any{"x": 2.5}},
-			"li":  []any{int32(1), nil, int32(3)},
-			"m":   []icereader.MapEntry{{Key: "k1", Value: int32(1)}, {Key: "k2", Value: nil}},
+			"st": map[string]any{"a": int32(1), "b": "y", "inner": map[string]any{"x": 2.5}},
+			"li": []any{int32(1), nil, int32(3)},
+			"m":  []icereader.MapEntry{{Key: "k1", Value: int32(1)}, {Key: "k2", Value: nil}},
 		},
 		nulls(2),
 		{
