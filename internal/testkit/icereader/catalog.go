@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/tributary/tributary/internal/testkit/testenv"
@@ -110,9 +111,18 @@ func sparkJars(t testing.TB) []string {
 func python(t testing.TB, modules string) string {
 	t.Helper()
 	py := testenv.Python(t)
+	key := py + "\x00" + modules
+	if _, ok := imported.Load(key); ok {
+		return py
+	}
 	if out, err := exec.Command(py, "-c", "import "+modules).CombinedOutput(); err != nil {
 		t.Fatalf("%s cannot import %s: run `make deps` (scripts/install-deps.sh installs "+
 			"pyiceberg and pyspark into .cache/venv): %v\n%s", py, modules, err, out)
 	}
+	imported.Store(key, true)
 	return py
 }
+
+// imported remembers the interpreters and modules python found, so that
+// each is checked once per test binary.
+var imported sync.Map
