@@ -131,6 +131,13 @@ func TestHiveCatalog(t *testing.T) {
 			t.Errorf("snapshot %d's summary %v, want an append of %s records", i, sum, n)
 		}
 	}
+	// Spark's view of the snapshots: its metadata table.
+	snaps := s.SQL("SELECT snapshot_id, operation, summary FROM hc." + table + ".snapshots ORDER BY committed_at")
+	if len(snaps.Rows) != 2 || snaps.Rows[0]["snapshot_id"] != first.ID || snaps.Rows[1]["snapshot_id"] != second.ID {
+		t.Errorf("Spark's snapshots: %v", snaps.Rows)
+	} else if sum := snaps.Rows[1]["summary"].([]icereader.MapEntry); !slices.Contains(sum, icereader.MapEntry{Key: "added-records", Value: "1"}) {
+		t.Errorf("Spark's summary of the second snapshot: %v", sum)
+	}
 	if w := md.Properties["tributary.watermark"]; w != "2026-01-02T04:00:00Z" || md.FormatVersion != 2 {
 		t.Errorf("format version %d, properties %v", md.FormatVersion, md.Properties)
 	}

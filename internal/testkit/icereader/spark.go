@@ -105,7 +105,8 @@ func NewSpark(t testing.TB, cats ...Catalog) *Spark {
 }
 
 // SQL runs one Spark SQL statement and returns its result (none for DDL;
-// for a CALL, the procedure's). Fails t on any error.
+// for a CALL, the procedure's). Rows are maps by column name: alias
+// columns that share a name. Fails t on any error.
 func (s *Spark) SQL(query string) Result {
 	s.t.Helper()
 	res, err := s.Query(query)
