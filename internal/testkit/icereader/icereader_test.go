@@ -95,20 +95,17 @@ func TestHiveCatalog(t *testing.T) {
 	hdfs := testenv.HDFS(t)
 	dir := t.TempDir()
 	cat := icereader.HiveCatalog("hc", uri, "file://"+filepath.Join(dir, "warehouse"))
-	db := fmt.Sprintf("icereader_%d", time.Now().UnixNano())
+	db := icereader.Namespace(t, cat, "icereader")
 	table := db + ".t"
 	began := time.Now()
 	s := icereader.NewSpark(t, cat)
 	t.Logf("Spark %s started in %v", s.Version, time.Since(began))
 	t.Cleanup(func() {
-		// The metastore is shared: leave nothing of ours in it.
-		for _, q := range []string{"DROP TABLE IF EXISTS hc." + table + " PURGE", "DROP TABLE IF EXISTS hc." + db + ".h PURGE", "DROP NAMESPACE IF EXISTS hc." + db} {
-			if _, err := s.Query(q); err != nil {
-				t.Logf("cleanup: %v", err)
-			}
+		// Its files on HDFS (Namespace's cleanup drops the rest).
+		if _, err := s.Query("DROP TABLE IF EXISTS hc." + db + ".h PURGE"); err != nil {
+			t.Logf("cleanup: %v", err)
 		}
 	})
-	s.SQL(fmt.Sprintf("CREATE NAMESPACE hc.%s LOCATION 'file://%s'", db, filepath.Join(dir, db+".db")))
 	s.SQL("CREATE TABLE hc." + table + " (" + hiveColumns + ") USING iceberg PARTITIONED BY (hours(ts))")
 	s.SQL("INSERT INTO hc." + table + " VALUES " + hiveInsert1)
 	s.SQL("INSERT INTO hc." + table + " VALUES " + hiveInsert2)
@@ -121,6 +118,9 @@ func TestHiveCatalog(t *testing.T) {
 	md := icereader.ReadMetadata(t, cat, table)
 	if len(md.Snapshots) != 2 {
 		t.Fatalf("%d snapshots, want 2: %+v", len(md.Snapshots), md.Snapshots)
+	}
+	if want := filepath.Join(dir, "warehouse", db+".db", "t"); !strings.HasSuffix(md.Location, want) {
+		t.Errorf("the table is at %s, want %s (its namespace's location)", md.Location, want)
 	}
 	first, second := md.Snapshots[0], md.Snapshots[1]
 	if cur, ok := md.Current(); !ok || cur.ID != second.ID || second.ParentID != first.ID || first.ParentID != 0 {

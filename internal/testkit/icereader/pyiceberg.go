@@ -4,7 +4,9 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
@@ -151,4 +153,30 @@ func runPyIceberg(t testing.TB, cat Catalog, req map[string]any) json.RawMessage
 		t.Fatal(fmt.Errorf("%w: %d results for one request", ErrBadOutput, len(out)))
 	}
 	return out[0]
+}
+
+// namespaceScript makes namespace input["ns"] at input["location"], or, with
+// input["drop"], drops its tables (from the catalog; their files stay) and it.
+const namespaceScript = `
+ns = input["ns"]
+if input.get("drop"):
+    for ident in catalog.list_tables(ns):
+        catalog.drop_table(ident)
+    catalog.drop_namespace(ns)
+else:
+    catalog.create_namespace(ns, {"location": input["location"]})
+`
+
+// Namespace makes a namespace of t's own in cat, named prefix and a unique
+// suffix, its location cat.Warehouse/NAME.db (so that a Hive catalog's
+// tables go where the test says, not to the metastore's warehouse), and
+// drops it and its tables from the catalog when t ends. Returns its name.
+func Namespace(t testing.TB, cat Catalog, prefix string) string {
+	t.Helper()
+	ns := fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano())
+	PyIcebergScript(t, cat, namespaceScript, map[string]any{"ns": ns, "location": strings.TrimSuffix(cat.Warehouse, "/") + "/" + ns + ".db"}, nil)
+	t.Cleanup(func() {
+		PyIcebergScript(t, cat, namespaceScript, map[string]any{"ns": ns, "drop": true}, nil)
+	})
+	return ns
 }
