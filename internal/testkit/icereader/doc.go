@@ -5,7 +5,10 @@
 // Spark's JdbcCatalog with SQLite's JDBC driver) or the Hive catalog on a
 // Hive Metastore.
 //
-// ReadPyIceberg scans a table (at a snapshot, filtered, some columns);
+// Namespace makes a namespace of the test's own under the catalog's
+// warehouse and drops it at cleanup (the metastore is shared; and a Hive
+// catalog's tables would otherwise go to the metastore's warehouse, on
+// HDFS). ReadPyIceberg scans a table (at a snapshot, filtered, some columns);
 // ReadMetadata gives its snapshots with their summaries and its
 // properties; PyIcebergScript runs any pyiceberg code (to write a table of
 // another writer). NewSpark starts one Spark session for a test, in which
