@@ -3,8 +3,9 @@
 # ZooKeeper, netcat-openbsd for ZooKeeper's four-letter words, Chromium for
 # the dashboard test, Burrow and Maven for the Kafka-tools compatibility
 # tests), the independent Avro/Parquet readers (a Python virtualenv with
-# fastavro, pyarrow, confluent-kafka, PySpark 3.5.9 and DuckDB in .cache/venv;
-# PySpark 4.1.1 in .cache/venv-spark4), the test
+# fastavro, pyarrow, confluent-kafka, PySpark 3.5.9, DuckDB and pyiceberg in
+# .cache/venv; PySpark 4.1.1 in .cache/venv-spark4), Apache Iceberg's Spark
+# runtime and SQLite's JDBC driver (.cache/iceberg), the test
 # Hive Metastore's jars (testing/hive-metastore), Apache Kafka 2.8.2's command-line
 # tools (jars from Maven Central in .cache/kafka-2.8/lib), Apache Kafka 3.9's
 # broker and tools (.cache/kafka/lib, through scripts/kafka.sh fetch) and the
@@ -74,9 +75,12 @@ make_venv() {
 
 # The readers tests use to check what we write: someone else's code, not ours.
 # PySpark 3.5 (Spark SQL with Hive support: the newest whose built-in Hive
-# client speaks to the test metastore's 3.1) and DuckDB read the tables.
-make_venv .cache/venv 'import fastavro, pyarrow, duckdb; from confluent_kafka.schema_registry import SchemaRegistryClient; import pyspark; assert pyspark.__version__ == "3.5.9"' \
-	fastavro pyarrow 'confluent-kafka[schemaregistry]' pyspark==3.5.9 duckdb
+# client speaks to the test metastore's 3.1) and DuckDB read the tables;
+# pyiceberg (with its SQL and Hive catalogs, and its Rust core for
+# partition transforms when it writes) and Spark's Iceberg runtime
+# (below) read the Iceberg tables (internal/testkit/icereader).
+make_venv .cache/venv 'import fastavro, pyarrow, duckdb; from confluent_kafka.schema_registry import SchemaRegistryClient; import pyspark; assert pyspark.__version__ == "3.5.9"; import pyiceberg, pyiceberg_core, sqlalchemy, thrift; assert pyiceberg.__version__ == "0.12.0"' \
+	fastavro pyarrow 'confluent-kafka[schemaregistry]' pyspark==3.5.9 duckdb 'pyiceberg[sql-sqlite,hive,pyarrow,pyiceberg-core]==0.12.0'
 # PySpark 4.1.1 in a virtualenv of its own (one Python holds one PySpark):
 # the type-matrix test reads the tables with Spark 3.5 and 4.1, whose
 # built-in Hive 2.3 client speaks to the test metastore's 3.1 too.
@@ -106,6 +110,37 @@ if [ ! -f "$kafka28_lib/.pom.sha256" ] || [ "$(cat "$kafka28_lib/.pom.sha256")" 
 	rm -rf "$kafka28_lib"
 	mv "$tmp" "$kafka28_lib"
 fi
+
+# fetch_jar GROUP:ARTIFACT:VERSION DIR: unless DIR holds ARTIFACT-VERSION.jar,
+# copies that one jar (no dependencies) from Maven Central into DIR, through
+# a temp dir so that an interrupted fetch never looks complete.
+fetch_jar() {
+	local coords=$1 dir=$2 jar tmp mvn_log java
+	jar=$(echo "$coords" | cut -d: -f2)-$(echo "$coords" | cut -d: -f3).jar
+	[ -s "$dir/$jar" ] && return 0
+	echo "install-deps: fetching $coords with Maven into $dir"
+	java=$(bash scripts/zk.sh java)
+	mkdir -p "$dir"
+	tmp=$(mktemp -d "$dir/fetch.XXXXXX")
+	mvn_log=$(mktemp)
+	if ! JAVA_HOME=$(dirname "$(dirname "$java")") mvn -B -q -Dstyle.color=never \
+		dependency:copy -Dartifact="$coords" -Dtransitive=false -DoutputDirectory="$PWD/$tmp" \
+		>"$mvn_log" 2>&1 || [ ! -s "$tmp/$jar" ]; then
+		cat "$mvn_log" >&2
+		rm -rf "$tmp" "$mvn_log"
+		echo "install-deps: Maven could not fetch $coords (see above)" >&2
+		exit 1
+	fi
+	rm -f "$mvn_log"
+	mv "$tmp/$jar" "$dir/$jar"
+	rm -rf "$tmp"
+}
+
+# The Iceberg readers of internal/testkit/icereader (its jar names must match
+# these): Apache Iceberg's Spark 3.5 runtime (one shaded jar) and SQLite's
+# JDBC driver, for Spark's JDBC catalog on the SQLite file of a SQL catalog.
+fetch_jar org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.0 .cache/iceberg
+fetch_jar org.xerial:sqlite-jdbc:3.50.3.0 .cache/iceberg
 
 # Apache Kafka 3.9's tools (TopicCommand, LeaderElectionCommand,
 # DeleteRecordsCommand, LogDirsCommand, ...) for broker/kafkacompat and
