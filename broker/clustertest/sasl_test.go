@@ -2,7 +2,6 @@ package clustertest
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,22 +20,8 @@ import (
 // /config/users before the brokers start (as an operator would with
 // kafka-configs). Clients stay on PLAINTEXT.
 func saslSSLInterBroker(t *testing.T, connect string) []proccluster.Option {
-	ca, err := pki.NewCA("cluster-ca")
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := ca.Issue(pki.Options{CommonName: "broker", Hosts: []string{"127.0.0.1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	keystore, trust := filepath.Join(dir, "broker.pem"), filepath.Join(dir, "ca.pem")
-	if err := leaf.WritePEM(keystore); err != nil {
-		t.Fatal(err)
-	}
-	if err := ca.WritePEM(trust); err != nil {
-		t.Fatal(err)
-	}
+	t.Helper()
+	keystore, trust := brokerPEM(t, pki.Options{CommonName: "broker", Hosts: []string{"127.0.0.1"}})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	store := sasl.NewCredentialStore(ctx, func(ctx context.Context) (coord.Session, error) {

@@ -15,22 +15,8 @@ import (
 // certificate, issued by one test CA, is its server and its client
 // certificate.
 func sslInterBroker(t *testing.T) []proccluster.Option {
-	ca, err := pki.NewCA("cluster-ca")
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := ca.Issue(pki.Options{CommonName: "broker", OrganizationalUnit: "brokers", Hosts: []string{"127.0.0.1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	keystore, trust := filepath.Join(dir, "broker.pem"), filepath.Join(dir, "ca.pem")
-	if err := leaf.WritePEM(keystore); err != nil {
-		t.Fatal(err)
-	}
-	if err := ca.WritePEM(trust); err != nil {
-		t.Fatal(err)
-	}
+	t.Helper()
+	keystore, trust := brokerPEM(t, pki.Options{CommonName: "broker", OrganizationalUnit: "brokers", Hosts: []string{"127.0.0.1"}})
 	return []proccluster.Option{proccluster.Listener("INTERNAL"), proccluster.Properties(map[string]string{
 		"listener.security.protocol.map":                 "PLAINTEXT:PLAINTEXT,INTERNAL:SSL",
 		"inter.broker.listener.name":                     "INTERNAL",
@@ -38,6 +24,29 @@ func sslInterBroker(t *testing.T) []proccluster.Option {
 		"listener.name.internal.ssl.truststore.location": trust,
 		"listener.name.internal.ssl.client.auth":         "required",
 	})}
+}
+
+// brokerPEM writes the brokers' certificate, issued as leaf says by a new
+// test CA, and the CA's; it returns the two files.
+func brokerPEM(t *testing.T, leaf pki.Options) (keystore, trust string) {
+	t.Helper()
+	ca, err := pki.NewCA("cluster-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := ca.Issue(leaf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	keystore, trust = filepath.Join(dir, "broker.pem"), filepath.Join(dir, "ca.pem")
+	if err := cert.WritePEM(keystore); err != nil {
+		t.Fatal(err)
+	}
+	if err := ca.WritePEM(trust); err != nil {
+		t.Fatal(err)
+	}
+	return keystore, trust
 }
 
 // TestReplicationLeaderKillsOverSSL is TestReplicationLeaderKills with the
