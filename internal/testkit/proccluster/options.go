@@ -17,7 +17,8 @@ type options struct {
 }
 
 // Brokers is the number of brokers New starts, with ids 1..n; default 3.
-// Zero starts none: the test starts them with Start.
+// With zero New starts none and the test starts them with Start, ids from
+// 1 up.
 func Brokers(n int) Option { return func(o *options) { o.brokers = n } }
 
 // ZooKeeperConnect registers the brokers under connect, a

@@ -33,7 +33,7 @@ const StopTimeout = 90 * time.Second
 type Cluster struct {
 	connect string
 	dir     string
-	n       int
+	n       int // the highest id started
 	props   map[string]string
 	extra   []string // listener names after PLAINTEXT
 	args    []string
@@ -59,7 +59,6 @@ func New(t testing.TB, opts ...Option) *Cluster {
 	c := &Cluster{
 		connect: o.connect,
 		dir:     t.TempDir(),
-		n:       o.brokers,
 		props:   o.props,
 		extra:   o.listeners,
 		args:    o.args(),
@@ -78,7 +77,7 @@ func New(t testing.TB, opts ...Option) *Cluster {
 		}
 	}
 	t.Cleanup(func() { c.close(t) })
-	for id := int32(1); id <= int32(c.n); id++ {
+	for id := int32(1); id <= int32(o.brokers); id++ {
 		c.Start(t, id)
 	}
 	return c
@@ -143,8 +142,11 @@ func (c *Cluster) properties(id int32, ports map[string]string) map[string]strin
 func (c *Cluster) Start(t testing.TB, id int32) {
 	t.Helper()
 	c.mu.Lock()
-	ports := c.ports[id]
+	ports, running := c.ports[id], c.procs[id] != nil && c.procs[id].Running()
 	c.mu.Unlock()
+	if running {
+		t.Fatalf("broker %d is already running", id)
+	}
 	file := testproc.WriteProperties(t, c.dir, filepath.Base(c.PropertiesFile(id)), c.properties(id, ports))
 	p := testproc.StartBroker(t, file, c.args...)
 	ports = map[string]string{}
@@ -161,6 +163,7 @@ func (c *Cluster) Start(t testing.TB, id int32) {
 	defer c.mu.Unlock()
 	c.procs[id], c.ports[id] = p, ports
 	delete(c.paused, id)
+	c.n = max(c.n, int(id))
 }
 
 // Stop sends broker id SIGTERM (a controlled shutdown) and waits up to
@@ -242,7 +245,7 @@ func (c *Cluster) Addr(id int32) string {
 // Addrs returns the addresses of the running brokers, by id.
 func (c *Cluster) Addrs() []string {
 	var out []string
-	for id := int32(1); id <= int32(c.n); id++ {
+	for _, id := range c.ids() {
 		if a := c.Addr(id); a != "" {
 			out = append(out, a)
 		}
@@ -253,7 +256,7 @@ func (c *Cluster) Addrs() []string {
 // Live returns the ids of the brokers running and not paused.
 func (c *Cluster) Live() []int32 {
 	var out []int32
-	for id := int32(1); id <= int32(c.n); id++ {
+	for _, id := range c.ids() {
 		c.mu.Lock()
 		paused := c.paused[id]
 		c.mu.Unlock()
@@ -267,13 +270,7 @@ func (c *Cluster) Live() []int32 {
 // Seeds returns every broker's address, up or down: a broker keeps its
 // port, so a long-lived client seeded with them reconnects to restarted
 // brokers.
-func (c *Cluster) Seeds() []string {
-	var ids []int32
-	for id := int32(1); id <= int32(c.n); id++ {
-		ids = append(ids, id)
-	}
-	return c.SeedsOf(ids...)
-}
+func (c *Cluster) Seeds() []string { return c.SeedsOf(c.ids()...) }
 
 // SeedsOf returns the PLAINTEXT address of each broker of ids, up or
 // down; each must have started once.
@@ -287,9 +284,22 @@ func (c *Cluster) SeedsOf(ids ...int32) []string {
 	return out
 }
 
-// N is the number of brokers New was asked for (Brokers); Addrs, Live and
-// Seeds range over ids 1..N.
-func (c *Cluster) N() int { return c.n }
+// N is the highest broker id started so far (after New, Brokers' n);
+// Addrs, Live and Seeds range over ids 1..N.
+func (c *Cluster) N() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// ids is 1..N.
+func (c *Cluster) ids() []int32 {
+	var out []int32
+	for id := int32(1); id <= int32(c.N()); id++ {
+		out = append(out, id)
+	}
+	return out
+}
 
 // Connect is the brokers' zookeeper.connect, with its chroot.
 func (c *Cluster) Connect() string { return c.connect }
