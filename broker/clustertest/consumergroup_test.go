@@ -2,7 +2,6 @@ package clustertest
 
 import (
 	"context"
-	"syscall"
 	"testing"
 	"time"
 
@@ -92,13 +91,13 @@ func TestConsumerGroupCoordinatorKilled(t *testing.T) {
 	c := newGroupCluster(t, zktest.Chroot(t, zk(t), "cg-killed"))
 	ctx := testenv.Context(t, 3*time.Minute)
 	const group, topic, parts, total = "cg-killed", "cg-killed-t", 6, 2000
-	createReplicated(t, ctx, c.addrs(), topic, parts, 3, nil)
+	createReplicated(t, ctx, c.Addrs(), topic, parts, 3, nil)
 	p := kafkatest.NewProcessed()
 	memberCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var members []*kgo.Client
 	for range 3 {
-		members = append(members, kafkatest.RunMember848(t, memberCtx, c.addrs(), group, topic, p, nil))
+		members = append(members, kafkatest.RunMember848(t, memberCtx, c.Addrs(), group, topic, p, nil))
 	}
 	defer func() {
 		stop()
@@ -106,22 +105,22 @@ func TestConsumerGroupCoordinatorKilled(t *testing.T) {
 			m.Close()
 		}
 	}()
-	admin := newClient(t, c.addrs())
+	admin := newClient(t, c.Addrs())
 	kafkatest.AwaitConsumerGroup(t, ctx, admin, group, 3, parts)
 	before := kafkatest.DescribeConsumerGroup(t, ctx, admin, group)
 
 	produced := make(chan error, 1)
 	go func() {
-		produced <- kafkatest.ProduceNumbered(ctx, newClient(t, c.addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner())), topic, parts, total)
+		produced <- kafkatest.ProduceNumbered(ctx, newClient(t, c.Addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner())), topic, parts, total)
 	}()
 	coordinator := c.coordinatorOf(t, ctx, group)
-	_ = c.procs[coordinator].Stop(t, syscall.SIGKILL)
+	c.Kill(t, coordinator)
 	start := time.Now()
 	moved := c.coordinatorOf(t, ctx, group)
 	if moved == coordinator {
 		t.Fatalf("coordinator still %d after it was killed", moved)
 	}
-	admin2 := newClient(t, c.addrs())
+	admin2 := newClient(t, c.Addrs())
 	kafkatest.AwaitConsumerGroup(t, ctx, admin2, group, 3, parts)
 	t.Logf("coordinator moved from broker %d to %d, group stable there %v after the kill", coordinator, moved, time.Since(start))
 	after := kafkatest.DescribeConsumerGroup(t, ctx, admin2, group)

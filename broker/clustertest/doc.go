@@ -6,7 +6,9 @@
 // code outside its tests.
 //
 // The process tests build cmd/tributary once per run into a temporary
-// directory. Every test uses its own ZooKeeper chroot, removed at the end,
+// directory and run their brokers through internal/testkit/proccluster
+// (procCluster, replCluster and groupCluster are thin wrappers of it that
+// add the properties their scenarios share). Every test uses its own ZooKeeper chroot, removed at the end,
 // and short sessions (zookeeper.session.timeout.ms=4000) so that a killed
 // broker's registration expires quickly. TestRestartRightAfterSIGKILL
 // restarts a SIGKILLed broker process at once, on the same port, while its

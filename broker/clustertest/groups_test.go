@@ -3,10 +3,8 @@ package clustertest
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,70 +14,34 @@ import (
 
 	"github.com/tributary/tributary/internal/coord/zkcoord"
 	"github.com/tributary/tributary/internal/testkit/kafkatest"
+	"github.com/tributary/tributary/internal/testkit/proccluster"
 	"github.com/tributary/tributary/internal/testkit/testenv"
-	"github.com/tributary/tributary/internal/testkit/testproc"
 	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
 // groupCluster is three broker processes on ZooKeeper with a small
 // offsets topic replicated (assigned) to all three.
-type groupCluster struct {
-	connect string
-	dir     string
-	procs   map[int32]*testproc.Broker
-	ports   map[int32]string
-}
+type groupCluster struct{ *proccluster.Cluster }
 
 func newGroupCluster(t *testing.T, connect string) *groupCluster {
 	t.Helper()
-	c := &groupCluster{connect: connect, dir: t.TempDir(), procs: map[int32]*testproc.Broker{}, ports: map[int32]string{}}
-	for id := int32(1); id <= 3; id++ {
-		c.start(t, id)
-	}
-	return c
-}
-
-func (c *groupCluster) start(t *testing.T, id int32) {
-	t.Helper()
-	port := c.ports[id]
-	if port == "" {
-		port = "0"
-	}
-	props := testproc.WriteProperties(t, c.dir, fmt.Sprintf("broker-%d.properties", id), map[string]string{
-		"broker.id":                        strconv.Itoa(int(id)),
-		"listeners":                        "PLAINTEXT://127.0.0.1:" + port,
-		"log.dirs":                         filepath.Join(c.dir, fmt.Sprintf("broker-%d", id)),
-		"zookeeper.connect":                c.connect,
-		"zookeeper.session.timeout.ms":     strconv.Itoa(int(sessionTimeout.Milliseconds())),
-		"zookeeper.connection.timeout.ms":  "20000",
-		"offsets.topic.num.partitions":     "6",
-		"offsets.topic.replication.factor": "3",
-		"group.initial.rebalance.delay.ms": "0",
-		"group.min.session.timeout.ms":     "1000",
-		// Leadership goes back to a returned broker within a second (Kafka
-		// checks every 300 s).
-		"leader.imbalance.check.interval.seconds": "1",
-	})
-	p := testproc.StartBroker(t, props)
-	c.procs[id] = p
-	_, c.ports[id], _ = strings.Cut(p.Addr, "127.0.0.1:")
-}
-
-func (c *groupCluster) addrs() []string {
-	var out []string
-	for id := int32(1); id <= 3; id++ {
-		if p := c.procs[id]; p != nil && p.Running() {
-			out = append(out, p.Addr)
-		}
-	}
-	return out
+	return &groupCluster{proccluster.New(t, proccluster.ZooKeeperConnect(connect), proccluster.Brokers(3),
+		proccluster.Properties(map[string]string{
+			"offsets.topic.num.partitions":     "6",
+			"offsets.topic.replication.factor": "3",
+			"group.initial.rebalance.delay.ms": "0",
+			"group.min.session.timeout.ms":     "1000",
+			// Leadership goes back to a returned broker within a second
+			// (Kafka checks every 300 s).
+			"leader.imbalance.check.interval.seconds": "1",
+		}))}
 }
 
 // coordinatorOf asks a live broker for the group's coordinator until one
 // is found that is live.
 func (c *groupCluster) coordinatorOf(t *testing.T, ctx context.Context, group string) int32 {
 	t.Helper()
-	return liveCoordinator(t, ctx, c.addrs, func(id int32) bool { p := c.procs[id]; return p != nil && p.Running() }, group)
+	return liveCoordinator(t, ctx, c.Addrs, func(id int32) bool { return c.Addr(id) != "" }, group)
 }
 
 func liveCoordinator(t *testing.T, ctx context.Context, addrs func() []string, live func(int32) bool, group string) int32 {
@@ -162,12 +124,12 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	ctx := testenv.Context(t, 5*time.Minute)
 	const parts, first = 6, 600
 	const group, topic = "failover", "orders"
-	td := kafkatest.CreateTopic(t, c.addrs(), topic, parts, nil)
-	prod := newClient(t, c.addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	td := kafkatest.CreateTopic(t, c.Addrs(), topic, parts, nil)
+	prod := newClient(t, c.Addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produce(t, ctx, prod, topic, 0, first, parts, nil)
 
 	coordinator := c.coordinatorOf(t, ctx, group)
-	cons := newClient(t, c.addrs(), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+	cons := newClient(t, c.Addrs(), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
 		kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(500*time.Millisecond))
 	got := map[int32][]int{}
@@ -196,7 +158,7 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	for p := range int32(parts) {
 		want[p] = first / parts
 	}
-	if o := committedOffsets(t, ctx, c.addrs(), group, topic, parts); fmt.Sprint(o) != fmt.Sprint(want) {
+	if o := committedOffsets(t, ctx, c.Addrs(), group, topic, parts); fmt.Sprint(o) != fmt.Sprint(want) {
 		t.Fatalf("committed %v, want %v", o, want)
 	}
 	if o := registryOffsets(t, ctx, connect, group, topic, parts); fmt.Sprint(o) != fmt.Sprint(want) {
@@ -204,20 +166,20 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	}
 
 	// Kill the coordinator.
-	_ = c.procs[coordinator].Stop(t, syscall.SIGKILL)
+	c.Kill(t, coordinator)
 	start := time.Now()
 	moved := c.coordinatorOf(t, ctx, group)
 	if moved == coordinator {
 		t.Fatalf("coordinator still %d after it was killed", moved)
 	}
 	t.Logf("coordinator moved from broker %d to %d in %v", coordinator, moved, time.Since(start))
-	if o := committedOffsets(t, ctx, c.addrs(), group, topic, parts); fmt.Sprint(o) != fmt.Sprint(want) {
+	if o := committedOffsets(t, ctx, c.Addrs(), group, topic, parts); fmt.Sprint(o) != fmt.Sprint(want) {
 		t.Fatalf("new coordinator %d serves %v, want %v", moved, o, want)
 	}
 
 	// The consumer rebalances onto the new coordinator (membership is not
 	// carried over: it gets UNKNOWN_MEMBER_ID there and joins again) ...
-	adm := kadm.NewClient(newClient(t, c.addrs()))
+	adm := kadm.NewClient(newClient(t, c.Addrs()))
 	testenv.WaitFor(t, waitTimeout, "the consumer to join the new coordinator", func() (bool, string) {
 		dg, err := adm.DescribeGroups(ctx, group)
 		return err == nil && dg[group].State == "Stable" && len(dg[group].Members) == 1, ""
@@ -241,7 +203,7 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 		want[p] += more / int64(len(live))
 	}
 	testenv.WaitFor(t, waitTimeout, "the new offsets", func() (bool, string) {
-		o := committedOffsets(t, ctx, c.addrs(), group, topic, parts)
+		o := committedOffsets(t, ctx, c.Addrs(), group, topic, parts)
 		if fmt.Sprint(o) != fmt.Sprint(want) {
 			t.Logf("committed %v, want %v", o, want)
 			return false, ""
@@ -252,7 +214,7 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 
 	// A fresh member resumes after the committed offsets: only new
 	// records arrive.
-	fresh := newClient(t, c.addrs(), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+	fresh := newClient(t, c.Addrs(), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
 	produce(t, ctx, prod, topic, first+more, 60, parts, live)
 	got = map[int32][]int{}
@@ -267,11 +229,11 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	// The killed broker returns and leads its offsets partitions again,
 	// from a log that missed the commits made meanwhile: the registry
 	// carries them.
-	c.start(t, coordinator)
+	c.Start(t, coordinator)
 	testenv.WaitFor(t, waitTimeout, "the old coordinator to lead again", func() (bool, string) {
 		return c.coordinatorOf(t, ctx, group) == coordinator, ""
 	})
-	if o := committedOffsets(t, ctx, c.addrs(), group, topic, parts); fmt.Sprint(o) != fmt.Sprint(want) {
+	if o := committedOffsets(t, ctx, c.Addrs(), group, topic, parts); fmt.Sprint(o) != fmt.Sprint(want) {
 		t.Fatalf("restarted coordinator serves %v, want %v", o, want)
 	}
 }

@@ -5,11 +5,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,13 +16,14 @@ import (
 	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/internal/testkit/brokertest"
 	"github.com/tributary/tributary/internal/testkit/kafkatest"
+	"github.com/tributary/tributary/internal/testkit/proccluster"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
 // sessionTimeout is the brokers' zookeeper.session.timeout.ms in these
 // tests: short, so that a killed broker's registration goes soon.
-const sessionTimeout = 4 * time.Second
+const sessionTimeout = proccluster.DefaultSessionTimeout
 
 // waitTimeout bounds every wait for the cluster to converge.
 const waitTimeout = 60 * time.Second
@@ -55,75 +53,34 @@ func bootstrap(c testCluster, n int) []string {
 	return out
 }
 
-// procCluster runs each broker as a `tributary broker` process.
-type procCluster struct {
-	connect string
-	dir     string
-	procs   map[int32]*testproc.Broker
-	ports   map[int32]string
-	// moreListeners is appended to listeners (",INTERNAL://127.0.0.1:0"),
-	// moreProps to the properties file; the first listener stays the
-	// PLAINTEXT one the tests' clients use.
-	moreListeners, moreProps string
+// procCluster runs each broker as a `tributary broker` process
+// (proccluster), with the properties the scenarios here share.
+type procCluster struct{ *proccluster.Cluster }
+
+// procProps are procCluster's properties over proccluster's base ones.
+var procProps = map[string]string{
+	"num.partitions": "3",
+	// Leadership goes back to a returned broker within a second (Kafka
+	// checks every 300 s).
+	"leader.imbalance.check.interval.seconds": "1",
 }
 
 // newProcCluster starts n broker processes on connect (a ZooKeeper connect
-// string with its chroot).
-func newProcCluster(t *testing.T, connect string, n int) *procCluster {
+// string with its chroot); opts go after procCluster's own.
+func newProcCluster(t *testing.T, connect string, n int, opts ...proccluster.Option) *procCluster {
 	t.Helper()
-	c := &procCluster{connect: connect, dir: t.TempDir(), procs: map[int32]*testproc.Broker{}, ports: map[int32]string{}}
-	for id := int32(1); id <= int32(n); id++ {
-		c.start(t, id)
-	}
-	return c
+	all := append([]proccluster.Option{proccluster.ZooKeeperConnect(connect), proccluster.Brokers(n),
+		proccluster.Properties(procProps)}, opts...)
+	return &procCluster{proccluster.New(t, all...)}
 }
 
-func (c *procCluster) properties(t *testing.T, id int32) string {
-	t.Helper()
-	port := "0"
-	if p, ok := c.ports[id]; ok {
-		port = p
-	}
-	props := fmt.Sprintf(`broker.id=%d
-listeners=PLAINTEXT://127.0.0.1:%s`+c.moreListeners+`
-log.dirs=%s
-zookeeper.connect=%s
-zookeeper.session.timeout.ms=%d
-zookeeper.connection.timeout.ms=20000
-num.partitions=3
-leader.imbalance.check.interval.seconds=1
-`, id, port, filepath.Join(c.dir, fmt.Sprintf("broker-%d", id)), c.connect, sessionTimeout.Milliseconds()) + c.moreProps
-	path := filepath.Join(c.dir, fmt.Sprintf("broker-%d.properties", id))
-	if err := os.WriteFile(path, []byte(props), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
+func (c *procCluster) addr(id int32) string { return c.Addr(id) }
 
-func (c *procCluster) start(t *testing.T, id int32) {
-	t.Helper()
-	p := testproc.StartBroker(t, c.properties(t, id))
-	c.procs[id] = p
-	_, port, _ := strings.Cut(p.Addr, "127.0.0.1:")
-	c.ports[id] = port
-}
+func (c *procCluster) crash(t *testing.T, id int32) { t.Helper(); c.Kill(t, id) }
 
-func (c *procCluster) addr(id int32) string {
-	if p := c.procs[id]; p != nil && p.Running() {
-		return p.Addr
-	}
-	return ""
-}
+func (c *procCluster) restart(t *testing.T, id int32) { t.Helper(); c.Start(t, id) }
 
-func (c *procCluster) crash(t *testing.T, id int32) {
-	t.Helper()
-	_ = c.procs[id].Stop(t, syscall.SIGKILL)
-	delete(c.procs, id)
-}
-
-func (c *procCluster) restart(t *testing.T, id int32) { t.Helper(); c.start(t, id) }
-
-func (c *procCluster) expiry() time.Duration { return sessionTimeout }
+func (c *procCluster) expiry() time.Duration { return c.SessionTimeout() }
 
 // memCluster runs brokers in this process on one memcoord server.
 type memCluster struct{ *brokertest.Cluster }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -38,11 +37,9 @@ func (c memLogStart) logDir(id int32) string       { return c.Dir(id) }
 
 type procLogStart struct{ *replCluster }
 
-func (c procLogStart) stop(t *testing.T, id int32)  { t.Helper(); c.term(t, id) }
-func (c procLogStart) start(t *testing.T, id int32) { t.Helper(); c.replCluster.start(t, id) }
-func (c procLogStart) logDir(id int32) string {
-	return filepath.Join(c.dir, fmt.Sprintf("broker-%d", id))
-}
+func (c procLogStart) stop(t *testing.T, id int32)  { t.Helper(); c.Stop(t, id) }
+func (c procLogStart) start(t *testing.T, id int32) { t.Helper(); c.Start(t, id) }
+func (c procLogStart) logDir(id int32) string       { return c.LogDir(id) }
 
 // logStartRetentionCheck is log.retention.check.interval.ms in these tests.
 const logStartRetentionCheck = 200 * time.Millisecond

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,8 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/partlog/logtest"
+	"github.com/tributary/tributary/internal/testkit/proccluster"
 	"github.com/tributary/tributary/internal/testkit/testenv"
-	"github.com/tributary/tributary/internal/testkit/testproc"
 	"github.com/tributary/tributary/internal/testkit/zktest"
 )
 
@@ -28,121 +27,20 @@ import (
 // (passed as --override key=value, so they win over the base file) and
 // can be paused with SIGSTOP. A paused broker still accepts connections
 // but never answers, so nothing in these tests asks it anything.
-type replCluster struct {
-	*procCluster
-	n         int
-	overrides []string
-	session   time.Duration
-	paused    map[int32]bool
-}
+type replCluster struct{ *procCluster }
 
 // newReplCluster starts n brokers on a fresh chroot of the test ZooKeeper
-// with props on top of procCluster's base properties.
-func newReplCluster(t *testing.T, n int, props map[string]string) *replCluster {
+// with props on top of procCluster's base properties; opts (listeners,
+// properties of their own) go after them.
+func newReplCluster(t *testing.T, n int, props map[string]string, opts ...proccluster.Option) *replCluster {
 	t.Helper()
-	return newReplClusterWith(t, n, props, nil)
+	return newReplClusterOn(t, zktest.Chroot(t, zk(t), "replication"), n, props, opts...)
 }
 
-// newReplClusterWith is newReplCluster with setup adjusting the cluster's
-// properties before the first start.
-func newReplClusterWith(t *testing.T, n int, props map[string]string, setup func(*procCluster)) *replCluster {
+// newReplClusterOn is newReplCluster on connect, a chroot the test made.
+func newReplClusterOn(t *testing.T, connect string, n int, props map[string]string, opts ...proccluster.Option) *replCluster {
 	t.Helper()
-	connect := zktest.Chroot(t, zk(t), "replication")
-	c := &replCluster{
-		procCluster: &procCluster{connect: connect, dir: t.TempDir(), procs: map[int32]*testproc.Broker{}, ports: map[int32]string{}},
-		n:           n,
-		session:     sessionTimeout,
-		paused:      map[int32]bool{},
-	}
-	for _, k := range slices.Sorted(maps.Keys(props)) {
-		c.overrides = append(c.overrides, "--override", k+"="+props[k])
-		if k == "zookeeper.session.timeout.ms" {
-			var ms int
-			if _, err := fmt.Sscan(props[k], &ms); err != nil {
-				t.Fatalf("zookeeper.session.timeout.ms=%q: %v", props[k], err)
-			}
-			c.session = time.Duration(ms) * time.Millisecond
-		}
-	}
-	if setup != nil {
-		setup(c.procCluster)
-	}
-	for id := int32(1); id <= int32(n); id++ {
-		c.start(t, id)
-	}
-	return c
-}
-
-// start runs broker id on its data directory and (after the first start)
-// its port, so that clients seeded with the old address find it again.
-func (c *replCluster) start(t *testing.T, id int32) {
-	t.Helper()
-	p := testproc.StartBroker(t, c.properties(t, id), c.overrides...)
-	c.procs[id] = p
-	_, port, _ := strings.Cut(p.Addr, "127.0.0.1:")
-	c.ports[id] = port
-	delete(c.paused, id)
-}
-
-// seeds is every broker's address, up or down: ports never change, so a
-// long-lived client seeded with them reconnects to restarted brokers.
-func (c *replCluster) seeds() []string {
-	var out []string
-	for id := int32(1); id <= int32(c.n); id++ {
-		out = append(out, "127.0.0.1:"+c.ports[id])
-	}
-	return out
-}
-
-// live returns the ids of the brokers running and not paused.
-func (c *replCluster) live() []int32 {
-	var out []int32
-	for id := int32(1); id <= int32(c.n); id++ {
-		if c.addr(id) != "" && !c.paused[id] {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
-func (c *replCluster) addrsOf(ids ...int32) []string {
-	var out []string
-	for _, id := range ids {
-		out = append(out, "127.0.0.1:"+c.ports[id])
-	}
-	return out
-}
-
-// kill SIGKILLs broker id and waits for the process to be gone.
-func (c *replCluster) kill(t *testing.T, id int32) { t.Helper(); c.crash(t, id); delete(c.paused, id) }
-
-// term sends SIGTERM (a controlled shutdown) and waits for a clean exit.
-// The bound is the design's controlled-shutdown timeout (30 s) plus the
-// close, with room for a loaded machine.
-func (c *replCluster) term(t *testing.T, id int32) time.Duration {
-	t.Helper()
-	p := c.procs[id]
-	start := time.Now()
-	if err := p.Signal(syscall.SIGTERM); err != nil {
-		t.Fatalf("SIGTERM broker %d: %v", id, err)
-	}
-	if err := p.Wait(t, 90*time.Second); err != nil {
-		t.Errorf("broker %d after SIGTERM: exit %v, want a clean exit", id, err)
-	}
-	delete(c.procs, id)
-	return time.Since(start)
-}
-
-func (c *replCluster) pause(t *testing.T, id int32) {
-	t.Helper()
-	c.procs[id].Pause(t)
-	c.paused[id] = true
-}
-
-func (c *replCluster) resume(t *testing.T, id int32) {
-	t.Helper()
-	c.procs[id].Resume(t)
-	delete(c.paused, id)
+	return &replCluster{newProcCluster(t, connect, n, append([]proccluster.Option{proccluster.Overrides(props)}, opts...)...)}
 }
 
 // partitionState is one broker's Metadata view of a partition.
@@ -206,13 +104,13 @@ func describePartition(ctx context.Context, addr, topic string, p int32) (partit
 // ISR, and an error naming the views otherwise.
 func (c *replCluster) describe(ctx context.Context, topic string, p int32, ask ...int32) (partitionState, error) {
 	if len(ask) == 0 {
-		ask = c.live()
+		ask = c.Live()
 	}
 	var first partitionState
 	var views []string
 	agree := true
 	for i, id := range ask {
-		s, err := describePartition(ctx, c.addrsOf(id)[0], topic, p)
+		s, err := describePartition(ctx, c.SeedsOf(id)[0], topic, p)
 		if err != nil {
 			return partitionState{}, fmt.Errorf("broker %d: %w", id, err)
 		}
@@ -272,7 +170,7 @@ func (c *replCluster) awaitFullISR(t *testing.T, ctx context.Context, d time.Dur
 // want replicas, all in its ISR.
 func (c *replCluster) createReplicated(t *testing.T, ctx context.Context, topic string, parts int32, rf int16, want int) {
 	t.Helper()
-	adm := kadm.NewClient(newClient(t, c.seeds()))
+	adm := kadm.NewClient(newClient(t, c.Seeds()))
 	resp, err := adm.CreateTopic(ctx, parts, rf, nil, topic)
 	if err != nil || resp.Err != nil {
 		t.Fatalf("create topic %s with replication factor %d: %v %v (%s)", topic, rf, err, resp.Err, resp.ErrMessage)

@@ -58,11 +58,11 @@ func leaderKillsOn(t *testing.T, c *replCluster) {
 	const topic = "kills"
 	c.createReplicated(t, ctx, topic, 1, 3, 3)
 
-	w := startWatcher(t, c.seeds(), topic, 1)
-	g := startLoad(t, c.seeds(), topic, "kills", 1)
+	w := startWatcher(t, c.Seeds(), topic, 1)
+	g := startLoad(t, c.Seeds(), topic, "kills", 1)
 	g.awaitAcks(t, 200, waitTimeout)
 
-	limit := c.session + controllerSlack
+	limit := c.SessionTimeout() + controllerSlack
 	var gaps []time.Duration
 	for k := 1; k <= leaderKills; k++ {
 		s, _ := c.awaitState(t, ctx, waitTimeout, "a leader with all 3 replicas in sync", topic, 0, func(s partitionState) bool {
@@ -70,7 +70,7 @@ func leaderKillsOn(t *testing.T, c *replCluster) {
 		})
 		g.awaitAcks(t, 50, waitTimeout)
 		victim := s.Leader
-		c.kill(t, victim)
+		c.Kill(t, victim)
 		killed := time.Now()
 		gap := g.awaitAckAfter(t, killed, 0, waitTimeout)
 		gaps = append(gaps, gap)
@@ -83,7 +83,7 @@ func leaderKillsOn(t *testing.T, c *replCluster) {
 		if after.LeaderEpoch <= s.LeaderEpoch {
 			t.Errorf("kill %d: leader %d -> %d with leader epoch %d -> %d, want it raised", k, victim, after.Leader, s.LeaderEpoch, after.LeaderEpoch)
 		}
-		c.start(t, victim)
+		c.Start(t, victim)
 		_, rejoin := c.awaitState(t, ctx, waitTimeout, fmt.Sprintf("broker %d back in the ISR", victim), topic, 0, func(s partitionState) bool {
 			return len(s.ISR) == 3 && s.inISR(victim)
 		})
@@ -124,7 +124,7 @@ func checkLoad(t *testing.T, ctx context.Context, c *replCluster, topic string, 
 	t.Logf("the running consumer read %d offsets; %d fetch errors (last: %s)", countSeen(w), w.fetchErrs, w.lastErr)
 	w.mu.Unlock()
 	for p := int32(0); p < parts; p++ {
-		log := readPartition(t, ctx, c.addrsOf(c.live()...), topic, p)
+		log := readPartition(t, ctx, c.SeedsOf(c.Live()...), topic, p)
 		t.Logf("partition %d: %d records, %d acknowledged", p, len(log), len(acked[p]))
 		checkLog(t, p, log, acked[p], w, g.sent)
 	}
@@ -162,7 +162,7 @@ func TestReplicationFollowerPause(t *testing.T) {
 			followers = append(followers, r)
 		}
 	}
-	lb := directBroker(t, ctx, c.addrsOf(leader)[0])
+	lb := directBroker(t, ctx, c.SeedsOf(leader)[0])
 	acked := map[int64]string{}
 	produceOK := func(acks int16, v string) {
 		t.Helper()
@@ -176,7 +176,7 @@ func TestReplicationFollowerPause(t *testing.T) {
 
 	// One follower paused: out of the ISR after the lag, by the leader.
 	f := followers[0]
-	c.pause(t, f)
+	c.Pause(t, f)
 	paused := time.Now()
 	out, _ := c.awaitState(t, ctx, 15*time.Second, fmt.Sprintf("paused follower %d out of the ISR", f), topic, 0,
 		func(s partitionState) bool { return !s.inISR(f) })
@@ -192,14 +192,14 @@ func TestReplicationFollowerPause(t *testing.T) {
 		t.Errorf("with follower %d paused: %v, want leader %d and ISR {%d %d}", f, out, leader, leader, followers[1])
 	}
 	produceOK(-1, "one-follower-paused") // an ISR of 2 meets min.insync.replicas=2
-	c.resume(t, f)
+	c.Resume(t, f)
 	_, took = c.awaitState(t, ctx, waitTimeout, fmt.Sprintf("resumed follower %d back in the ISR", f), topic, 0,
 		func(s partitionState) bool { return len(s.ISR) == 3 })
 	t.Logf("follower %d resumed: back in the ISR after %v", f, took.Round(time.Millisecond))
 
 	// Both followers paused: the ISR shrinks to the leader alone.
 	for _, f := range followers {
-		c.pause(t, f)
+		c.Pause(t, f)
 	}
 	out, took = c.awaitState(t, ctx, 15*time.Second, "the ISR shrunk to the leader", topic, 0,
 		func(s partitionState) bool { return s.isrIs(leader) }, leader)
@@ -213,14 +213,14 @@ func TestReplicationFollowerPause(t *testing.T) {
 	}
 	produceOK(1, "leader-only")
 	for _, f := range followers {
-		c.resume(t, f)
+		c.Resume(t, f)
 	}
 	_, took = c.awaitState(t, ctx, waitTimeout, "both followers back in the ISR", topic, 0,
 		func(s partitionState) bool { return len(s.ISR) == 3 })
 	t.Logf("both followers resumed: back in the ISR after %v", took.Round(time.Millisecond))
 	produceOK(-1, "after")
 
-	log := readPartition(t, ctx, c.addrsOf(c.live()...), topic, 0)
+	log := readPartition(t, ctx, c.SeedsOf(c.Live()...), topic, 0)
 	checkLog(t, 0, log, acked, nil, func(v string) bool { return slices.Contains(slices.Collect(maps.Values(acked)), v) })
 	if len(log) != len(acked) {
 		t.Errorf("log %q, want exactly the %d acknowledged records", log, len(acked))
@@ -256,13 +256,13 @@ func TestReplicationCutOffLeaderTruncates(t *testing.T) {
 			followers = append(followers, r)
 		}
 	}
-	w := startWatcher(t, c.seeds(), topic, 1)
+	w := startWatcher(t, c.Seeds(), topic, 1)
 
 	acked := map[int64]string{}
 	sent := map[string]bool{}
 	produceAll := func(tag string, n int) (lo, hi int64) {
 		t.Helper()
-		cl := newClient(t, c.addrsOf(c.live()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		cl := newClient(t, c.SeedsOf(c.Live()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 		var rs []*kgo.Record
 		for i := range n {
 			v := loadValue(tag, i)
@@ -300,9 +300,9 @@ func TestReplicationCutOffLeaderTruncates(t *testing.T) {
 	var s2 partitionState
 	var lo, hi int64
 	for attempt := 1; ; attempt++ {
-		lb := directBroker(t, ctx, c.addrsOf(old)[0])
+		lb := directBroker(t, ctx, c.SeedsOf(old)[0])
 		for _, f := range followers {
-			c.pause(t, f)
+			c.Pause(t, f)
 		}
 		time.Sleep(5 * fetchWait)
 		tail = map[int64]string{}
@@ -320,9 +320,9 @@ func TestReplicationCutOffLeaderTruncates(t *testing.T) {
 				sent[v] = true
 			}
 		}
-		c.pause(t, old)
+		c.Pause(t, old)
 		for _, f := range followers {
-			c.resume(t, f)
+			c.Resume(t, f)
 		}
 		cut := time.Now()
 		tailOffsets := slices.Sorted(maps.Keys(tail))
@@ -331,7 +331,7 @@ func TestReplicationCutOffLeaderTruncates(t *testing.T) {
 			t.Fatalf("tail starts at offset %d, want %d (right after the acknowledged records)", tailOffsets[0], baseEnd+1)
 		}
 
-		s2, _ = c.awaitState(t, ctx, c.session+waitTimeout, "a new leader among the followers", topic, 0, func(s partitionState) bool {
+		s2, _ = c.awaitState(t, ctx, c.SessionTimeout()+waitTimeout, "a new leader among the followers", topic, 0, func(s partitionState) bool {
 			return s.Leader > 0 && s.Leader != old && !s.inISR(old)
 		})
 		t.Logf("broker %d leads (epoch %d -> %d) %v after the old leader's pause: %v", s2.Leader, s.LeaderEpoch, s2.LeaderEpoch,
@@ -354,10 +354,10 @@ func TestReplicationCutOffLeaderTruncates(t *testing.T) {
 		for off, v := range tail {
 			acked[off] = v
 		}
-		c.resume(t, old)
+		c.Resume(t, old)
 		// Back in the ISR, the old leader is also the preferred one, and
 		// leadership returns to it within leader.imbalance.check.interval.
-		s, _ = c.awaitState(t, ctx, c.session+waitTimeout, fmt.Sprintf("old leader %d back in the ISR and leading", old), topic, 0,
+		s, _ = c.awaitState(t, ctx, c.SessionTimeout()+waitTimeout, fmt.Sprintf("old leader %d back in the ISR and leading", old), topic, 0,
 			func(s partitionState) bool { return len(s.ISR) == 3 && s.Leader == s.Replicas[0] })
 		old, baseEnd = s.Leader, hi
 		followers = followers[:0]
@@ -369,8 +369,8 @@ func TestReplicationCutOffLeaderTruncates(t *testing.T) {
 	}
 	t.Logf("new leader %d acknowledged acks=all records at offsets %d..%d, over the old leader's tail", s2.Leader, lo, hi)
 
-	c.resume(t, old)
-	_, took := c.awaitState(t, ctx, c.session+waitTimeout, fmt.Sprintf("old leader %d back in the ISR", old), topic, 0,
+	c.Resume(t, old)
+	_, took := c.awaitState(t, ctx, c.SessionTimeout()+waitTimeout, fmt.Sprintf("old leader %d back in the ISR", old), topic, 0,
 		func(s partitionState) bool { return len(s.ISR) == 3 })
 	t.Logf("old leader %d resumed: back in the ISR after %v", old, took.Round(time.Millisecond))
 	produceAll("final", 100)
@@ -386,7 +386,7 @@ func TestReplicationCutOffLeaderTruncates(t *testing.T) {
 	}
 	w.mu.Unlock()
 
-	ref := readPartition(t, ctx, c.addrsOf(c.live()...), topic, 0)
+	ref := readPartition(t, ctx, c.SeedsOf(c.Live()...), topic, 0)
 	checkLog(t, 0, ref, acked, w, func(v string) bool { return sent[v] })
 	for off, v := range tail {
 		if slices.Contains(ref, v) {
@@ -414,12 +414,12 @@ func checkEveryReplica(t *testing.T, ctx context.Context, c *replCluster, topic 
 		for _, o := range s.Replicas {
 			if o != r {
 				others = append(others, o)
-				c.term(t, o)
+				c.Stop(t, o)
 			}
 		}
 		c.awaitState(t, ctx, waitTimeout, fmt.Sprintf("broker %d leading alone", r), topic, p,
 			func(s partitionState) bool { return s.Leader == r && s.isrIs(r) })
-		log := readPartition(t, ctx, c.addrsOf(r), topic, p)
+		log := readPartition(t, ctx, c.SeedsOf(r), topic, p)
 		if !slices.Equal(log, ref) {
 			n := min(len(log), len(ref))
 			at := n
@@ -434,7 +434,7 @@ func checkEveryReplica(t *testing.T, ctx context.Context, c *replCluster, topic 
 			t.Logf("replica %d alone: the same %d records", r, len(log))
 		}
 		for _, o := range others {
-			c.start(t, o)
+			c.Start(t, o)
 		}
 		c.awaitState(t, ctx, waitTimeout, "every replica back in the ISR", topic, p,
 			func(s2 partitionState) bool { return s2.Leader > 0 && len(s2.ISR) == len(s.Replicas) })
@@ -452,14 +452,14 @@ func TestReplicationRollingRestart(t *testing.T) {
 	ctx := testenv.Context(t, 10*time.Minute)
 	const topic, parts = "rolling", 3
 	c.createReplicated(t, ctx, topic, parts, -1, 3) // -1: default.replication.factor
-	w := startWatcher(t, c.seeds(), topic, parts)
-	g := startLoad(t, c.seeds(), topic, "rolling", parts)
+	w := startWatcher(t, c.Seeds(), topic, parts)
+	g := startLoad(t, c.Seeds(), topic, "rolling", parts)
 	g.awaitAcks(t, 300, waitTimeout)
 	for id := int32(1); id <= 3; id++ {
 		g.awaitAcks(t, 300, waitTimeout)
-		stop := c.term(t, id)
+		stop := c.Stop(t, id)
 		g.awaitAcks(t, 100, waitTimeout) // served while it is down
-		c.start(t, id)
+		c.Start(t, id)
 		rejoin := c.awaitFullISR(t, ctx, waitTimeout, topic, parts, 3)
 		t.Logf("broker %d: controlled shutdown took %v; every ISR whole again %v after its restart", id,
 			stop.Round(time.Millisecond), rejoin.Round(time.Millisecond))

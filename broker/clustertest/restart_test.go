@@ -66,7 +66,7 @@ func TestRestartRightAfterSIGKILL(t *testing.T) {
 	// The real broker 2: its restart waits out its own stale session.
 	c.restart(t, victim)
 	restarted := time.Since(killed)
-	if out := c.procs[victim].Output(); !strings.Contains(out, "waiting for that session to expire") {
+	if out := c.Proc(victim).Output(); !strings.Contains(out, "waiting for that session to expire") {
 		t.Errorf("restarted broker did not report waiting for its stale registration:\n%s", out)
 	}
 	t.Logf("duplicate refused after %v; broker %d listening again %v after SIGKILL (session timeout %v)",

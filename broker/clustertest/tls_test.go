@@ -1,12 +1,12 @@
 package clustertest
 
 import (
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tributary/tributary/internal/pki"
+	"github.com/tributary/tributary/internal/testkit/proccluster"
 )
 
 // sslInterBroker makes the cluster's brokers replicate over an INTERNAL
@@ -14,43 +14,51 @@ import (
 // for that listener only), clients staying on PLAINTEXT. Each broker's
 // certificate, issued by one test CA, is its server and its client
 // certificate.
-func sslInterBroker(t *testing.T) func(*procCluster) {
-	return func(c *procCluster) {
-		ca, err := pki.NewCA("cluster-ca")
-		if err != nil {
-			t.Fatal(err)
-		}
-		leaf, err := ca.Issue(pki.Options{CommonName: "broker", OrganizationalUnit: "brokers", Hosts: []string{"127.0.0.1"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		keystore, trust := filepath.Join(c.dir, "broker.pem"), filepath.Join(c.dir, "ca.pem")
-		if err := leaf.WritePEM(keystore); err != nil {
-			t.Fatal(err)
-		}
-		if err := ca.WritePEM(trust); err != nil {
-			t.Fatal(err)
-		}
-		c.moreListeners = ",INTERNAL://127.0.0.1:0"
-		c.moreProps = fmt.Sprintf(`listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:SSL
-inter.broker.listener.name=INTERNAL
-listener.name.internal.ssl.keystore.location=%s
-listener.name.internal.ssl.truststore.location=%s
-listener.name.internal.ssl.client.auth=required
-`, keystore, trust)
+func sslInterBroker(t *testing.T) []proccluster.Option {
+	t.Helper()
+	keystore, trust := brokerPEM(t, pki.Options{CommonName: "broker", OrganizationalUnit: "brokers", Hosts: []string{"127.0.0.1"}})
+	return []proccluster.Option{proccluster.Listener("INTERNAL"), proccluster.Properties(map[string]string{
+		"listener.security.protocol.map":                 "PLAINTEXT:PLAINTEXT,INTERNAL:SSL",
+		"inter.broker.listener.name":                     "INTERNAL",
+		"listener.name.internal.ssl.keystore.location":   keystore,
+		"listener.name.internal.ssl.truststore.location": trust,
+		"listener.name.internal.ssl.client.auth":         "required",
+	})}
+}
+
+// brokerPEM writes the brokers' certificate, issued as leaf says by a new
+// test CA, and the CA's; it returns the two files.
+func brokerPEM(t *testing.T, leaf pki.Options) (keystore, trust string) {
+	t.Helper()
+	ca, err := pki.NewCA("cluster-ca")
+	if err != nil {
+		t.Fatal(err)
 	}
+	cert, err := ca.Issue(leaf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	keystore, trust = filepath.Join(dir, "broker.pem"), filepath.Join(dir, "ca.pem")
+	if err := cert.WritePEM(keystore); err != nil {
+		t.Fatal(err)
+	}
+	if err := ca.WritePEM(trust); err != nil {
+		t.Fatal(err)
+	}
+	return keystore, trust
 }
 
 // TestReplicationLeaderKillsOverSSL is TestReplicationLeaderKills with the
 // replica fetchers connecting over the SSL inter-broker listener.
 func TestReplicationLeaderKillsOverSSL(t *testing.T) {
-	c := newReplClusterWith(t, 3, replicationProps(nil), sslInterBroker(t))
+	c := newReplCluster(t, 3, replicationProps(nil), sslInterBroker(t)...)
 	leaderKillsOn(t, c)
 	// The followers reached their leaders on INTERNAL, the only listener
 	// the fetchers use.
 	fetcherLines := 0
 	for id := int32(1); id <= 3; id++ {
-		p := c.procs[id]
+		p := c.Proc(id)
 		if p == nil {
 			continue
 		}

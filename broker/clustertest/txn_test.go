@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/internal/testkit/proccluster"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/internal/testkit/zktest"
 )
@@ -48,14 +49,15 @@ func txnCoordinatorOf(t *testing.T, ctx context.Context, addrs []string, id stri
 // a worker, then the group coordinator. The output, read with
 // read_committed, holds every input record exactly once.
 func TestTxnEtlWithBrokerKills(t *testing.T) {
-	c := newProcCluster(t, zktest.Chroot(t, zk(t), "txn-etl"), 0)
-	c.moreProps = "offsets.topic.num.partitions=6\noffsets.topic.replication.factor=3\n" +
-		"transaction.state.log.num.partitions=6\ntransaction.state.log.replication.factor=3\n" +
-		"group.initial.rebalance.delay.ms=0\ngroup.min.session.timeout.ms=1000\n" +
-		"transaction.abort.timed.out.transaction.cleanup.interval.ms=1000\n"
-	for id := int32(1); id <= 3; id++ {
-		c.start(t, id)
-	}
+	c := newProcCluster(t, zktest.Chroot(t, zk(t), "txn-etl"), 3, proccluster.Properties(map[string]string{
+		"offsets.topic.num.partitions":                                "6",
+		"offsets.topic.replication.factor":                            "3",
+		"transaction.state.log.num.partitions":                        "6",
+		"transaction.state.log.replication.factor":                    "3",
+		"group.initial.rebalance.delay.ms":                            "0",
+		"group.min.session.timeout.ms":                                "1000",
+		"transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+	}))
 	addrs := func() []string { return bootstrap(c, 3) }
 	ctx := testenv.Context(t, 8*time.Minute)
 	const parts, n, phases = 6, 3000, 3

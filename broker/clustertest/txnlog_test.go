@@ -136,8 +136,8 @@ func TestTxnPartitionsAfterLeaderKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addrOf := func(id int32) string { return c.addrsOf(id)[0] }
-	txnScenario(t, c.seeds(), addrOf, topic, st.Leader, func(id int32) { c.kill(t, id) })
+	addrOf := func(id int32) string { return c.SeedsOf(id)[0] }
+	txnScenario(t, c.Seeds(), addrOf, topic, st.Leader, func(id int32) { c.Kill(t, id) })
 }
 
 // txnScenario writes transactions by hand to topic/0 through its leader

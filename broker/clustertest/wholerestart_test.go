@@ -25,29 +25,29 @@ func TestWholeClusterRestart(t *testing.T) {
 	c := newReplCluster(t, 3, nil)
 	ctx := testenv.Context(t, 5*time.Minute)
 	const topic, parts, n = "orders", 3, 300
-	adm := kadm.NewClient(newClient(t, c.seeds()))
+	adm := kadm.NewClient(newClient(t, c.Seeds()))
 	resp, err := adm.CreateTopic(ctx, parts, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic)
 	if err != nil || resp.Err != nil {
 		t.Fatalf("create: %v %v", err, resp.Err)
 	}
-	before := awaitTopic(t, ctx, c.seeds(), topic, func(td kadm.TopicDetail) bool {
+	before := awaitTopic(t, ctx, c.Seeds(), topic, func(td kadm.TopicDetail) bool {
 		return allLed(td, parts) && allInSync(td, 3) && preferredLed(td)
 	})
-	cl := newClient(t, c.seeds(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	cl := newClient(t, c.Seeds(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
 	produce(t, ctx, cl, topic, 0, n, parts, nil)
 	cl.Close()
 
 	for id := int32(3); id >= 1; id-- {
-		t.Logf("broker %d stopped with SIGTERM in %v", id, c.term(t, id))
+		t.Logf("broker %d stopped with SIGTERM in %v", id, c.Stop(t, id))
 	}
 	for id := int32(1); id <= 3; id++ {
-		c.start(t, id)
+		c.Start(t, id)
 	}
-	cl = newClient(t, c.seeds(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
+	cl = newClient(t, c.Seeds(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RetryTimeout(waitTimeout))
 	produce(t, ctx, cl, topic, n, n, parts, nil)
 
-	after := awaitTopic(t, ctx, c.seeds(), topic, func(td kadm.TopicDetail) bool {
+	after := awaitTopic(t, ctx, c.Seeds(), topic, func(td kadm.TopicDetail) bool {
 		return allLed(td, parts) && allInSync(td, 3) && preferredLed(td)
 	})
 	for p, d := range before.Partitions {
@@ -73,7 +73,7 @@ func TestWholeClusterRestart(t *testing.T) {
 	})
 	want := map[int32][]int{}
 	expected(want, 0, 2*n, parts, nil)
-	consumeCheck(t, ctx, c.seeds(), topic, want)
+	consumeCheck(t, ctx, c.Seeds(), topic, want)
 }
 
 // preferredLed: every partition is led by its first replica.

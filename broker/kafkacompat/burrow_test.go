@@ -78,7 +78,7 @@ func joinGroup(t *testing.T, ctx context.Context, c *cluster, group, topic strin
 	t.Helper()
 	g, err := client.NewGroupConsumer(ctx, client.GroupConfig{
 		GroupID:           group,
-		ZooKeeperConnect:  c.connect(),
+		ZooKeeperConnect:  c.Connect(),
 		AutoOffsetReset:   "smallest",
 		DisableAutoCommit: true,
 		ManualMark:        true,
@@ -146,7 +146,7 @@ func (m *groupMember) commitAt(t *testing.T, ctx context.Context, targets map[in
 // checkRegistry reads /consumers/<group>/offsets/<topic>/<p> as Burrow does.
 func checkRegistry(t *testing.T, ctx context.Context, c *cluster, group, topic string, want map[int32]int64) {
 	t.Helper()
-	s, err := zkcoord.Connect(ctx, c.connect(), zkcoord.Config{SessionTimeout: 10 * time.Second, ConnectionTimeout: 20 * time.Second})
+	s, err := zkcoord.Connect(ctx, c.Connect(), zkcoord.Config{SessionTimeout: 10 * time.Second, ConnectionTimeout: 20 * time.Second})
 	if err != nil {
 		t.Fatalf("zookeeper: %v", err)
 	}
@@ -193,7 +193,7 @@ servers=%s
 client-profile="tributary"
 offsets-topic="__consumer_offsets"
 
-`, quote(c.bootstrap()))
+`, quote(c.Addrs()))
 	}
 	zk := quote(strings.Split(c.zkServers, ","))
 	config := fmt.Sprintf(`[general]
@@ -238,7 +238,7 @@ min-distance=1
 [evaluator.default]
 class-name="caching"
 expire-cache=1
-`, filepath.Join(dir, "burrow.pid"), zk, c.chroot+"/burrow", quote(c.bootstrap()), kafkaModule, zk, c.chroot, port)
+`, filepath.Join(dir, "burrow.pid"), zk, c.chroot+"/burrow", quote(c.Addrs()), kafkaModule, zk, c.chroot, port)
 	if err := os.WriteFile(filepath.Join(dir, "burrow.toml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +405,7 @@ func (b *burrow) checkLag(t *testing.T, ctx context.Context, group, topic string
 // offsets, checked against the counts.
 func produceCounts(t *testing.T, ctx context.Context, c *cluster, topic string, counts []int64) (*kgo.Client, map[int32]int64) {
 	t.Helper()
-	kafkatest.CreateTopic(t, c.bootstrap(), topic, int32(len(counts)), nil)
+	kafkatest.CreateTopic(t, c.Addrs(), topic, int32(len(counts)), nil)
 	cl := c.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	var recs []*kgo.Record
 	for p, n := range counts {

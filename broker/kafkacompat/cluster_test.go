@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/internal/pki"
+	"github.com/tributary/tributary/internal/testkit/proccluster"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 	"github.com/tributary/tributary/internal/testkit/testproc"
 	"github.com/tributary/tributary/internal/testkit/zktest"
@@ -27,30 +28,13 @@ func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }
 const waitTimeout = 60 * time.Second
 
 // cluster is a set of `tributary broker` processes with ids 1..n in one
-// fresh ZooKeeper chroot.
+// fresh ZooKeeper chroot (proccluster), each with a second, TLS listener.
 type cluster struct {
+	*proccluster.Cluster
 	// zkServers is the ZooKeeper host:port list, without chroot.
 	zkServers string
 	// chroot is the cluster's ZooKeeper root, e.g. "/kafkacompat-0123abcd".
 	chroot string
-	// dir holds each broker's log.dirs, dir/broker-<id>.
-	dir   string
-	addrs map[int32]string
-	procs map[int32]*testproc.Broker
-}
-
-// connect is the cluster's zookeeper.connect string.
-func (c *cluster) connect() string { return c.zkServers + c.chroot }
-
-// logDir is broker id's log directory.
-func (c *cluster) logDir(id int32) string { return filepath.Join(c.dir, fmt.Sprintf("broker-%d", id)) }
-
-func (c *cluster) bootstrap() []string {
-	var out []string
-	for id := int32(1); id <= int32(len(c.addrs)); id++ {
-		out = append(out, c.addrs[id])
-	}
-	return out
 }
 
 // startCluster starts n brokers and waits until each has joined.
@@ -64,11 +48,9 @@ func startClusterWith(t *testing.T, n int, extra map[string]string) *cluster {
 	t.Helper()
 	servers := testenv.ZooKeeper(t)
 	connect := zktest.Chroot(t, servers, "kafkacompat")
-	c := &cluster{zkServers: servers, chroot: strings.TrimPrefix(connect, servers), dir: t.TempDir(),
-		addrs: map[int32]string{}, procs: map[int32]*testproc.Broker{}}
 	// A second, named TLS listener: the registrations Kafka 2.8's tools
 	// read carry a named endpoint and listener_security_protocol_map.
-	keystore := filepath.Join(c.dir, "broker.pem")
+	keystore := filepath.Join(t.TempDir(), "broker.pem")
 	ca, err := pki.NewCA("kafkacompat-ca")
 	if err != nil {
 		t.Fatal(err)
@@ -80,21 +62,15 @@ func startClusterWith(t *testing.T, n int, extra map[string]string) *cluster {
 	if err := leaf.WritePEM(keystore); err != nil {
 		t.Fatal(err)
 	}
-	for id := int32(1); id <= int32(n); id++ {
-		props := testproc.WriteProperties(t, c.dir, fmt.Sprintf("broker-%d.properties", id), merged(map[string]string{
-			"broker.id":                       fmt.Sprint(id),
-			"listeners":                       "PLAINTEXT://127.0.0.1:0,EXTERNAL://127.0.0.1:0",
-			"listener.security.protocol.map":  "PLAINTEXT:PLAINTEXT,EXTERNAL:SSL",
-			"ssl.keystore.location":           keystore,
-			"log.dirs":                        c.logDir(id),
-			"zookeeper.connect":               connect,
-			"zookeeper.session.timeout.ms":    "6000",
-			"zookeeper.connection.timeout.ms": "20000",
-		}, extra))
-		b := testproc.StartBroker(t, props)
-		c.procs[id], c.addrs[id] = b, b.Addr
+	props := map[string]string{
+		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTERNAL:SSL",
+		"ssl.keystore.location":          keystore,
+		"zookeeper.session.timeout.ms":   "6000",
 	}
-	return c
+	maps.Copy(props, extra)
+	pc := proccluster.New(t, proccluster.ZooKeeperConnect(connect), proccluster.Brokers(n),
+		proccluster.Listener("EXTERNAL"), proccluster.Properties(props))
+	return &cluster{Cluster: pc, zkServers: servers, chroot: strings.TrimPrefix(connect, servers)}
 }
 
 // brokerLines returns the distinct lines of the brokers' output that
@@ -102,8 +78,12 @@ func startClusterWith(t *testing.T, n int, extra map[string]string) *cluster {
 func (c *cluster) brokerLines(s string) string {
 	seen := map[string]int{}
 	var order []string
-	for id := int32(1); id <= int32(len(c.procs)); id++ {
-		for _, line := range strings.Split(c.procs[id].Output(), "\n") {
+	for id := int32(1); id <= int32(c.N()); id++ {
+		p := c.Proc(id)
+		if p == nil {
+			continue
+		}
+		for _, line := range strings.Split(p.Output(), "\n") {
 			if !strings.Contains(line, s) {
 				continue
 			}
@@ -132,7 +112,7 @@ func (c *cluster) brokerLines(s string) string {
 func (c *cluster) client(t *testing.T, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(c.bootstrap()...),
+		kgo.SeedBrokers(c.Addrs()...),
 		kgo.RetryTimeout(30 * time.Second),
 		kgo.MetadataMinAge(100 * time.Millisecond),
 	}, opts...)...)
@@ -162,12 +142,5 @@ func endOffsets(t *testing.T, ctx context.Context, cl *kgo.Client, topic string)
 	if bad != nil {
 		t.Fatalf("list end offsets of %s: %v", topic, bad)
 	}
-	return out
-}
-
-// merged returns a copy of base with extra's keys set over it.
-func merged(base, extra map[string]string) map[string]string {
-	out := maps.Clone(base)
-	maps.Copy(out, extra)
 	return out
 }

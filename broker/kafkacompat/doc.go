@@ -19,7 +19,8 @@
 //     both, the lag its HTTP API reports must be end offset minus committed
 //     offset, per partition.
 //
-// Each test runs its own brokers in its own ZooKeeper chroot and stops every
-// process it starts. A missing tool fails the test with the make target that
+// Each test runs its own brokers (internal/testkit/proccluster, with a
+// second, TLS listener) in its own ZooKeeper chroot and stops every process
+// it starts. A missing tool fails the test with the make target that
 // installs it; nothing is skipped.
 package kafkacompat

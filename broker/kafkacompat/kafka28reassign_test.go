@@ -38,7 +38,7 @@ func TestKafka28ReassignZooKeeper(t *testing.T) {
 	}
 	var td kadm.TopicDetail
 	testenv.WaitFor(t, waitTimeout, topic+" in sync", func() (bool, string) {
-		md, err := kafkatest.MetadataFrom(ctx, c.addrs[1], topic)
+		md, err := kafkatest.MetadataFrom(ctx, c.Addr(1), topic)
 		if err != nil {
 			return false, ""
 		}
@@ -71,7 +71,7 @@ func TestKafka28ReassignZooKeeper(t *testing.T) {
 	if err := os.WriteFile(plan, []byte(`{"version":1,"partitions":[`+strings.Join(entries, ",")+`]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := mustRun(t, ctx, tools, class, "--zookeeper", c.connect(), "--execute", "--throttle", "10000000", "--reassignment-json-file", plan)
+	out := mustRun(t, ctx, tools, class, "--zookeeper", c.Connect(), "--execute", "--throttle", "10000000", "--reassignment-json-file", plan)
 	t.Logf("--execute --zookeeper --throttle 10000000:\n%s", out)
 	// The tool wrote the rates into /config/brokers/<id> itself; every
 	// broker of the move applies them (they stay until --verify).
@@ -81,7 +81,7 @@ func TestKafka28ReassignZooKeeper(t *testing.T) {
 		}
 	}
 	testenv.WaitFor(t, waitTimeout, "--verify --zookeeper reporting every reassignment complete", func() (bool, string) {
-		out = mustRun(t, ctx, tools, class, "--zookeeper", c.connect(), "--verify", "--reassignment-json-file", plan)
+		out = mustRun(t, ctx, tools, class, "--zookeeper", c.Connect(), "--verify", "--reassignment-json-file", plan)
 		return strings.Count(out, "is complete") == 3, ""
 	})
 	t.Logf("--verify --zookeeper:\n%s", out)
@@ -89,18 +89,18 @@ func TestKafka28ReassignZooKeeper(t *testing.T) {
 	for id := int32(1); id <= 3; id++ {
 		for _, k := range []string{"leader.replication.throttled.rate", "follower.replication.throttled.rate"} {
 			testenv.WaitFor(t, waitTimeout, fmt.Sprintf("broker %d without %s", id, k), func() (bool, string) {
-				v, src, err := describeBrokerConfig(ctx, c.addrs[id], id, k)
+				v, src, err := describeBrokerConfig(ctx, c.Addr(id), id, k)
 				return err == nil && src != kmsg.ConfigSourceDynamicBrokerConfig, fmt.Sprintf("%s (%v) %v", v, src, err)
 			})
 		}
 	}
 	for _, k := range []string{"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"} {
 		testenv.WaitFor(t, waitTimeout, topic+" without "+k, func() (bool, string) {
-			v, src, err := describeTopicConfig(ctx, c.addrs[1], topic, k)
+			v, src, err := describeTopicConfig(ctx, c.Addr(1), topic, k)
 			return err == nil && src != kmsg.ConfigSourceDynamicTopicConfig, fmt.Sprintf("%q (%v) %v", v, src, err)
 		})
 	}
-	md, err := kafkatest.MetadataFrom(ctx, c.addrs[1], topic)
+	md, err := kafkatest.MetadataFrom(ctx, c.Addr(1), topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestKafka28ReassignZooKeeper(t *testing.T) {
 			t.Fatalf("partition %d: replicas %v leader %d, want %v", p, d.Replicas, d.Leader, targets[p])
 		}
 	}
-	testenv.WaitFor(t, waitTimeout, "broker 2 without directories of "+topic, func() (bool, string) { return topicDirCount(t, c.logDir(2), topic) == 0, "" })
+	testenv.WaitFor(t, waitTimeout, "broker 2 without directories of "+topic, func() (bool, string) { return topicDirCount(t, c.LogDir(2), topic) == 0, "" })
 	rd := c.client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	got := 0
 	want := 0

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -111,16 +110,16 @@ func TestKafka39ReplicaLogDirs(t *testing.T) {
 	}
 
 	// SIGKILL mid-copy: one good copy after the restart, where it was.
-	_ = c.procs[1].Stop(t, syscall.SIGKILL) // "signal: killed", as meant
-	if c.procs[1].Running() {
+	killed := c.Proc(1)
+	c.Kill(t, 1)
+	if killed.Running() {
 		t.Fatal("the broker survived SIGKILL")
 	}
-	delete(c.addrs, 1)
 	if left, _ := filepath.Glob(filepath.Join(target, topic+"-0.*-future")); len(left) != 1 {
 		t.Fatalf("the kill left %v: the copy was not under way", left)
 	}
 	// The killed broker's registration lasts until its session expires.
-	zk, err := zkcoord.Connect(ctx, c.connect(), zkcoord.Config{SessionTimeout: 10 * time.Second, ConnectionTimeout: 20 * time.Second})
+	zk, err := zkcoord.Connect(ctx, c.Connect(), zkcoord.Config{SessionTimeout: 10 * time.Second, ConnectionTimeout: 20 * time.Second})
 	if err != nil {
 		t.Fatalf("zookeeper: %v", err)
 	}
@@ -129,7 +128,7 @@ func TestKafka39ReplicaLogDirs(t *testing.T) {
 		exists, _, err := zk.Exists(ctx, "/brokers/ids/1")
 		return err == nil && !exists, fmt.Sprint(err)
 	})
-	c.start(t, 1)
+	c.Start(t, 1)
 	readAll(t, ctx, c, topic, want)
 	if got := where(describe()); len(got) != 1 || got[0] != source {
 		t.Fatalf("after the restart the partition is in %v, want only %s", got, source)
@@ -141,7 +140,7 @@ func TestKafka39ReplicaLogDirs(t *testing.T) {
 	}
 
 	// Again, unthrottled: the move completes.
-	adm = kadm.NewClient(c.client(t)) // the restarted broker has a new port
+	adm = kadm.NewClient(c.client(t)) // a client of the restarted broker
 	res, err = adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "replica.alter.log.dirs.io.max.bytes.per.second"}}, 1)
 	if err == nil {
 		err = res[0].Err

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,7 +23,6 @@ import (
 
 	"github.com/tributary/tributary/internal/testkit/kafkatest"
 	"github.com/tributary/tributary/internal/testkit/testenv"
-	"github.com/tributary/tributary/internal/testkit/testproc"
 )
 
 // TestKafka39AdminTools runs Apache Kafka 3.9's admin tools, which speak
@@ -37,7 +35,7 @@ func TestKafka39AdminTools(t *testing.T) {
 	c := startClusterWith(t, 3, map[string]string{"auto.leader.rebalance.enable": "false"})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	bootstrap := strings.Join(c.bootstrap(), ",")
+	bootstrap := strings.Join(c.Addrs(), ",")
 
 	t.Run("TopicCommandAlterPartitions", func(t *testing.T) { checkAlterPartitions(t, ctx, tools, c, bootstrap) })
 	t.Run("DeleteRecordsCommand", func(t *testing.T) { checkDeleteRecords(t, ctx, tools, c) })
@@ -86,7 +84,7 @@ func checkDeleteRecords(t *testing.T, ctx context.Context, tools testenv.KafkaTo
 	testenv.WaitFor(t, waitTimeout, "ListOffsets earliest on every replica", func() (bool, string) {
 		for p, d := range td.Partitions {
 			for _, id := range d.Replicas {
-				if earliestOn(ctx, c.addrs[id], id, topic, p) != want[p] {
+				if earliestOn(ctx, c.Addr(id), id, topic, p) != want[p] {
 					return false, ""
 				}
 			}
@@ -101,7 +99,7 @@ func checkDeleteRecords(t *testing.T, ctx context.Context, tools testenv.KafkaTo
 	if !strings.Contains(stdout, "OffsetOutOfRangeException") {
 		t.Fatalf("past the high watermark, kafka-delete-records printed\n%s", stdout)
 	}
-	if got := earliestOn(ctx, c.addrs[td.Partitions[0].Leader], td.Partitions[0].Leader, topic, 0); got != 37 {
+	if got := earliestOn(ctx, c.Addr(td.Partitions[0].Leader), td.Partitions[0].Leader, topic, 0); got != 37 {
 		t.Fatalf("after the refused request: log start %d, want 37", got)
 	}
 }
@@ -134,35 +132,13 @@ func earliestOn(ctx context.Context, addr string, id int32, topic string, p int3
 	return sp.Offset
 }
 
-// stop stops broker id with SIGTERM (a controlled shutdown).
-func (c *cluster) stop(t *testing.T, id int32) {
-	t.Helper()
-	if err := c.procs[id].Stop(t, syscall.SIGTERM); err != nil {
-		t.Fatalf("stopping broker %d: %v", id, err)
-	}
-	delete(c.addrs, id)
-}
-
-// start starts broker id again on its properties and data (a new port).
-func (c *cluster) start(t *testing.T, id int32) {
-	t.Helper()
-	b := testproc.StartBroker(t, filepath.Join(c.dir, fmt.Sprintf("broker-%d.properties", id)))
-	c.procs[id], c.addrs[id] = b, b.Addr
-}
-
 // live is the bootstrap list of the running brokers.
-func (c *cluster) live() string {
-	var out []string
-	for _, a := range c.addrs {
-		out = append(out, a)
-	}
-	return strings.Join(out, ",")
-}
+func (c *cluster) live() string { return strings.Join(c.Addrs(), ",") }
 
 // topicFrom returns the topic as a live broker describes it.
 func (c *cluster) topicFrom(t *testing.T, ctx context.Context, topic string) kadm.TopicDetail {
 	t.Helper()
-	for _, a := range c.addrs {
+	for _, a := range c.Addrs() {
 		md, err := kafkatest.MetadataFrom(ctx, a, topic)
 		if err == nil {
 			return md.Topics[topic]
@@ -194,8 +170,8 @@ func checkLeaderElection(t *testing.T, ctx context.Context, tools testenv.KafkaT
 		return true
 	}
 	testenv.WaitFor(t, waitTimeout, "compat-elect in sync", func() (bool, string) { return inSync(c.topicFrom(t, ctx, "compat-elect"), 3), "" })
-	c.stop(t, 1)
-	c.start(t, 1)
+	c.Stop(t, 1)
+	c.Start(t, 1)
 	var td kadm.TopicDetail
 	testenv.WaitFor(t, waitTimeout, "compat-elect in sync after broker 1's restart", func() (bool, string) {
 		td = c.topicFrom(t, ctx, "compat-elect")
@@ -204,7 +180,7 @@ func checkLeaderElection(t *testing.T, ctx context.Context, tools testenv.KafkaT
 	// --all-topic-partitions covers every topic: all must be in sync again,
 	// or the preferred replica may not be electable yet.
 	testenv.WaitFor(t, waitTimeout, "every topic in sync after broker 1's restart", func() (bool, string) {
-		md, err := kafkatest.MetadataFrom(ctx, c.addrs[1])
+		md, err := kafkatest.MetadataFrom(ctx, c.Addr(1))
 		if err != nil {
 			return false, ""
 		}
@@ -247,13 +223,13 @@ func checkLeaderElection(t *testing.T, ctx context.Context, tools testenv.KafkaT
 	}
 	testenv.WaitFor(t, waitTimeout, "compat-unclean in sync", func() (bool, string) { td = c.topicFrom(t, ctx, "compat-unclean"); return inSync(td, 2), "" })
 	x, y := td.Partitions[0].Replicas[0], td.Partitions[0].Replicas[1]
-	c.stop(t, y)
+	c.Stop(t, y)
 	testenv.WaitFor(t, waitTimeout, "compat-unclean ISR without broker y", func() (bool, string) {
 		p := c.topicFrom(t, ctx, "compat-unclean").Partitions[0]
 		return p.Leader == x && len(p.ISR) == 1, ""
 	})
-	c.stop(t, x)
-	c.start(t, y)
+	c.Stop(t, x)
+	c.Start(t, y)
 	testenv.WaitFor(t, waitTimeout, "compat-unclean offline", func() (bool, string) {
 		p := c.topicFrom(t, ctx, "compat-unclean").Partitions[0]
 		return p.Leader == -1, ""
@@ -268,7 +244,7 @@ func checkLeaderElection(t *testing.T, ctx context.Context, tools testenv.KafkaT
 		p := c.topicFrom(t, ctx, "compat-unclean").Partitions[0]
 		return p.Leader == y, ""
 	})
-	c.start(t, x)
+	c.Start(t, x)
 }
 
 // describeLine matches one partition line of kafka-topics --describe.
@@ -343,8 +319,8 @@ func checkLogDirs(t *testing.T, ctx context.Context, tools testenv.KafkaTools, c
 		seen := 0
 		for _, br := range report.Brokers {
 			for _, ld := range br.LogDirs {
-				if ld.LogDir != c.logDir(br.Broker) || ld.Error != nil {
-					t.Fatalf("broker %d: log dir %q error %v, want %q", br.Broker, ld.LogDir, ld.Error, c.logDir(br.Broker))
+				if ld.LogDir != c.LogDir(br.Broker) || ld.Error != nil {
+					t.Fatalf("broker %d: log dir %q error %v, want %q", br.Broker, ld.LogDir, ld.Error, c.LogDir(br.Broker))
 				}
 				for _, p := range ld.Partitions {
 					if p.Size != segmentBytes(t, filepath.Join(ld.LogDir, p.Partition)) || p.Size == 0 {
@@ -433,7 +409,7 @@ func checkReassign(t *testing.T, ctx context.Context, tools testenv.KafkaTools, 
 		td := c.topicFrom(t, ctx, topic)
 		return td.Err == nil && len(td.Partitions) == 6 && td.Partitions[0].Leader >= 0, ""
 	})
-	if n := topicDirCount(t, c.logDir(2), topic); n == 0 {
+	if n := topicDirCount(t, c.LogDir(2), topic); n == 0 {
 		t.Fatalf("broker 2 holds no replica of %s", topic)
 	}
 	acked := map[string][]byte{}
@@ -455,7 +431,7 @@ func checkReassign(t *testing.T, ctx context.Context, tools testenv.KafkaTools, 
 	testenv.WaitFor(t, waitTimeout, "every replica holding the preload", func() (bool, string) {
 		for p, d := range before.Partitions {
 			for _, id := range d.Replicas {
-				n := segmentBytes(t, filepath.Join(c.logDir(id), fmt.Sprintf("%s-%d", topic, p)))
+				n := segmentBytes(t, filepath.Join(c.LogDir(id), fmt.Sprintf("%s-%d", topic, p)))
 				if id != d.Replicas[0] && n != sizes[p] {
 					return false, fmt.Sprintf("%s-%d: %d bytes on broker %d, %d on %d", topic, p, n, id, sizes[p], d.Replicas[0])
 				}
@@ -550,7 +526,7 @@ func checkReassign(t *testing.T, ctx context.Context, tools testenv.KafkaTools, 
 	testenv.WaitFor(t, 3*time.Minute, "the reassignment of "+topic+" to finish", func() (bool, string) {
 		s := &sample{at: time.Now(), bytes: map[int32]int64{}}
 		for _, r := range added {
-			s.bytes[r.broker] += segmentBytes(t, filepath.Join(c.logDir(r.broker), fmt.Sprintf("%s-%d", topic, r.partition)))
+			s.bytes[r.broker] += segmentBytes(t, filepath.Join(c.LogDir(r.broker), fmt.Sprintf("%s-%d", topic, r.partition)))
 		}
 		total := int64(0)
 		for _, n := range s.bytes {
@@ -605,7 +581,7 @@ func checkReassign(t *testing.T, ctx context.Context, tools testenv.KafkaTools, 
 	// --verify.
 	for id := int32(1); id <= 3; id++ {
 		for _, k := range []string{"leader.replication.throttled.rate", "follower.replication.throttled.rate"} {
-			if v, src, err := describeBrokerConfig(ctx, c.addrs[id], id, k); err != nil || v != strconv.Itoa(throttle) || src != kmsg.ConfigSourceDynamicBrokerConfig {
+			if v, src, err := describeBrokerConfig(ctx, c.Addr(id), id, k); err != nil || v != strconv.Itoa(throttle) || src != kmsg.ConfigSourceDynamicBrokerConfig {
 				t.Fatalf("broker %d after --execute --throttle: %s=%s (%v, %v)", id, k, v, src, err)
 			}
 		}
@@ -640,13 +616,13 @@ func checkReassign(t *testing.T, ctx context.Context, tools testenv.KafkaTools, 
 	for id := int32(1); id <= 3; id++ {
 		for _, k := range []string{"leader.replication.throttled.rate", "follower.replication.throttled.rate"} {
 			testenv.WaitFor(t, waitTimeout, fmt.Sprintf("broker %d without %s", id, k), func() (bool, string) {
-				v, src, err := describeBrokerConfig(ctx, c.addrs[id], id, k)
+				v, src, err := describeBrokerConfig(ctx, c.Addr(id), id, k)
 				return err == nil && src != kmsg.ConfigSourceDynamicBrokerConfig, fmt.Sprintf("%s (%v) %v", v, src, err)
 			})
 		}
 	}
 	for _, k := range []string{"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"} {
-		if v, src, err := describeTopicConfig(ctx, c.addrs[1], topic, k); err != nil || src == kmsg.ConfigSourceDynamicTopicConfig {
+		if v, src, err := describeTopicConfig(ctx, c.Addr(1), topic, k); err != nil || src == kmsg.ConfigSourceDynamicTopicConfig {
 			t.Fatalf("%s after --verify: %s=%q (%v, %v)", topic, k, v, src, err)
 		}
 	}
@@ -655,7 +631,7 @@ func checkReassign(t *testing.T, ctx context.Context, tools testenv.KafkaTools, 
 			t.Fatalf("partition %d still on broker 2: %+v", p.Partition, p)
 		}
 	}
-	testenv.WaitFor(t, waitTimeout, "broker 2 without directories of "+topic, func() (bool, string) { return topicDirCount(t, c.logDir(2), topic) == 0, "" })
+	testenv.WaitFor(t, waitTimeout, "broker 2 without directories of "+topic, func() (bool, string) { return topicDirCount(t, c.LogDir(2), topic) == 0, "" })
 	// Every acknowledged record is readable, with its value.
 	rd := c.client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	mu.Lock()

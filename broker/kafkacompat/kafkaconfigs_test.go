@@ -47,9 +47,9 @@ func createSegmented(t *testing.T, ctx context.Context, c *cluster, topic string
 	produceRounds(t, ctx, c.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerBatchCompression(kgo.NoCompression())), topic, configsTopicPartitions, 6, 100)
 	testenv.WaitFor(t, waitTimeout, "three segments or more on every replica of "+topic, func() (bool, string) {
-		for id := range c.addrs {
+		for _, id := range c.Live() {
 			for p := 0; p < configsTopicPartitions; p++ {
-				logs, _ := filepath.Glob(filepath.Join(c.logDir(id), fmt.Sprintf("%s-%d", topic, p), "*.log"))
+				logs, _ := filepath.Glob(filepath.Join(c.LogDir(id), fmt.Sprintf("%s-%d", topic, p), "*.log"))
 				if len(logs) < 3 {
 					return false, fmt.Sprintf("broker %d partition %d: %d segments", id, p, len(logs))
 				}
@@ -81,7 +81,8 @@ type retentionExpectation func(id, p int32) int
 func awaitRetention(t *testing.T, ctx context.Context, c *cluster, topic string, want retentionExpectation) {
 	t.Helper()
 	testenv.WaitFor(t, waitTimeout, "retention on the replicas that must apply it", func() (bool, string) {
-		for id, addr := range c.addrs {
+		for _, id := range c.Live() {
+			addr := c.Addr(id)
 			for p := int32(0); p < configsTopicPartitions; p++ {
 				if want(id, p) == 1 && earliestOn(ctx, addr, id, topic, p) <= 0 {
 					return false, fmt.Sprintf("broker %d's replica of partition %d still starts at 0", id, p)
@@ -90,7 +91,8 @@ func awaitRetention(t *testing.T, ctx context.Context, c *cluster, topic string,
 		}
 		return true, ""
 	})
-	for id, addr := range c.addrs {
+	for _, id := range c.Live() {
+		addr := c.Addr(id)
 		for p := int32(0); p < configsTopicPartitions; p++ {
 			if want(id, p) == 0 {
 				if got := earliestOn(ctx, addr, id, topic, p); got != 0 {
@@ -106,7 +108,7 @@ func awaitRetention(t *testing.T, ctx context.Context, c *cluster, topic string,
 func awaitBrokerConfig(t *testing.T, ctx context.Context, c *cluster, id int32, name, value string, source kmsg.ConfigSource) {
 	t.Helper()
 	testenv.WaitFor(t, waitTimeout, fmt.Sprintf("broker %d reporting %s=%s (%v)", id, name, value, source), func() (bool, string) {
-		v, src, err := describeBrokerConfig(ctx, c.addrs[id], id, name)
+		v, src, err := describeBrokerConfig(ctx, c.Addr(id), id, name)
 		return err == nil && v == value && src == source, fmt.Sprintf("%s (%v), err %v", v, src, err)
 	})
 }
@@ -165,14 +167,14 @@ func TestKafka39ConfigsBrokers(t *testing.T) {
 	}
 	t.Logf("--entity-name 1 --describe:\n%s", out)
 	for _, id := range []int32{2, 3} {
-		if v, src, err := describeBrokerConfig(ctx, c.addrs[id], id, "log.retention.ms"); err != nil || src == kmsg.ConfigSourceDynamicBrokerConfig {
+		if v, src, err := describeBrokerConfig(ctx, c.Addr(id), id, "log.retention.ms"); err != nil || src == kmsg.ConfigSourceDynamicBrokerConfig {
 			t.Fatalf("broker %d reports log.retention.ms=%s (%v, %v) after broker 1's override", id, v, src, err)
 		}
 	}
 
 	configs("--entity-name", "1", "--alter", "--delete-config", "log.retention.ms")
 	testenv.WaitFor(t, waitTimeout, "broker 1 back on its static log.retention.ms", func() (bool, string) {
-		v, src, err := describeBrokerConfig(ctx, c.addrs[1], 1, "log.retention.ms")
+		v, src, err := describeBrokerConfig(ctx, c.Addr(1), 1, "log.retention.ms")
 		return err == nil && src != kmsg.ConfigSourceDynamicBrokerConfig, fmt.Sprintf("%s (%v) %v", v, src, err)
 	})
 	if out := configs("--entity-name", "1", "--describe"); strings.Contains(out, "log.retention.ms") {
@@ -193,7 +195,7 @@ func TestKafka39ConfigsBrokers(t *testing.T) {
 	configs("--entity-default", "--alter", "--delete-config", "log.retention.ms")
 	for id := int32(1); id <= 3; id++ {
 		testenv.WaitFor(t, waitTimeout, fmt.Sprintf("broker %d without the default", id), func() (bool, string) {
-			v, src, err := describeBrokerConfig(ctx, c.addrs[id], id, "log.retention.ms")
+			v, src, err := describeBrokerConfig(ctx, c.Addr(id), id, "log.retention.ms")
 			return err == nil && src != kmsg.ConfigSourceDynamicDefaultBrokerConfig, fmt.Sprintf("%s (%v) %v", v, src, err)
 		})
 	}
@@ -215,7 +217,7 @@ func TestKafka28ConfigsBrokersZooKeeper(t *testing.T) {
 	const class, topic = "kafka.admin.ConfigCommand", "compat-zkbrokerconfigs"
 	zkConfigs := func(args ...string) (string, string, error) {
 		t.Helper()
-		return runTool(t, ctx, tools, "", class, append([]string{"--zookeeper", c.connect(), "--entity-type", "brokers"}, args...)...)
+		return runTool(t, ctx, tools, "", class, append([]string{"--zookeeper", c.Connect(), "--entity-type", "brokers"}, args...)...)
 	}
 	mustZK := func(args ...string) string {
 		t.Helper()
@@ -225,7 +227,7 @@ func TestKafka28ConfigsBrokersZooKeeper(t *testing.T) {
 		}
 		return stdout
 	}
-	zk, err := zkcoord.Connect(ctx, c.connect(), zkcoord.Config{SessionTimeout: 10 * time.Second, ConnectionTimeout: 20 * time.Second})
+	zk, err := zkcoord.Connect(ctx, c.Connect(), zkcoord.Config{SessionTimeout: 10 * time.Second, ConnectionTimeout: 20 * time.Second})
 	if err != nil {
 		t.Fatalf("zookeeper: %v", err)
 	}
@@ -271,7 +273,7 @@ func TestKafka28ConfigsBrokersZooKeeper(t *testing.T) {
 		t.Fatalf("the refused alteration wrote /config/brokers/2: %s", node("/config/brokers/2"))
 	}
 
-	c.stop(t, 2)
+	c.Stop(t, 2)
 	mustZK("--entity-name", "2", "--alter", "--add-config", "log.retention.ms=1000")
 	theirs, theirsChange := node("/config/brokers/2"), lastChange()
 	if want := strings.Replace(ours, "3600000", "1000", 1); theirs != want {
@@ -281,7 +283,7 @@ func TestKafka28ConfigsBrokersZooKeeper(t *testing.T) {
 		t.Fatalf("Kafka's tool wrote the notification %s; our brokers write %s for the same change", theirsChange, want)
 	}
 	t.Logf("/config/brokers/2 = %s, notification %s (ours: %s, %s)", theirs, theirsChange, ours, oursChange)
-	c.start(t, 2)
+	c.Start(t, 2)
 	awaitBrokerConfig(t, ctx, c, 2, "log.retention.ms", "1000", kmsg.ConfigSourceDynamicBrokerConfig)
 	leaders := leadersOf(t, ctx, c, topic)
 	awaitRetention(t, ctx, c, topic, func(id, p int32) int {
@@ -299,14 +301,14 @@ func TestKafka28ConfigsBrokersZooKeeper(t *testing.T) {
 		t.Fatalf("Kafka 2.8's kafka-configs --zookeeper altered the default with brokers running")
 	}
 	for id := int32(1); id <= 3; id++ {
-		c.stop(t, id)
+		c.Stop(t, id)
 	}
 	mustZK("--entity-default", "--alter", "--add-config", "log.retention.ms=1000")
 	if got, want := node("/config/brokers/<default>"), strings.Replace(ours, "3600000", "1000", 1); got != want {
 		t.Fatalf("Kafka's tool wrote /config/brokers/<default> = %s, want %s", got, want)
 	}
 	for id := int32(1); id <= 3; id++ {
-		c.start(t, id)
+		c.Start(t, id)
 	}
 	awaitBrokerConfig(t, ctx, c, 1, "log.retention.ms", "1000", kmsg.ConfigSourceDynamicDefaultBrokerConfig)
 	awaitBrokerConfig(t, ctx, c, 3, "log.retention.ms", "3600000", kmsg.ConfigSourceDynamicBrokerConfig)

@@ -51,7 +51,7 @@ func TestKafka28Tools(t *testing.T) {
 	for k, v := range toolsTopicConfigs {
 		configs[k] = kadm.StringPtr(v)
 	}
-	td := kafkatest.CreateTopic(t, c.bootstrap(), topic, partitions, configs)
+	td := kafkatest.CreateTopic(t, c.Addrs(), topic, partitions, configs)
 	produced := produceRounds(t, ctx, c.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression())), topic, partitions, 20, 3)
 
@@ -59,7 +59,7 @@ func TestKafka28Tools(t *testing.T) {
 	t.Run("ConfigCommand", func(t *testing.T) { checkConfigCommand(t, ctx, tools, c, topic) })
 	t.Run("DumpLogSegments", func(t *testing.T) {
 		leader := td.Partitions[0].Leader
-		checkDumpLogSegments(t, ctx, tools, filepath.Join(c.logDir(leader), topic+"-0"), produced[0])
+		checkDumpLogSegments(t, ctx, tools, filepath.Join(c.LogDir(leader), topic+"-0"), produced[0])
 	})
 }
 
@@ -131,13 +131,13 @@ func mustRun(t *testing.T, ctx context.Context, tools testenv.KafkaTools, class 
 
 func checkTopicCommand(t *testing.T, ctx context.Context, tools testenv.KafkaTools, c *cluster, topic string) {
 	const class = "kafka.admin.TopicCommand"
-	md, err := kafkatest.MetadataFrom(ctx, c.addrs[1])
+	md, err := kafkatest.MetadataFrom(ctx, c.Addr(1))
 	if err != nil {
 		t.Fatalf("metadata: %v", err)
 	}
 
 	// --list: exactly the topics the brokers know.
-	out := mustRun(t, ctx, tools, class, "--zookeeper", c.connect(), "--list")
+	out := mustRun(t, ctx, tools, class, "--zookeeper", c.Connect(), "--list")
 	var listed []string
 	for _, line := range strings.Split(out, "\n") {
 		if line = strings.TrimSpace(line); line != "" {
@@ -152,7 +152,7 @@ func checkTopicCommand(t *testing.T, ctx context.Context, tools testenv.KafkaToo
 
 	// --describe: partitions, leaders, replicas and ISR as Metadata says,
 	// and only the overrides the topic was created with.
-	out = mustRun(t, ctx, tools, class, "--zookeeper", c.connect(), "--describe", "--topic", topic)
+	out = mustRun(t, ctx, tools, class, "--zookeeper", c.Connect(), "--describe", "--topic", topic)
 	header, parts := parseTopicDescribe(t, out, topic)
 	td := md.Topics[topic]
 	if header["PartitionCount"] != strconv.Itoa(len(td.Partitions)) || header["ReplicationFactor"] != "1" {
@@ -172,7 +172,7 @@ func checkTopicCommand(t *testing.T, ctx context.Context, tools testenv.KafkaToo
 	// --describe through the brokers (AdminClient, Metadata v10+): the same
 	// partitions, and the topic id the controller wrote to ZooKeeper.
 	zkID := zkTopicID(t, ctx, c, topic)
-	out = mustRun(t, ctx, tools, class, "--bootstrap-server", strings.Join(c.bootstrap(), ","), "--describe", "--topic", topic)
+	out = mustRun(t, ctx, tools, class, "--bootstrap-server", strings.Join(c.Addrs(), ","), "--describe", "--topic", topic)
 	header, parts = parseTopicDescribe(t, out, topic)
 	if header["TopicId"] != zkID {
 		t.Errorf("TopicCommand --bootstrap-server --describe shows TopicId %q; /brokers/topics/%s has topic_id %q\noutput:\n%s", header["TopicId"], topic, zkID, out)
@@ -185,7 +185,7 @@ func checkTopicCommand(t *testing.T, ctx context.Context, tools testenv.KafkaToo
 // zkTopicID reads the topic_id of /brokers/topics/<topic>.
 func zkTopicID(t *testing.T, ctx context.Context, c *cluster, topic string) string {
 	t.Helper()
-	s, err := zkcoord.Connect(ctx, c.connect(), zkcoord.Config{SessionTimeout: 10 * time.Second, ConnectionTimeout: 20 * time.Second})
+	s, err := zkcoord.Connect(ctx, c.Connect(), zkcoord.Config{SessionTimeout: 10 * time.Second, ConnectionTimeout: 20 * time.Second})
 	if err != nil {
 		t.Fatalf("zookeeper: %v", err)
 	}
@@ -273,7 +273,7 @@ var configsLine = regexp.MustCompile(`(?m)^Configs for topic '([^']*)' are ?(.*)
 // returns topic -> overrides.
 func describeTopicConfigs(t *testing.T, ctx context.Context, tools testenv.KafkaTools, c *cluster) (map[string]map[string]string, string) {
 	t.Helper()
-	out := mustRun(t, ctx, tools, "kafka.admin.ConfigCommand", "--zookeeper", c.connect(), "--entity-type", "topics", "--describe")
+	out := mustRun(t, ctx, tools, "kafka.admin.ConfigCommand", "--zookeeper", c.Connect(), "--entity-type", "topics", "--describe")
 	got := map[string]map[string]string{}
 	for _, m := range configsLine.FindAllStringSubmatch(out, -1) {
 		got[m[1]] = parseConfigList(m[2])
@@ -290,7 +290,7 @@ func checkConfigCommand(t *testing.T, ctx context.Context, tools testenv.KafkaTo
 
 	// --alter writes /config/topics/<t> and a change notification; the
 	// brokers must apply it.
-	stdout, stderr, err := runTool(t, ctx, tools, "", "kafka.admin.ConfigCommand", "--zookeeper", c.connect(),
+	stdout, stderr, err := runTool(t, ctx, tools, "", "kafka.admin.ConfigCommand", "--zookeeper", c.Connect(),
 		"--entity-type", "topics", "--entity-name", topic, "--alter", "--add-config", "retention.ms=7200000")
 	if err != nil || !strings.Contains(stdout, "Completed") {
 		// Nothing was written: waiting for the brokers would only time out.
@@ -302,7 +302,8 @@ func checkConfigCommand(t *testing.T, ctx context.Context, tools testenv.KafkaTo
 	if !maps.Equal(got[topic], want) {
 		t.Errorf("after --alter, ConfigCommand --describe shows %v for %s; want %v; output:\n%s", got[topic], topic, want, out)
 	}
-	for id, addr := range c.addrs {
+	for _, id := range c.Live() {
+		addr := c.Addr(id)
 		var last string
 		deadline := time.Now().Add(waitTimeout)
 		for {

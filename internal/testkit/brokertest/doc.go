@@ -28,7 +28,8 @@
 //
 // Stop closes one broker gracefully; Restart starts it again on its data
 // directory and its port. Clusters of separate processes and SIGKILLs are
-// testproc's (testproc.StartBroker), not this package's.
+// proccluster's (one tributary broker process each, on testproc), not this
+// package's.
 //
 // # Concurrency
 //

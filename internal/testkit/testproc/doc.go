@@ -6,6 +6,9 @@
 // RunCrashable runs any subcommand to its end and tells a crash-injection
 // SIGKILL from a failure, for the crash tests of compaction and tables.
 //
+// A cluster of such brokers, with one properties file per broker id and
+// restarts on the same ports, is internal/testkit/proccluster's.
+//
 // A test binary that uses it calls Main from its TestMain, which removes the
 // built binary afterwards. Every process started here is killed when its
 // test ends, and its output is logged if the test failed. Safe for use from

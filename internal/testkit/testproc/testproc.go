@@ -86,7 +86,10 @@ type Broker struct {
 	exited chan error
 }
 
-var listeningLine = regexp.MustCompile(`msg="broker listening" addr=(\S+)`)
+var (
+	listeningLine = regexp.MustCompile(`msg="broker listening" addr=(\S+)`)
+	listenerLine  = regexp.MustCompile(`msg="broker listening" addr=(\S+) listener=(\S+)`)
+)
 
 // StartBroker runs `tributary broker --config config args...` and waits
 // until it listens. It fails t if the process exits first or does not
@@ -158,6 +161,19 @@ func (b *Broker) WaitListening(d time.Duration) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return fmt.Errorf("broker did not listen within %v:\n%s", d, b.Output())
+}
+
+// Listener returns the address of the broker's listener name (as in
+// listeners=NAME://...) from its "broker listening" lines, "" until the
+// broker has logged it. The broker logs every listener's line at once, the
+// first one being Addr's.
+func (b *Broker) Listener(name string) string {
+	for _, m := range listenerLine.FindAllStringSubmatch(b.output.String(), -1) {
+		if m[2] == name {
+			return m[1]
+		}
+	}
+	return ""
 }
 
 // Pid returns the process id (for /proc and prlimit in resource tests).
