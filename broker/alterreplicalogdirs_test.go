@@ -85,7 +85,7 @@ func TestAlterReplicaLogDirs(t *testing.T) {
 		t.Fatalf("create: %v %v", err, resp.Err)
 	}
 	testenv.WaitFor(t, 30*time.Second, topic+" served", func() (bool, string) { return b.replicaOf(topic, 0) != nil, "" })
-	source := filepath.Dir(b.replicaOf(topic, 0).dir)
+	source := filepath.Dir(b.replicaOf(topic, 0).Dir())
 	target := dirs[0]
 	if filepath.Clean(target) == source {
 		target = dirs[1]

@@ -20,6 +20,7 @@ import (
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/group"
+	"github.com/tributary/tributary/broker/partition"
 	"github.com/tributary/tributary/broker/txn"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/network"
@@ -32,7 +33,7 @@ type Broker struct {
 	logger  *slog.Logger
 	metrics *metrics
 	gather  prometheus.Gatherer
-	openLog logOpener
+	openLog partition.Opener
 	// decompressor reads compressed batches for exact timestamp lookups;
 	// safe for concurrent use.
 	decompressor kgo.Decompressor
@@ -75,9 +76,11 @@ type Broker struct {
 
 	pids *producerIDs
 	// fetchers copy the partitions this broker follows (replica_fetcher.go);
-	// hwStart holds the high watermarks checkpointed by the last run.
-	fetchers *fetcherManager
-	hwStart  map[topicPart]int64
+	// hwStart holds the high watermarks checkpointed by the last run;
+	// replication runs the leader's side (broker/partition).
+	fetchers    *fetcherManager
+	hwStart     map[partition.TopicPartition]int64
+	replication *partition.Manager
 	// res bounds descriptors, connections and topic creation (limits.go).
 	res *resources
 
@@ -131,35 +134,7 @@ type Broker struct {
 // A topic is immutable: the reconciler replaces it to change a slot.
 type topic struct {
 	name       string
-	partitions []*partition
-}
-
-// partition pairs a partition log with the fetch waiters watching it.
-type partition struct {
-	topic string
-	index int32
-	dir   string
-	log   PartitionLog
-	// settings are what log was opened with; a change reopens it.
-	settings config.LogSettings
-	// conf is the topic's effective configuration, replaced when the
-	// topic's overrides change.
-	conf atomic.Pointer[config.Topic]
-	// identity is the overrides last recorded in dir; reconciler-owned.
-	identity string
-
-	mu      sync.Mutex
-	waiters map[*waiter]struct{}
-
-	// Replication (replica.go): isLeader and selfOnly (leader and only
-	// in-sync replica) are read on every request without a lock; hw is
-	// the high watermark, meaningful unless selfOnly; rs is the rest,
-	// under rmu.
-	isLeader atomic.Bool
-	selfOnly atomic.Bool
-	hw       atomic.Int64
-	rmu      sync.Mutex
-	rs       replicaState
+	partitions []*partition.Replica
 }
 
 // Option adjusts a Broker beyond its Config; for tests and embedding.
@@ -167,7 +142,7 @@ type Option func(*Broker)
 
 // withLogOpener replaces the storage engine, so that tests can run the
 // broker over an in-memory log.
-func withLogOpener(open logOpener) Option { return func(b *Broker) { b.openLog = open } }
+func withLogOpener(open partition.Opener) Option { return func(b *Broker) { b.openLog = open } }
 
 // New validates cfg, finds the partitions under the log directories and
 // returns a broker that is not yet listening nor part of a cluster (see
@@ -221,7 +196,7 @@ func New(cfg config.Config, logger *slog.Logger, reg prometheus.Registerer, opts
 	if b.quotas, err = newClientQuotas(cfg.Limits, reg); err != nil {
 		return nil, fmt.Errorf("broker: registering metrics: %w", err)
 	}
-	b.openLog = openStorageLog(logger, b.res.files)
+	b.openLog = partition.OpenStorage(logger, b.res.files)
 	for _, o := range opts {
 		o(b)
 	}
@@ -250,7 +225,8 @@ func New(cfg config.Config, logger *slog.Logger, reg prometheus.Registerer, opts
 	b.fetchers = newFetcherManager(b)
 	b.throttle = newReplicationThrottle(time.Now)
 	b.logDirMoves = newLogDirMoves()
-	b.hwStart = b.loadHWCheckpoints()
+	b.hwStart = partition.LoadHWCheckpoints(cfg.LogDirs, logger)
+	b.replication = partition.NewManager(b.replicationDeps())
 	return b, nil
 }
 
@@ -282,17 +258,12 @@ func scanLogDirs(logDirs []string) (map[string]map[int32]string, error) {
 	return found, nil
 }
 
-func (b *Broker) openPartition(name string, p int32, dir string, tc config.Topic) (*partition, error) {
-	l, err := b.openLog(dir, tc.Log)
-	if err != nil {
-		return nil, fmt.Errorf("broker: opening partition %s-%d: %w", name, p, err)
-	}
-	part := &partition{topic: name, index: p, dir: dir, log: l, settings: tc.Log, waiters: map[*waiter]struct{}{}}
-	part.conf.Store(&tc)
-	part.rs.epoch = -1
-	part.rs.leaderID = -1
+func (b *Broker) openPartition(name string, p int32, dir string, tc config.Topic) (*partition.Replica, error) {
 	// The high watermark this replica had checkpointed, never past its log.
-	part.hw.Store(min(b.hwStart[topicPart{topic: name, p: p}], l.EndOffset()))
+	part, err := partition.Open(b.openLog, name, p, dir, tc, b.hwStart[partition.TopicPartition{Topic: name, Partition: p}])
+	if err != nil {
+		return nil, err
+	}
 	b.metrics.observeOffsets(part)
 	return part, nil
 }
@@ -363,8 +334,8 @@ func (b *Broker) lookup(name string) *topic {
 }
 
 // partitionOf returns the partition if this broker leads it, else nil.
-func (b *Broker) partitionOf(name string, p int32) *partition {
-	if part := b.replicaOf(name, p); part != nil && part.leading() {
+func (b *Broker) partitionOf(name string, p int32) *partition.Replica {
+	if part := b.replicaOf(name, p); part != nil && part.Leading() {
 		return part
 	}
 	return nil
@@ -372,7 +343,7 @@ func (b *Broker) partitionOf(name string, p int32) *partition {
 
 // replicaOf returns the local replica of the partition, led or followed,
 // or nil.
-func (b *Broker) replicaOf(name string, p int32) *partition {
+func (b *Broker) replicaOf(name string, p int32) *partition.Replica {
 	t := b.lookup(name)
 	if t == nil || p < 0 || int(p) >= len(t.partitions) {
 		return nil
@@ -457,8 +428,8 @@ func (b *Broker) Start(ctx context.Context) error {
 	go b.housekeeping()
 	go b.runReconciler()
 	go b.runGroupLoader()
-	go b.runISRShrinker()
-	go b.runHWCheckpointer()
+	go b.replication.RunISRShrinker()
+	go b.replication.RunHWCheckpointer()
 	b.startCleaner()
 	go func() {
 		select {
@@ -589,7 +560,7 @@ func (b *Broker) Close() error {
 		}
 		b.connMu.Unlock()
 		b.wg.Wait()
-		b.checkpointHighWatermarks()
+		b.replication.CheckpointHighWatermarks()
 		b.mu.RLock()
 		m := b.member
 		b.mu.RUnlock()
@@ -626,11 +597,11 @@ func (b *Broker) closeLogs() error {
 			if p == nil {
 				continue
 			}
-			if err := p.log.Flush(); err != nil {
-				errs = append(errs, fmt.Errorf("flush %s-%d: %w", t.name, p.index, err))
+			if err := p.Log().Flush(); err != nil {
+				errs = append(errs, fmt.Errorf("flush %s-%d: %w", t.name, p.Partition(), err))
 			}
-			if err := p.log.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("close %s-%d: %w", t.name, p.index, err))
+			if err := p.Log().Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close %s-%d: %w", t.name, p.Partition(), err))
 			}
 		}
 	}
@@ -649,13 +620,13 @@ func (b *Broker) housekeeping() {
 		case <-tick.C:
 		}
 		for _, p := range b.allPartitions() {
-			n, err := p.log.ApplyRetention()
+			n, err := p.Log().ApplyRetention()
 			if err != nil {
-				b.logger.Error("retention failed", "topic", p.topic, "partition", p.index, "err", err)
+				b.logger.Error("retention failed", "topic", p.Topic(), "partition", p.Partition(), "err", err)
 				continue
 			}
 			if n > 0 {
-				b.logger.Info("retention deleted segments", "topic", p.topic, "partition", p.index, "segments", n)
+				b.logger.Info("retention deleted segments", "topic", p.Topic(), "partition", p.Partition(), "segments", n)
 				b.metrics.observeOffsets(p)
 			}
 		}
@@ -663,10 +634,10 @@ func (b *Broker) housekeeping() {
 }
 
 // allPartitions lists every local replica, led or followed.
-func (b *Broker) allPartitions() []*partition {
+func (b *Broker) allPartitions() []*partition.Replica {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	var out []*partition
+	var out []*partition.Replica
 	for _, t := range b.topics {
 		for _, p := range t.partitions {
 			if p != nil {

@@ -254,7 +254,7 @@ func TestIdempotentProducerAcrossCleaning(t *testing.T) {
 func cleanerIdle(t *testing.T, b *testBroker) bool {
 	t.Helper()
 	for _, p := range b.allPartitions() {
-		c, err := p.log.(cleanableLog).Cleanable()
+		c, err := p.Log().(cleanableLog).Cleanable()
 		if err != nil {
 			t.Fatalf("Cleanable: %v", err)
 		}
@@ -268,7 +268,7 @@ func cleanerIdle(t *testing.T, b *testBroker) bool {
 func cleanerPoint(b *testBroker) int64 {
 	var point int64
 	for _, p := range b.allPartitions() {
-		point = p.log.(interface{ CleanerCheckpoint() int64 }).CleanerCheckpoint()
+		point = p.Log().(interface{ CleanerCheckpoint() int64 }).CleanerCheckpoint()
 	}
 	return point
 }

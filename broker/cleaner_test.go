@@ -66,7 +66,7 @@ func TestCompactedTopicRoundTrip(t *testing.T) {
 		// and below it each key is there once.
 		var point int64
 		for _, p := range b.allPartitions() {
-			point = p.log.(interface{ CleanerCheckpoint() int64 }).CleanerCheckpoint()
+			point = p.Log().(interface{ CleanerCheckpoint() int64 }).CleanerCheckpoint()
 		}
 		got, order, offsets := consumeKeyed(t, b.Addr(), end)
 		if len(order) < n/4 {

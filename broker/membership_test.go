@@ -63,7 +63,7 @@ func TestServesOnlyLedPartitions(t *testing.T) {
 		t.Fatalf("metadata: %d brokers, topics %+v", len(mresp.Brokers), mresp.Topics)
 	}
 
-	dir1, dir2 := b1.partitionOf("split", 0).dir, b2.partitionOf("split", 1).dir
+	dir1, dir2 := b1.partitionOf("split", 0).Dir(), b2.partitionOf("split", 1).Dir()
 	if err := b1.DeleteTopic(ctx, "split"); err != nil {
 		t.Fatal(err)
 	}

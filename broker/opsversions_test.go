@@ -127,7 +127,7 @@ func TestOpsAPIVersionsDeleteRecords(t *testing.T) {
 				t.Fatalf("DeleteRecords v%d to %d: %v, low watermark %d", v, off, kerr.ErrorForCode(got.ErrorCode), got.LowWatermark)
 			}
 		}
-		if start := b.lookup("dr").partitions[0].log.StartOffset(); start != int64(v)+1 {
+		if start := b.lookup("dr").partitions[0].Log().StartOffset(); start != int64(v)+1 {
 			t.Fatalf("after DeleteRecords v%d: log start %d", v, start)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/broker/config"
+	"github.com/tributary/tributary/broker/partition"
 )
 
 // reconcileRetry spaces retries of partitions that failed to open.
@@ -75,11 +76,11 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 	ok := true
 	tc := b.topicConfigOf(t)
 	old := b.lookup(t.Name)
-	slots := make([]*partition, len(t.Partitions))
+	slots := make([]*partition.Replica, len(t.Partitions))
 	if old != nil {
 		copy(slots, old.partitions)
 	}
-	var release, removed []*partition
+	var release, removed []*partition.Replica
 	if old != nil {
 		for _, p := range old.partitions[min(len(slots), len(old.partitions)):] {
 			if p != nil {
@@ -89,12 +90,12 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 	}
 	changed := old == nil || len(old.partitions) != len(slots)
 	var roles []int // partitions whose role is applied once the slots are published
-	var opened []partKey
+	var opened []partition.Key
 	for i, cp := range t.Partitions {
 		// Every replica opens its log: the leader serves it, the others
 		// copy it from the leader (replica.go, replica_fetcher.go).
 		local := cp.Leader == b.cfg.BrokerID || slices.Contains(cp.Replicas, b.cfg.BrokerID)
-		if local && slots[i] != nil && slots[i].settings != tc.Log {
+		if local && slots[i] != nil && slots[i].Settings() != tc.Log {
 			// Two logs must never share a directory: the old one is
 			// closed before the new one opens. Requests meanwhile get
 			// NOT_LEADER_OR_FOLLOWER and retry.
@@ -113,8 +114,8 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 				// data of an earlier topic of this name.
 				continue
 			}
-			key := partKey{topic: t.Name, id: t.ID, p: int32(i)}
-			if !b.res.failures.due(key) {
+			key := partition.Key{Topic: t.Name, ID: t.ID, Partition: int32(i)}
+			if !b.res.failures.Due(key) {
 				ok = false
 				continue
 			}
@@ -137,7 +138,7 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 			slots[i], changed = nil, true
 			b.logger.Info("no longer a replica of partition; deleting its data", "topic", t.Name, "partition", i, "replicas", cp.Replicas)
 		case local:
-			slots[i].conf.Store(&tc)
+			slots[i].SetConfig(&tc)
 			b.recordIdentity(slots[i], t.ID, t.Configs)
 			roles = append(roles, i)
 		}
@@ -146,7 +147,7 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 	// requests already knows whether it leads (else a just-opened leader
 	// would answer NOT_LEADER_OR_FOLLOWER for a moment).
 	for _, i := range roles {
-		b.applyRole(slots[i], t.Partitions[i])
+		b.replication.ApplyRole(slots[i], t.Partitions[i])
 	}
 	if changed {
 		b.mu.Lock()
@@ -154,7 +155,7 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 		b.mu.Unlock()
 	}
 	for _, k := range opened {
-		b.res.failures.succeeded(k)
+		b.res.failures.Succeeded(k)
 	}
 	for _, p := range release {
 		b.releasePartition(p, false)
@@ -162,7 +163,7 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 	for _, p := range removed {
 		b.releasePartition(p, true)
 		b.mu.Lock()
-		delete(b.onDisk[t.Name], p.index)
+		delete(b.onDisk[t.Name], p.Partition())
 		b.mu.Unlock()
 	}
 	return ok
@@ -192,7 +193,7 @@ func (b *Broker) topicConfigOf(t cluster.Topic) config.Topic {
 // topic id holds the data of an earlier topic of the same name, deleted
 // while this broker was away: it is removed first, so that none of it is
 // served.
-func (b *Broker) openLocal(name, id string, p int32, tc config.Topic, overrides map[string]string) (*partition, error) {
+func (b *Broker) openLocal(name, id string, p int32, tc config.Topic, overrides map[string]string) (*partition.Replica, error) {
 	b.mu.RLock()
 	dir, ok := b.onDisk[name][p]
 	b.mu.RUnlock()
@@ -234,35 +235,34 @@ func (b *Broker) openLocal(name, id string, p int32, tc config.Topic, overrides 
 // with the topic's id and overrides. A failure is logged, not fatal: the
 // data is served either way, and a directory without an id is adopted by
 // the next topic of its name.
-func (b *Broker) recordIdentity(p *partition, id string, overrides map[string]string) {
+func (b *Broker) recordIdentity(p *partition.Replica, id string, overrides map[string]string) {
 	key := id + fmt.Sprint(overrides) // fmt sorts map keys
-	if p.identity == key {
+	if p.Identity() == key {
 		return
 	}
-	if err := recordTopicIdentity(p.dir, id, overrides); err != nil {
-		b.logger.Error("recording the topic's identity", "topic", p.topic, "partition", p.index, "err", err)
+	if err := recordTopicIdentity(p.Dir(), id, overrides); err != nil {
+		b.logger.Error("recording the topic's identity", "topic", p.Topic(), "partition", p.Partition(), "err", err)
 		return
 	}
-	p.identity = key
+	p.SetIdentity(key)
 }
 
 // releasePartition stops serving p: waiting fetches end, then the log is
 // closed, or deleted with its data.
-func (b *Broker) releasePartition(p *partition, del bool) {
-	b.fetchers.unfollow(p)
-	p.isLeader.Store(false)
-	p.wake()
+func (b *Broker) releasePartition(p *partition.Replica, del bool) {
+	b.fetchers.Unfollow(p)
+	p.Release()
 	b.metrics.forget(p)
 	var err error
 	if del {
-		err = p.log.Delete()
+		err = p.Log().Delete()
 	} else {
-		if err = p.log.Flush(); err == nil {
-			err = p.log.Close()
+		if err = p.Log().Flush(); err == nil {
+			err = p.Log().Close()
 		}
 	}
 	if err != nil {
-		b.logger.Error("releasing partition", "topic", p.topic, "partition", p.index, "delete", del, "err", err)
+		b.logger.Error("releasing partition", "topic", p.Topic(), "partition", p.Partition(), "delete", del, "err", err)
 	}
 }
 
@@ -278,7 +278,7 @@ func (b *Broker) deleteLocal(name string) {
 	if t != nil {
 		for _, p := range t.partitions {
 			if p != nil {
-				open[p.dir] = true
+				open[p.Dir()] = true
 				b.releasePartition(p, true)
 			}
 		}

@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/partition"
 )
 
 // replica_fetcher.go is the follower's side of replication: one fetcher per
@@ -27,7 +29,7 @@ import (
 
 // followedPartition is a partition a fetcher copies.
 type followedPartition struct {
-	p     *partition
+	p     *partition.Replica
 	epoch int32
 	// truncate is set when the leader epoch changed: the log must be
 	// reconciled with the leader's before fetching.
@@ -49,17 +51,17 @@ type fetcherManager struct {
 	// byLeader holds the running fetchers; following maps a partition to
 	// the leader it is followed on.
 	byLeader  map[int32]*fetcher
-	following map[*partition]int32
+	following map[*partition.Replica]int32
 	closed    bool
 }
 
 func newFetcherManager(b *Broker) *fetcherManager {
-	return &fetcherManager{b: b, byLeader: map[int32]*fetcher{}, following: map[*partition]int32{}}
+	return &fetcherManager{b: b, byLeader: map[int32]*fetcher{}, following: map[*partition.Replica]int32{}}
 }
 
-// follow makes p copy from leader under epoch; leader -1 (no leader yet)
+// Follow makes p copy from leader under epoch; leader -1 (no leader yet)
 // stops copying until the metadata names one.
-func (m *fetcherManager) follow(p *partition, leader, epoch int32) {
+func (m *fetcherManager) Follow(p *partition.Replica, leader, epoch int32) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -73,7 +75,7 @@ func (m *fetcherManager) follow(p *partition, leader, epoch int32) {
 	}
 	f := m.byLeader[leader]
 	if f == nil {
-		f = &fetcher{m: m, leader: leader, parts: map[*partition]*followedPartition{}, kick: make(chan struct{}, 1)}
+		f = &fetcher{m: m, leader: leader, parts: map[*partition.Replica]*followedPartition{}, kick: make(chan struct{}, 1)}
 		ctx, cancel := context.WithCancel(m.b.shutdownCtx)
 		f.cancel = cancel
 		m.byLeader[leader] = f
@@ -84,8 +86,8 @@ func (m *fetcherManager) follow(p *partition, leader, epoch int32) {
 	f.set(p, epoch)
 }
 
-// unfollow stops copying p (it leads now, or is released).
-func (m *fetcherManager) unfollow(p *partition) {
+// Unfollow stops copying p (it leads now, or is released).
+func (m *fetcherManager) Unfollow(p *partition.Replica) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old, ok := m.following[p]; ok {
@@ -93,7 +95,7 @@ func (m *fetcherManager) unfollow(p *partition) {
 	}
 }
 
-func (m *fetcherManager) removeLocked(p *partition, leader int32) {
+func (m *fetcherManager) removeLocked(p *partition.Replica, leader int32) {
 	delete(m.following, p)
 	f := m.byLeader[leader]
 	if f == nil {
@@ -114,7 +116,7 @@ func (m *fetcherManager) close() {
 		f.cancel()
 		delete(m.byLeader, id)
 	}
-	m.following = map[*partition]int32{}
+	m.following = map[*partition.Replica]int32{}
 }
 
 // fetcher copies from one leader broker.
@@ -125,7 +127,7 @@ type fetcher struct {
 	kick   chan struct{}
 
 	mu    sync.Mutex
-	parts map[*partition]*followedPartition
+	parts map[*partition.Replica]*followedPartition
 	// gen counts changes to parts that a Fetch must carry: a partition
 	// added or moved to another epoch.
 	gen uint64
@@ -139,7 +141,7 @@ type fetcher struct {
 	interrupt context.CancelFunc
 }
 
-func (f *fetcher) set(p *partition, epoch int32) {
+func (f *fetcher) set(p *partition.Replica, epoch int32) {
 	f.mu.Lock()
 	fp := f.parts[p]
 	if fp == nil || fp.epoch != epoch {
@@ -157,7 +159,7 @@ func (f *fetcher) set(p *partition, epoch int32) {
 	}
 }
 
-func (f *fetcher) remove(p *partition) int {
+func (f *fetcher) remove(p *partition.Replica) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.parts, p)
@@ -196,7 +198,7 @@ func (f *fetcher) interruptible(ctx context.Context, gen uint64) (fctx context.C
 }
 
 // truncated clears the truncate mark of p if it is still at epoch.
-func (f *fetcher) truncated(p *partition, epoch int32) {
+func (f *fetcher) truncated(p *partition.Replica, epoch int32) {
 	f.mu.Lock()
 	if fp := f.parts[p]; fp != nil && fp.epoch == epoch {
 		fp.truncate = false
@@ -207,7 +209,7 @@ func (f *fetcher) truncated(p *partition, epoch int32) {
 // delayPartition backs p (at epoch) off after an error: from 2 ms while
 // the leader does not serve a new partition yet (errLeaderBehind), from
 // 50 ms otherwise, doubling up to 1 s.
-func (f *fetcher) delayPartition(p *partition, epoch int32, behind bool) {
+func (f *fetcher) delayPartition(p *partition.Replica, epoch int32, behind bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fp := f.parts[p]
@@ -223,7 +225,7 @@ func (f *fetcher) delayPartition(p *partition, epoch int32, behind bool) {
 }
 
 // undelay clears p's back-off after an answer without error.
-func (f *fetcher) undelay(p *partition, epoch int32) {
+func (f *fetcher) undelay(p *partition.Replica, epoch int32) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if fp := f.parts[p]; fp != nil && fp.epoch == epoch {
@@ -232,7 +234,7 @@ func (f *fetcher) undelay(p *partition, epoch int32) {
 }
 
 // retruncate marks p for truncation again (its log no longer lines up).
-func (f *fetcher) retruncate(p *partition, epoch int32) {
+func (f *fetcher) retruncate(p *partition.Replica, epoch int32) {
 	f.mu.Lock()
 	if fp := f.parts[p]; fp != nil && fp.epoch == epoch {
 		fp.truncate = true
@@ -352,8 +354,8 @@ func nextBackoff(d time.Duration) time.Duration {
 var errLeaderBehind = errors.New("the leader does not serve the partition at our epoch yet")
 
 // newPartition reports whether p's log is empty and never had a record.
-func newPartition(p *partition) bool {
-	return p.log.EndOffset() == 0 && p.log.StartOffset() == 0
+func newPartition(p *partition.Replica) bool {
+	return p.Log().EndOffset() == 0 && p.Log().StartOffset() == 0
 }
 
 // leaderBehind reports whether code is one of errLeaderBehind's.
@@ -391,18 +393,18 @@ func (f *fetcher) truncateAll(ctx context.Context, leader *kgo.Broker, parts []f
 			continue
 		}
 		todo = append(todo, fp)
-		i, ok := topics[fp.p.topic]
+		i, ok := topics[fp.p.Topic()]
 		if !ok {
 			i = len(req.Topics)
-			topics[fp.p.topic] = i
+			topics[fp.p.Topic()] = i
 			rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
-			rt.Topic = fp.p.topic
+			rt.Topic = fp.p.Topic()
 			req.Topics = append(req.Topics, rt)
 		}
 		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-		rp.Partition = fp.p.index
+		rp.Partition = fp.p.Partition()
 		rp.CurrentLeaderEpoch = fp.epoch
-		rp.LeaderEpoch = fp.p.log.LatestEpoch()
+		rp.LeaderEpoch = fp.p.Log().LatestEpoch()
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
 	if len(todo) == 0 {
@@ -423,7 +425,7 @@ func (f *fetcher) truncateAll(ctx context.Context, leader *kgo.Broker, parts []f
 	}
 	for _, fp := range todo {
 		p := fp.p
-		a, ok := answers[p.topic][p.index]
+		a, ok := answers[p.Topic()][p.Partition()]
 		if !ok {
 			continue
 		}
@@ -432,38 +434,36 @@ func (f *fetcher) truncateAll(ctx context.Context, leader *kgo.Broker, parts []f
 			behind := leaderBehind(a.ErrorCode) && newPartition(p)
 			if !behind {
 				b.res.logs.log(slog.LevelInfo, "replica-truncate-"+strconv.Itoa(int(f.leader)), "asking the leader for epoch end offsets",
-					"topic", p.topic, "partition", p.index, "leader", f.leader, "err", kerr.ErrorForCode(a.ErrorCode))
+					"topic", p.Topic(), "partition", p.Partition(), "leader", f.leader, "err", kerr.ErrorForCode(a.ErrorCode))
 			}
 			f.delayPartition(p, fp.epoch, behind)
 			continue
 		}
-		leo := p.log.EndOffset()
+		leo := p.Log().EndOffset()
 		target := leo
 		switch {
-		case p.log.LatestEpoch() < 0:
+		case p.Log().LatestEpoch() < 0:
 			// Nothing to compare epochs with (an empty log, or one written
 			// before epochs were recorded): keep only what was committed.
-			target = min(leo, p.hw.Load())
+			target = min(leo, p.StoredHighWatermark())
 		case a.EndOffset < 0:
 			// The leader has no epoch as old as ours: keep the committed part.
-			target = min(leo, p.hw.Load())
+			target = min(leo, p.StoredHighWatermark())
 		default:
 			target = min(leo, a.EndOffset)
 		}
-		target = max(target, p.log.StartOffset())
+		target = max(target, p.Log().StartOffset())
 		if target < leo {
-			b.logger.Warn("truncating a follower's divergent tail", "topic", p.topic, "partition", p.index,
+			b.logger.Warn("truncating a follower's divergent tail", "topic", p.Topic(), "partition", p.Partition(),
 				"from", leo, "to", target, "leader", f.leader, "leader_epoch", fp.epoch)
-			if err := p.log.TruncateTo(target); err != nil {
-				b.res.logs.log(slog.LevelWarn, "replica-truncate", "truncating a follower's log", "topic", p.topic, "partition", p.index, "err", err)
+			if err := p.Log().TruncateTo(target); err != nil {
+				b.res.logs.log(slog.LevelWarn, "replica-truncate", "truncating a follower's log", "topic", p.Topic(), "partition", p.Partition(), "err", err)
 				f.delayPartition(p, fp.epoch, false)
 				continue
 			}
 			b.metrics.truncations.Inc()
 		}
-		if hw := p.hw.Load(); hw > target {
-			p.hw.Store(target)
-		}
+		p.LowerHighWatermark(target)
 		f.truncated(p, fp.epoch)
 		f.undelay(p, fp.epoch)
 	}
@@ -485,7 +485,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, leader *kgo.Broker, parts []fol
 	topics := map[string]int{}
 	n, held := 0, false
 	snap := b.metadata()
-	throttled := map[*partition]bool{}
+	throttled := map[*partition.Replica]bool{}
 	allow := b.throttle.allowance(false)
 	now := time.Now()
 	var wake time.Time // the end of the earliest partition back-off
@@ -511,23 +511,23 @@ func (f *fetcher) fetchOnce(ctx context.Context, leader *kgo.Broker, parts []fol
 			maxBytes = int32(min(int64(maxBytes), allow))
 		}
 		n++
-		i, ok := topics[fp.p.topic]
+		i, ok := topics[fp.p.Topic()]
 		if !ok {
 			i = len(req.Topics)
-			topics[fp.p.topic] = i
+			topics[fp.p.Topic()] = i
 			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic = fp.p.topic
+			rt.Topic = fp.p.Topic()
 			req.Topics = append(req.Topics, rt)
-			byKey[fp.p.topic] = map[int32]followedPartition{}
+			byKey[fp.p.Topic()] = map[int32]followedPartition{}
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = fp.p.index
-		rp.FetchOffset = fp.p.log.EndOffset()
-		rp.LogStartOffset = fp.p.log.StartOffset()
+		rp.Partition = fp.p.Partition()
+		rp.FetchOffset = fp.p.Log().EndOffset()
+		rp.LogStartOffset = fp.p.Log().StartOffset()
 		rp.PartitionMaxBytes = maxBytes
 		rp.CurrentLeaderEpoch = fp.epoch
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		byKey[fp.p.topic][fp.p.index] = fp
+		byKey[fp.p.Topic()][fp.p.Partition()] = fp
 	}
 	if n == 0 && (held || !wake.IsZero()) {
 		wait := time.Until(wake)
@@ -643,15 +643,15 @@ func (f *fetcher) applyFetched(fp followedPartition, rp kmsg.FetchResponseTopicP
 	p := fp.p
 	switch err := kerr.ErrorForCode(rp.ErrorCode); {
 	case err == nil:
-	case errors.Is(err, kerr.OffsetOutOfRange) && rp.LogStartOffset > p.log.EndOffset():
+	case errors.Is(err, kerr.OffsetOutOfRange) && rp.LogStartOffset > p.Log().EndOffset():
 		// The leader's retention deleted what we would copy next: start
 		// over at its log start, as Kafka's truncateFullyAndStartAt.
-		b.logger.Warn("follower behind the leader's log start; starting over there", "topic", p.topic, "partition", p.index,
-			"log_end", p.log.EndOffset(), "leader_log_start", rp.LogStartOffset)
-		if err := p.log.TruncateFullyAndStartAt(rp.LogStartOffset); err != nil {
-			b.res.logs.log(slog.LevelWarn, "replica-restart", "restarting a follower's log", "topic", p.topic, "partition", p.index, "err", err)
+		b.logger.Warn("follower behind the leader's log start; starting over there", "topic", p.Topic(), "partition", p.Partition(),
+			"log_end", p.Log().EndOffset(), "leader_log_start", rp.LogStartOffset)
+		if err := p.Log().TruncateFullyAndStartAt(rp.LogStartOffset); err != nil {
+			b.res.logs.log(slog.LevelWarn, "replica-restart", "restarting a follower's log", "topic", p.Topic(), "partition", p.Partition(), "err", err)
 		}
-		p.hw.Store(min(p.hw.Load(), p.log.EndOffset()))
+		p.LowerHighWatermark(p.Log().EndOffset())
 		return true // fetched again at once, from there
 	case errors.Is(err, kerr.OffsetOutOfRange):
 		// Our log end is past the leader's: reconcile again.
@@ -661,7 +661,7 @@ func (f *fetcher) applyFetched(fp followedPartition, rp kmsg.FetchResponseTopicP
 		// Not (or no longer) the leader, or an epoch mismatch: the
 		// metadata will say more; retry after a back-off.
 		b.res.logs.log(slog.LevelInfo, "replica-fetch-code-"+strconv.Itoa(int(rp.ErrorCode)), "leader refused a replica fetch",
-			"topic", p.topic, "partition", p.index, "leader", f.leader, "err", err)
+			"topic", p.Topic(), "partition", p.Partition(), "leader", f.leader, "err", err)
 		return false
 	}
 	// Under f.mu, so that a partition removed from this fetcher (it
@@ -673,16 +673,16 @@ func (f *fetcher) applyFetched(fp followedPartition, rp kmsg.FetchResponseTopicP
 		return true
 	}
 	if data := wholeBatches(rp.RecordBatches); len(data) > 0 {
-		if _, err := p.log.AppendReplica(data); err != nil {
+		if _, err := p.Log().AppendReplica(data); err != nil {
 			f.mu.Unlock()
-			b.res.logs.log(slog.LevelWarn, "replica-append", "appending fetched batches", "topic", p.topic, "partition", p.index, "err", err)
+			b.res.logs.log(slog.LevelWarn, "replica-append", "appending fetched batches", "topic", p.Topic(), "partition", p.Partition(), "err", err)
 			f.retruncate(p, fp.epoch)
 			return false
 		}
 		b.metrics.observeOffsets(p)
 	}
 	if rp.HighWatermark >= 0 {
-		p.hw.Store(min(rp.HighWatermark, p.log.EndOffset()))
+		p.FollowHighWatermark(rp.HighWatermark)
 	}
 	b.followLogStart(p, rp.LogStartOffset)
 	f.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/config"
+	"github.com/tributary/tributary/broker/partition"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/testkit/testenv"
@@ -55,16 +56,16 @@ func TestBackoffAfterLeaderBehind(t *testing.T) {
 // failingReplicaLog is a partition log whose replica appends fail while
 // failing names it ("<broker id>/<directory name>").
 type failingReplicaLog struct {
-	storageLog
+	partition.StorageLog
 	name    string
 	failing *atomic.Value
 }
 
-func (l failingReplicaLog) AppendReplica(batches []byte) (AppendResult, error) {
+func (l failingReplicaLog) AppendReplica(batches []byte) (partition.AppendResult, error) {
 	if l.failing.Load().(string) == l.name {
-		return AppendResult{}, errors.New("test: the disk refuses this partition")
+		return partition.AppendResult{}, errors.New("test: the disk refuses this partition")
 	}
-	return l.storageLog.AppendReplica(batches)
+	return l.StorageLog.AppendReplica(batches)
 }
 
 // TestFollowerErrorDelaysOnlyItsPartition: a follower whose copy of one
@@ -84,13 +85,13 @@ func TestFollowerErrorDelaysOnlyItsPartition(t *testing.T) {
 		connect := WithCoordinator(func(context.Context) (coord.Session, error) { return srv.Connect(memcoord.Config{}), nil })
 		wrap := func(b *Broker) {
 			inner := b.openLog
-			b.openLog = func(dir string, s config.LogSettings) (PartitionLog, error) {
+			b.openLog = func(dir string, s config.LogSettings) (partition.Log, error) {
 				l, err := inner(dir, s)
 				if err != nil || !strings.HasPrefix(filepath.Base(dir), topic) {
 					return l, err
 				}
 				name := fmt.Sprintf("%d/%s", id, filepath.Base(dir))
-				return failingReplicaLog{storageLog: l.(storageLog), name: name, failing: &failing}, nil
+				return failingReplicaLog{StorageLog: l.(partition.StorageLog), name: name, failing: &failing}, nil
 			}
 		}
 		bs = append(bs, newTestBroker(t, func(c *config.Config) { c.BrokerID = id }, connect, wrap))
@@ -114,7 +115,7 @@ func TestFollowerErrorDelaysOnlyItsPartition(t *testing.T) {
 		for i, b := range bs {
 			var led []int32
 			for p := int32(0); p < 4; p++ {
-				if r := b.replicaOf(topic, p); r != nil && r.leading() && r.isrSize() == 2 {
+				if r := b.replicaOf(topic, p); r != nil && r.Leading() && r.ISRSize() == 2 {
 					led = append(led, p)
 				}
 			}

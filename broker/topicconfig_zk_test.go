@@ -50,7 +50,7 @@ func TestTopicConfigsOverZooKeeper(t *testing.T) {
 	}
 	for _, b := range []*testBroker{b1, b2} {
 		p := b.partitionOf("zkconf", b.cfg.BrokerID-1)
-		for p == nil || p.conf.Load().MaxMessageBytes != 4242 || p.settings.SegmentBytes != 100000 {
+		for p == nil || p.Config().MaxMessageBytes != 4242 || p.Settings().SegmentBytes != 100000 {
 			select {
 			case <-ctx.Done():
 				t.Fatalf("broker %d did not apply the overrides", b.cfg.BrokerID)

@@ -1,112 +1,84 @@
-package broker
+package partition
 
 import (
 	"context"
 	"errors"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/tributary/tributary/broker/cluster"
 )
 
-// replica.go is a local replica's part in its partition's replication, on
-// the leader's side: which role the metadata gives it, the followers' fetch
-// positions, the high watermark, and the in-sync replica set it shrinks and
-// expands (see broker/cluster/doc.go for who writes what in ZooKeeper). The
-// follower's side is replica_fetcher.go.
+// replication.go is a local replica's part in its partition's replication,
+// on the leader's side: which role the metadata gives it, the followers'
+// fetch positions, the high watermark, and the in-sync replica set it
+// shrinks and expands (see broker/cluster/doc.go for who writes what in
+// ZooKeeper). The follower's side is the broker's replica fetcher.
 
-// followerState is what a leader knows of one follower, from its fetches.
-type followerState struct {
-	// leo is the offset of the follower's last fetch: its log end offset;
-	// -1 until it fetched under the current leadership.
-	leo int64
-	// lastCaughtUp is the last time the follower was known to have every
-	// record the leader had (Kafka's lastCaughtUpTimeMs).
-	lastCaughtUp time.Time
-	// lastFetch and lastFetchLeaderLEO are the time of the follower's
-	// previous fetch and the leader's log end offset then: a fetch that
-	// reaches that offset proves the follower was caught up at that time.
-	lastFetch          time.Time
-	lastFetchLeaderLEO int64
-	// logStart is the follower's log start offset from its last fetch
-	// (DeleteRecords waits for it); -1 until then.
-	logStart int64
+// Cluster is what replication needs from the cluster membership.
+type Cluster interface {
+	// IsShuttingDown reports whether the broker is in controlled shutdown
+	// in the current metadata.
+	IsShuttingDown(broker int32) bool
+	// AlterISR writes the partition's ISR by compare-and-set under the
+	// leader epoch (cluster.Member.AlterISR).
+	AlterISR(ctx context.Context, topic string, p, leaderEpoch int32, isr []int32) (cluster.Partition, error)
 }
 
-// replicaState is guarded by partition.rmu.
-type replicaState struct {
-	leader   bool
-	leaderID int32
-	epoch    int32
-	replicas []int32
-	isr      []int32
-	// epochStart is the leader's log end offset when it took epoch: a
-	// follower joins the ISR only once it has everything before it.
-	epochStart int64
-	followers  map[int32]*followerState
-	// altering is set while an ISR change of this partition is being
-	// written, so that at most one is in flight; pending is the ISR being
-	// written. Until the write is known, the high watermark counts on every
-	// replica of either set (Kafka's maximal ISR): a follower being added
-	// may be in the ISR the controller elects from before the leader learns
-	// that the write succeeded, so no record may be acknowledged without it.
-	altering bool
-	pending  []int32
-	// stateVersion is the version of the partition state (cluster
-	// Partition.StateVersion) the ISR above comes from.
-	stateVersion int32
+// Fetchers copy the partitions this broker follows from their leaders.
+type Fetchers interface {
+	Follow(r *Replica, leader, epoch int32)
+	Unfollow(r *Replica)
 }
 
-// highWatermark is the offset below which every record is on every
-// in-sync replica: what consumers may read. A leader that is its own only
-// in-sync replica (every single-replica partition) answers its log end
-// offset without any bookkeeping.
-func (p *partition) highWatermark() int64 {
-	if p.selfOnly.Load() {
-		return p.log.EndOffset()
-	}
-	return p.hw.Load()
+// Metrics records the replication state of the replicas.
+type Metrics interface {
+	// ObserveReplica records r's state after a metadata change.
+	ObserveReplica(r *Replica, cp cluster.Partition)
+	// ObserveISR records whether the partition r leads is under-replicated.
+	ObserveISR(r *Replica, replicas, isr int)
+	// ISRChanged counts an ISR change ("shrink" or "expand").
+	ISRChanged(why string)
 }
 
-// leading reports whether this replica is the partition's leader.
-func (p *partition) leading() bool { return p.isLeader.Load() }
-
-// setHighWatermark raises the high watermark (it never goes back while
-// this replica keeps its role) and wakes the waiters when it moved.
-func (p *partition) raiseHighWatermark(hw int64) {
-	for {
-		old := p.hw.Load()
-		if hw <= old {
-			return
-		}
-		if p.hw.CompareAndSwap(old, hw) {
-			p.wake()
-			return
-		}
-	}
+// Deps are the broker services replication runs on.
+type Deps struct {
+	BrokerID int32
+	// LogDirs are log.dirs, each with its high watermark checkpoint.
+	LogDirs []string
+	// LagTimeMax is replica.lag.time.max.ms.
+	LagTimeMax time.Duration
+	Logger     *slog.Logger
+	// Warn logs a warning of its kind at most once a second.
+	Warn     func(kind, msg string, args ...any)
+	Cluster  Cluster
+	Fetchers Fetchers
+	Metrics  Metrics
+	// Replicas lists every local replica, led or followed.
+	Replicas func() []*Replica
+	// Shutdown ends when the broker shuts down; WG counts the goroutines
+	// replication starts, for the broker to wait on.
+	Shutdown context.Context
+	WG       *sync.WaitGroup
 }
 
-// leaderEpoch is the epoch this replica acts under.
-func (p *partition) leaderEpoch() int32 {
-	p.rmu.Lock()
-	defer p.rmu.Unlock()
-	return p.rs.epoch
+// Manager runs the leader's side of replication for the local replicas.
+// Safe for concurrent use.
+type Manager struct {
+	d Deps
 }
 
-// isrSize is the number of in-sync replicas the leader counts on.
-func (p *partition) isrSize() int {
-	p.rmu.Lock()
-	defer p.rmu.Unlock()
-	return len(p.rs.isr)
-}
+// NewManager returns a Manager over d.
+func NewManager(d Deps) *Manager { return &Manager{d: d} }
 
-// applyRole brings the replica's role in line with the partition's state
+// ApplyRole brings the replica's role in line with the partition's state
 // in the metadata. A new leader epoch resets the followers' positions (they
 // are learnt again from their next fetches); the high watermark is kept,
 // bounded by the log end offset.
-func (b *Broker) applyRole(p *partition, cp cluster.Partition) {
-	me := b.cfg.BrokerID
+func (m *Manager) ApplyRole(p *Replica, cp cluster.Partition) {
+	me := m.d.BrokerID
 	p.rmu.Lock()
 	rs := &p.rs
 	if v := cp.StateVersion(); rs.leader && cp.Leader == me && cp.LeaderEpoch == rs.epoch && v >= 0 && v < rs.stateVersion {
@@ -174,30 +146,30 @@ func (b *Broker) applyRole(p *partition, cp cluster.Partition) {
 	p.isLeader.Store(lead)
 	epoch := rs.epoch
 	if lead {
-		b.advanceHighWatermark(p)
+		m.advanceHighWatermark(p)
 	}
 	p.rmu.Unlock()
 
 	if lead {
-		b.fetchers.unfollow(p)
+		m.d.Fetchers.Unfollow(p)
 	} else {
-		b.fetchers.follow(p, cp.Leader, epoch)
+		m.d.Fetchers.Follow(p, cp.Leader, epoch)
 	}
-	b.metrics.observeReplica(p, cp, me)
-	p.wake() // waiters re-check: a fetch or produce waiting on a lost leadership ends
+	m.d.Metrics.ObserveReplica(p, cp)
+	p.Wake() // waiters re-check: a fetch or produce waiting on a lost leadership ends
 }
 
 // advanceHighWatermark moves the leader's high watermark to the smallest
 // log end offset of the in-sync replicas, if all are known, counting the
 // replicas of an ISR being written too. p.rmu is held.
-func (b *Broker) advanceHighWatermark(p *partition) {
+func (m *Manager) advanceHighWatermark(p *Replica) {
 	rs := &p.rs
 	if !rs.leader || p.selfOnly.Load() {
 		return
 	}
 	hw := p.log.EndOffset()
 	for _, r := range rs.isr {
-		if r == b.cfg.BrokerID {
+		if r == m.d.BrokerID {
 			continue
 		}
 		f := rs.followers[r]
@@ -207,18 +179,18 @@ func (b *Broker) advanceHighWatermark(p *partition) {
 		hw = min(hw, f.leo)
 	}
 	for _, r := range rs.pending {
-		if f := rs.followers[r]; r != b.cfg.BrokerID && f != nil && !slices.Contains(rs.isr, r) {
+		if f := rs.followers[r]; r != m.d.BrokerID && f != nil && !slices.Contains(rs.isr, r) {
 			hw = min(hw, max(f.leo, 0))
 		}
 	}
 	p.raiseHighWatermark(hw)
 }
 
-// followerFetched records a follower's fetch at offset: its log end offset,
+// FollowerFetched records a follower's fetch at offset: its log end offset,
 // with its log start offset. It may advance the high watermark and add the
 // follower to the ISR. It answers false when this replica does not lead or
-// the broker is not a replica of the partition.
-func (b *Broker) followerFetched(p *partition, follower int32, offset, logStart int64) bool {
+// the follower is not a replica of the partition.
+func (m *Manager) FollowerFetched(p *Replica, follower int32, offset, logStart int64) bool {
 	p.rmu.Lock()
 	defer p.rmu.Unlock()
 	rs := &p.rs
@@ -245,22 +217,22 @@ func (b *Broker) followerFetched(p *partition, follower int32, offset, logStart 
 	f.leo, f.logStart = offset, logStart
 	// A broker in controlled shutdown is kept out: the controller just
 	// took it out of the ISR so that it can leave.
-	if !slices.Contains(rs.isr, follower) && offset >= p.highWatermark() && offset >= rs.epochStart &&
-		!b.member.Metadata().IsShuttingDown(follower) {
+	if !slices.Contains(rs.isr, follower) && offset >= p.HighWatermark() && offset >= rs.epochStart &&
+		!m.d.Cluster.IsShuttingDown(follower) {
 		isr := append(slices.Clone(rs.isr), follower)
 		slices.Sort(isr)
-		b.alterISR(p, isr, "expand", follower)
+		m.alterISR(p, isr, "expand", follower)
 	}
-	b.advanceHighWatermark(p)
+	m.advanceHighWatermark(p)
 	return true
 }
 
 // shrinkISRs removes from every led partition's ISR the followers that
 // have not caught up for replica.lag.time.max.ms.
-func (b *Broker) shrinkISRs() {
-	lag := b.cfg.Replication.LagTimeMax
+func (m *Manager) shrinkISRs() {
+	lag := m.d.LagTimeMax
 	now := time.Now()
-	for _, p := range b.allPartitions() {
+	for _, p := range m.d.Replicas() {
 		p.rmu.Lock()
 		rs := &p.rs
 		if rs.leader && !rs.altering && len(rs.isr) > 1 {
@@ -268,30 +240,31 @@ func (b *Broker) shrinkISRs() {
 			var out int32 = -1
 			for _, r := range rs.isr {
 				f := rs.followers[r]
-				if r != b.cfg.BrokerID && f != nil && now.Sub(f.lastCaughtUp) > lag {
+				if r != m.d.BrokerID && f != nil && now.Sub(f.lastCaughtUp) > lag {
 					out = r
 					continue
 				}
 				keep = append(keep, r)
 			}
 			if out >= 0 {
-				b.alterISR(p, keep, "shrink", out)
+				m.alterISR(p, keep, "shrink", out)
 			}
 		}
 		p.rmu.Unlock()
 	}
 }
 
-// runISRShrinker checks the ISRs every half lag period, as Kafka does.
-func (b *Broker) runISRShrinker() {
-	defer b.wg.Done()
-	t := time.NewTicker(max(b.cfg.Replication.LagTimeMax/2, 50*time.Millisecond))
+// RunISRShrinker checks the ISRs every half lag period, as Kafka does,
+// until shutdown; the caller has counted it in Deps.WG.
+func (m *Manager) RunISRShrinker() {
+	defer m.d.WG.Done()
+	t := time.NewTicker(max(m.d.LagTimeMax/2, 50*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
-			b.shrinkISRs()
-		case <-b.shutdownCtx.Done():
+			m.shrinkISRs()
+		case <-m.d.Shutdown.Done():
 			return
 		}
 	}
@@ -301,82 +274,84 @@ func (b *Broker) runISRShrinker() {
 // held). On success the leader uses it at once; a leader the controller has
 // replaced meanwhile (ErrFenced) leaves it to the reconciler, which the
 // controller's write reaches anyway.
-func (b *Broker) alterISR(p *partition, isr []int32, why string, replica int32) {
+func (m *Manager) alterISR(p *Replica, isr []int32, why string, replica int32) {
 	rs := &p.rs
 	if rs.altering {
 		return
 	}
 	rs.altering, rs.pending = true, slices.Clone(isr)
-	if p.selfOnly.Load() && !(len(isr) == 1 && isr[0] == b.cfg.BrokerID) {
+	me := m.d.BrokerID
+	if p.selfOnly.Load() && !(len(isr) == 1 && isr[0] == me) {
 		// A sole in-sync leader acknowledges at its log end offset; from
 		// now the follower being added counts (advanceHighWatermark).
 		p.raiseHighWatermark(p.log.EndOffset())
 		p.selfOnly.Store(false)
 	}
 	epoch := rs.epoch
-	b.wg.Add(1)
+	m.d.WG.Add(1)
 	go func() {
-		defer b.wg.Done()
-		ctx, cancel := context.WithTimeout(b.shutdownCtx, 30*time.Second)
+		defer m.d.WG.Done()
+		ctx, cancel := context.WithTimeout(m.d.Shutdown, 30*time.Second)
 		defer cancel()
-		st, err := b.member.AlterISR(ctx, p.topic, p.index, epoch, isr)
+		st, err := m.d.Cluster.AlterISR(ctx, p.topic, p.index, epoch, isr)
 		p.rmu.Lock()
 		defer p.rmu.Unlock()
 		rs.altering, rs.pending = false, nil
 		if err != nil && rs.epoch == epoch && rs.leader {
 			// The ISR stays what it was; a sole in-sync leader goes back
 			// to acknowledging at its log end offset.
-			b.advanceHighWatermark(p)
-			if len(rs.isr) == 1 && rs.isr[0] == b.cfg.BrokerID {
+			m.advanceHighWatermark(p)
+			if len(rs.isr) == 1 && rs.isr[0] == me {
 				p.selfOnly.Store(true)
 			}
-			p.wake()
+			p.Wake()
 		}
 		switch {
 		case errors.Is(err, cluster.ErrFenced):
-			b.logger.Info("ISR change refused: the partition has a newer leader epoch", "topic", p.topic, "partition", p.index, "epoch", epoch)
+			m.d.Logger.Info("ISR change refused: the partition has a newer leader epoch", "topic", p.topic, "partition", p.index, "epoch", epoch)
 			return
 		case err != nil:
-			b.res.logs.log(slog.LevelWarn, "alter-isr", "writing the ISR failed; retrying later", "topic", p.topic, "partition", p.index, "err", err)
+			m.d.Warn("alter-isr", "writing the ISR failed; retrying later", "topic", p.topic, "partition", p.index, "err", err)
 			return
 		}
 		if rs.epoch != epoch || !rs.leader {
 			return
 		}
 		rs.isr, rs.stateVersion = slices.Clone(st.ISR), max(rs.stateVersion, st.StateVersion())
-		b.logger.Info("ISR "+why, "topic", p.topic, "partition", p.index, "replica", replica, "isr", st.ISR)
-		b.metrics.isrChanges.WithLabelValues(why).Inc()
-		self := len(rs.isr) == 1 && rs.isr[0] == b.cfg.BrokerID
+		m.d.Logger.Info("ISR "+why, "topic", p.topic, "partition", p.index, "replica", replica, "isr", st.ISR)
+		m.d.Metrics.ISRChanged(why)
+		self := len(rs.isr) == 1 && rs.isr[0] == me
 		if p.selfOnly.Load() && !self {
 			p.raiseHighWatermark(p.log.EndOffset())
 		}
 		p.selfOnly.Store(self)
-		b.advanceHighWatermark(p)
-		b.metrics.observeISR(p, len(rs.replicas), len(rs.isr))
-		p.wake()
+		m.advanceHighWatermark(p)
+		m.d.Metrics.ObserveISR(p, len(rs.replicas), len(rs.isr))
+		p.Wake()
 	}()
 }
 
-// waitCommitted waits until every partition's high watermark passes its
-// target offset (acks=all), the deadline passes, or the replica stops
-// leading. It returns the partitions still short.
-func (b *Broker) waitCommitted(ctx context.Context, deadline time.Time, targets map[*partition]int64) map[*partition]bool {
-	w := &waiter{ch: make(chan struct{}, 1)}
+// WaitCommitted waits until every partition's high watermark passes its
+// target offset (acks=all), the deadline passes, ctx ends, the broker
+// shuts down, or the replica stops leading. It returns the partitions
+// still short.
+func (m *Manager) WaitCommitted(ctx context.Context, deadline time.Time, targets map[*Replica]int64) map[*Replica]bool {
+	w := NewWaiter()
 	for p := range targets {
-		p.addWaiter(w)
-		defer p.removeWaiter(w)
+		p.AddWaiter(w)
+		defer p.RemoveWaiter(w)
 	}
 	var timer *time.Timer
 	for {
-		short := map[*partition]bool{}
+		short := map[*Replica]bool{}
 		for p, target := range targets {
-			if !p.leading() || p.highWatermark() < target {
+			if !p.Leading() || p.HighWatermark() < target {
 				short[p] = true
 			}
 		}
 		done := true
 		for p := range short {
-			if p.leading() {
+			if p.Leading() {
 				done = false
 			}
 		}
@@ -396,7 +371,7 @@ func (b *Broker) waitCommitted(ctx context.Context, deadline time.Time, targets 
 		case <-timer.C:
 		case <-ctx.Done():
 			return short
-		case <-b.shutdownCtx.Done():
+		case <-m.d.Shutdown.Done():
 			return short
 		}
 	}

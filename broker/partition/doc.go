@@ -1,0 +1,63 @@
+// Package partition is a broker's local replicas of topic partitions and
+// the leader's side of their replication: what a request handler reads
+// and writes (a Replica), and what keeps the replicas of a partition in
+// step (a Manager). The broker's reconciler opens and closes the replicas
+// as the cluster metadata says, its replica fetchers copy the followed
+// ones from their leaders, and its handlers serve the led ones.
+//
+// # Replica
+//
+// A Replica pairs a partition's Log (the storage engine's, broker/partlog,
+// behind the small Log interface; OpenStorage) with its role and high
+// watermark. What it guarantees:
+//
+//   - The high watermark never passes the log end offset and, while the
+//     replica keeps its role, never goes back; consumers read below it.
+//     A leader that is its own only in-sync replica answers its log end
+//     offset without any bookkeeping (SelfOnly).
+//   - A leader's high watermark is the smallest log end offset of the
+//     in-sync replicas, counting the replicas of an ISR being written too
+//     (Kafka's maximal ISR): nothing is acknowledged that a replica the
+//     controller may elect lacks.
+//   - Waiters (long-polling Fetch, acks=all Produce) are woken on every
+//     append the caller reports (Wake), every move of the high watermark
+//     and every change of role, so a wait never outlives a lost
+//     leadership.
+//
+// Topic, Partition, Dir, Log and Settings are fixed at Open; Config is
+// replaced atomically; Identity is the reconciler's alone.
+//
+// # Replication
+//
+// Manager.ApplyRole gives a replica the role of the metadata's partition
+// state (a new leader epoch resets the followers' positions), hands
+// followed replicas to the broker's fetchers (Fetchers), and ignores a
+// view older than the leader's own ISR write. FollowerFetched records a
+// follower's position from its fetch, advances the high watermark and
+// adds a caught-up follower to the ISR; RunISRShrinker removes followers
+// not caught up for replica.lag.time.max.ms. ISR changes are written by
+// compare-and-set through Cluster (cluster.Member.AlterISR), one at a time
+// per partition; a leader fenced by a newer epoch leaves the change to
+// the metadata. WaitCommitted is acks=all.
+//
+// # Recovery
+//
+// Each log directory holds Kafka's replication-offset-checkpoint (format
+// frozen: "0\n<count>\n" then "<topic> <partition> <hw>\n" per
+// partition), written atomically every 5 s and at the broker's Close. A
+// replica opens at its checkpointed high watermark, bounded by its log
+// end; a malformed checkpoint is logged and its replicas start from zero.
+// Recovering the log itself is broker/partlog's. A partition that fails to
+// open is retried with a doubling back-off (1 s to 1 min, OpenFailures),
+// and whoever waits on its topic is told the cause, wrapping ErrOpen.
+//
+// # Concurrency
+//
+// A Replica is safe for concurrent use: Leading, SelfOnly and the high
+// watermark are atomics read on every request without a lock; the rest of
+// the replication state (role, epoch, ISR, followers) is under one mutex
+// per replica, never held across I/O other than the log's offset reads,
+// and the waiters under another. A Manager is safe for concurrent use;
+// the ISR writes it starts run in goroutines counted in Deps.WG and end
+// with Deps.Shutdown.
+package partition
