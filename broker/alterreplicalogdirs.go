@@ -141,7 +141,7 @@ func (b *Broker) alterReplicaLogDir(dir, topic string, p int32) int16 {
 	target := filepath.Clean(b.cfg.LogDirs[i])
 	tp := partition.TopicPartition{Topic: topic, Partition: p}
 	m := b.logDirMoves
-	part := b.replicaOf(topic, p)
+	part := b.partitions.Replica(topic, p)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if part == nil {
@@ -251,7 +251,7 @@ func (mv *logDirMove) closeFuture() {
 // grows faster than replica.alter.log.dirs.io.max.bytes.per.second, as in
 // Kafka.
 func (b *Broker) copyToFuture(ctx context.Context, mv *logDirMove) error {
-	part := b.replicaOf(mv.tp.Topic, mv.tp.Partition)
+	part := b.partitions.Replica(mv.tp.Topic, mv.tp.Partition)
 	if part == nil {
 		return fmt.Errorf("%w: the replica is gone", context.Canceled)
 	}
@@ -267,7 +267,7 @@ func (b *Broker) copyToFuture(ctx context.Context, mv *logDirMove) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		part = b.replicaOf(mv.tp.Topic, mv.tp.Partition)
+		part = b.partitions.Replica(mv.tp.Topic, mv.tp.Partition)
 		if part == nil {
 			// Reopened (a storage setting) or gone: look again shortly.
 			if missing++; missing > 100 {
@@ -334,16 +334,14 @@ func copyBatches(src, dst partition.Log) (int64, error) {
 // the tail is copied, the directories are renamed, and the partition
 // opens again from its new directory.
 func (b *Broker) swapLogDir(mv *logDirMove) error {
-	t := b.lookup(mv.tp.Topic)
-	if t == nil || int(mv.tp.Partition) >= len(t.partitions) || t.partitions[mv.tp.Partition] == nil {
+	served := b.replication.Slots(mv.tp.Topic)
+	if int(mv.tp.Partition) >= len(served) || served[mv.tp.Partition] == nil {
 		return fmt.Errorf("%w: the replica is gone", context.Canceled)
 	}
-	old := t.partitions[mv.tp.Partition]
-	slots := slices.Clone(t.partitions)
+	old := served[mv.tp.Partition]
+	slots := slices.Clone(served)
 	slots[mv.tp.Partition] = nil
-	b.mu.Lock()
-	b.topics[t.name] = &topic{name: t.name, partitions: slots}
-	b.mu.Unlock()
+	b.replication.Publish(mv.tp.Topic, slots)
 	b.releasePartition(old, false)
 	reopen := func() {
 		snap := b.metadata()

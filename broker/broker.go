@@ -44,7 +44,6 @@ type Broker struct {
 	standalone bool
 
 	mu     sync.RWMutex
-	topics map[string]*topic
 	closed bool
 	member *cluster.Member
 	// onDisk lists every partition directory, open or not.
@@ -81,6 +80,9 @@ type Broker struct {
 	fetchers    *fetcherManager
 	hwStart     map[partition.TopicPartition]int64
 	replication *partition.Manager
+	// partitions is replication as the request handlers see it: the
+	// served replicas, acks=all, followers' fetches.
+	partitions partition.Partitions
 	// res bounds descriptors, connections and topic creation (limits.go).
 	res *resources
 
@@ -129,14 +131,6 @@ type Broker struct {
 	done      chan struct{}
 }
 
-// topic is a topic's partitions as this broker serves them: one slot per
-// partition of the topic, nil where this broker holds no replica.
-// A topic is immutable: the reconciler replaces it to change a slot.
-type topic struct {
-	name       string
-	partitions []*partition.Replica
-}
-
 // Option adjusts a Broker beyond its Config; for tests and embedding.
 type Option func(*Broker)
 
@@ -178,7 +172,6 @@ func New(cfg config.Config, logger *slog.Logger, reg prometheus.Registerer, opts
 		logger:  logger,
 		metrics: m,
 		gather:  gather,
-		topics:  map[string]*topic{},
 		onDisk:  map[string]map[int32]string{},
 		served:  make(chan struct{}),
 		applied: cluster.Snapshot{Controller: -1},
@@ -227,6 +220,7 @@ func New(cfg config.Config, logger *slog.Logger, reg prometheus.Registerer, opts
 	b.logDirMoves = newLogDirMoves()
 	b.hwStart = partition.LoadHWCheckpoints(cfg.LogDirs, logger)
 	b.replication = partition.NewManager(b.replicationDeps())
+	b.partitions = b.replication
 	return b, nil
 }
 
@@ -326,42 +320,9 @@ func validateTopicName(name string) error {
 	return nil
 }
 
-// lookup returns the topic or nil.
-func (b *Broker) lookup(name string) *topic {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.topics[name]
-}
-
-// partitionOf returns the partition if this broker leads it, else nil.
-func (b *Broker) partitionOf(name string, p int32) *partition.Replica {
-	if part := b.replicaOf(name, p); part != nil && part.Leading() {
-		return part
-	}
-	return nil
-}
-
-// replicaOf returns the local replica of the partition, led or followed,
-// or nil.
-func (b *Broker) replicaOf(name string, p int32) *partition.Replica {
-	t := b.lookup(name)
-	if t == nil || p < 0 || int(p) >= len(t.partitions) {
-		return nil
-	}
-	return t.partitions[p]
-}
-
 // Topics returns the topic names and partition counts, as of the last
 // reconciliation with the cluster metadata.
-func (b *Broker) Topics() map[string]int32 {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	out := make(map[string]int32, len(b.topics))
-	for n, t := range b.topics {
-		out[n] = int32(len(t.partitions))
-	}
-	return out
-}
+func (b *Broker) Topics() map[string]int32 { return b.partitions.Topics() }
 
 // Start binds the listener (and the metrics listener) and serves in the
 // background until ctx is cancelled or Close is called; both shut down
@@ -587,21 +548,20 @@ func (b *Broker) Close() error {
 
 func (b *Broker) closeLogs() error {
 	b.mu.Lock()
-	topics := b.topics
-	b.topics = map[string]*topic{}
 	b.closed = true
 	b.mu.Unlock()
+	topics := b.replication.RemoveAll()
 	var errs []error
-	for _, t := range topics {
-		for _, p := range t.partitions {
+	for name, slots := range topics {
+		for _, p := range slots {
 			if p == nil {
 				continue
 			}
 			if err := p.Log().Flush(); err != nil {
-				errs = append(errs, fmt.Errorf("flush %s-%d: %w", t.name, p.Partition(), err))
+				errs = append(errs, fmt.Errorf("flush %s-%d: %w", name, p.Partition(), err))
 			}
 			if err := p.Log().Close(); err != nil {
-				errs = append(errs, fmt.Errorf("close %s-%d: %w", t.name, p.Partition(), err))
+				errs = append(errs, fmt.Errorf("close %s-%d: %w", name, p.Partition(), err))
 			}
 		}
 	}
@@ -619,7 +579,7 @@ func (b *Broker) housekeeping() {
 			return
 		case <-tick.C:
 		}
-		for _, p := range b.allPartitions() {
+		for _, p := range b.partitions.All() {
 			n, err := p.Log().ApplyRetention()
 			if err != nil {
 				b.logger.Error("retention failed", "topic", p.Topic(), "partition", p.Partition(), "err", err)
@@ -631,19 +591,4 @@ func (b *Broker) housekeeping() {
 			}
 		}
 	}
-}
-
-// allPartitions lists every local replica, led or followed.
-func (b *Broker) allPartitions() []*partition.Replica {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	var out []*partition.Replica
-	for _, t := range b.topics {
-		for _, p := range t.partitions {
-			if p != nil {
-				out = append(out, p)
-			}
-		}
-	}
-	return out
 }

@@ -142,7 +142,7 @@ func (c *logCleaner) pick() (*partition.Replica, cleanableLog) {
 	var best *partition.Replica
 	var bestLog cleanableLog
 	bestRatio, dirtiest := -1.0, 0.0
-	for _, p := range c.b.allPartitions() {
+	for _, p := range c.b.partitions.All() {
 		l, ok := p.Log().(cleanableLog)
 		if !ok || c.busy[p] {
 			continue

@@ -253,7 +253,7 @@ func TestIdempotentProducerAcrossCleaning(t *testing.T) {
 // cleanerIdle: no partition of b has a dirty byte left to clean.
 func cleanerIdle(t *testing.T, b *testBroker) bool {
 	t.Helper()
-	for _, p := range b.allPartitions() {
+	for _, p := range b.partitions.All() {
 		c, err := p.Log().(cleanableLog).Cleanable()
 		if err != nil {
 			t.Fatalf("Cleanable: %v", err)
@@ -267,7 +267,7 @@ func cleanerIdle(t *testing.T, b *testBroker) bool {
 
 func cleanerPoint(b *testBroker) int64 {
 	var point int64
-	for _, p := range b.allPartitions() {
+	for _, p := range b.partitions.All() {
 		point = p.Log().(interface{ CleanerCheckpoint() int64 }).CleanerCheckpoint()
 	}
 	return point

@@ -65,7 +65,7 @@ func TestCompactedTopicRoundTrip(t *testing.T) {
 		// The checkpoint first: what is read after is at least that clean,
 		// and below it each key is there once.
 		var point int64
-		for _, p := range b.allPartitions() {
+		for _, p := range b.partitions.All() {
 			point = p.Log().(interface{ CleanerCheckpoint() int64 }).CleanerCheckpoint()
 		}
 		got, order, offsets := consumeKeyed(t, b.Addr(), end)

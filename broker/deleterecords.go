@@ -52,7 +52,7 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, r *request) (reply, er
 				sp.ErrorCode = errTopicAuth.Code
 				continue
 			}
-			p := b.partitionOf(rt.Topic, rp.Partition)
+			p := b.partitions.Leader(rt.Topic, rp.Partition)
 			if p == nil {
 				sp.ErrorCode = unservedCode(b.metadata(), rt.Topic, rp.Partition)
 				continue

@@ -35,7 +35,7 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, r *request) (reply, er
 		}
 	}
 	byDir := map[string]map[string][]kmsg.DescribeLogDirsResponseDirTopicPartition{}
-	for _, p := range b.allPartitions() {
+	for _, p := range b.partitions.All() {
 		if wanted != nil && !slices.Contains(wanted[p.Topic()], p.Partition()) {
 			continue
 		}

@@ -29,7 +29,7 @@ func (b *Broker) handleDescribeProducers(_ context.Context, r *request) (reply, 
 		for _, part := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = part
-			p := b.partitionOf(rt.Topic, part)
+			p := b.partitions.Leader(rt.Topic, part)
 			switch {
 			case !readable:
 				sp.ErrorCode = errTopicAuth.Code

@@ -98,7 +98,7 @@ func (b *Broker) serveFetch(ctx context.Context, r *request) (reply, error) {
 				parts[i][j].code = errTopicAuth.Code
 				continue
 			}
-			p := b.partitionOf(rt.Topic, rp.Partition)
+			p := b.partitions.Leader(rt.Topic, rp.Partition)
 			if p == nil {
 				if snap == nil {
 					s := b.metadata()
@@ -111,7 +111,7 @@ func (b *Broker) serveFetch(ctx context.Context, r *request) (reply, error) {
 				parts[i][j].code = code
 				continue
 			}
-			if req.ReplicaID >= 0 && !b.replication.FollowerFetched(p, req.ReplicaID, rp.FetchOffset, rp.LogStartOffset) {
+			if req.ReplicaID >= 0 && !b.partitions.FollowerFetched(p, req.ReplicaID, rp.FetchOffset, rp.LogStartOffset) {
 				// Not a replica of this partition (or no longer led here).
 				parts[i][j].code = kerr.NotLeaderForPartition.Code
 				continue
@@ -199,7 +199,7 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, parts [][]fetchTarget) (*fetc
 			}
 			start := p.Log().StartOffset()
 			limit := min(int64(rp.PartitionMaxBytes), remaining)
-			throttled := req.ReplicaID >= 0 && b.leaderThrottled(p, req.ReplicaID)
+			throttled := req.ReplicaID >= 0 && b.partitions.LeaderThrottled(p, req.ReplicaID)
 			if throttled {
 				// Over the leader's throttle: nothing for this follower
 				// until the bucket refills (throttle.go).

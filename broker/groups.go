@@ -57,7 +57,7 @@ func (b *Broker) newGroupCoordinator(reg prometheus.Registerer) error {
 	// Markers on __consumer_offsets end pending transactional commits.
 	b.SetTxnMarkerListener(c)
 	return reg.Register(c.Collector(func(topic string, p int32) (int64, bool) {
-		if part := b.partitionOf(topic, p); part != nil {
+		if part := b.partitions.Leader(topic, p); part != nil {
 			return part.Log().EndOffset(), true
 		}
 		return 0, false
@@ -106,12 +106,12 @@ type internalCoordinator interface {
 // leads (load) and unloads the ones it no longer leads; it reports whether
 // some partition was newly loaded.
 func (b *Broker) syncCoordinatorPartitions(topic string, c internalCoordinator, load func(p int32, l offsetsLog)) (loading bool) {
-	t := b.lookup(topic)
+	slots := b.replication.Slots(topic)
 	serving := c.Serving()
 	for p := range c.Partitions() {
 		var part *partition.Replica
-		if t != nil && int(p) < len(t.partitions) {
-			part = t.partitions[p]
+		if int(p) < len(slots) {
+			part = slots[p]
 		}
 		if part == nil || !part.Leading() {
 			if _, ok := serving[p]; ok {
@@ -334,7 +334,7 @@ func (l offsetsLog) appendBatch(batch []byte) error {
 	if l.p.HighWatermark() >= end {
 		return nil
 	}
-	short := l.b.replication.WaitCommitted(l.b.shutdownCtx, time.Now().Add(offsetsCommitTimeout), map[*partition.Replica]int64{l.p: end})
+	short := l.b.partitions.WaitCommitted(l.b.shutdownCtx, time.Now().Add(offsetsCommitTimeout), map[*partition.Replica]int64{l.p: end})
 	switch {
 	case !short[l.p]:
 	case !l.p.Leading():

@@ -36,9 +36,9 @@ func (b *Broker) handleListOffsets(_ context.Context, r *request) (reply, error)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
-			p := b.partitionOf(rt.Topic, rp.Partition)
+			p := b.partitions.Leader(rt.Topic, rp.Partition)
 			if p == nil && req.ReplicaID == debuggingReplicaID {
-				p = b.replicaOf(rt.Topic, rp.Partition)
+				p = b.partitions.Replica(rt.Topic, rp.Partition)
 			}
 			switch {
 			case !describable:

@@ -30,7 +30,7 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, r *request) (repl
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
-			p := b.partitionOf(rt.Topic, rp.Partition)
+			p := b.partitions.Leader(rt.Topic, rp.Partition)
 			switch {
 			case !describable:
 				sp.ErrorCode = errTopicAuth.Code

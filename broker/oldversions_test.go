@@ -149,7 +149,7 @@ func TestListOffsetsV0(t *testing.T) {
 		end += 3
 	}
 	// Give each segment file its own age, a second apart from t0.
-	p := b.partitionOf("lo0", 0)
+	p := b.partitions.Leader("lo0", 0)
 	bases := segmentBases(t, p.Dir())
 	if len(bases) != 4 || bases[0] != 0 || bases[3] != 9 {
 		t.Fatalf("segments %v, want one per batch: 0 3 6 9", bases)

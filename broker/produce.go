@@ -50,7 +50,7 @@ func (b *Broker) handleProduce(ctx context.Context, r *request) (reply, error) {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
-			p := b.partitionOf(rt.Topic, rp.Partition)
+			p := b.partitions.Leader(rt.Topic, rp.Partition)
 			v := verified[txn.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -137,7 +137,7 @@ func (b *Broker) awaitAcks(ctx context.Context, req *kmsg.ProduceRequest, resp *
 		targets[pa.p] = max(targets[pa.p], pa.end)
 	}
 	deadline := time.Now().Add(time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond)
-	short := b.replication.WaitCommitted(ctx, deadline, targets)
+	short := b.partitions.WaitCommitted(ctx, deadline, targets)
 	for _, pa := range pending {
 		if !short[pa.p] || pa.p.HighWatermark() >= pa.end {
 			continue
@@ -279,7 +279,7 @@ func (b *Broker) verifyProduce(ctx context.Context, req *kmsg.ProduceRequest, tx
 				out[tp] = &produceVerify{code: kerr.InvalidProducerIDMapping.Code}
 				continue
 			}
-			p := b.partitionOf(rt.Topic, rp.Partition)
+			p := b.partitions.Leader(rt.Topic, rp.Partition)
 			if p == nil || !p.Leading() || !b.needsTxnVerify(p, bpid) {
 				continue
 			}

@@ -75,25 +75,25 @@ func (b *Broker) reconcile(snap cluster.Snapshot) bool {
 func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 	ok := true
 	tc := b.topicConfigOf(t)
-	old := b.lookup(t.Name)
+	old := b.replication.Slots(t.Name)
 	slots := make([]*partition.Replica, len(t.Partitions))
 	if old != nil {
-		copy(slots, old.partitions)
+		copy(slots, old)
 	}
 	var release, removed []*partition.Replica
 	if old != nil {
-		for _, p := range old.partitions[min(len(slots), len(old.partitions)):] {
+		for _, p := range old[min(len(slots), len(old)):] {
 			if p != nil {
 				release = append(release, p)
 			}
 		}
 	}
-	changed := old == nil || len(old.partitions) != len(slots)
+	changed := old == nil || len(old) != len(slots)
 	var roles []int // partitions whose role is applied once the slots are published
 	var opened []partition.Key
 	for i, cp := range t.Partitions {
 		// Every replica opens its log: the leader serves it, the others
-		// copy it from the leader (replica.go, replica_fetcher.go).
+		// copy it from the leader (broker/partition, replica_fetcher.go).
 		local := cp.Leader == b.cfg.BrokerID || slices.Contains(cp.Replicas, b.cfg.BrokerID)
 		if local && slots[i] != nil && slots[i].Settings() != tc.Log {
 			// Two logs must never share a directory: the old one is
@@ -150,9 +150,7 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 		b.replication.ApplyRole(slots[i], t.Partitions[i])
 	}
 	if changed {
-		b.mu.Lock()
-		b.topics[t.Name] = &topic{name: t.Name, partitions: slots}
-		b.mu.Unlock()
+		b.replication.Publish(t.Name, slots)
 	}
 	for _, k := range opened {
 		b.res.failures.Succeeded(k)
@@ -268,19 +266,16 @@ func (b *Broker) releasePartition(p *partition.Replica, del bool) {
 
 // deleteLocal removes a deleted topic's partitions, open or not.
 func (b *Broker) deleteLocal(name string) {
+	slots := b.replication.Remove(name)
 	b.mu.Lock()
-	t := b.topics[name]
-	delete(b.topics, name)
 	dirs := b.onDisk[name]
 	delete(b.onDisk, name)
 	b.mu.Unlock()
 	open := map[string]bool{}
-	if t != nil {
-		for _, p := range t.partitions {
-			if p != nil {
-				open[p.Dir()] = true
-				b.releasePartition(p, true)
-			}
+	for _, p := range slots {
+		if p != nil {
+			open[p.Dir()] = true
+			b.releasePartition(p, true)
 		}
 	}
 	for _, dir := range dirs {
@@ -325,7 +320,7 @@ func (b *Broker) topicReady(name string) func(cluster.Snapshot) bool {
 			if p.Leader < 0 {
 				return false
 			}
-			if p.Leader == b.cfg.BrokerID && b.partitionOf(name, p.ID) == nil {
+			if p.Leader == b.cfg.BrokerID && b.partitions.Leader(name, p.ID) == nil {
 				return false
 			}
 		}

@@ -168,7 +168,7 @@ func TestListOffsetsExactTimestamp(t *testing.T) {
 					t.Fatalf("batch %d: error %d base offset %d, want base offset %d", i, rp.ErrorCode, rp.BaseOffset, batch.base)
 				}
 			}
-			p := b.partitionOf(topic, 0)
+			p := b.partitions.Leader(topic, 0)
 			if off, _, _ := p.Log().OffsetForTimestamp(5500); off != 5 {
 				t.Fatalf("batch layout: the second batch starts at %d, want 5", off)
 			}

@@ -115,7 +115,7 @@ func TestFollowerErrorDelaysOnlyItsPartition(t *testing.T) {
 		for i, b := range bs {
 			var led []int32
 			for p := int32(0); p < 4; p++ {
-				if r := b.replicaOf(topic, p); r != nil && r.Leading() && r.ISRSize() == 2 {
+				if r := b.partitions.Replica(topic, p); r != nil && r.Leading() && r.ISRSize() == 2 {
 					led = append(led, p)
 				}
 			}

@@ -152,7 +152,7 @@ func TestISRExpansionCountsJoiningFollower(t *testing.T) {
 	var leader, follower *testBroker
 	testenv.WaitFor(t, time.Minute, "a leader", func() (bool, string) {
 		for i, b := range bs {
-			if p := b.replicaOf(topic, 0); p != nil && p.Leading() {
+			if p := b.partitions.Replica(topic, 0); p != nil && p.Leading() {
 				leader, follower = b, bs[1-i]
 				return true, ""
 			}
@@ -162,7 +162,7 @@ func TestISRExpansionCountsJoiningFollower(t *testing.T) {
 	gatedLeader.Store(leader.cfg.BrokerID)
 	gatedFollower.Store(follower.cfg.BrokerID)
 	isrOf := func() []int32 {
-		p := leader.replicaOf(topic, 0)
+		p := leader.partitions.Replica(topic, 0)
 		if p == nil || !p.Leading() {
 			return nil
 		}
@@ -203,7 +203,7 @@ func TestISRExpansionCountsJoiningFollower(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the leader never wrote an ISR with the follower")
 	}
-	fp := follower.replicaOf(topic, 0)
+	fp := follower.partitions.Replica(topic, 0)
 	testenv.WaitFor(t, time.Minute, "the follower has both records", func() (bool, string) {
 		return fp.Log().EndOffset() == 2, fmt.Sprintf("end offset %d", fp.Log().EndOffset())
 	})
@@ -223,7 +223,7 @@ func TestISRExpansionCountsJoiningFollower(t *testing.T) {
 	stateGate.release()
 	testenv.WaitFor(t, time.Minute, "both in sync with the record", func() (bool, string) {
 		isr := isrOf()
-		p := leader.replicaOf(topic, 0)
+		p := leader.partitions.Replica(topic, 0)
 		return len(isr) == 2 && p.HighWatermark() == 3, fmt.Sprintf("ISR %v, high watermark %d", isr, p.HighWatermark())
 	})
 	if sp := produce(-1, 10*time.Second, "d"); sp.ErrorCode != 0 || sp.BaseOffset != 3 {

@@ -25,7 +25,6 @@ func (b *Broker) replicationDeps() partition.Deps {
 		Cluster:  replicationCluster{b},
 		Fetchers: b.fetchers,
 		Metrics:  replicationMetrics{m: b.metrics, me: b.cfg.BrokerID},
-		Replicas: b.allPartitions,
 		Shutdown: b.shutdownCtx,
 		WG:       &b.wg,
 	}

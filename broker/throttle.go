@@ -109,17 +109,6 @@ func (t *replicationThrottle) bucket(leader bool) *rateBucket {
 	return &t.follower
 }
 
-// leaderThrottled reports whether this leader throttles what it sends
-// follower for p: the topic names this broker's replica of p and the
-// follower is out of sync.
-func (b *Broker) leaderThrottled(p *partition.Replica, follower int32) bool {
-	tc := p.Config()
-	if tc == nil || !tc.LeaderThrottled.Includes(p.Partition(), b.cfg.BrokerID) {
-		return false
-	}
-	return !p.InSync(follower)
-}
-
 // followerThrottled reports whether this follower throttles its copying of
 // p: the topic names this broker's replica of p and the metadata has it
 // out of the ISR.

@@ -237,7 +237,7 @@ func TestTopicRetentionOverride(t *testing.T) {
 			}
 		}
 	}
-	short, long := b.partitionOf("short", 0), b.partitionOf("long", 0)
+	short, long := b.partitions.Leader("short", 0), b.partitions.Leader("long", 0)
 	for short.Log().StartOffset() < 4 {
 		select {
 		case <-ctx.Done():
@@ -320,7 +320,7 @@ func TestTopicConfigChangeApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	for {
-		p := b.partitionOf("live", 0)
+		p := b.partitions.Leader("live", 0)
 		if p != nil && p.Settings().SegmentBytes == 2000 && p.Config().MaxMessageBytes == 1000 {
 			break
 		}
@@ -337,7 +337,7 @@ func TestTopicConfigChangeApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	for off, want := range [][]byte{bytes.Repeat([]byte("x"), 3000), []byte("small")} {
-		v, err := b.partitionOf("live", 0).Log().Read(int64(off), 1<<20)
+		v, err := b.partitions.Leader("live", 0).Log().Read(int64(off), 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -364,7 +364,7 @@ func TestIncrementalAlterTopicConfigs(t *testing.T) {
 	awaitConf := func(what string, cond func(p *partition.Replica) bool) {
 		t.Helper()
 		for {
-			if p := b.partitionOf("alt", 0); p != nil && cond(p) {
+			if p := b.partitions.Leader("alt", 0); p != nil && cond(p) {
 				return
 			}
 			select {

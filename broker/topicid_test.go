@@ -80,7 +80,7 @@ func TestRecreatedTopicDropsStaleData(t *testing.T) {
 		t.Fatal(err)
 	}
 	firstID := b1.metadata().Topics["re"].ID
-	dir := b2.partitionOf("re", 1).Dir()
+	dir := b2.partitions.Leader("re", 1).Dir()
 	cl := newClient(t, b1.Addr(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(50*time.Millisecond))
 	produceValues(t, ctx, cl, "re", 0, "old-0")
 	produceValues(t, ctx, cl, "re", 1, "old-1a", "old-1b")
@@ -95,7 +95,7 @@ func TestRecreatedTopicDropsStaleData(t *testing.T) {
 	if err := b2.awaitServed(ctx, b2.topicReady("re")); err != nil {
 		t.Fatal(err)
 	}
-	if end := b2.partitionOf("re", 1).Log().EndOffset(); end != 2 {
+	if end := b2.partitions.Leader("re", 1).Log().EndOffset(); end != 2 {
 		t.Fatalf("after a restart partition 1 ends at %d, want 2", end)
 	}
 
@@ -124,7 +124,7 @@ func TestRecreatedTopicDropsStaleData(t *testing.T) {
 	if secondID == firstID {
 		t.Fatal("the re-created topic has the old topic id")
 	}
-	p := b2.partitionOf("re", 1)
+	p := b2.partitions.Leader("re", 1)
 	if p == nil || p.Log().EndOffset() != 0 {
 		t.Fatalf("re-created partition 1 on broker 2: served %v, want empty", p != nil)
 	}
@@ -197,7 +197,7 @@ func TestTopicIDsOnTheWire(t *testing.T) {
 	if err != nil || len(cresp.Topics) != 1 || cresp.Topics[0].ErrorCode != 0 {
 		t.Fatalf("CreateTopics v7: %+v, %v", cresp, err)
 	}
-	onDisk, err := readPartitionTopicID(b.partitionOf("ids", 1).Dir())
+	onDisk, err := readPartitionTopicID(b.partitions.Leader("ids", 1).Dir())
 	if err != nil || !cluster.ValidTopicID(onDisk) {
 		t.Fatalf("%s records %q, %v", partitionMetadataFile, onDisk, err)
 	}

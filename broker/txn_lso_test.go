@@ -129,7 +129,7 @@ func TestTxnLSOWaitsForReplicatedMarker(t *testing.T) {
 	testenv.WaitFor(t, time.Minute, "every broker serves the topic with 3 in-sync replicas", func() (bool, string) {
 		leader = nil
 		for _, b := range bs {
-			p := b.replicaOf(topic, 0)
+			p := b.partitions.Replica(topic, 0)
 			if p == nil {
 				return false, fmt.Sprintf("broker %d has no replica", b.cfg.BrokerID)
 			}
@@ -156,7 +156,7 @@ func TestTxnLSOWaitsForReplicatedMarker(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := leader.partitionOf(topic, 0)
+	p := leader.partitions.Leader(topic, 0)
 	testenv.WaitFor(t, time.Minute, "the records are replicated", func() (bool, string) {
 		return p.HighWatermark() == 5, fmt.Sprintf("high watermark %d", p.HighWatermark())
 	})

@@ -61,7 +61,7 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, r *request) (reply, 
 			for pi, part := range rt.Partitions {
 				sp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				sp.Partition = part
-				p := b.partitionOf(rt.Topic, part)
+				p := b.partitions.Leader(rt.Topic, part)
 				switch {
 				case !allowed:
 					sp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
@@ -100,7 +100,7 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, r *request) (reply, 
 		resp.Markers = append(resp.Markers, sm)
 	}
 	if len(slots) > 0 {
-		b.replication.WaitCommitted(ctx, time.Now().Add(markerTimeout), targets)
+		b.partitions.WaitCommitted(ctx, time.Now().Add(markerTimeout), targets)
 	}
 	for _, s := range slots {
 		sp := &resp.Markers[s.m].Topics[s.t].Partitions[s.i]

@@ -27,6 +27,16 @@
 // Topic, Partition, Dir, Log and Settings are fixed at Open; Config is
 // replaced atomically; Identity is the reconciler's alone.
 //
+// # Manager and Partitions
+//
+// A Manager holds the served replicas, one slot per partition of each
+// topic (nil where this broker holds no replica). The reconciler opens
+// replicas (Open) and publishes a topic's slots (Publish), copy on write,
+// so that a request holding the previous slots stays consistent; Remove
+// and RemoveAll hand replicas back for the caller to close or delete. The
+// request handlers see the Manager only as Partitions: Leader, Replica,
+// All, Topics, WaitCommitted, FollowerFetched and LeaderThrottled.
+//
 // # Replication
 //
 // Manager.ApplyRole gives a replica the role of the metadata's partition

@@ -112,7 +112,7 @@ func (m *Manager) CheckpointHighWatermarks() {
 	for _, d := range m.d.LogDirs {
 		byDir[filepath.Clean(d)] = map[TopicPartition]int64{}
 	}
-	for _, p := range m.d.Replicas() {
+	for _, p := range m.All() {
 		d := filepath.Dir(p.dir)
 		if byDir[d] == nil {
 			continue

@@ -56,22 +56,26 @@ type Deps struct {
 	Cluster  Cluster
 	Fetchers Fetchers
 	Metrics  Metrics
-	// Replicas lists every local replica, led or followed.
-	Replicas func() []*Replica
 	// Shutdown ends when the broker shuts down; WG counts the goroutines
 	// replication starts, for the broker to wait on.
 	Shutdown context.Context
 	WG       *sync.WaitGroup
 }
 
-// Manager runs the leader's side of replication for the local replicas.
-// Safe for concurrent use.
+// Manager holds the local replicas, by topic (partitions.go), and runs
+// the leader's side of their replication. Safe for concurrent use.
 type Manager struct {
 	d Deps
+
+	mu sync.RWMutex
+	// topics holds one slot per partition of each served topic, nil
+	// where this broker holds no replica; a slice is never modified, only
+	// replaced (Publish).
+	topics map[string][]*Replica
 }
 
-// NewManager returns a Manager over d.
-func NewManager(d Deps) *Manager { return &Manager{d: d} }
+// NewManager returns a Manager over d, serving no replica yet.
+func NewManager(d Deps) *Manager { return &Manager{d: d, topics: map[string][]*Replica{}} }
 
 // ApplyRole brings the replica's role in line with the partition's state
 // in the metadata. A new leader epoch resets the followers' positions (they
@@ -232,7 +236,7 @@ func (m *Manager) FollowerFetched(p *Replica, follower int32, offset, logStart i
 func (m *Manager) shrinkISRs() {
 	lag := m.d.LagTimeMax
 	now := time.Now()
-	for _, p := range m.d.Replicas() {
+	for _, p := range m.All() {
 		p.rmu.Lock()
 		rs := &p.rs
 		if rs.leader && !rs.altering && len(rs.isr) > 1 {
