@@ -74,10 +74,8 @@ type Broker struct {
 	logDirMoves *logDirMoves
 
 	pids *producerIDs
-	// fetchers copy the partitions this broker follows (replica_fetcher.go);
 	// hwStart holds the high watermarks checkpointed by the last run;
-	// replication runs the leader's side (broker/partition).
-	fetchers    *fetcherManager
+	// replication holds the replicas and replicates them (broker/partition).
 	hwStart     map[partition.TopicPartition]int64
 	replication *partition.Manager
 	// partitions is replication as the request handlers see it: the
@@ -215,7 +213,6 @@ func New(cfg config.Config, logger *slog.Logger, reg prometheus.Registerer, opts
 	if b.onDisk, err = scanLogDirs(cfg.LogDirs); err != nil {
 		return nil, err
 	}
-	b.fetchers = newFetcherManager(b)
 	b.throttle = newReplicationThrottle(time.Now)
 	b.logDirMoves = newLogDirMoves()
 	b.hwStart = partition.LoadHWCheckpoints(cfg.LogDirs, logger)
@@ -510,7 +507,7 @@ func (b *Broker) Close() error {
 		started, msrv := b.started, b.metricsSrv
 		b.startMu.Unlock()
 		b.shutdownCancel()
-		b.fetchers.close()
+		b.replication.StopFetchers()
 		if started {
 			b.closeListeners()
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -21,7 +20,7 @@ var errNoRecordDeletion = errors.New("broker: this partition's storage does not 
 // leads up to the requested offset (-1: the high watermark), as Kafka's
 // DeleteRecords: reads, ListOffsets earliest and retention follow the new
 // start, and followers take it from the LogStartOffset of their next fetch
-// response (replica_fetcher.go). An offset past the high watermark, or
+// response (broker/partition's fetcher.go). An offset past the high watermark, or
 // negative other than -1, is OFFSET_OUT_OF_RANGE and changes nothing. As
 // Kafka's DelayedDeleteRecords, the answer waits until the low watermark
 // (the lowest log start of the leader and its in-sync followers, as their
@@ -117,22 +116,6 @@ func (b *Broker) awaitLowWatermark(ctx context.Context, p *partition.Replica, of
 		case <-ctx.Done():
 			return lw, kerr.RequestTimedOut.Code
 		}
-	}
-}
-
-// followLogStart moves a follower's log start up to its leader's (the
-// LogStartOffset of a fetch response), as far as its own log goes: records
-// the leader deleted are deleted on every replica.
-func (b *Broker) followLogStart(p *partition.Replica, leaderStart int64) {
-	if leaderStart <= p.Log().StartOffset() {
-		return
-	}
-	d, ok := p.Log().(partition.RecordDeleter)
-	if !ok {
-		return
-	}
-	if _, err := d.DeleteRecordsBefore(min(leaderStart, p.Log().EndOffset())); err != nil {
-		b.res.logs.log(slog.LevelWarn, "replica-log-start", "following the leader's log start offset", "topic", p.Topic(), "partition", p.Partition(), "err", err)
 	}
 }
 

@@ -270,15 +270,17 @@
 //
 // Kafka's, coordinated through ZooKeeper watches rather than
 // LeaderAndIsr requests (broker/cluster/doc.go says who writes the state
-// nodes). The local replicas and the leader's side of replication are
+// nodes). The local replicas and their replication, both sides, are
 // broker/partition's: a partition.Replica is a partition log with its role
 // and high watermark, and the handlers reach the replicas only through
-// the partition.Partitions interface (Leader, Replica, All,
+// the partition.Partitions interface (Leader, Replica, All, Topics,
 // WaitCommitted, FollowerFetched, LeaderThrottled); replication.go lends
-// partition.Manager the broker's services (partition.Deps). The
-// reconciler (reconcile.go) and the replica fetchers (replica_fetcher.go)
-// are still the broker's. A leader stamps its leader epoch into every batch it appends;
-// followers (replica_fetcher.go, one fetcher per leader broker) copy the
+// partition.Manager the broker's services (partition.Deps: the member,
+// the inter-broker listener, the follower throttle, metrics, rate-limited
+// logs, shutdown). The reconciler (reconcile.go) is the broker's: it opens
+// the replicas, publishes them to the Manager and gives them their roles.
+// A leader stamps its leader epoch into every batch it appends;
+// followers (broker/partition's fetcher.go, one fetcher per leader broker) copy the
 // batches unchanged with Fetch requests carrying their broker id, after
 // first truncating, on every new leader epoch, to where their latest epoch
 // ends in the leader's log (OffsetForLeaderEpoch). A follower whose log

@@ -93,7 +93,7 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 	var opened []partition.Key
 	for i, cp := range t.Partitions {
 		// Every replica opens its log: the leader serves it, the others
-		// copy it from the leader (broker/partition, replica_fetcher.go).
+		// copy it from the leader (broker/partition).
 		local := cp.Leader == b.cfg.BrokerID || slices.Contains(cp.Replicas, b.cfg.BrokerID)
 		if local && slots[i] != nil && slots[i].Settings() != tc.Log {
 			// Two logs must never share a directory: the old one is
@@ -248,8 +248,7 @@ func (b *Broker) recordIdentity(p *partition.Replica, id string, overrides map[s
 // releasePartition stops serving p: waiting fetches end, then the log is
 // closed, or deleted with its data.
 func (b *Broker) releasePartition(p *partition.Replica, del bool) {
-	b.fetchers.Unfollow(p)
-	p.Release()
+	b.replication.Release(p)
 	b.metrics.forget(p)
 	var err error
 	if del {

@@ -1,12 +1,8 @@
 package broker
 
 import (
-	"slices"
 	"sync"
 	"time"
-
-	"github.com/tributary/tributary/broker/cluster"
-	"github.com/tributary/tributary/broker/partition"
 )
 
 // throttle.go is Kafka's replication throttle: the topic configs
@@ -107,19 +103,4 @@ func (t *replicationThrottle) bucket(leader bool) *rateBucket {
 		return &t.leader
 	}
 	return &t.follower
-}
-
-// followerThrottled reports whether this follower throttles its copying of
-// p: the topic names this broker's replica of p and the metadata has it
-// out of the ISR.
-func (b *Broker) followerThrottled(snap cluster.Snapshot, p *partition.Replica) bool {
-	tc := p.Config()
-	if tc == nil || !tc.FollowerThrottled.Includes(p.Partition(), b.cfg.BrokerID) {
-		return false
-	}
-	t, ok := snap.Topics[p.Topic()]
-	if !ok || int(p.Partition()) >= len(t.Partitions) {
-		return false
-	}
-	return !slices.Contains(t.Partitions[p.Partition()].ISR, b.cfg.BrokerID)
 }

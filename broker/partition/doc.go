@@ -1,9 +1,9 @@
 // Package partition is a broker's local replicas of topic partitions and
-// the leader's side of their replication: what a request handler reads
-// and writes (a Replica), and what keeps the replicas of a partition in
-// step (a Manager). The broker's reconciler opens and closes the replicas
-// as the cluster metadata says, its replica fetchers copy the followed
-// ones from their leaders, and its handlers serve the led ones.
+// their replication: what a request handler reads and writes (a Replica),
+// and what keeps the replicas of a partition in step (a Manager: the
+// leader's side, and the follower's fetchers). The broker's reconciler
+// opens and closes the replicas as the cluster metadata says and its
+// handlers serve the led ones.
 //
 // # Replica
 //
@@ -41,14 +41,25 @@
 //
 // Manager.ApplyRole gives a replica the role of the metadata's partition
 // state (a new leader epoch resets the followers' positions), hands
-// followed replicas to the broker's fetchers (Fetchers), and ignores a
-// view older than the leader's own ISR write. FollowerFetched records a
+// followed replicas to the fetcher of their leader (fetcher.go), and
+// ignores a view older than the leader's own ISR write. FollowerFetched records a
 // follower's position from its fetch, advances the high watermark and
 // adds a caught-up follower to the ISR; RunISRShrinker removes followers
 // not caught up for replica.lag.time.max.ms. ISR changes are written by
 // compare-and-set through Cluster (cluster.Member.AlterISR), one at a time
 // per partition; a leader fenced by a newer epoch leaves the change to
 // the metadata. WaitCommitted is acks=all.
+//
+// A follower's fetcher (one per leader broker, over the inter-broker
+// listener, Deps.InterBroker) first truncates a replica that starts a new
+// leader epoch to where its latest epoch ends in the leader's log
+// (OffsetForLeaderEpoch), then copies the leader's batches unchanged
+// (AppendReplica) with Fetch requests carrying this broker's id, taking
+// the leader's high watermark and log start offset from each response. A
+// replica behind the leader's log start starts over there; a replica the
+// leader answers with an error backs off alone (2 ms or 50 ms, doubling
+// to 1 s); throttled replicas copy within the follower throttle
+// (Deps.Throttle).
 //
 // # Recovery
 //

@@ -121,7 +121,7 @@ func (m *Manager) CheckpointHighWatermarks() {
 	}
 	for d, hws := range byDir {
 		if err := writeHWCheckpoint(d, hws); err != nil {
-			m.d.Warn("hw-checkpoint", "writing the high watermark checkpoint", "dir", d, "err", err)
+			m.d.RateLog(slog.LevelWarn, "hw-checkpoint", "writing the high watermark checkpoint", "dir", d, "err", err)
 		}
 	}
 }

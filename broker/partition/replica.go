@@ -278,9 +278,9 @@ func (r *Replica) LowWatermark() (int64, bool) {
 	return lw, true
 }
 
-// Release ends the replica's role: it leads no more, and its waiters are
-// woken to see it (the log is the caller's to close or delete).
-func (r *Replica) Release() {
+// release ends the replica's role: it leads no more, and its waiters are
+// woken to see it (Manager.Release also stops copying it).
+func (r *Replica) release() {
 	r.isLeader.Store(false)
 	r.Wake()
 }

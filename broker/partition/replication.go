@@ -8,7 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/config"
 )
 
 // replication.go is a local replica's part in its partition's replication,
@@ -19,6 +22,8 @@ import (
 
 // Cluster is what replication needs from the cluster membership.
 type Cluster interface {
+	// Metadata is the latest cluster metadata (leaders' brokers, ISRs).
+	Metadata() cluster.Snapshot
 	// IsShuttingDown reports whether the broker is in controlled shutdown
 	// in the current metadata.
 	IsShuttingDown(broker int32) bool
@@ -27,10 +32,27 @@ type Cluster interface {
 	AlterISR(ctx context.Context, topic string, p, leaderEpoch int32, isr []int32) (cluster.Partition, error)
 }
 
-// Fetchers copy the partitions this broker follows from their leaders.
-type Fetchers interface {
-	Follow(r *Replica, leader, epoch int32)
-	Unfollow(r *Replica)
+// InterBroker reaches the other brokers on the inter-broker listener.
+type InterBroker interface {
+	// Listener names the inter-broker listener.
+	Listener() string
+	// Endpoint is broker b's address on it; false when b has none.
+	Endpoint(b cluster.Broker) (host string, port int32, ok bool)
+	// Client is a Kafka client of one broker at addr, logged in as this
+	// broker on the inter-broker listener's protocol.
+	Client(addr, clientID string) (*kgo.Client, error)
+}
+
+// Throttle is the follower's replication throttle
+// (follower.replication.throttled.rate): what throttled replicas may copy.
+type Throttle interface {
+	// Allowance is how many bytes may be fetched now: -1 when unlimited,
+	// 0 while in debt.
+	Allowance() int64
+	// Wait is how long until the throttle is out of debt.
+	Wait() time.Duration
+	// Record charges n bytes copied for throttled replicas.
+	Record(n int64)
 }
 
 // Metrics records the replication state of the replicas.
@@ -41,6 +63,10 @@ type Metrics interface {
 	ObserveISR(r *Replica, replicas, isr int)
 	// ISRChanged counts an ISR change ("shrink" or "expand").
 	ISRChanged(why string)
+	// ObserveOffsets records r's log start and end offsets.
+	ObserveOffsets(r *Replica)
+	// Truncated counts a follower's truncation of a divergent tail.
+	Truncated()
 }
 
 // Deps are the broker services replication runs on.
@@ -48,14 +74,15 @@ type Deps struct {
 	BrokerID int32
 	// LogDirs are log.dirs, each with its high watermark checkpoint.
 	LogDirs []string
-	// LagTimeMax is replica.lag.time.max.ms.
-	LagTimeMax time.Duration
-	Logger     *slog.Logger
-	// Warn logs a warning of its kind at most once a second.
-	Warn     func(kind, msg string, args ...any)
-	Cluster  Cluster
-	Fetchers Fetchers
-	Metrics  Metrics
+	// Replication is replica.* (lag, fetch sizes and wait).
+	Replication config.Replication
+	Logger      *slog.Logger
+	// RateLog logs a message of its kind at most once a second.
+	RateLog     func(level slog.Level, kind, msg string, args ...any)
+	Cluster     Cluster
+	InterBroker InterBroker
+	Throttle    Throttle
+	Metrics     Metrics
 	// Shutdown ends when the broker shuts down; WG counts the goroutines
 	// replication starts, for the broker to wait on.
 	Shutdown context.Context
@@ -65,7 +92,8 @@ type Deps struct {
 // Manager holds the local replicas, by topic (partitions.go), and runs
 // the leader's side of their replication. Safe for concurrent use.
 type Manager struct {
-	d Deps
+	d        Deps
+	fetchers *fetcherManager
 
 	mu sync.RWMutex
 	// topics holds one slot per partition of each served topic, nil
@@ -75,7 +103,23 @@ type Manager struct {
 }
 
 // NewManager returns a Manager over d, serving no replica yet.
-func NewManager(d Deps) *Manager { return &Manager{d: d, topics: map[string][]*Replica{}} }
+func NewManager(d Deps) *Manager {
+	m := &Manager{d: d, topics: map[string][]*Replica{}}
+	m.fetchers = newFetcherManager(&m.d)
+	return m
+}
+
+// Release ends r's role: it is no longer copied from a leader, leads no
+// more, and its waiters are woken to see it. The log is the caller's to
+// close or delete.
+func (m *Manager) Release(r *Replica) {
+	m.fetchers.unfollow(r)
+	r.release()
+}
+
+// StopFetchers stops copying from the leaders, for good (the broker's
+// Close); the fetchers end through Deps.WG.
+func (m *Manager) StopFetchers() { m.fetchers.close() }
 
 // ApplyRole brings the replica's role in line with the partition's state
 // in the metadata. A new leader epoch resets the followers' positions (they
@@ -155,9 +199,9 @@ func (m *Manager) ApplyRole(p *Replica, cp cluster.Partition) {
 	p.rmu.Unlock()
 
 	if lead {
-		m.d.Fetchers.Unfollow(p)
+		m.fetchers.unfollow(p)
 	} else {
-		m.d.Fetchers.Follow(p, cp.Leader, epoch)
+		m.fetchers.follow(p, cp.Leader, epoch)
 	}
 	m.d.Metrics.ObserveReplica(p, cp)
 	p.Wake() // waiters re-check: a fetch or produce waiting on a lost leadership ends
@@ -234,7 +278,7 @@ func (m *Manager) FollowerFetched(p *Replica, follower int32, offset, logStart i
 // shrinkISRs removes from every led partition's ISR the followers that
 // have not caught up for replica.lag.time.max.ms.
 func (m *Manager) shrinkISRs() {
-	lag := m.d.LagTimeMax
+	lag := m.d.Replication.LagTimeMax
 	now := time.Now()
 	for _, p := range m.All() {
 		p.rmu.Lock()
@@ -262,7 +306,7 @@ func (m *Manager) shrinkISRs() {
 // until shutdown; the caller has counted it in Deps.WG.
 func (m *Manager) RunISRShrinker() {
 	defer m.d.WG.Done()
-	t := time.NewTicker(max(m.d.LagTimeMax/2, 50*time.Millisecond))
+	t := time.NewTicker(max(m.d.Replication.LagTimeMax/2, 50*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
@@ -315,7 +359,7 @@ func (m *Manager) alterISR(p *Replica, isr []int32, why string, replica int32) {
 			m.d.Logger.Info("ISR change refused: the partition has a newer leader epoch", "topic", p.topic, "partition", p.index, "epoch", epoch)
 			return
 		case err != nil:
-			m.d.Warn("alter-isr", "writing the ISR failed; retrying later", "topic", p.topic, "partition", p.index, "err", err)
+			m.d.RateLog(slog.LevelWarn, "alter-isr", "writing the ISR failed; retrying later", "topic", p.topic, "partition", p.index, "err", err)
 			return
 		}
 		if rs.epoch != epoch || !rs.leader {

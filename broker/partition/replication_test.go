@@ -27,23 +27,21 @@ type fakeCluster struct {
 	writes chan []int32
 }
 
-func (fakeCluster) IsShuttingDown(int32) bool { return false }
+func (fakeCluster) Metadata() cluster.Snapshot { return cluster.Snapshot{Controller: -1} }
+func (fakeCluster) IsShuttingDown(int32) bool  { return false }
 
 func (c fakeCluster) AlterISR(_ context.Context, _ string, _, _ int32, isr []int32) (cluster.Partition, error) {
 	c.writes <- slices.Clone(isr)
 	return cluster.Partition{ISR: isr}, nil
 }
 
-type fakeFetchers struct{}
-
-func (fakeFetchers) Follow(*Replica, int32, int32) {}
-func (fakeFetchers) Unfollow(*Replica)             {}
-
 type fakeMetrics struct{}
 
 func (fakeMetrics) ObserveReplica(*Replica, cluster.Partition) {}
 func (fakeMetrics) ObserveISR(*Replica, int, int)              {}
 func (fakeMetrics) ISRChanged(string)                          {}
+func (fakeMetrics) ObserveOffsets(*Replica)                    {}
+func (fakeMetrics) Truncated()                                 {}
 
 func newTestManager(t *testing.T) (*Manager, fakeCluster) {
 	t.Helper()
@@ -51,9 +49,9 @@ func newTestManager(t *testing.T) (*Manager, fakeCluster) {
 	var wg sync.WaitGroup
 	c := fakeCluster{writes: make(chan []int32, 16)}
 	m := NewManager(Deps{
-		BrokerID: 1, LagTimeMax: time.Minute, Logger: slog.New(slog.DiscardHandler),
-		Warn:    func(string, string, ...any) {},
-		Cluster: c, Fetchers: fakeFetchers{}, Metrics: fakeMetrics{},
+		BrokerID: 1, Replication: config.Replication{LagTimeMax: time.Minute}, Logger: slog.New(slog.DiscardHandler),
+		RateLog: func(slog.Level, string, string, ...any) {},
+		Cluster: c, Metrics: fakeMetrics{},
 		Shutdown: ctx, WG: &wg,
 	})
 	t.Cleanup(func() { cancel(); wg.Wait() })
@@ -154,7 +152,7 @@ func TestFollowerHighWatermark(t *testing.T) {
 	if m.FollowerFetched(r, 2, 8, 0) {
 		t.Fatal("a follower accepted a follower's fetch")
 	}
-	r.Release()
+	m.Release(r)
 	if m.Leader("t", 0) != nil {
 		t.Fatal("an unpublished replica is served")
 	}
