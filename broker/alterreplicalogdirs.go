@@ -342,7 +342,7 @@ func (b *Broker) swapLogDir(mv *logDirMove) error {
 	slots := slices.Clone(served)
 	slots[mv.tp.Partition] = nil
 	b.replication.Publish(mv.tp.Topic, slots)
-	b.releasePartition(old, false)
+	b.replication.Release(old, false)
 	reopen := func() {
 		snap := b.metadata()
 		if ct, ok := snap.Topics[mv.tp.Topic]; ok {

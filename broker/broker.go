@@ -74,9 +74,7 @@ type Broker struct {
 	logDirMoves *logDirMoves
 
 	pids *producerIDs
-	// hwStart holds the high watermarks checkpointed by the last run;
 	// replication holds the replicas and replicates them (broker/partition).
-	hwStart     map[partition.TopicPartition]int64
 	replication *partition.Manager
 	// partitions is replication as the request handlers see it: the
 	// served replicas, acks=all, followers' fetches.
@@ -215,7 +213,6 @@ func New(cfg config.Config, logger *slog.Logger, reg prometheus.Registerer, opts
 	}
 	b.throttle = newReplicationThrottle(time.Now)
 	b.logDirMoves = newLogDirMoves()
-	b.hwStart = partition.LoadHWCheckpoints(cfg.LogDirs, logger)
 	b.replication = partition.NewManager(b.replicationDeps())
 	b.partitions = b.replication
 	return b, nil
@@ -247,16 +244,6 @@ func scanLogDirs(logDirs []string) (map[string]map[int32]string, error) {
 		}
 	}
 	return found, nil
-}
-
-func (b *Broker) openPartition(name string, p int32, dir string, tc config.Topic) (*partition.Replica, error) {
-	// The high watermark this replica had checkpointed, never past its log.
-	part, err := partition.Open(b.openLog, name, p, dir, tc, b.hwStart[partition.TopicPartition{Topic: name, Partition: p}])
-	if err != nil {
-		return nil, err
-	}
-	b.metrics.observeOffsets(part)
-	return part, nil
 }
 
 func partitionDirName(topic string, p int32) string {

@@ -100,7 +100,7 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 			// closed before the new one opens. Requests meanwhile get
 			// NOT_LEADER_OR_FOLLOWER and retry.
 			b.logger.Info("topic storage settings changed; reopening partition", "topic", t.Name, "partition", i)
-			b.releasePartition(slots[i], false)
+			b.replication.Release(slots[i], false)
 			slots[i], changed = nil, true
 		}
 		switch {
@@ -156,10 +156,10 @@ func (b *Broker) reconcileTopic(t cluster.Topic) bool {
 		b.res.failures.Succeeded(k)
 	}
 	for _, p := range release {
-		b.releasePartition(p, false)
+		b.replication.Release(p, false)
 	}
 	for _, p := range removed {
-		b.releasePartition(p, true)
+		b.replication.Release(p, true)
 		b.mu.Lock()
 		delete(b.onDisk[t.Name], p.Partition())
 		b.mu.Unlock()
@@ -215,7 +215,7 @@ func (b *Broker) openLocal(name, id string, p int32, tc config.Topic, overrides 
 		}
 		dir = filepath.Join(logDir, partitionDirName(name, p))
 	}
-	part, err := b.openPartition(name, p, dir, tc)
+	part, err := b.replication.Open(name, p, dir, tc)
 	if err != nil {
 		return nil, err
 	}
@@ -245,24 +245,6 @@ func (b *Broker) recordIdentity(p *partition.Replica, id string, overrides map[s
 	p.SetIdentity(key)
 }
 
-// releasePartition stops serving p: waiting fetches end, then the log is
-// closed, or deleted with its data.
-func (b *Broker) releasePartition(p *partition.Replica, del bool) {
-	b.replication.Release(p)
-	b.metrics.forget(p)
-	var err error
-	if del {
-		err = p.Log().Delete()
-	} else {
-		if err = p.Log().Flush(); err == nil {
-			err = p.Log().Close()
-		}
-	}
-	if err != nil {
-		b.logger.Error("releasing partition", "topic", p.Topic(), "partition", p.Partition(), "delete", del, "err", err)
-	}
-}
-
 // deleteLocal removes a deleted topic's partitions, open or not.
 func (b *Broker) deleteLocal(name string) {
 	slots := b.replication.Remove(name)
@@ -274,7 +256,7 @@ func (b *Broker) deleteLocal(name string) {
 	for _, p := range slots {
 		if p != nil {
 			open[p.Dir()] = true
-			b.releasePartition(p, true)
+			b.replication.Release(p, true)
 		}
 	}
 	for _, dir := range dirs {

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/partition"
 )
 
@@ -18,8 +19,12 @@ import (
 // replicationDeps are the services the broker lends partition.Manager.
 func (b *Broker) replicationDeps() partition.Deps {
 	return partition.Deps{
-		BrokerID:    b.cfg.BrokerID,
-		LogDirs:     b.cfg.LogDirs,
+		BrokerID: b.cfg.BrokerID,
+		LogDirs:  b.cfg.LogDirs,
+		// The storage engine, read at each open: tests wrap it.
+		Open: func(dir string, s config.LogSettings) (partition.Log, error) {
+			return b.openLog(dir, s)
+		},
 		Replication: b.cfg.Replication,
 		Logger:      b.logger,
 		RateLog: func(level slog.Level, kind, msg string, args ...any) {
@@ -67,6 +72,8 @@ func (r replicationMetrics) ISRChanged(why string) { r.m.isrChanges.WithLabelVal
 func (r replicationMetrics) ObserveOffsets(p *partition.Replica) { r.m.observeOffsets(p) }
 
 func (r replicationMetrics) Truncated() { r.m.truncations.Inc() }
+
+func (r replicationMetrics) Forget(p *partition.Replica) { r.m.forget(p) }
 
 // interBroker is the broker's inter-broker listener, bound at Start, as
 // the replica fetchers use it.

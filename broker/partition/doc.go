@@ -30,10 +30,14 @@
 // # Manager and Partitions
 //
 // A Manager holds the served replicas, one slot per partition of each
-// topic (nil where this broker holds no replica). The reconciler opens
-// replicas (Open) and publishes a topic's slots (Publish), copy on write,
-// so that a request holding the previous slots stays consistent; Remove
-// and RemoveAll hand replicas back for the caller to close or delete. The
+// topic (nil where this broker holds no replica). The broker's reconciler
+// opens replicas (Manager.Open, at their checkpointed high watermarks),
+// publishes a topic's slots (Publish), copy on write, so that a request
+// holding the previous slots stays consistent, gives them their roles
+// (ApplyRole), and releases the ones it no longer serves (Release: role
+// ended, waiters woken, log closed or deleted); Remove and RemoveAll
+// unpublish. Which partitions are local, their directories and identity
+// files are the reconciler's. The
 // request handlers see the Manager only as Partitions: Leader, Replica,
 // All, Topics, WaitCommitted, FollowerFetched and LeaderThrottled.
 //

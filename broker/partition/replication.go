@@ -67,6 +67,8 @@ type Metrics interface {
 	ObserveOffsets(r *Replica)
 	// Truncated counts a follower's truncation of a divergent tail.
 	Truncated()
+	// Forget drops r's series: it is released.
+	Forget(r *Replica)
 }
 
 // Deps are the broker services replication runs on.
@@ -74,6 +76,8 @@ type Deps struct {
 	BrokerID int32
 	// LogDirs are log.dirs, each with its high watermark checkpoint.
 	LogDirs []string
+	// Open opens a partition's storage.
+	Open Opener
 	// Replication is replica.* (lag, fetch sizes and wait).
 	Replication config.Replication
 	Logger      *slog.Logger
@@ -94,6 +98,8 @@ type Deps struct {
 type Manager struct {
 	d        Deps
 	fetchers *fetcherManager
+	// hwStart holds the high watermarks checkpointed by the last run.
+	hwStart map[TopicPartition]int64
 
 	mu sync.RWMutex
 	// topics holds one slot per partition of each served topic, nil
@@ -102,19 +108,43 @@ type Manager struct {
 	topics map[string][]*Replica
 }
 
-// NewManager returns a Manager over d, serving no replica yet.
+// NewManager returns a Manager over d, serving no replica yet; the
+// replicas it opens start at the high watermarks checkpointed in d.LogDirs.
 func NewManager(d Deps) *Manager {
-	m := &Manager{d: d, topics: map[string][]*Replica{}}
+	m := &Manager{d: d, topics: map[string][]*Replica{}, hwStart: LoadHWCheckpoints(d.LogDirs, d.Logger)}
 	m.fetchers = newFetcherManager(&m.d)
 	return m
 }
 
-// Release ends r's role: it is no longer copied from a leader, leads no
-// more, and its waiters are woken to see it. The log is the caller's to
-// close or delete.
-func (m *Manager) Release(r *Replica) {
+// Open opens the replica of partition p of topic in dir (see Open), at the
+// high watermark it had checkpointed. It is served once published
+// (Publish) and replicates once given a role (ApplyRole).
+func (m *Manager) Open(topic string, p int32, dir string, tc config.Topic) (*Replica, error) {
+	r, err := Open(m.d.Open, topic, p, dir, tc, m.hwStart[TopicPartition{Topic: topic, Partition: p}])
+	if err != nil {
+		return nil, err
+	}
+	m.d.Metrics.ObserveOffsets(r)
+	return r, nil
+}
+
+// Release stops r: it is no longer copied from a leader, leads no more,
+// its waiters are woken to see it, then its log is closed (flushed
+// first), or deleted with its data when del. Unpublishing it is the
+// caller's (Publish, Remove).
+func (m *Manager) Release(r *Replica, del bool) {
 	m.fetchers.unfollow(r)
 	r.release()
+	m.d.Metrics.Forget(r)
+	var err error
+	if del {
+		err = r.log.Delete()
+	} else if err = r.log.Flush(); err == nil {
+		err = r.log.Close()
+	}
+	if err != nil {
+		m.d.Logger.Error("releasing partition", "topic", r.topic, "partition", r.index, "delete", del, "err", err)
+	}
 }
 
 // StopFetchers stops copying from the leaders, for good (the broker's

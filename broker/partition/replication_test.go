@@ -16,8 +16,12 @@ import (
 // offsetLog is a Log of which replication reads only the offsets.
 type offsetLog struct {
 	Log
-	end atomic.Int64
+	end    atomic.Int64
+	closed atomic.Bool
 }
+
+func (l *offsetLog) Flush() error { return nil }
+func (l *offsetLog) Close() error { l.closed.Store(true); return nil }
 
 func (l *offsetLog) EndOffset() int64   { return l.end.Load() }
 func (l *offsetLog) StartOffset() int64 { return 0 }
@@ -42,6 +46,7 @@ func (fakeMetrics) ObserveISR(*Replica, int, int)              {}
 func (fakeMetrics) ISRChanged(string)                          {}
 func (fakeMetrics) ObserveOffsets(*Replica)                    {}
 func (fakeMetrics) Truncated()                                 {}
+func (fakeMetrics) Forget(*Replica)                            {}
 
 func newTestManager(t *testing.T) (*Manager, fakeCluster) {
 	t.Helper()
@@ -152,7 +157,10 @@ func TestFollowerHighWatermark(t *testing.T) {
 	if m.FollowerFetched(r, 2, 8, 0) {
 		t.Fatal("a follower accepted a follower's fetch")
 	}
-	m.Release(r)
+	m.Release(r, false)
+	if !l.closed.Load() {
+		t.Fatal("a released replica's log is open")
+	}
 	if m.Leader("t", 0) != nil {
 		t.Fatal("an unpublished replica is served")
 	}
