@@ -81,8 +81,14 @@
 // A Replica is safe for concurrent use: Leading, SelfOnly and the high
 // watermark are atomics read on every request without a lock; the rest of
 // the replication state (role, epoch, ISR, followers) is under one mutex
-// per replica, never held across I/O other than the log's offset reads,
-// and the waiters under another. A Manager is safe for concurrent use;
-// the ISR writes it starts run in goroutines counted in Deps.WG and end
-// with Deps.Shutdown.
+// per replica, never held across I/O other than the log's offset reads
+// (the ISR write runs in a goroutine that takes it again for the result),
+// and the waiters under another, taken after it when both are. The log is
+// safe for concurrent Append and Read; a log closed under a request
+// answers partlog.ErrClosed, which ErrorCode maps to
+// NOT_LEADER_OR_FOLLOWER. A Manager is safe for concurrent use: its
+// served topics are under its own lock, and the goroutines it starts (ISR
+// writes, one fetcher per leader, the ISR shrinker and the checkpointer
+// the broker runs) are counted in Deps.WG and end with Deps.Shutdown.
+// Publish, Remove, Open and Release are the reconciler's, one goroutine.
 package partition
