@@ -277,8 +277,11 @@
 // WaitCommitted, FollowerFetched, LeaderThrottled); replication.go lends
 // partition.Manager the broker's services (partition.Deps: the member,
 // the inter-broker listener, the follower throttle, metrics, rate-limited
-// logs, shutdown). The reconciler (reconcile.go) is the broker's: it opens
-// the replicas, publishes them to the Manager and gives them their roles.
+// logs, shutdown). The reconciler (reconcile.go) follows the metadata and
+// hands each topic to partition.Manager.ReconcileTopic, which opens,
+// reopens, releases and gives roles to its replicas; where their
+// directories are (log.dirs, identity files, moves between log.dirs) and
+// deleting a topic's data stay the broker's.
 // A leader stamps its leader epoch into every batch it appends;
 // followers (broker/partition's fetcher.go, one fetcher per leader broker) copy the
 // batches unchanged with Fetch requests carrying their broker id, after

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/tributary/tributary/broker/cluster"
@@ -68,104 +67,31 @@ func (b *Broker) reconcile(snap cluster.Snapshot) bool {
 	return ok
 }
 
-// reconcileTopic publishes a new slot slice for t (topics are copied on
-// write, so readers holding the old one stay consistent). A served
-// partition whose storage settings changed is reopened with the new ones;
-// the other settings apply in place.
+// reconcileTopic brings the replicas of t in line with the metadata
+// (partition.Manager.ReconcileTopic) under t's effective configuration.
 func (b *Broker) reconcileTopic(t cluster.Topic) bool {
-	ok := true
-	tc := b.topicConfigOf(t)
-	old := b.replication.Slots(t.Name)
-	slots := make([]*partition.Replica, len(t.Partitions))
-	if old != nil {
-		copy(slots, old)
-	}
-	var release, removed []*partition.Replica
-	if old != nil {
-		for _, p := range old[min(len(slots), len(old)):] {
-			if p != nil {
-				release = append(release, p)
-			}
-		}
-	}
-	changed := old == nil || len(old) != len(slots)
-	var roles []int // partitions whose role is applied once the slots are published
-	var opened []partition.Key
-	for i, cp := range t.Partitions {
-		// Every replica opens its log: the leader serves it, the others
-		// copy it from the leader (broker/partition).
-		local := cp.Leader == b.cfg.BrokerID || slices.Contains(cp.Replicas, b.cfg.BrokerID)
-		if local && slots[i] != nil && slots[i].Settings() != tc.Log {
-			// Two logs must never share a directory: the old one is
-			// closed before the new one opens. Requests meanwhile get
-			// NOT_LEADER_OR_FOLLOWER and retry.
-			b.logger.Info("topic storage settings changed; reopening partition", "topic", t.Name, "partition", i)
-			b.replication.Release(slots[i], false)
-			slots[i], changed = nil, true
-		}
-		switch {
-		case local && slots[i] == nil:
-			// A partition that failed to open is retried after a back-off
-			// (openfail.go), not on every pass.
-			if t.ID == "" {
-				// Written without an id (Kafka's TopicCommand): the
-				// controller assigns one, and its metadata change brings
-				// the partition back here. Opening first could serve the
-				// data of an earlier topic of this name.
-				continue
-			}
-			key := partition.Key{Topic: t.Name, ID: t.ID, Partition: int32(i)}
-			if !b.res.failures.Due(key) {
-				ok = false
-				continue
-			}
-			p, err := b.openLocal(t.Name, t.ID, int32(i), tc, t.Configs)
-			if err != nil {
-				b.partitionOpenFailed(key, err)
-				ok = false
-				continue
-			}
-			// The failure is forgotten once the partition is published
-			// (below): until then Produce and Fetch still name its cause.
-			opened = append(opened, key)
-			slots[i], changed = p, true
-			roles = append(roles, i)
-			b.logger.Debug("serving partition", "topic", t.Name, "partition", i, "leader", cp.Leader)
-		case !local && slots[i] != nil:
-			// Moved away by a reassignment: its data goes, as Kafka's
-			// StopReplica with deletion.
-			removed = append(removed, slots[i])
-			slots[i], changed = nil, true
-			b.logger.Info("no longer a replica of partition; deleting its data", "topic", t.Name, "partition", i, "replicas", cp.Replicas)
-		case local:
-			slots[i].SetConfig(&tc)
-			b.recordIdentity(slots[i], t.ID, t.Configs)
-			roles = append(roles, i)
-		}
-	}
-	// Roles before the slots are published: a partition visible to
-	// requests already knows whether it leads (else a just-opened leader
-	// would answer NOT_LEADER_OR_FOLLOWER for a moment).
-	for _, i := range roles {
-		b.replication.ApplyRole(slots[i], t.Partitions[i])
-	}
-	if changed {
-		b.replication.Publish(t.Name, slots)
-	}
-	for _, k := range opened {
-		b.res.failures.Succeeded(k)
-	}
-	for _, p := range release {
-		b.replication.Release(p, false)
-	}
-	for _, p := range removed {
-		b.replication.Release(p, true)
-		b.mu.Lock()
-		delete(b.onDisk[t.Name], p.Partition())
-		b.mu.Unlock()
-	}
-	return ok
+	return b.replication.ReconcileTopic(t, b.topicConfigOf(t), b.res.failures, reconcileLocal{b})
 }
+
+// reconcileLocal is the broker's side of the replicas' directories, as
+// the reconciliation in broker/partition uses it.
+type reconcileLocal struct{ b *Broker }
+
+func (l reconcileLocal) Open(t cluster.Topic, p int32, tc config.Topic) (*partition.Replica, error) {
+	return l.b.openLocal(t.Name, t.ID, p, tc, t.Configs)
+}
+
+func (l reconcileLocal) RecordIdentity(r *partition.Replica, t cluster.Topic) {
+	l.b.recordIdentity(r, t.ID, t.Configs)
+}
+
+func (l reconcileLocal) Deleted(topic string, p int32) {
+	l.b.mu.Lock()
+	delete(l.b.onDisk[topic], p)
+	l.b.mu.Unlock()
+}
+
+func (l reconcileLocal) OpenFailed(k partition.Key, err error) { l.b.partitionOpenFailed(k, err) }
 
 // topicConfigOf returns the effective configuration of t. Overrides that
 // do not validate (written to the coordinator by another tool) are ignored

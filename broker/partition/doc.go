@@ -1,9 +1,9 @@
 // Package partition is a broker's local replicas of topic partitions and
 // their replication: what a request handler reads and writes (a Replica),
 // and what keeps the replicas of a partition in step (a Manager: the
-// leader's side, and the follower's fetchers). The broker's reconciler
-// opens and closes the replicas as the cluster metadata says and its
-// handlers serve the led ones.
+// leader's side, and the follower's fetchers), which also opens and
+// releases them as the cluster metadata says (ReconcileTopic). The broker
+// drives the reconciliation and serves the led replicas.
 //
 // # Replica
 //
@@ -30,14 +30,16 @@
 // # Manager and Partitions
 //
 // A Manager holds the served replicas, one slot per partition of each
-// topic (nil where this broker holds no replica). The broker's reconciler
-// opens replicas (Manager.Open, at their checkpointed high watermarks),
-// publishes a topic's slots (Publish), copy on write, so that a request
-// holding the previous slots stays consistent, gives them their roles
-// (ApplyRole), and releases the ones it no longer serves (Release: role
-// ended, waiters woken, log closed or deleted); Remove and RemoveAll
-// unpublish. Which partitions are local, their directories and identity
-// files are the reconciler's. The
+// topic (nil where this broker holds no replica). ReconcileTopic, called
+// by the broker's reconciler for each topic of a metadata snapshot, opens
+// the replicas this broker holds (Open, at their checkpointed high
+// watermarks; a failed open waits for its back-off), reopens those whose
+// storage settings changed, gives each its role (ApplyRole), publishes
+// the topic's slots copy on write, so that a request holding the previous
+// slots stays consistent, and releases the others (Release: role ended,
+// waiters woken, log closed, or deleted for a replica reassigned away).
+// Where a partition's directory is, what it records (topic id,
+// overrides) and deleted topics are the broker's (Local, Remove). The
 // request handlers see the Manager only as Partitions: Leader, Replica,
 // All, Topics, WaitCommitted, FollowerFetched and LeaderThrottled.
 //
@@ -90,5 +92,6 @@
 // served topics are under its own lock, and the goroutines it starts (ISR
 // writes, one fetcher per leader, the ISR shrinker and the checkpointer
 // the broker runs) are counted in Deps.WG and end with Deps.Shutdown.
-// Publish, Remove, Open and Release are the reconciler's, one goroutine.
+// ReconcileTopic, Publish, Remove, Open and Release are the reconciler's,
+// one goroutine.
 package partition

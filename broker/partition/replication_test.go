@@ -20,8 +20,9 @@ type offsetLog struct {
 	closed atomic.Bool
 }
 
-func (l *offsetLog) Flush() error { return nil }
-func (l *offsetLog) Close() error { l.closed.Store(true); return nil }
+func (l *offsetLog) Flush() error  { return nil }
+func (l *offsetLog) Close() error  { l.closed.Store(true); return nil }
+func (l *offsetLog) Delete() error { l.closed.Store(true); return nil }
 
 func (l *offsetLog) EndOffset() int64   { return l.end.Load() }
 func (l *offsetLog) StartOffset() int64 { return 0 }
