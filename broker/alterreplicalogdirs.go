@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/acl"
+	"github.com/tributary/tributary/broker/partition"
+	"github.com/tributary/tributary/broker/partlog"
 )
 
 // alterreplicalogdirs.go serves AlterReplicaLogDirs (34): moving a local
@@ -54,19 +56,19 @@ const (
 // replicas not created yet. Safe for concurrent use.
 type logDirMoves struct {
 	mu        sync.Mutex
-	moves     map[topicPart]*logDirMove
-	preferred map[topicPart]string
+	moves     map[partition.TopicPartition]*logDirMove
+	preferred map[partition.TopicPartition]string
 	// swaps carries caught-up moves to the reconciler.
 	swaps chan *logDirMove
 }
 
 func newLogDirMoves() *logDirMoves {
-	return &logDirMoves{moves: map[topicPart]*logDirMove{}, preferred: map[topicPart]string{}, swaps: make(chan *logDirMove)}
+	return &logDirMoves{moves: map[partition.TopicPartition]*logDirMove{}, preferred: map[partition.TopicPartition]string{}, swaps: make(chan *logDirMove)}
 }
 
 // logDirMove is one replica being copied to another log dir.
 type logDirMove struct {
-	tp     topicPart
+	tp     partition.TopicPartition
 	target string // the log dir
 	id     string // the future directory's unique part
 	future string // the future directory
@@ -75,7 +77,7 @@ type logDirMove struct {
 	swapped chan error
 
 	mu  sync.Mutex
-	log PartitionLog // the future log while copying; nil once closed
+	log partition.Log // the future log while copying; nil once closed
 	lag int64
 }
 
@@ -137,9 +139,9 @@ func (b *Broker) alterReplicaLogDir(dir, topic string, p int32) int16 {
 		return kerr.LogDirNotFound.Code
 	}
 	target := filepath.Clean(b.cfg.LogDirs[i])
-	tp := topicPart{topic, p}
+	tp := partition.TopicPartition{Topic: topic, Partition: p}
 	m := b.logDirMoves
-	part := b.replicaOf(topic, p)
+	part := b.partitions.Replica(topic, p)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if part == nil {
@@ -152,7 +154,7 @@ func (b *Broker) alterReplicaLogDir(dir, topic string, p int32) int16 {
 		}
 		cur.cancel() // a new destination replaces the move under way
 	}
-	if filepath.Dir(part.dir) == target {
+	if filepath.Dir(part.Dir()) == target {
 		return 0
 	}
 	id := make([]byte, 16)
@@ -163,7 +165,7 @@ func (b *Broker) alterReplicaLogDir(dir, topic string, p int32) int16 {
 	m.moves[tp] = mv
 	b.wg.Add(1)
 	go b.runLogDirMove(ctx, mv)
-	b.logger.Info("moving replica to another log dir", "topic", topic, "partition", p, "from", filepath.Dir(part.dir), "to", target)
+	b.logger.Info("moving replica to another log dir", "topic", topic, "partition", p, "from", filepath.Dir(part.Dir()), "to", target)
 	return 0
 }
 
@@ -173,8 +175,8 @@ func (b *Broker) preferredLogDir(topic string, p int32) string {
 	m := b.logDirMoves
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	d := m.preferred[topicPart{topic, p}]
-	delete(m.preferred, topicPart{topic, p})
+	d := m.preferred[partition.TopicPartition{Topic: topic, Partition: p}]
+	delete(m.preferred, partition.TopicPartition{Topic: topic, Partition: p})
 	return d
 }
 
@@ -222,7 +224,7 @@ func (b *Broker) runLogDirMove(ctx context.Context, mv *logDirMove) {
 	m.mu.Unlock()
 	mv.cancel()
 	if err == nil {
-		b.logger.Info("replica moved to another log dir", "topic", mv.tp.topic, "partition", mv.tp.p, "dir", mv.target)
+		b.logger.Info("replica moved to another log dir", "topic", mv.tp.Topic, "partition", mv.tp.Partition, "dir", mv.target)
 		return
 	}
 	mv.closeFuture()
@@ -230,8 +232,8 @@ func (b *Broker) runLogDirMove(ctx context.Context, mv *logDirMove) {
 		b.logger.Error("removing a future replica", "dir", mv.future, "err", rmErr)
 	}
 	if !errors.Is(err, context.Canceled) {
-		b.logger.Error("moving replica to another log dir failed; it stays where it is", "topic", mv.tp.topic,
-			"partition", mv.tp.p, "dir", mv.target, "err", err)
+		b.logger.Error("moving replica to another log dir failed; it stays where it is", "topic", mv.tp.Topic,
+			"partition", mv.tp.Partition, "dir", mv.target, "err", err)
 	}
 }
 
@@ -249,11 +251,11 @@ func (mv *logDirMove) closeFuture() {
 // grows faster than replica.alter.log.dirs.io.max.bytes.per.second, as in
 // Kafka.
 func (b *Broker) copyToFuture(ctx context.Context, mv *logDirMove) error {
-	part := b.replicaOf(mv.tp.topic, mv.tp.p)
+	part := b.partitions.Replica(mv.tp.Topic, mv.tp.Partition)
 	if part == nil {
 		return fmt.Errorf("%w: the replica is gone", context.Canceled)
 	}
-	l, err := b.openLog(mv.future, part.settings)
+	l, err := b.openLog(mv.future, part.Settings())
 	if err != nil {
 		return err
 	}
@@ -265,7 +267,7 @@ func (b *Broker) copyToFuture(ctx context.Context, mv *logDirMove) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		part = b.replicaOf(mv.tp.topic, mv.tp.p)
+		part = b.partitions.Replica(mv.tp.Topic, mv.tp.Partition)
 		if part == nil {
 			// Reopened (a storage setting) or gone: look again shortly.
 			if missing++; missing > 100 {
@@ -280,12 +282,12 @@ func (b *Broker) copyToFuture(ctx context.Context, mv *logDirMove) error {
 		}
 		missing = 0
 		throttle.setRate(float64(b.dynamic().settings.alterLogDirsRate))
-		n, err := copyBatches(part.log, l)
+		n, err := copyBatches(part.Log(), l)
 		mv.mu.Lock()
-		mv.lag = max(part.log.EndOffset()-l.EndOffset(), 0)
+		mv.lag = max(part.Log().EndOffset()-l.EndOffset(), 0)
 		mv.mu.Unlock()
 		switch {
-		case errors.Is(err, logErrClosed):
+		case errors.Is(err, partlog.ErrClosed):
 			continue // the partition is being reopened
 		case err != nil:
 			return err
@@ -304,7 +306,7 @@ func (b *Broker) copyToFuture(ctx context.Context, mv *logDirMove) error {
 // restarting dst at src's log start when src no longer has them (retention,
 // DeleteRecords) or has truncated below dst's end (a leader change). It
 // returns the bytes copied.
-func copyBatches(src, dst PartitionLog) (int64, error) {
+func copyBatches(src, dst partition.Log) (int64, error) {
 	if dst.EndOffset() > src.EndOffset() || dst.EndOffset() < src.StartOffset() || dst.EndOffset() == 0 && src.StartOffset() > 0 {
 		if err := dst.TruncateFullyAndStartAt(src.StartOffset()); err != nil {
 			return 0, err
@@ -332,20 +334,18 @@ func copyBatches(src, dst PartitionLog) (int64, error) {
 // the tail is copied, the directories are renamed, and the partition
 // opens again from its new directory.
 func (b *Broker) swapLogDir(mv *logDirMove) error {
-	t := b.lookup(mv.tp.topic)
-	if t == nil || int(mv.tp.p) >= len(t.partitions) || t.partitions[mv.tp.p] == nil {
+	served := b.replication.Slots(mv.tp.Topic)
+	if int(mv.tp.Partition) >= len(served) || served[mv.tp.Partition] == nil {
 		return fmt.Errorf("%w: the replica is gone", context.Canceled)
 	}
-	old := t.partitions[mv.tp.p]
-	slots := slices.Clone(t.partitions)
-	slots[mv.tp.p] = nil
-	b.mu.Lock()
-	b.topics[t.name] = &topic{name: t.name, partitions: slots}
-	b.mu.Unlock()
-	b.releasePartition(old, false)
+	old := served[mv.tp.Partition]
+	slots := slices.Clone(served)
+	slots[mv.tp.Partition] = nil
+	b.replication.Publish(mv.tp.Topic, slots)
+	b.replication.Release(old, false)
 	reopen := func() {
 		snap := b.metadata()
-		if ct, ok := snap.Topics[mv.tp.topic]; ok {
+		if ct, ok := snap.Topics[mv.tp.Topic]; ok {
 			b.reconcileTopic(ct)
 		}
 	}
@@ -353,19 +353,19 @@ func (b *Broker) swapLogDir(mv *logDirMove) error {
 		reopen() // from the old directory, untouched
 		return err
 	}
-	trash := old.dir + "." + mv.id + deleteDirSuffix
-	current := filepath.Join(mv.target, partitionDirName(mv.tp.topic, mv.tp.p))
-	if err := os.Rename(old.dir, trash); err != nil {
+	trash := old.Dir() + "." + mv.id + deleteDirSuffix
+	current := filepath.Join(mv.target, partitionDirName(mv.tp.Topic, mv.tp.Partition))
+	if err := os.Rename(old.Dir(), trash); err != nil {
 		reopen()
 		return err
 	}
-	if err := syncDir(filepath.Dir(old.dir)); err != nil {
-		b.logger.Warn("syncing a log dir", "dir", filepath.Dir(old.dir), "err", err)
+	if err := syncDir(filepath.Dir(old.Dir())); err != nil {
+		b.logger.Warn("syncing a log dir", "dir", filepath.Dir(old.Dir()), "err", err)
 	}
 	if err := os.Rename(mv.future, current); err != nil {
 		// Put the old copy back; the next start would do the same.
-		if backErr := os.Rename(trash, old.dir); backErr != nil {
-			b.logger.Error("restoring a replica's directory", "dir", old.dir, "err", backErr)
+		if backErr := os.Rename(trash, old.Dir()); backErr != nil {
+			b.logger.Error("restoring a replica's directory", "dir", old.Dir(), "err", backErr)
 		}
 		reopen()
 		return err
@@ -374,7 +374,7 @@ func (b *Broker) swapLogDir(mv *logDirMove) error {
 		b.logger.Warn("syncing a log dir", "dir", mv.target, "err", err)
 	}
 	b.mu.Lock()
-	b.onDisk[mv.tp.topic][mv.tp.p] = current
+	b.onDisk[mv.tp.Topic][mv.tp.Partition] = current
 	b.mu.Unlock()
 	if err := os.RemoveAll(trash); err != nil {
 		b.logger.Error("deleting a moved replica's old directory", "dir", trash, "err", err)
@@ -386,8 +386,8 @@ func (b *Broker) swapLogDir(mv *logDirMove) error {
 // finishFuture copies what old received since the mover's last pass,
 // moves the future log's start to old's, and closes the future log with
 // everything on disk.
-func (b *Broker) finishFuture(mv *logDirMove, old *partition) error {
-	src, err := b.openLog(old.dir, old.settings)
+func (b *Broker) finishFuture(mv *logDirMove, old *partition.Replica) error {
+	src, err := b.openLog(old.Dir(), old.Settings())
 	if err != nil {
 		return err
 	}
@@ -407,7 +407,7 @@ func (b *Broker) finishFuture(mv *logDirMove, old *partition) error {
 			break
 		}
 	}
-	if d, ok := dst.(recordDeleter); ok && dst.StartOffset() < src.StartOffset() {
+	if d, ok := dst.(partition.RecordDeleter); ok && dst.StartOffset() < src.StartOffset() {
 		if _, err := d.DeleteRecordsBefore(src.StartOffset()); err != nil {
 			return err
 		}

@@ -84,8 +84,8 @@ func TestAlterReplicaLogDirs(t *testing.T) {
 	if resp, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil || resp.Err != nil {
 		t.Fatalf("create: %v %v", err, resp.Err)
 	}
-	testenv.WaitFor(t, 30*time.Second, topic+" served", func() (bool, string) { return b.replicaOf(topic, 0) != nil, "" })
-	source := filepath.Dir(b.replicaOf(topic, 0).dir)
+	testenv.WaitFor(t, 30*time.Second, topic+" served", func() (bool, string) { return b.partitions.Replica(topic, 0) != nil, "" })
+	source := filepath.Dir(b.partitions.Replica(topic, 0).Dir())
 	target := dirs[0]
 	if filepath.Clean(target) == source {
 		target = dirs[1]

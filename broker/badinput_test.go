@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/config"
+	"github.com/tributary/tributary/broker/partition"
+	"github.com/tributary/tributary/broker/partlog"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
@@ -124,7 +126,7 @@ func TestCorruptCRCRejectedAndNothingWritten(t *testing.T) {
 	if got := resp.Topics[0].Partitions[0].ErrorCode; got != kerr.CorruptMessage.Code {
 		t.Fatalf("mixed: error %v, want CORRUPT_MESSAGE", kerr.ErrorForCode(got))
 	}
-	if end := b.partitionOf("crc", 0).log.EndOffset(); end != 0 {
+	if end := b.partitions.Leader("crc", 0).Log().EndOffset(); end != 0 {
 		t.Fatalf("log end offset %d after corrupt batches, want 0", end)
 	}
 	// Same connection still served; a good batch lands at offset 0.
@@ -168,7 +170,7 @@ func TestProduceErrors(t *testing.T) {
 			t.Errorf("%s: error %v, want %v", tc.name, kerr.ErrorForCode(got), tc.want)
 		}
 	}
-	if end := b.partitionOf("t", 0).log.EndOffset(); end != 0 {
+	if end := b.partitions.Leader("t", 0).Log().EndOffset(); end != 0 {
 		t.Fatalf("log end offset %d, want 0: a rejected batch was written", end)
 	}
 	// Metadata with auto-create off does not create the topic.
@@ -179,22 +181,22 @@ func TestProduceErrors(t *testing.T) {
 	mt.Topic = kmsg.StringPtr("nope")
 	md.Topics = append(md.Topics, mt)
 	resp := c.roundTrip(md).(*kmsg.MetadataResponse)
-	if resp.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code || b.lookup("nope") != nil {
-		t.Fatalf("metadata for unknown topic: error %d, created %v", resp.Topics[0].ErrorCode, b.lookup("nope") != nil)
+	if resp.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code || b.replication.Slots("nope") != nil {
+		t.Fatalf("metadata for unknown topic: error %d, created %v", resp.Topics[0].ErrorCode, b.replication.Slots("nope") != nil)
 	}
 }
 
 func TestStorageErrorTable(t *testing.T) {
 	cases := map[error]*kerr.Error{
-		logErrCorruptBatch:         kerr.CorruptMessage,
-		logErrOffsetOutOfRange:     kerr.OffsetOutOfRange,
-		logErrOutOfOrderSequence:   kerr.OutOfOrderSequenceNumber,
-		logErrInvalidProducerEpoch: kerr.InvalidProducerEpoch,
-		logErrCorruption:           kerr.KafkaStorageError,
-		logErrClosed:               kerr.NotLeaderForPartition,
+		partlog.ErrCorruptBatch:         kerr.CorruptMessage,
+		partlog.ErrOffsetOutOfRange:     kerr.OffsetOutOfRange,
+		partlog.ErrOutOfOrderSequence:   kerr.OutOfOrderSequenceNumber,
+		partlog.ErrInvalidProducerEpoch: kerr.InvalidProducerEpoch,
+		partlog.ErrCorruption:           kerr.KafkaStorageError,
+		partlog.ErrClosed:               kerr.NotLeaderForPartition,
 	}
 	for err, want := range cases {
-		if got := storageErrorCode(err); got != want.Code {
+		if got := partition.ErrorCode(err); got != want.Code {
 			t.Errorf("%v -> %v, want %v", err, kerr.ErrorForCode(got), want)
 		}
 	}
@@ -203,7 +205,7 @@ func TestStorageErrorTable(t *testing.T) {
 	if err := b.CreateTopic(testenv.Context(t, time.Minute), "mem", 1); err != nil {
 		t.Fatal(err)
 	}
-	b.partitionOf("mem", 0).log.(*memLog).failNext = logErrCorruption
+	b.partitions.Leader("mem", 0).Log().(*memLog).failNext = partlog.ErrCorruption
 	c := dialRaw(t, b.Addr())
 	resp := c.roundTrip(produceRequest(9, -1, "mem", 0, makeBatch(1, -1, -1, -1, "x"))).(*kmsg.ProduceResponse)
 	if got := resp.Topics[0].Partitions[0].ErrorCode; got != kerr.KafkaStorageError.Code {

@@ -20,6 +20,7 @@ import (
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/group"
+	"github.com/tributary/tributary/broker/partition"
 	"github.com/tributary/tributary/broker/txn"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/network"
@@ -32,7 +33,7 @@ type Broker struct {
 	logger  *slog.Logger
 	metrics *metrics
 	gather  prometheus.Gatherer
-	openLog logOpener
+	openLog partition.Opener
 	// decompressor reads compressed batches for exact timestamp lookups;
 	// safe for concurrent use.
 	decompressor kgo.Decompressor
@@ -43,7 +44,6 @@ type Broker struct {
 	standalone bool
 
 	mu     sync.RWMutex
-	topics map[string]*topic
 	closed bool
 	member *cluster.Member
 	// onDisk lists every partition directory, open or not.
@@ -74,10 +74,11 @@ type Broker struct {
 	logDirMoves *logDirMoves
 
 	pids *producerIDs
-	// fetchers copy the partitions this broker follows (replica_fetcher.go);
-	// hwStart holds the high watermarks checkpointed by the last run.
-	fetchers *fetcherManager
-	hwStart  map[topicPart]int64
+	// replication holds the replicas and replicates them (broker/partition).
+	replication *partition.Manager
+	// partitions is replication as the request handlers see it: the
+	// served replicas, acks=all, followers' fetches.
+	partitions partition.Partitions
 	// res bounds descriptors, connections and topic creation (limits.go).
 	res *resources
 
@@ -126,48 +127,12 @@ type Broker struct {
 	done      chan struct{}
 }
 
-// topic is a topic's partitions as this broker serves them: one slot per
-// partition of the topic, nil where this broker holds no replica.
-// A topic is immutable: the reconciler replaces it to change a slot.
-type topic struct {
-	name       string
-	partitions []*partition
-}
-
-// partition pairs a partition log with the fetch waiters watching it.
-type partition struct {
-	topic string
-	index int32
-	dir   string
-	log   PartitionLog
-	// settings are what log was opened with; a change reopens it.
-	settings config.LogSettings
-	// conf is the topic's effective configuration, replaced when the
-	// topic's overrides change.
-	conf atomic.Pointer[config.Topic]
-	// identity is the overrides last recorded in dir; reconciler-owned.
-	identity string
-
-	mu      sync.Mutex
-	waiters map[*waiter]struct{}
-
-	// Replication (replica.go): isLeader and selfOnly (leader and only
-	// in-sync replica) are read on every request without a lock; hw is
-	// the high watermark, meaningful unless selfOnly; rs is the rest,
-	// under rmu.
-	isLeader atomic.Bool
-	selfOnly atomic.Bool
-	hw       atomic.Int64
-	rmu      sync.Mutex
-	rs       replicaState
-}
-
 // Option adjusts a Broker beyond its Config; for tests and embedding.
 type Option func(*Broker)
 
 // withLogOpener replaces the storage engine, so that tests can run the
 // broker over an in-memory log.
-func withLogOpener(open logOpener) Option { return func(b *Broker) { b.openLog = open } }
+func withLogOpener(open partition.Opener) Option { return func(b *Broker) { b.openLog = open } }
 
 // New validates cfg, finds the partitions under the log directories and
 // returns a broker that is not yet listening nor part of a cluster (see
@@ -203,7 +168,6 @@ func New(cfg config.Config, logger *slog.Logger, reg prometheus.Registerer, opts
 		logger:  logger,
 		metrics: m,
 		gather:  gather,
-		topics:  map[string]*topic{},
 		onDisk:  map[string]map[int32]string{},
 		served:  make(chan struct{}),
 		applied: cluster.Snapshot{Controller: -1},
@@ -221,7 +185,7 @@ func New(cfg config.Config, logger *slog.Logger, reg prometheus.Registerer, opts
 	if b.quotas, err = newClientQuotas(cfg.Limits, reg); err != nil {
 		return nil, fmt.Errorf("broker: registering metrics: %w", err)
 	}
-	b.openLog = openStorageLog(logger, b.res.files)
+	b.openLog = partition.OpenStorage(logger, b.res.files)
 	for _, o := range opts {
 		o(b)
 	}
@@ -247,10 +211,10 @@ func New(cfg config.Config, logger *slog.Logger, reg prometheus.Registerer, opts
 	if b.onDisk, err = scanLogDirs(cfg.LogDirs); err != nil {
 		return nil, err
 	}
-	b.fetchers = newFetcherManager(b)
 	b.throttle = newReplicationThrottle(time.Now)
 	b.logDirMoves = newLogDirMoves()
-	b.hwStart = b.loadHWCheckpoints()
+	b.replication = partition.NewManager(b.replicationDeps())
+	b.partitions = b.replication
 	return b, nil
 }
 
@@ -280,21 +244,6 @@ func scanLogDirs(logDirs []string) (map[string]map[int32]string, error) {
 		}
 	}
 	return found, nil
-}
-
-func (b *Broker) openPartition(name string, p int32, dir string, tc config.Topic) (*partition, error) {
-	l, err := b.openLog(dir, tc.Log)
-	if err != nil {
-		return nil, fmt.Errorf("broker: opening partition %s-%d: %w", name, p, err)
-	}
-	part := &partition{topic: name, index: p, dir: dir, log: l, settings: tc.Log, waiters: map[*waiter]struct{}{}}
-	part.conf.Store(&tc)
-	part.rs.epoch = -1
-	part.rs.leaderID = -1
-	// The high watermark this replica had checkpointed, never past its log.
-	part.hw.Store(min(b.hwStart[topicPart{topic: name, p: p}], l.EndOffset()))
-	b.metrics.observeOffsets(part)
-	return part, nil
 }
 
 func partitionDirName(topic string, p int32) string {
@@ -355,42 +304,9 @@ func validateTopicName(name string) error {
 	return nil
 }
 
-// lookup returns the topic or nil.
-func (b *Broker) lookup(name string) *topic {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.topics[name]
-}
-
-// partitionOf returns the partition if this broker leads it, else nil.
-func (b *Broker) partitionOf(name string, p int32) *partition {
-	if part := b.replicaOf(name, p); part != nil && part.leading() {
-		return part
-	}
-	return nil
-}
-
-// replicaOf returns the local replica of the partition, led or followed,
-// or nil.
-func (b *Broker) replicaOf(name string, p int32) *partition {
-	t := b.lookup(name)
-	if t == nil || p < 0 || int(p) >= len(t.partitions) {
-		return nil
-	}
-	return t.partitions[p]
-}
-
 // Topics returns the topic names and partition counts, as of the last
 // reconciliation with the cluster metadata.
-func (b *Broker) Topics() map[string]int32 {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	out := make(map[string]int32, len(b.topics))
-	for n, t := range b.topics {
-		out[n] = int32(len(t.partitions))
-	}
-	return out
-}
+func (b *Broker) Topics() map[string]int32 { return b.partitions.Topics() }
 
 // Start binds the listener (and the metrics listener) and serves in the
 // background until ctx is cancelled or Close is called; both shut down
@@ -457,8 +373,8 @@ func (b *Broker) Start(ctx context.Context) error {
 	go b.housekeeping()
 	go b.runReconciler()
 	go b.runGroupLoader()
-	go b.runISRShrinker()
-	go b.runHWCheckpointer()
+	go b.replication.RunISRShrinker()
+	go b.replication.RunHWCheckpointer()
 	b.startCleaner()
 	go func() {
 		select {
@@ -578,7 +494,7 @@ func (b *Broker) Close() error {
 		started, msrv := b.started, b.metricsSrv
 		b.startMu.Unlock()
 		b.shutdownCancel()
-		b.fetchers.close()
+		b.replication.StopFetchers()
 		if started {
 			b.closeListeners()
 		}
@@ -589,7 +505,7 @@ func (b *Broker) Close() error {
 		}
 		b.connMu.Unlock()
 		b.wg.Wait()
-		b.checkpointHighWatermarks()
+		b.replication.CheckpointHighWatermarks()
 		b.mu.RLock()
 		m := b.member
 		b.mu.RUnlock()
@@ -616,21 +532,20 @@ func (b *Broker) Close() error {
 
 func (b *Broker) closeLogs() error {
 	b.mu.Lock()
-	topics := b.topics
-	b.topics = map[string]*topic{}
 	b.closed = true
 	b.mu.Unlock()
+	topics := b.replication.RemoveAll()
 	var errs []error
-	for _, t := range topics {
-		for _, p := range t.partitions {
+	for name, slots := range topics {
+		for _, p := range slots {
 			if p == nil {
 				continue
 			}
-			if err := p.log.Flush(); err != nil {
-				errs = append(errs, fmt.Errorf("flush %s-%d: %w", t.name, p.index, err))
+			if err := p.Log().Flush(); err != nil {
+				errs = append(errs, fmt.Errorf("flush %s-%d: %w", name, p.Partition(), err))
 			}
-			if err := p.log.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("close %s-%d: %w", t.name, p.index, err))
+			if err := p.Log().Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close %s-%d: %w", name, p.Partition(), err))
 			}
 		}
 	}
@@ -648,31 +563,16 @@ func (b *Broker) housekeeping() {
 			return
 		case <-tick.C:
 		}
-		for _, p := range b.allPartitions() {
-			n, err := p.log.ApplyRetention()
+		for _, p := range b.partitions.All() {
+			n, err := p.Log().ApplyRetention()
 			if err != nil {
-				b.logger.Error("retention failed", "topic", p.topic, "partition", p.index, "err", err)
+				b.logger.Error("retention failed", "topic", p.Topic(), "partition", p.Partition(), "err", err)
 				continue
 			}
 			if n > 0 {
-				b.logger.Info("retention deleted segments", "topic", p.topic, "partition", p.index, "segments", n)
+				b.logger.Info("retention deleted segments", "topic", p.Topic(), "partition", p.Partition(), "segments", n)
 				b.metrics.observeOffsets(p)
 			}
 		}
 	}
-}
-
-// allPartitions lists every local replica, led or followed.
-func (b *Broker) allPartitions() []*partition {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	var out []*partition
-	for _, t := range b.topics {
-		for _, p := range t.partitions {
-			if p != nil {
-				out = append(out, p)
-			}
-		}
-	}
-	return out
 }

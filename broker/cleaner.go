@@ -11,6 +11,7 @@ import (
 
 	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/group"
+	"github.com/tributary/tributary/broker/partition"
 	"github.com/tributary/tributary/broker/partlog"
 )
 
@@ -32,7 +33,7 @@ type logCleaner struct {
 	throttle *ioThrottle
 	mu       sync.Mutex
 	cfg      config.Cleaner
-	busy     map[*partition]bool
+	busy     map[*partition.Replica]bool
 	// running marks the threads started and not yet stopped.
 	running map[int]bool
 	// last is each thread's last cleaning, for the max-* gauges.
@@ -47,7 +48,7 @@ func (b *Broker) startCleaner() {
 	if cfg.Disable {
 		return
 	}
-	c := &logCleaner{b: b, cfg: cfg, busy: map[*partition]bool{}, throttle: newIOThrottle(cfg.IOMaxBytesPerSecond),
+	c := &logCleaner{b: b, cfg: cfg, busy: map[*partition.Replica]bool{}, throttle: newIOThrottle(cfg.IOMaxBytesPerSecond),
 		running: map[int]bool{}, last: map[int]partlog.CleanStats{}}
 	b.cleaner.Store(c)
 	c.reconfigure(b.dynamic().settings.server.Cleaner)
@@ -120,7 +121,7 @@ func (c *logCleaner) run(ctx context.Context, thread int) {
 		case errors.Is(err, partlog.ErrClosed):
 		case err != nil:
 			c.b.metrics.cleaner.failures.Inc()
-			c.b.logger.Error("log cleaner failed", "topic", p.topic, "partition", p.index, "err", err)
+			c.b.logger.Error("log cleaner failed", "topic", p.Topic(), "partition", p.Partition(), "err", err)
 			// The log stays dirty: back off instead of retrying at once.
 			select {
 			case <-ctx.Done():
@@ -135,14 +136,14 @@ func (c *logCleaner) run(ctx context.Context, thread int) {
 }
 
 // pick returns the due log with the highest dirty ratio, marked busy.
-func (c *logCleaner) pick() (*partition, cleanableLog) {
+func (c *logCleaner) pick() (*partition.Replica, cleanableLog) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var best *partition
+	var best *partition.Replica
 	var bestLog cleanableLog
 	bestRatio, dirtiest := -1.0, 0.0
-	for _, p := range c.b.allPartitions() {
-		l, ok := p.log.(cleanableLog)
+	for _, p := range c.b.partitions.All() {
+		l, ok := p.Log().(cleanableLog)
 		if !ok || c.busy[p] {
 			continue
 		}
@@ -181,11 +182,11 @@ func (c *logCleaner) observe(thread int, st partlog.CleanStats) {
 }
 
 // logStats writes Kafka's cleaner summary for one cleaning.
-func (c *logCleaner) logStats(p *partition, st partlog.CleanStats) {
+func (c *logCleaner) logStats(p *partition.Replica, st partlog.CleanStats) {
 	secs := max(st.Elapsed.Seconds(), 1e-9)
 	mb := func(n int64) float64 { return float64(n) / (1 << 20) }
-	c.b.logger.Info(fmt.Sprintf("Log cleaner: cleaned log %s-%d (dirty section = [%d, %d])", p.topic, p.index, st.FirstDirty, st.MapEnd),
-		"topic", p.topic, "partition", p.index,
+	c.b.logger.Info(fmt.Sprintf("Log cleaner: cleaned log %s-%d (dirty section = [%d, %d])", p.Topic(), p.Partition(), st.FirstDirty, st.MapEnd),
+		"topic", p.Topic(), "partition", p.Partition(),
 		"dirty_ratio", st.DirtyRatio,
 		"read_mb", mb(st.BytesRead), "written_mb", mb(st.BytesWritten),
 		"size_reduction_pct", 100*(1-float64(st.BytesWritten)/float64(max(st.BytesRead, 1))),

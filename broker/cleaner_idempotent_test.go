@@ -253,8 +253,8 @@ func TestIdempotentProducerAcrossCleaning(t *testing.T) {
 // cleanerIdle: no partition of b has a dirty byte left to clean.
 func cleanerIdle(t *testing.T, b *testBroker) bool {
 	t.Helper()
-	for _, p := range b.allPartitions() {
-		c, err := p.log.(cleanableLog).Cleanable()
+	for _, p := range b.partitions.All() {
+		c, err := p.Log().(cleanableLog).Cleanable()
 		if err != nil {
 			t.Fatalf("Cleanable: %v", err)
 		}
@@ -267,8 +267,8 @@ func cleanerIdle(t *testing.T, b *testBroker) bool {
 
 func cleanerPoint(b *testBroker) int64 {
 	var point int64
-	for _, p := range b.allPartitions() {
-		point = p.log.(interface{ CleanerCheckpoint() int64 }).CleanerCheckpoint()
+	for _, p := range b.partitions.All() {
+		point = p.Log().(interface{ CleanerCheckpoint() int64 }).CleanerCheckpoint()
 	}
 	return point
 }

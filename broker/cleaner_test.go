@@ -65,8 +65,8 @@ func TestCompactedTopicRoundTrip(t *testing.T) {
 		// The checkpoint first: what is read after is at least that clean,
 		// and below it each key is there once.
 		var point int64
-		for _, p := range b.allPartitions() {
-			point = p.log.(interface{ CleanerCheckpoint() int64 }).CleanerCheckpoint()
+		for _, p := range b.partitions.All() {
+			point = p.Log().(interface{ CleanerCheckpoint() int64 }).CleanerCheckpoint()
 		}
 		got, order, offsets := consumeKeyed(t, b.Addr(), end)
 		if len(order) < n/4 {

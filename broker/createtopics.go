@@ -14,6 +14,7 @@ import (
 	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/broker/config"
+	"github.com/tributary/tributary/broker/partition"
 	"github.com/tributary/tributary/broker/quota"
 )
 
@@ -110,7 +111,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *request) (reply, err
 					// Kafka's TopicExistsException text, not our wrapped chain.
 					st.ErrorMessage = kmsg.StringPtr("Topic '" + rt.Topic + "' already exists.")
 				}
-				if errors.Is(err, errPartitionOpen) {
+				if errors.Is(err, partition.ErrOpen) {
 					// The topic exists; its partition comes online by itself
 					// once the cause (descriptors, disk) goes away.
 					st.ErrorCode = kerr.KafkaStorageError.Code
@@ -248,7 +249,7 @@ func (b *Broker) autoCreateTopic(ctx context.Context, r *request, name string) (
 	cctx, cancel := context.WithTimeout(ctx, autoCreateWait)
 	defer cancel()
 	err := b.createTopicReported(cctx, name, 0, 0, nil, true)
-	if errors.Is(err, errPartitionOpen) {
+	if errors.Is(err, partition.ErrOpen) {
 		return kerr.KafkaStorageError.Code, err
 	}
 	return 0, err

@@ -4,21 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/acl"
+	"github.com/tributary/tributary/broker/partition"
 )
-
-// recordDeleter is the storage side of DeleteRecords: a PartitionLog whose
-// log start offset can be moved into a segment (broker/partlog's
-// DeleteRecordsBefore). A log without it refuses DeleteRecords.
-type recordDeleter interface {
-	DeleteRecordsBefore(offset int64) (int64, error)
-}
 
 // errNoRecordDeletion: the partition's storage cannot move its log start.
 var errNoRecordDeletion = errors.New("broker: this partition's storage does not delete records")
@@ -27,7 +20,7 @@ var errNoRecordDeletion = errors.New("broker: this partition's storage does not 
 // leads up to the requested offset (-1: the high watermark), as Kafka's
 // DeleteRecords: reads, ListOffsets earliest and retention follow the new
 // start, and followers take it from the LogStartOffset of their next fetch
-// response (replica_fetcher.go). An offset past the high watermark, or
+// response (broker/partition's fetcher.go). An offset past the high watermark, or
 // negative other than -1, is OFFSET_OUT_OF_RANGE and changes nothing. As
 // Kafka's DelayedDeleteRecords, the answer waits until the low watermark
 // (the lowest log start of the leader and its in-sync followers, as their
@@ -41,7 +34,7 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, r *request) (reply, er
 	defer cancel()
 	type moved struct {
 		sp     *kmsg.DeleteRecordsResponseTopicPartition
-		p      *partition
+		p      *partition.Replica
 		offset int64
 	}
 	var waits []moved
@@ -58,7 +51,7 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, r *request) (reply, er
 				sp.ErrorCode = errTopicAuth.Code
 				continue
 			}
-			p := b.partitionOf(rt.Topic, rp.Partition)
+			p := b.partitions.Leader(rt.Topic, rp.Partition)
 			if p == nil {
 				sp.ErrorCode = unservedCode(b.metadata(), rt.Topic, rp.Partition)
 				continue
@@ -80,24 +73,24 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, r *request) (reply, er
 
 // deleteRecords moves p's log start up to offset and returns the offset it
 // moved to.
-func (b *Broker) deleteRecords(p *partition, offset int64) (int64, int16) {
-	hw := p.highWatermark()
+func (b *Broker) deleteRecords(p *partition.Replica, offset int64) (int64, int16) {
+	hw := p.HighWatermark()
 	if offset == -1 {
 		offset = hw
 	}
 	if offset < 0 || offset > hw {
 		return -1, kerr.OffsetOutOfRange.Code
 	}
-	d, ok := p.log.(recordDeleter)
+	d, ok := p.Log().(partition.RecordDeleter)
 	if !ok {
-		return -1, storageErrorCode(errNoRecordDeletion)
+		return -1, partition.ErrorCode(errNoRecordDeletion)
 	}
 	start, err := d.DeleteRecordsBefore(offset)
 	if err != nil {
-		b.logger.Warn("deleting records", "topic", p.topic, "partition", p.index, "offset", offset, "err", err)
-		return -1, storageErrorCode(fmt.Errorf("%s-%d: %w", p.topic, p.index, err))
+		b.logger.Warn("deleting records", "topic", p.Topic(), "partition", p.Partition(), "offset", offset, "err", err)
+		return -1, partition.ErrorCode(fmt.Errorf("%s-%d: %w", p.Topic(), p.Partition(), err))
 	}
-	b.logger.Info("records deleted", "topic", p.topic, "partition", p.index, "log_start_offset", start)
+	b.logger.Info("records deleted", "topic", p.Topic(), "partition", p.Partition(), "log_start_offset", start)
 	return offset, 0
 }
 
@@ -107,11 +100,11 @@ const lowWatermarkPoll = 10 * time.Millisecond
 
 // awaitLowWatermark waits until p's low watermark reaches offset, or ctx
 // ends (REQUEST_TIMED_OUT) or p stops leading (NOT_LEADER_OR_FOLLOWER).
-func (b *Broker) awaitLowWatermark(ctx context.Context, p *partition, offset int64) (int64, int16) {
+func (b *Broker) awaitLowWatermark(ctx context.Context, p *partition.Replica, offset int64) (int64, int16) {
 	t := time.NewTicker(lowWatermarkPoll)
 	defer t.Stop()
 	for {
-		lw, leading := p.lowWatermark()
+		lw, leading := p.LowWatermark()
 		switch {
 		case !leading:
 			return -1, kerr.NotLeaderForPartition.Code
@@ -123,40 +116,6 @@ func (b *Broker) awaitLowWatermark(ctx context.Context, p *partition, offset int
 		case <-ctx.Done():
 			return lw, kerr.RequestTimedOut.Code
 		}
-	}
-}
-
-// lowWatermark is Kafka's lowWatermarkIfLeader: the lowest log start
-// offset of the leader and its in-sync followers (-1 for a follower not
-// heard from under this leadership).
-func (p *partition) lowWatermark() (int64, bool) {
-	p.rmu.Lock()
-	defer p.rmu.Unlock()
-	if !p.rs.leader {
-		return -1, false
-	}
-	lw := p.log.StartOffset()
-	for _, id := range p.rs.isr {
-		if f := p.rs.followers[id]; f != nil {
-			lw = min(lw, f.logStart)
-		}
-	}
-	return lw, true
-}
-
-// followLogStart moves a follower's log start up to its leader's (the
-// LogStartOffset of a fetch response), as far as its own log goes: records
-// the leader deleted are deleted on every replica.
-func (b *Broker) followLogStart(p *partition, leaderStart int64) {
-	if leaderStart <= p.log.StartOffset() {
-		return
-	}
-	d, ok := p.log.(recordDeleter)
-	if !ok {
-		return
-	}
-	if _, err := d.DeleteRecordsBefore(min(leaderStart, p.log.EndOffset())); err != nil {
-		b.res.logs.log(slog.LevelWarn, "replica-log-start", "following the leader's log start offset", "topic", p.topic, "partition", p.index, "err", err)
 	}
 }
 

@@ -35,33 +35,33 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, r *request) (reply, er
 		}
 	}
 	byDir := map[string]map[string][]kmsg.DescribeLogDirsResponseDirTopicPartition{}
-	for _, p := range b.allPartitions() {
-		if wanted != nil && !slices.Contains(wanted[p.topic], p.index) {
+	for _, p := range b.partitions.All() {
+		if wanted != nil && !slices.Contains(wanted[p.Topic()], p.Partition()) {
 			continue
 		}
-		dir := filepath.Dir(p.dir)
+		dir := filepath.Dir(p.Dir())
 		if byDir[dir] == nil {
 			byDir[dir] = map[string][]kmsg.DescribeLogDirsResponseDirTopicPartition{}
 		}
 		sp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
-		sp.Partition, sp.Size = p.index, p.log.Size()
-		sp.OffsetLag = max(p.highWatermark()-p.log.EndOffset(), 0)
-		byDir[dir][p.topic] = append(byDir[dir][p.topic], sp)
+		sp.Partition, sp.Size = p.Partition(), p.Log().Size()
+		sp.OffsetLag = max(p.HighWatermark()-p.Log().EndOffset(), 0)
+		byDir[dir][p.Topic()] = append(byDir[dir][p.Topic()], sp)
 	}
 	// Replicas moving to another log dir (AlterReplicaLogDirs) are listed
 	// there too, as Kafka's future replicas: their lag is behind the
 	// current replica's end.
 	for _, mv := range b.futureReplicas() {
 		size, lag, ok := mv.progress()
-		if !ok || wanted != nil && !slices.Contains(wanted[mv.tp.topic], mv.tp.p) {
+		if !ok || wanted != nil && !slices.Contains(wanted[mv.tp.Topic], mv.tp.Partition) {
 			continue
 		}
 		if byDir[mv.target] == nil {
 			byDir[mv.target] = map[string][]kmsg.DescribeLogDirsResponseDirTopicPartition{}
 		}
 		sp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
-		sp.Partition, sp.Size, sp.OffsetLag, sp.IsFuture = mv.tp.p, size, lag, true
-		byDir[mv.target][mv.tp.topic] = append(byDir[mv.target][mv.tp.topic], sp)
+		sp.Partition, sp.Size, sp.OffsetLag, sp.IsFuture = mv.tp.Partition, size, lag, true
+		byDir[mv.target][mv.tp.Topic] = append(byDir[mv.target][mv.tp.Topic], sp)
 	}
 	for _, dir := range b.cfg.LogDirs {
 		rd := kmsg.NewDescribeLogDirsResponseDir()

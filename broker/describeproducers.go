@@ -29,7 +29,7 @@ func (b *Broker) handleDescribeProducers(_ context.Context, r *request) (reply, 
 		for _, part := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = part
-			p := b.partitionOf(rt.Topic, part)
+			p := b.partitions.Leader(rt.Topic, part)
 			switch {
 			case !readable:
 				sp.ErrorCode = errTopicAuth.Code
@@ -39,10 +39,10 @@ func (b *Broker) handleDescribeProducers(_ context.Context, r *request) (reply, 
 					snap = &s
 				}
 				sp.ErrorCode = unservedCode(*snap, rt.Topic, part)
-			case !p.leading():
+			case !p.Leading():
 				sp.ErrorCode = kerr.NotLeaderForPartition.Code
-			case p.txnLog() != nil:
-				for _, pi := range p.txnLog().Producers() {
+			case p.TxnLog() != nil:
+				for _, pi := range p.TxnLog().Producers() {
 					ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 					ap.ProducerID, ap.ProducerEpoch = pi.ProducerID, int32(pi.ProducerEpoch)
 					ap.LastSequence, ap.LastTimestamp = pi.LastSequence, pi.LastTimestamp

@@ -270,8 +270,20 @@
 //
 // Kafka's, coordinated through ZooKeeper watches rather than
 // LeaderAndIsr requests (broker/cluster/doc.go says who writes the state
-// nodes). A leader stamps its leader epoch into every batch it appends;
-// followers (replica_fetcher.go, one fetcher per leader broker) copy the
+// nodes). The local replicas and their replication, both sides, are
+// broker/partition's: a partition.Replica is a partition log with its role
+// and high watermark, and the handlers reach the replicas only through
+// the partition.Partitions interface (Leader, Replica, All, Topics,
+// WaitCommitted, FollowerFetched, LeaderThrottled); replication.go lends
+// partition.Manager the broker's services (partition.Deps: the member,
+// the inter-broker listener, the follower throttle, metrics, rate-limited
+// logs, shutdown). The reconciler (reconcile.go) follows the metadata and
+// hands each topic to partition.Manager.ReconcileTopic, which opens,
+// reopens, releases and gives roles to its replicas; where their
+// directories are (log.dirs, identity files, moves between log.dirs) and
+// deleting a topic's data stay the broker's.
+// A leader stamps its leader epoch into every batch it appends;
+// followers (broker/partition's fetcher.go, one fetcher per leader broker) copy the
 // batches unchanged with Fetch requests carrying their broker id, after
 // first truncating, on every new leader epoch, to where their latest epoch
 // ends in the leader's log (OffsetForLeaderEpoch). A follower whose log
@@ -282,8 +294,8 @@
 // is asked with ListOffsets earliest). A partition the leader answers with
 // an error is left out of its fetcher's requests for its own back-off (2
 // ms or 50 ms, doubling to 1 s), as Kafka delays a failed partition, while
-// the others are fetched at once. The leader (replica.go)
-// tracks each follower's fetch offset, advances the high watermark to the
+// the others are fetched at once. The leader (broker/partition's
+// Manager) tracks each follower's fetch offset, advances the high watermark to the
 // smallest log end offset of the ISR, removes from the ISR a follower not
 // caught up for replica.lag.time.max.ms and adds back one that reached the
 // high watermark, writing the ISR with compare-and-set (Member.AlterISR).
@@ -299,7 +311,8 @@
 // is smaller than min.insync.replicas, and otherwise answered once the high
 // watermark passes the batch (REQUEST_TIMED_OUT after the request's
 // timeout). The high watermarks are checkpointed in each log directory's
-// replication-offset-checkpoint (Kafka's format) every 5 s and at close.
+// replication-offset-checkpoint (Kafka's format; broker/partition) every
+// 5 s and at close.
 // Close first hands leadership away (controlled.shutdown.enable): the
 // controller moves it to other in-sync replicas before the broker stops.
 // Then it stops accepting, lets every connection finish the requests it has
@@ -377,7 +390,8 @@
 // one handling them in order and writing responses, so responses leave in
 // request order, as Kafka's one-request-at-a-time-per-connection processing
 // does. Different connections run in parallel. The served partitions are
-// guarded by a lock in Broker and replaced copy-on-write by the reconciler;
+// held by broker/partition's Manager under its lock, each topic's slots
+// replaced copy-on-write by the reconciler;
 // each partition log is safe for concurrent Append and Read, and a log
 // closed under a request answers NOT_LEADER_OR_FOLLOWER. Fetch long-polls by registering a waiter on every partition it reads;
 // an append wakes the waiters of its partition. A long-poll also ends when

@@ -15,40 +15,13 @@ import (
 
 	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/partition"
 )
-
-// waiter is a long-polling Fetch; appends to a partition it watches poke it.
-type waiter struct{ ch chan struct{} }
-
-func (p *partition) addWaiter(w *waiter) {
-	p.mu.Lock()
-	p.waiters[w] = struct{}{}
-	p.mu.Unlock()
-}
-
-func (p *partition) removeWaiter(w *waiter) {
-	p.mu.Lock()
-	delete(p.waiters, w)
-	p.mu.Unlock()
-}
-
-// wake pokes every waiter without blocking: a waiter already poked has a
-// pending wake-up and needs no second one.
-func (p *partition) wake() {
-	p.mu.Lock()
-	for w := range p.waiters {
-		select {
-		case w.ch <- struct{}{}:
-		default:
-		}
-	}
-	p.mu.Unlock()
-}
 
 // fetchTarget is a requested partition: its log when served here, else
 // the error code to answer.
 type fetchTarget struct {
-	p    *partition
+	p    *partition.Replica
 	code int16
 }
 
@@ -60,7 +33,7 @@ const maxFetchWait = 5 * time.Minute
 // log view.
 type fetchSlot struct {
 	topic, part int
-	view        RecordView
+	view        partition.RecordView
 	topicName   string
 }
 
@@ -111,7 +84,7 @@ func (b *Broker) serveFetch(ctx context.Context, r *request) (reply, error) {
 	}
 
 	parts := make([][]fetchTarget, len(req.Topics))
-	w := &waiter{ch: make(chan struct{}, 1)}
+	w := partition.NewWaiter()
 	var snap *cluster.Snapshot // read only when a partition is not served here
 	// Followers need ClusterAction, consumers Read on each topic; either
 	// refused, the partitions answer TOPIC_AUTHORIZATION_FAILED, as Kafka's.
@@ -125,7 +98,7 @@ func (b *Broker) serveFetch(ctx context.Context, r *request) (reply, error) {
 				parts[i][j].code = errTopicAuth.Code
 				continue
 			}
-			p := b.partitionOf(rt.Topic, rp.Partition)
+			p := b.partitions.Leader(rt.Topic, rp.Partition)
 			if p == nil {
 				if snap == nil {
 					s := b.metadata()
@@ -138,7 +111,7 @@ func (b *Broker) serveFetch(ctx context.Context, r *request) (reply, error) {
 				parts[i][j].code = code
 				continue
 			}
-			if req.ReplicaID >= 0 && !b.followerFetched(p, req.ReplicaID, rp.FetchOffset, rp.LogStartOffset) {
+			if req.ReplicaID >= 0 && !b.partitions.FollowerFetched(p, req.ReplicaID, rp.FetchOffset, rp.LogStartOffset) {
 				// Not a replica of this partition (or no longer led here).
 				parts[i][j].code = kerr.NotLeaderForPartition.Code
 				continue
@@ -146,8 +119,8 @@ func (b *Broker) serveFetch(ctx context.Context, r *request) (reply, error) {
 			parts[i][j].p = p
 			// Registered before the first read, so no append between the
 			// read and the wait goes unnoticed.
-			p.addWaiter(w)
-			defer p.removeWaiter(w)
+			p.AddWaiter(w)
+			defer p.RemoveWaiter(w)
 		}
 	}
 
@@ -167,7 +140,7 @@ func (b *Broker) serveFetch(ctx context.Context, r *request) (reply, error) {
 		}
 		waitStart := time.Now()
 		select {
-		case <-w.ch:
+		case <-w.C():
 		case <-timer.C:
 			r.waited += time.Since(waitStart)
 			// One last read, so data that landed just now is not missed.
@@ -213,8 +186,8 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, parts [][]fetchTarget) (*fetc
 			}
 			// A consumer reads only what every in-sync replica has (below
 			// the high watermark); a follower reads all there is.
-			hw := p.highWatermark()
-			end := p.log.EndOffset()
+			hw := p.HighWatermark()
+			end := p.Log().EndOffset()
 			visible := end
 			if req.ReplicaID < 0 {
 				visible = min(hw, end)
@@ -222,11 +195,11 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, parts [][]fetchTarget) (*fetc
 			committed := req.ReplicaID < 0 && req.IsolationLevel == 1
 			if committed {
 				// read_committed: nothing at or past the last stable offset.
-				visible = p.lastStable(visible)
+				visible = p.LastStable(visible)
 			}
-			start := p.log.StartOffset()
+			start := p.Log().StartOffset()
 			limit := min(int64(rp.PartitionMaxBytes), remaining)
-			throttled := req.ReplicaID >= 0 && b.leaderThrottled(p, req.ReplicaID)
+			throttled := req.ReplicaID >= 0 && b.partitions.LeaderThrottled(p, req.ReplicaID)
 			if throttled {
 				// Over the leader's throttle: nothing for this follower
 				// until the bucket refills (throttle.go).
@@ -242,16 +215,16 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, parts [][]fetchTarget) (*fetc
 				sp.ErrorCode = kerr.OffsetOutOfRange.Code
 			case rp.FetchOffset >= visible || (limit <= 0 && !minOne):
 			default:
-				var v RecordView
+				var v partition.RecordView
 				var err error
-				if visible == end && p.selfOnly.Load() {
-					v, err = p.log.Read(rp.FetchOffset, int(max(limit, 0)))
+				if visible == end && p.SelfOnly() {
+					v, err = p.Log().Read(rp.FetchOffset, int(max(limit, 0)))
 				} else {
-					v, err = p.log.ReadBelow(rp.FetchOffset, int(max(limit, 0)), visible)
+					v, err = p.Log().ReadBelow(rp.FetchOffset, int(max(limit, 0)), visible)
 				}
 				switch {
 				case err != nil:
-					sp.ErrorCode = storageErrorCode(err)
+					sp.ErrorCode = partition.ErrorCode(err)
 				case v.Len() == 0 || (!minOne && v.Len() > limit):
 					v.Release()
 				default:
@@ -269,18 +242,18 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, parts [][]fetchTarget) (*fetc
 				// too: a follower below the log start (a new or emptied
 				// replica, or one that retention or DeleteRecords left
 				// behind) starts over at it without another round trip.
-				sp.HighWatermark = p.highWatermark()
-				sp.LastStableOffset = p.lastStable(sp.HighWatermark)
-				sp.LogStartOffset = p.log.StartOffset()
+				sp.HighWatermark = p.HighWatermark()
+				sp.LastStableOffset = p.LastStable(sp.HighWatermark)
+				sp.LogStartOffset = p.Log().StartOffset()
 			}
 			if sp.ErrorCode != 0 {
 				hadError = true
 			} else {
 				// Read after the log read: every offset returned to a
 				// consumer is below it.
-				sp.HighWatermark = p.highWatermark()
-				sp.LastStableOffset = p.lastStable(sp.HighWatermark)
-				sp.LogStartOffset = p.log.StartOffset()
+				sp.HighWatermark = p.HighWatermark()
+				sp.LastStableOffset = p.LastStable(sp.HighWatermark)
+				sp.LogStartOffset = p.Log().StartOffset()
 				if committed {
 					sp.AbortedTransactions = abortedFor(p, rp.FetchOffset, visible)
 				}
@@ -389,7 +362,7 @@ func (f *fetchReply) writeFrame(w *connWriter, r *request) (int64, error) {
 	return written, err
 }
 
-// zeroCopySender is a RecordView that tells whether it used sendfile, as
+// zeroCopySender is a partition.RecordView that tells whether it used sendfile, as
 // broker/partlog's View does.
 type zeroCopySender interface {
 	SendTo(w io.Writer) (n int64, zeroCopy bool, err error)
@@ -397,7 +370,7 @@ type zeroCopySender interface {
 
 // sendView writes v to w; zeroCopy is false for views that cannot say (the
 // bytes may have been copied, and the metric must not claim otherwise).
-func sendView(v RecordView, w io.Writer) (n int64, zeroCopy bool, err error) {
+func sendView(v partition.RecordView, w io.Writer) (n int64, zeroCopy bool, err error) {
 	if zc, ok := v.(zeroCopySender); ok {
 		return zc.SendTo(w)
 	}
@@ -432,11 +405,11 @@ func (f *fetchReply) writeCopied(w *connWriter, r *request) (int64, error) {
 // fetchEpochCode checks a request's current_leader_epoch (-1: not given)
 // against the epoch this leader serves under, as Kafka does (KIP-320): an
 // older one means the client's metadata is stale, a newer one ours.
-func fetchEpochCode(p *partition, epoch int32) int16 {
+func fetchEpochCode(p *partition.Replica, epoch int32) int16 {
 	if epoch < 0 {
 		return 0
 	}
-	switch mine := p.leaderEpoch(); {
+	switch mine := p.LeaderEpoch(); {
 	case epoch < mine:
 		return kerr.FencedLeaderEpoch.Code
 	case epoch > mine:
@@ -449,9 +422,9 @@ func fetchEpochCode(p *partition, epoch int32) int16 {
 // needs for records read from offset from up to upper (the last stable
 // offset the read stopped at): possibly more than the batches returned
 // hold, which consumers ignore. Empty, not null, as Kafka's.
-func abortedFor(p *partition, from, upper int64) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+func abortedFor(p *partition.Replica, from, upper int64) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
 	out := []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
-	t := p.txnLog()
+	t := p.TxnLog()
 	if t == nil || from >= upper {
 		return out
 	}

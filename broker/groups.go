@@ -18,6 +18,7 @@ import (
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/broker/config"
 	"github.com/tributary/tributary/broker/group"
+	"github.com/tributary/tributary/broker/partition"
 	"github.com/tributary/tributary/broker/partlog"
 )
 
@@ -56,8 +57,8 @@ func (b *Broker) newGroupCoordinator(reg prometheus.Registerer) error {
 	// Markers on __consumer_offsets end pending transactional commits.
 	b.SetTxnMarkerListener(c)
 	return reg.Register(c.Collector(func(topic string, p int32) (int64, bool) {
-		if part := b.partitionOf(topic, p); part != nil {
-			return part.log.EndOffset(), true
+		if part := b.partitions.Leader(topic, p); part != nil {
+			return part.Log().EndOffset(), true
 		}
 		return 0, false
 	}))
@@ -105,14 +106,14 @@ type internalCoordinator interface {
 // leads (load) and unloads the ones it no longer leads; it reports whether
 // some partition was newly loaded.
 func (b *Broker) syncCoordinatorPartitions(topic string, c internalCoordinator, load func(p int32, l offsetsLog)) (loading bool) {
-	t := b.lookup(topic)
+	slots := b.replication.Slots(topic)
 	serving := c.Serving()
 	for p := range c.Partitions() {
-		var part *partition
-		if t != nil && int(p) < len(t.partitions) {
-			part = t.partitions[p]
+		var part *partition.Replica
+		if int(p) < len(slots) {
+			part = slots[p]
 		}
-		if part == nil || !part.leading() {
+		if part == nil || !part.Leading() {
 			if _, ok := serving[p]; ok {
 				c.Unload(p)
 			}
@@ -277,7 +278,7 @@ func clientIDOf(r *request) string {
 // coordinator's group.Log.
 type offsetsLog struct {
 	b *Broker
-	p *partition
+	p *partition.Replica
 }
 
 // offsetsCommitTimeout is Kafka's offsets.commit.timeout.ms: how long an
@@ -301,7 +302,7 @@ func (l offsetsLog) Append(records []group.Record) error {
 // appends, so the sequence read is the one the log expects.
 func (l offsetsLog) AppendTxn(records []group.Record, producerID int64, producerEpoch int16) error {
 	seq := int32(0)
-	if tl := l.p.txnLog(); tl != nil {
+	if tl := l.p.TxnLog(); tl != nil {
 		for _, pi := range tl.Producers() {
 			if pi.ProducerID == producerID && pi.ProducerEpoch == producerEpoch && pi.LastSequence >= 0 {
 				seq = pi.LastSequence + 1
@@ -319,28 +320,28 @@ func (l offsetsLog) AppendTxn(records []group.Record, producerID int64, producer
 }
 
 func (l offsetsLog) appendBatch(batch []byte) error {
-	stampLeaderEpoch(batch, l.p.leaderEpoch())
-	res, err := l.p.log.Append(batch)
+	stampLeaderEpoch(batch, l.p.LeaderEpoch())
+	res, err := l.p.Log().Append(batch)
 	if err != nil {
-		if errors.Is(err, logErrClosed) {
+		if errors.Is(err, partlog.ErrClosed) {
 			return fmt.Errorf("%w: %w", group.ErrNotLoaded, err)
 		}
 		return err
 	}
 	l.b.metrics.observeOffsets(l.p)
-	l.p.wake()
+	l.p.Wake()
 	end := res.LastOffset + 1
-	if l.p.highWatermark() >= end {
+	if l.p.HighWatermark() >= end {
 		return nil
 	}
-	short := l.b.waitCommitted(l.b.shutdownCtx, time.Now().Add(offsetsCommitTimeout), map[*partition]int64{l.p: end})
+	short := l.b.partitions.WaitCommitted(l.b.shutdownCtx, time.Now().Add(offsetsCommitTimeout), map[*partition.Replica]int64{l.p: end})
 	switch {
 	case !short[l.p]:
-	case !l.p.leading():
+	case !l.p.Leading():
 		return fmt.Errorf("%w: the offsets partition moved to another broker", group.ErrNotLoaded)
 	default:
 		l.b.res.logs.log(slog.LevelWarn, "offsets-commit-timeout", "offsets commit not replicated within offsets.commit.timeout.ms; it stands on the leader",
-			"partition", l.p.index, "offset", res.BaseOffset)
+			"partition", l.p.Partition(), "offset", res.BaseOffset)
 	}
 	return nil
 }
@@ -348,9 +349,9 @@ func (l offsetsLog) appendBatch(batch []byte) error {
 // Replay reads the partition from its start, batch by batch; compressed
 // batches (written by someone else) are decompressed.
 func (l offsetsLog) Replay(fn func(group.Record) error) error {
-	off, end := l.p.log.StartOffset(), l.p.log.EndOffset()
+	off, end := l.p.Log().StartOffset(), l.p.Log().EndOffset()
 	for off < end {
-		v, err := l.p.log.Read(off, 1<<20)
+		v, err := l.p.Log().Read(off, 1<<20)
 		if err != nil {
 			return err
 		}

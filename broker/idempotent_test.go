@@ -143,7 +143,7 @@ func TestIdempotentProducerRetriesWithoutDuplicates(t *testing.T) {
 	consumeAll(t, ctx, b.Addr(), "idem", n, parts)
 	var total int64
 	for p := range parts {
-		total += b.partitionOf("idem", int32(p)).log.EndOffset()
+		total += b.partitions.Leader("idem", int32(p)).Log().EndOffset()
 	}
 	if total != n {
 		t.Fatalf("logs hold %d records, want %d: duplicates were appended", total, n)
@@ -176,7 +176,7 @@ func TestIdempotenceOnTheWire(t *testing.T) {
 	if p := produce(7, 0, "gap"); p.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
 		t.Fatalf("sequence gap: %v, want OUT_OF_ORDER_SEQUENCE_NUMBER", kerr.ErrorForCode(p.ErrorCode))
 	}
-	if end := b.partitionOf("seq", 0).log.EndOffset(); end != 3 {
+	if end := b.partitions.Leader("seq", 0).Log().EndOffset(); end != 3 {
 		t.Fatalf("log end %d, want 3", end)
 	}
 }

@@ -155,7 +155,7 @@ func TestKgoRoundTripMillionSixPartitions(t *testing.T) {
 
 	var ends int64
 	for p := range parts {
-		ends += b.partitionOf("rt", int32(p)).log.EndOffset()
+		ends += b.partitions.Leader("rt", int32(p)).Log().EndOffset()
 	}
 	if ends != int64(n) {
 		t.Fatalf("log end offsets sum to %d, want %d", ends, n)
@@ -190,7 +190,7 @@ func TestKgoCompressionCodecs(t *testing.T) {
 			cl := newClient(t, b.Addr(), kgo.ProducerBatchCompression(codec), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 			produceAll(t, ctx, cl, topic, n, parts)
 			// The batch is stored as sent: compressed.
-			v, err := b.partitionOf(topic, 0).log.Read(0, 1)
+			v, err := b.partitions.Leader(topic, 0).Log().Read(0, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -232,7 +232,7 @@ func TestKgoUnknownTopicAndTooLarge(t *testing.T) {
 	if !errors.Is(err, kerr.UnknownTopicOrPartition) {
 		t.Fatalf("produce to missing topic: %v, want UNKNOWN_TOPIC_OR_PARTITION", err)
 	}
-	if b.lookup("missing") != nil {
+	if b.replication.Slots("missing") != nil {
 		t.Fatal("topic was auto-created with auto.create.topics.enable=false")
 	}
 	if err := b.CreateTopic(testenv.Context(t, time.Minute), "small", 1); err != nil {

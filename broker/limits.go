@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tributary/tributary/broker/config"
+	"github.com/tributary/tributary/broker/partition"
 	"github.com/tributary/tributary/broker/partlog"
 )
 
@@ -18,7 +19,7 @@ type resources struct {
 	files    *partlog.FileCache
 	conns    *connLimiter
 	quota    *mutationQuota
-	failures *openFailures
+	failures *partition.OpenFailures
 	logs     *rateLogger
 
 	refused      *prometheus.CounterVec
@@ -36,7 +37,7 @@ func newResources(cfg config.Config, logger *slog.Logger, reg prometheus.Registe
 		files:    partlog.NewFileCache(budget.files, budget.logReserve),
 		conns:    newConnLimiter(budget.conns, lc.MaxConnectionsPerIP, lc.MaxConnectionsPerIPOverrides),
 		quota:    newMutationQuota(lc.ControllerMutationRate, time.Duration(lc.QuotaWindowNum)*lc.QuotaWindowSize, time.Now),
-		failures: newOpenFailures(time.Now),
+		failures: partition.NewOpenFailures(time.Now),
 		logs:     newRateLogger(logger, time.Second, time.Now),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "tributary", Subsystem: "broker", Name: "connections_refused_total",

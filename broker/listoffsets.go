@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/acl"
+	"github.com/tributary/tributary/broker/partition"
 	"github.com/tributary/tributary/broker/partlog"
 )
 
@@ -35,9 +36,9 @@ func (b *Broker) handleListOffsets(_ context.Context, r *request) (reply, error)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
-			p := b.partitionOf(rt.Topic, rp.Partition)
+			p := b.partitions.Leader(rt.Topic, rp.Partition)
 			if p == nil && req.ReplicaID == debuggingReplicaID {
-				p = b.replicaOf(rt.Topic, rp.Partition)
+				p = b.partitions.Replica(rt.Topic, rp.Partition)
 			}
 			switch {
 			case !describable:
@@ -48,12 +49,12 @@ func (b *Broker) handleListOffsets(_ context.Context, r *request) (reply, error)
 				sp.OldStyleOffsets, sp.ErrorCode = b.offsetsBefore(p, rp.Timestamp, rp.MaxNumOffsets, req.ReplicaID == -1)
 			case rp.Timestamp == listLatest && req.IsolationLevel == 1:
 				// read_committed reads up to the last stable offset.
-				sp.Offset = p.lastStable(p.highWatermark())
+				sp.Offset = p.LastStable(p.HighWatermark())
 			case rp.Timestamp == listLatest:
 				// What a consumer can read up to: the high watermark.
-				sp.Offset = p.highWatermark()
+				sp.Offset = p.HighWatermark()
 			case rp.Timestamp == listEarliest:
-				sp.Offset = p.log.StartOffset()
+				sp.Offset = p.Log().StartOffset()
 			case rp.Timestamp < 0:
 				sp.ErrorCode = kerr.UnsupportedVersion.Code
 			default:
@@ -70,14 +71,14 @@ func (b *Broker) handleListOffsets(_ context.Context, r *request) (reply, error)
 // the first record at or after ts. If the batch cannot be read or decoded
 // the batch's base offset and max timestamp are answered, which is where a
 // consumer should start anyway. (-1, -1) means no record is that recent.
-func (b *Broker) offsetForTimestamp(p *partition, ts int64) (offset, timestamp int64) {
-	off, maxTS, ok := p.log.OffsetForTimestamp(ts)
+func (b *Broker) offsetForTimestamp(p *partition.Replica, ts int64) (offset, timestamp int64) {
+	off, maxTS, ok := p.Log().OffsetForTimestamp(ts)
 	if !ok {
 		return -1, -1
 	}
-	v, err := p.log.Read(off, 1)
+	v, err := p.Log().Read(off, 1)
 	if err != nil {
-		b.logger.Warn("reading the batch for a timestamp lookup", "topic", p.topic, "partition", p.index, "offset", off, "err", err)
+		b.logger.Warn("reading the batch for a timestamp lookup", "topic", p.Topic(), "partition", p.Partition(), "offset", off, "err", err)
 		return off, maxTS
 	}
 	defer v.Release()
@@ -92,7 +93,7 @@ func (b *Broker) offsetForTimestamp(p *partition, ts int64) (offset, timestamp i
 			err = fmt.Errorf("no record of the batch at %d has a timestamp >= %d though its max timestamp is %d", off, ts, maxTS)
 		}
 	}
-	b.logger.Warn("timestamp lookup within a batch", "topic", p.topic, "partition", p.index, "offset", off, "err", err)
+	b.logger.Warn("timestamp lookup within a batch", "topic", p.Topic(), "partition", p.Partition(), "offset", off, "err", err)
 	return off, maxTS
 }
 
@@ -108,7 +109,7 @@ func (b *Broker) offsetForTimestamp(p *partition, ts int64) (offset, timestamp i
 // descending order. For a consumer (replica id -1) offsets above the high
 // watermark are replaced by it. A negative maxNum fails, as in Kafka, with
 // UNKNOWN_SERVER_ERROR.
-func (b *Broker) offsetsBefore(p *partition, ts int64, maxNum int32, consumer bool) ([]int64, int16) {
+func (b *Broker) offsetsBefore(p *partition.Replica, ts int64, maxNum int32, consumer bool) ([]int64, int16) {
 	if maxNum < 0 {
 		return nil, kerr.UnknownServerError.Code
 	}
@@ -116,16 +117,16 @@ func (b *Broker) offsetsBefore(p *partition, ts int64, maxNum int32, consumer bo
 		offset   int64
 		modified int64 // ms
 	}
-	start, end := p.log.StartOffset(), p.log.EndOffset()
+	start, end := p.Log().StartOffset(), p.Log().EndOffset()
 	var cands []candidate
 	lastHasData := end > start
-	if sl, ok := p.log.(interface {
+	if sl, ok := p.Log().(interface {
 		Segments() ([]partlog.SegmentInfo, error)
 	}); ok {
 		segs, err := sl.Segments()
 		if err != nil {
-			b.logger.Warn("listing segments for ListOffsets v0", "topic", p.topic, "partition", p.index, "err", err)
-			return nil, storageErrorCode(err)
+			b.logger.Warn("listing segments for ListOffsets v0", "topic", p.Topic(), "partition", p.Partition(), "err", err)
+			return nil, partition.ErrorCode(err)
 		}
 		for _, s := range segs {
 			cands = append(cands, candidate{max(s.BaseOffset, start), s.LastModified.UnixMilli()})
@@ -159,7 +160,7 @@ func (b *Broker) offsetsBefore(p *partition, ts int64, maxNum int32, consumer bo
 	// beyond it; descending order is the contract (Kafka sorts too).
 	sort.Slice(out, func(i, j int) bool { return out[i] > out[j] })
 	// The high watermark is what v1+ answers for latest.
-	if hw := min(p.highWatermark(), end); consumer && len(out) > 0 && out[0] > hw {
+	if hw := min(p.HighWatermark(), end); consumer && len(out) > 0 && out[0] > hw {
 		i := 0
 		for i < len(out) && out[i] > hw {
 			i++

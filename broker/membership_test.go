@@ -32,8 +32,8 @@ func TestServesOnlyLedPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Round-robin from the first broker: partition 0 on 1, partition 1 on 2.
-	if b1.partitionOf("split", 0) == nil || b1.partitionOf("split", 1) != nil ||
-		b2.partitionOf("split", 1) == nil || b2.partitionOf("split", 0) != nil {
+	if b1.partitions.Leader("split", 0) == nil || b1.partitions.Leader("split", 1) != nil ||
+		b2.partitions.Leader("split", 1) == nil || b2.partitions.Leader("split", 0) != nil {
 		t.Fatal("each broker must open exactly the partition it leads")
 	}
 	c := dialRaw(t, b1.Addr())
@@ -63,7 +63,7 @@ func TestServesOnlyLedPartitions(t *testing.T) {
 		t.Fatalf("metadata: %d brokers, topics %+v", len(mresp.Brokers), mresp.Topics)
 	}
 
-	dir1, dir2 := b1.partitionOf("split", 0).dir, b2.partitionOf("split", 1).dir
+	dir1, dir2 := b1.partitions.Leader("split", 0).Dir(), b2.partitions.Leader("split", 1).Dir()
 	if err := b1.DeleteTopic(ctx, "split"); err != nil {
 		t.Fatal(err)
 	}

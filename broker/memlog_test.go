@@ -7,9 +7,12 @@ import (
 	"hash/crc32"
 	"io"
 	"sync"
+
+	"github.com/tributary/tributary/broker/partition"
+	"github.com/tributary/tributary/broker/partlog"
 )
 
-// memLog is an in-memory PartitionLog for tests: same contract as
+// memLog is an in-memory partition.Log for tests: same contract as
 // broker/partlog, no files.
 type memLog struct {
 	mu        sync.Mutex
@@ -41,30 +44,30 @@ func newMemLog() *memLog { return &memLog{producers: map[int64]*memProducer{}} }
 
 var crc32c = crc32.MakeTable(crc32.Castagnoli)
 
-func (l *memLog) Append(batch []byte) (AppendResult, error) {
+func (l *memLog) Append(batch []byte) (partition.AppendResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return AppendResult{}, logErrClosed
+		return partition.AppendResult{}, partlog.ErrClosed
 	}
 	if err := l.failNext; err != nil {
 		l.failNext = nil
-		return AppendResult{}, err
+		return partition.AppendResult{}, err
 	}
 	var infos []batchInfo
 	if err := scanBatches(batch, func(b batchInfo) { infos = append(infos, b) }); err != nil {
-		return AppendResult{}, fmt.Errorf("%w: %v", logErrCorruptBatch, err)
+		return partition.AppendResult{}, fmt.Errorf("%w: %v", partlog.ErrCorruptBatch, err)
 	}
 	// Validate everything before writing anything.
 	off := 0
 	for _, in := range infos {
 		b := batch[off : off+in.size]
 		if in.magic != currentMagic || crc32.Checksum(b[21:], crc32c) != binary.BigEndian.Uint32(b[17:]) {
-			return AppendResult{}, fmt.Errorf("%w: bad magic or CRC", logErrCorruptBatch)
+			return partition.AppendResult{}, fmt.Errorf("%w: bad magic or CRC", partlog.ErrCorruptBatch)
 		}
 		off += in.size
 	}
-	res := AppendResult{BaseOffset: -1, LogStartOffset: l.start}
+	res := partition.AppendResult{BaseOffset: -1, LogStartOffset: l.start}
 	off = 0
 	for _, in := range infos {
 		b := batch[off : off+in.size]
@@ -80,12 +83,12 @@ func (l *memLog) Append(batch []byte) (AppendResult, error) {
 				p = &memProducer{epoch: epoch, lastSeq: seq - 1}
 				l.producers[pid] = p
 			case epoch < p.epoch:
-				return res, logErrInvalidProducerEpoch
+				return res, partlog.ErrInvalidProducerEpoch
 			}
 			dup := false
 			for _, r := range p.recent {
 				if r.first == seq {
-					res = AppendResult{BaseOffset: r.base, LastOffset: r.end, MaxTimestamp: -1, LogStartOffset: l.start, Duplicate: true}
+					res = partition.AppendResult{BaseOffset: r.base, LastOffset: r.end, MaxTimestamp: -1, LogStartOffset: l.start, Duplicate: true}
 					dup = true
 				}
 			}
@@ -93,7 +96,7 @@ func (l *memLog) Append(batch []byte) (AppendResult, error) {
 				continue
 			}
 			if seq != p.lastSeq+1 {
-				return res, logErrOutOfOrderSequence
+				return res, partlog.ErrOutOfOrderSequence
 			}
 			p.lastSeq = seq + int32(lastDelta)
 			p.recent = append(p.recent, memSeq{first: seq, last: p.lastSeq, base: l.end, end: l.end + lastDelta})
@@ -126,14 +129,14 @@ func (v *memView) WriteTo(w io.Writer) (int64, error) {
 }
 func (v *memView) Release() {}
 
-func (l *memLog) Read(offset int64, maxBytes int) (RecordView, error) {
+func (l *memLog) Read(offset int64, maxBytes int) (partition.RecordView, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return nil, logErrClosed
+		return nil, partlog.ErrClosed
 	}
 	if offset < l.start {
-		return nil, logErrOffsetOutOfRange
+		return nil, partlog.ErrOffsetOutOfRange
 	}
 	var out []byte
 	for _, b := range l.batches {
@@ -177,10 +180,10 @@ func (l *memLog) Delete() error { return l.Close() }
 // The replication methods: a memLog serves single-broker tests, where a
 // partition is never a follower, so these are kept simple but honest.
 
-func (l *memLog) AppendReplica(batches []byte) (AppendResult, error) {
+func (l *memLog) AppendReplica(batches []byte) (partition.AppendResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	res := AppendResult{BaseOffset: -1, LogStartOffset: l.start}
+	res := partition.AppendResult{BaseOffset: -1, LogStartOffset: l.start}
 	for len(batches) >= batchHeaderSize {
 		size := int(binary.BigEndian.Uint32(batches[batchLengthOffset:])) + batchOverheadNoLen
 		b := bytes.Clone(batches[:size])
@@ -200,7 +203,7 @@ func (l *memLog) AppendReplica(batches []byte) (AppendResult, error) {
 	return res, nil
 }
 
-func (l *memLog) ReadBelow(offset int64, maxBytes int, limit int64) (RecordView, error) {
+func (l *memLog) ReadBelow(offset int64, maxBytes int, limit int64) (partition.RecordView, error) {
 	v, err := l.Read(offset, maxBytes)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tributary/tributary/broker/cluster"
+	"github.com/tributary/tributary/broker/partition"
 )
 
 // metrics are the broker's Prometheus collectors, registered on the
@@ -148,35 +149,35 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-func (m *metrics) observeOffsets(p *partition) {
-	lbl := []string{p.topic, strconv.Itoa(int(p.index))}
-	m.logEnd.WithLabelValues(lbl...).Set(float64(p.log.EndOffset()))
-	m.logStart.WithLabelValues(lbl...).Set(float64(p.log.StartOffset()))
+func (m *metrics) observeOffsets(p *partition.Replica) {
+	lbl := []string{p.Topic(), strconv.Itoa(int(p.Partition()))}
+	m.logEnd.WithLabelValues(lbl...).Set(float64(p.Log().EndOffset()))
+	m.logStart.WithLabelValues(lbl...).Set(float64(p.Log().StartOffset()))
 }
 
-func (m *metrics) forget(p *partition) {
-	lbl := []string{p.topic, strconv.Itoa(int(p.index))}
+func (m *metrics) forget(p *partition.Replica) {
+	lbl := []string{p.Topic(), strconv.Itoa(int(p.Partition()))}
 	m.logEnd.DeleteLabelValues(lbl...)
 	m.logStart.DeleteLabelValues(lbl...)
 	m.underReplicated.DeleteLabelValues(lbl...)
 }
 
 // observeReplica records p's replication state after a metadata change.
-func (m *metrics) observeReplica(p *partition, cp cluster.Partition, me int32) {
+func (m *metrics) observeReplica(p *partition.Replica, cp cluster.Partition, me int32) {
 	if cp.Leader != me {
-		m.underReplicated.DeleteLabelValues(p.topic, strconv.Itoa(int(p.index)))
+		m.underReplicated.DeleteLabelValues(p.Topic(), strconv.Itoa(int(p.Partition())))
 		return
 	}
 	m.observeISR(p, len(cp.Replicas), len(cp.ISR))
 }
 
 // observeISR records whether the partition p leads is under-replicated.
-func (m *metrics) observeISR(p *partition, replicas, isr int) {
+func (m *metrics) observeISR(p *partition.Replica, replicas, isr int) {
 	v := 0.0
 	if isr < replicas {
 		v = 1
 	}
-	m.underReplicated.WithLabelValues(p.topic, strconv.Itoa(int(p.index))).Set(v)
+	m.underReplicated.WithLabelValues(p.Topic(), strconv.Itoa(int(p.Partition()))).Set(v)
 }
 
 // observeOffline counts the partitions of snap without a leader.

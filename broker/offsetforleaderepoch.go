@@ -30,11 +30,11 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, r *request) (repl
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
-			p := b.partitionOf(rt.Topic, rp.Partition)
+			p := b.partitions.Leader(rt.Topic, rp.Partition)
 			switch {
 			case !describable:
 				sp.ErrorCode = errTopicAuth.Code
-			case p == nil || !p.leading():
+			case p == nil || !p.Leading():
 				sp.ErrorCode = unservedCode(b.metadata(), rt.Topic, rp.Partition)
 				if sp.ErrorCode == 0 {
 					sp.ErrorCode = kerr.NotLeaderForPartition.Code
@@ -48,7 +48,7 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, r *request) (repl
 				// Kafka: a new leader's high watermark lags until its
 				// followers fetch, and a consumer that read up to the old
 				// leader's would take the gap for lost records.
-				sp.LeaderEpoch, sp.EndOffset = p.log.EndOffsetForEpoch(rp.LeaderEpoch)
+				sp.LeaderEpoch, sp.EndOffset = p.Log().EndOffsetForEpoch(rp.LeaderEpoch)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

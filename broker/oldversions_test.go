@@ -149,15 +149,15 @@ func TestListOffsetsV0(t *testing.T) {
 		end += 3
 	}
 	// Give each segment file its own age, a second apart from t0.
-	p := b.partitionOf("lo0", 0)
-	bases := segmentBases(t, p.dir)
+	p := b.partitions.Leader("lo0", 0)
+	bases := segmentBases(t, p.Dir())
 	if len(bases) != 4 || bases[0] != 0 || bases[3] != 9 {
 		t.Fatalf("segments %v, want one per batch: 0 3 6 9", bases)
 	}
 	const t0 = int64(1_000_000_000_000)
 	for i, base := range bases {
 		mt := time.UnixMilli(t0 + int64(i)*1000)
-		if err := os.Chtimes(filepath.Join(p.dir, fmt.Sprintf("%020d.log", base)), mt, mt); err != nil {
+		if err := os.Chtimes(filepath.Join(p.Dir(), fmt.Sprintf("%020d.log", base)), mt, mt); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -41,8 +41,8 @@ func TestOpsAPIVersions(t *testing.T) {
 			req.Topics = append(req.Topics, rt)
 			resp := c.roundTrip(req).(*kmsg.CreatePartitionsResponse)
 			got := resp.Topics[0].ErrorCode
-			if len(b.lookup("cp").partitions) != int(count) {
-				t.Fatalf("CreatePartitions v%d to %d: error %d, %d partitions served", v, n, got, len(b.lookup("cp").partitions))
+			if len(b.replication.Slots("cp")) != int(count) {
+				t.Fatalf("CreatePartitions v%d to %d: error %d, %d partitions served", v, n, got, len(b.replication.Slots("cp")))
 			}
 			if (want == nil && got != 0) || (want != nil && got != want.Code) {
 				t.Fatalf("CreatePartitions v%d to %d (attempt %d): error %v, want %v", v, n, i+1, kerr.ErrorForCode(got), want)
@@ -127,7 +127,7 @@ func TestOpsAPIVersionsDeleteRecords(t *testing.T) {
 				t.Fatalf("DeleteRecords v%d to %d: %v, low watermark %d", v, off, kerr.ErrorForCode(got.ErrorCode), got.LowWatermark)
 			}
 		}
-		if start := b.lookup("dr").partitions[0].log.StartOffset(); start != int64(v)+1 {
+		if start := b.replication.Slots("dr")[0].Log().StartOffset(); start != int64(v)+1 {
 			t.Fatalf("after DeleteRecords v%d: log start %d", v, start)
 		}
 	}
@@ -274,7 +274,7 @@ func TestCreatePartitionsMutationQuota(t *testing.T) {
 	if r.Topics[0].ErrorCode != kerr.ThrottlingQuotaExceeded.Code || r.ThrottleMillis <= 0 {
 		t.Fatalf("second growth: %v, throttle %d ms", kerr.ErrorForCode(r.Topics[0].ErrorCode), r.ThrottleMillis)
 	}
-	if n := len(b.lookup("qp").partitions); n != 25 {
+	if n := len(b.replication.Slots("qp")); n != 25 {
 		t.Fatalf("%d partitions after the throttled request, want 25", n)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/broker/config"
+	"github.com/tributary/tributary/broker/partition"
 	"github.com/tributary/tributary/broker/txn"
 )
 
@@ -49,7 +50,7 @@ func (b *Broker) handleProduce(ctx context.Context, r *request) (reply, error) {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
-			p := b.partitionOf(rt.Topic, rp.Partition)
+			p := b.partitions.Leader(rt.Topic, rp.Partition)
 			v := verified[txn.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -67,15 +68,15 @@ func (b *Broker) handleProduce(ctx context.Context, r *request) (reply, error) {
 					snap = &s
 				}
 				sp.ErrorCode = unservedCode(*snap, rt.Topic, rp.Partition)
-				if err := b.res.failures.lastError(rt.Topic, rp.Partition); err != nil && b.leads(*snap, rt.Topic, rp.Partition) {
+				if err := b.res.failures.LastError(rt.Topic, rp.Partition); err != nil && b.leads(*snap, rt.Topic, rp.Partition) {
 					// Led here but it could not be opened: say why.
 					sp.ErrorCode = kerr.KafkaStorageError.Code
 					sp.ErrorMessage = kmsg.StringPtr("partition cannot be opened on this broker: " + err.Error())
 				}
-			case req.Acks == -1 && p.isrSize() < int(p.conf.Load().MinInsyncReplicas):
+			case req.Acks == -1 && p.ISRSize() < int(p.Config().MinInsyncReplicas):
 				sp.ErrorCode = kerr.NotEnoughReplicas.Code
 				sp.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("the partition has %d in-sync replicas, fewer than min.insync.replicas=%d",
-					p.isrSize(), p.conf.Load().MinInsyncReplicas))
+					p.ISRSize(), p.Config().MinInsyncReplicas))
 			case v != nil && v.code != 0:
 				sp.ErrorCode = v.code
 				sp.ErrorMessage = kmsg.StringPtr(v.message())
@@ -120,7 +121,7 @@ func (b *Broker) handleProduce(ctx context.Context, r *request) (reply, error) {
 // is answered once p's high watermark passes end.
 type pendingAck struct {
 	topic, part int
-	p           *partition
+	p           *partition.Replica
 	end         int64
 }
 
@@ -131,21 +132,21 @@ type pendingAck struct {
 // ISR shrank below min.insync.replicas (the records may still be
 // committed: Kafka's answer, which an idempotent producer retries safely).
 func (b *Broker) awaitAcks(ctx context.Context, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, pending []pendingAck) {
-	targets := map[*partition]int64{}
+	targets := map[*partition.Replica]int64{}
 	for _, pa := range pending {
 		targets[pa.p] = max(targets[pa.p], pa.end)
 	}
 	deadline := time.Now().Add(time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond)
-	short := b.waitCommitted(ctx, deadline, targets)
+	short := b.partitions.WaitCommitted(ctx, deadline, targets)
 	for _, pa := range pending {
-		if !short[pa.p] || pa.p.highWatermark() >= pa.end {
+		if !short[pa.p] || pa.p.HighWatermark() >= pa.end {
 			continue
 		}
 		sp := &resp.Topics[pa.topic].Partitions[pa.part]
 		switch {
-		case !pa.p.leading():
+		case !pa.p.Leading():
 			sp.ErrorCode = kerr.NotLeaderForPartition.Code
-		case pa.p.isrSize() < int(pa.p.conf.Load().MinInsyncReplicas):
+		case pa.p.ISRSize() < int(pa.p.Config().MinInsyncReplicas):
 			sp.ErrorCode = kerr.NotEnoughReplicasAfterAppend.Code
 		default:
 			sp.ErrorCode = kerr.RequestTimedOut.Code
@@ -158,8 +159,8 @@ func (b *Broker) awaitAcks(ctx context.Context, req *kmsg.ProduceRequest, resp *
 // offset after the last record appended, -1 when nothing was (an error, or
 // an idempotent duplicate already in the log: that one is returned too,
 // since acks=all must also wait for a duplicate to be committed).
-func (b *Broker) appendPartition(p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) int64 {
-	conf := p.conf.Load()
+func (b *Broker) appendPartition(p *partition.Replica, records []byte, sp *kmsg.ProduceResponseTopicPartition) int64 {
+	conf := p.Config()
 	var count int64
 	var tooLarge, badMagic bool
 	err := scanBatches(records, func(in batchInfo) {
@@ -183,20 +184,20 @@ func (b *Broker) appendPartition(p *partition, records []byte, sp *kmsg.ProduceR
 	if conf.Log.CleanupPolicy != config.PolicyDelete {
 		if err := requireKeys(records, b.decompressor); err != nil {
 			sp.ErrorCode = kerr.InvalidRecord.Code
-			sp.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("%v in topic partition %s-%d", err, p.topic, p.index))
+			sp.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("%v in topic partition %s-%d", err, p.Topic(), p.Partition()))
 			return -1
 		}
 	}
 	// The leader epoch goes into every batch (outside its CRC), as Kafka's
 	// leader does: it is how replicas find where their logs diverge.
-	stampLeaderEpoch(records, p.leaderEpoch())
+	stampLeaderEpoch(records, p.LeaderEpoch())
 	if conf.LogAppendTime {
 		sp.LogAppendTime = time.Now().UnixMilli()
 		stampLogAppendTime(records, sp.LogAppendTime)
 	}
-	res, err := p.log.Append(records)
+	res, err := p.Log().Append(records)
 	if err != nil {
-		sp.ErrorCode = storageErrorCode(err)
+		sp.ErrorCode = partition.ErrorCode(err)
 		sp.ErrorMessage = kmsg.StringPtr(err.Error())
 		lvl := slog.LevelWarn
 		if sp.ErrorCode == kerr.KafkaStorageError.Code || sp.ErrorCode == kerr.UnknownServerError.Code {
@@ -204,21 +205,21 @@ func (b *Broker) appendPartition(p *partition, records []byte, sp *kmsg.ProduceR
 		}
 		// Once a second per error code at most: a client retrying a bad
 		// batch in a loop must not fill the disk with logs.
-		b.res.logs.log(lvl, "produce-rejected-"+strconv.Itoa(int(sp.ErrorCode)), "produce rejected", "topic", p.topic, "partition", p.index,
+		b.res.logs.log(lvl, "produce-rejected-"+strconv.Itoa(int(sp.ErrorCode)), "produce rejected", "topic", p.Topic(), "partition", p.Partition(),
 			"code", kerr.ErrorForCode(sp.ErrorCode).Error(), "err", err)
 		return -1
 	}
 	sp.BaseOffset = res.BaseOffset
 	sp.LogStartOffset = res.LogStartOffset
 	if res.Duplicate {
-		b.metrics.duplicates.WithLabelValues(p.topic).Inc()
-		b.logger.Debug("duplicate batch from idempotent producer", "topic", p.topic, "partition", p.index, "base_offset", res.BaseOffset)
+		b.metrics.duplicates.WithLabelValues(p.Topic()).Inc()
+		b.logger.Debug("duplicate batch from idempotent producer", "topic", p.Topic(), "partition", p.Partition(), "base_offset", res.BaseOffset)
 		return res.LastOffset + 1
 	}
-	b.metrics.bytesIn.WithLabelValues(p.topic).Add(float64(len(records)))
-	b.metrics.recordsIn.WithLabelValues(p.topic).Add(float64(count))
+	b.metrics.bytesIn.WithLabelValues(p.Topic()).Add(float64(len(records)))
+	b.metrics.recordsIn.WithLabelValues(p.Topic()).Add(float64(count))
 	b.metrics.observeOffsets(p)
-	p.wake()
+	p.Wake()
 	return res.LastOffset + 1
 }
 
@@ -278,8 +279,8 @@ func (b *Broker) verifyProduce(ctx context.Context, req *kmsg.ProduceRequest, tx
 				out[tp] = &produceVerify{code: kerr.InvalidProducerIDMapping.Code}
 				continue
 			}
-			p := b.partitionOf(rt.Topic, rp.Partition)
-			if p == nil || !p.leading() || !b.needsTxnVerify(p, bpid) {
+			p := b.partitions.Leader(rt.Topic, rp.Partition)
+			if p == nil || !p.Leading() || !b.needsTxnVerify(p, bpid) {
 				continue
 			}
 			pid, epoch = bpid, bepoch

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/broker/config"
+	"github.com/tributary/tributary/broker/partition"
 )
 
 // reconcileRetry spaces retries of partitions that failed to open.
@@ -67,106 +67,31 @@ func (b *Broker) reconcile(snap cluster.Snapshot) bool {
 	return ok
 }
 
-// reconcileTopic publishes a new slot slice for t (topics are copied on
-// write, so readers holding the old one stay consistent). A served
-// partition whose storage settings changed is reopened with the new ones;
-// the other settings apply in place.
+// reconcileTopic brings the replicas of t in line with the metadata
+// (partition.Manager.ReconcileTopic) under t's effective configuration.
 func (b *Broker) reconcileTopic(t cluster.Topic) bool {
-	ok := true
-	tc := b.topicConfigOf(t)
-	old := b.lookup(t.Name)
-	slots := make([]*partition, len(t.Partitions))
-	if old != nil {
-		copy(slots, old.partitions)
-	}
-	var release, removed []*partition
-	if old != nil {
-		for _, p := range old.partitions[min(len(slots), len(old.partitions)):] {
-			if p != nil {
-				release = append(release, p)
-			}
-		}
-	}
-	changed := old == nil || len(old.partitions) != len(slots)
-	var roles []int // partitions whose role is applied once the slots are published
-	var opened []partKey
-	for i, cp := range t.Partitions {
-		// Every replica opens its log: the leader serves it, the others
-		// copy it from the leader (replica.go, replica_fetcher.go).
-		local := cp.Leader == b.cfg.BrokerID || slices.Contains(cp.Replicas, b.cfg.BrokerID)
-		if local && slots[i] != nil && slots[i].settings != tc.Log {
-			// Two logs must never share a directory: the old one is
-			// closed before the new one opens. Requests meanwhile get
-			// NOT_LEADER_OR_FOLLOWER and retry.
-			b.logger.Info("topic storage settings changed; reopening partition", "topic", t.Name, "partition", i)
-			b.releasePartition(slots[i], false)
-			slots[i], changed = nil, true
-		}
-		switch {
-		case local && slots[i] == nil:
-			// A partition that failed to open is retried after a back-off
-			// (openfail.go), not on every pass.
-			if t.ID == "" {
-				// Written without an id (Kafka's TopicCommand): the
-				// controller assigns one, and its metadata change brings
-				// the partition back here. Opening first could serve the
-				// data of an earlier topic of this name.
-				continue
-			}
-			key := partKey{topic: t.Name, id: t.ID, p: int32(i)}
-			if !b.res.failures.due(key) {
-				ok = false
-				continue
-			}
-			p, err := b.openLocal(t.Name, t.ID, int32(i), tc, t.Configs)
-			if err != nil {
-				b.partitionOpenFailed(key, err)
-				ok = false
-				continue
-			}
-			// The failure is forgotten once the partition is published
-			// (below): until then Produce and Fetch still name its cause.
-			opened = append(opened, key)
-			slots[i], changed = p, true
-			roles = append(roles, i)
-			b.logger.Debug("serving partition", "topic", t.Name, "partition", i, "leader", cp.Leader)
-		case !local && slots[i] != nil:
-			// Moved away by a reassignment: its data goes, as Kafka's
-			// StopReplica with deletion.
-			removed = append(removed, slots[i])
-			slots[i], changed = nil, true
-			b.logger.Info("no longer a replica of partition; deleting its data", "topic", t.Name, "partition", i, "replicas", cp.Replicas)
-		case local:
-			slots[i].conf.Store(&tc)
-			b.recordIdentity(slots[i], t.ID, t.Configs)
-			roles = append(roles, i)
-		}
-	}
-	// Roles before the slots are published: a partition visible to
-	// requests already knows whether it leads (else a just-opened leader
-	// would answer NOT_LEADER_OR_FOLLOWER for a moment).
-	for _, i := range roles {
-		b.applyRole(slots[i], t.Partitions[i])
-	}
-	if changed {
-		b.mu.Lock()
-		b.topics[t.Name] = &topic{name: t.Name, partitions: slots}
-		b.mu.Unlock()
-	}
-	for _, k := range opened {
-		b.res.failures.succeeded(k)
-	}
-	for _, p := range release {
-		b.releasePartition(p, false)
-	}
-	for _, p := range removed {
-		b.releasePartition(p, true)
-		b.mu.Lock()
-		delete(b.onDisk[t.Name], p.index)
-		b.mu.Unlock()
-	}
-	return ok
+	return b.replication.ReconcileTopic(t, b.topicConfigOf(t), b.res.failures, reconcileLocal{b})
 }
+
+// reconcileLocal is the broker's side of the replicas' directories, as
+// the reconciliation in broker/partition uses it.
+type reconcileLocal struct{ b *Broker }
+
+func (l reconcileLocal) Open(t cluster.Topic, p int32, tc config.Topic) (*partition.Replica, error) {
+	return l.b.openLocal(t.Name, t.ID, p, tc, t.Configs)
+}
+
+func (l reconcileLocal) RecordIdentity(r *partition.Replica, t cluster.Topic) {
+	l.b.recordIdentity(r, t.ID, t.Configs)
+}
+
+func (l reconcileLocal) Deleted(topic string, p int32) {
+	l.b.mu.Lock()
+	delete(l.b.onDisk[topic], p)
+	l.b.mu.Unlock()
+}
+
+func (l reconcileLocal) OpenFailed(k partition.Key, err error) { l.b.partitionOpenFailed(k, err) }
 
 // topicConfigOf returns the effective configuration of t. Overrides that
 // do not validate (written to the coordinator by another tool) are ignored
@@ -192,7 +117,7 @@ func (b *Broker) topicConfigOf(t cluster.Topic) config.Topic {
 // topic id holds the data of an earlier topic of the same name, deleted
 // while this broker was away: it is removed first, so that none of it is
 // served.
-func (b *Broker) openLocal(name, id string, p int32, tc config.Topic, overrides map[string]string) (*partition, error) {
+func (b *Broker) openLocal(name, id string, p int32, tc config.Topic, overrides map[string]string) (*partition.Replica, error) {
 	b.mu.RLock()
 	dir, ok := b.onDisk[name][p]
 	b.mu.RUnlock()
@@ -216,7 +141,7 @@ func (b *Broker) openLocal(name, id string, p int32, tc config.Topic, overrides 
 		}
 		dir = filepath.Join(logDir, partitionDirName(name, p))
 	}
-	part, err := b.openPartition(name, p, dir, tc)
+	part, err := b.replication.Open(name, p, dir, tc)
 	if err != nil {
 		return nil, err
 	}
@@ -234,53 +159,30 @@ func (b *Broker) openLocal(name, id string, p int32, tc config.Topic, overrides 
 // with the topic's id and overrides. A failure is logged, not fatal: the
 // data is served either way, and a directory without an id is adopted by
 // the next topic of its name.
-func (b *Broker) recordIdentity(p *partition, id string, overrides map[string]string) {
+func (b *Broker) recordIdentity(p *partition.Replica, id string, overrides map[string]string) {
 	key := id + fmt.Sprint(overrides) // fmt sorts map keys
-	if p.identity == key {
+	if p.Identity() == key {
 		return
 	}
-	if err := recordTopicIdentity(p.dir, id, overrides); err != nil {
-		b.logger.Error("recording the topic's identity", "topic", p.topic, "partition", p.index, "err", err)
+	if err := recordTopicIdentity(p.Dir(), id, overrides); err != nil {
+		b.logger.Error("recording the topic's identity", "topic", p.Topic(), "partition", p.Partition(), "err", err)
 		return
 	}
-	p.identity = key
-}
-
-// releasePartition stops serving p: waiting fetches end, then the log is
-// closed, or deleted with its data.
-func (b *Broker) releasePartition(p *partition, del bool) {
-	b.fetchers.unfollow(p)
-	p.isLeader.Store(false)
-	p.wake()
-	b.metrics.forget(p)
-	var err error
-	if del {
-		err = p.log.Delete()
-	} else {
-		if err = p.log.Flush(); err == nil {
-			err = p.log.Close()
-		}
-	}
-	if err != nil {
-		b.logger.Error("releasing partition", "topic", p.topic, "partition", p.index, "delete", del, "err", err)
-	}
+	p.SetIdentity(key)
 }
 
 // deleteLocal removes a deleted topic's partitions, open or not.
 func (b *Broker) deleteLocal(name string) {
+	slots := b.replication.Remove(name)
 	b.mu.Lock()
-	t := b.topics[name]
-	delete(b.topics, name)
 	dirs := b.onDisk[name]
 	delete(b.onDisk, name)
 	b.mu.Unlock()
 	open := map[string]bool{}
-	if t != nil {
-		for _, p := range t.partitions {
-			if p != nil {
-				open[p.dir] = true
-				b.releasePartition(p, true)
-			}
+	for _, p := range slots {
+		if p != nil {
+			open[p.Dir()] = true
+			b.replication.Release(p, true)
 		}
 	}
 	for _, dir := range dirs {
@@ -325,7 +227,7 @@ func (b *Broker) topicReady(name string) func(cluster.Snapshot) bool {
 			if p.Leader < 0 {
 				return false
 			}
-			if p.Leader == b.cfg.BrokerID && b.partitionOf(name, p.ID) == nil {
+			if p.Leader == b.cfg.BrokerID && b.partitions.Leader(name, p.ID) == nil {
 				return false
 			}
 		}

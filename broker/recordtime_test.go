@@ -168,11 +168,11 @@ func TestListOffsetsExactTimestamp(t *testing.T) {
 					t.Fatalf("batch %d: error %d base offset %d, want base offset %d", i, rp.ErrorCode, rp.BaseOffset, batch.base)
 				}
 			}
-			p := b.partitionOf(topic, 0)
-			if off, _, _ := p.log.OffsetForTimestamp(5500); off != 5 {
+			p := b.partitions.Leader(topic, 0)
+			if off, _, _ := p.Log().OffsetForTimestamp(5500); off != 5 {
 				t.Fatalf("batch layout: the second batch starts at %d, want 5", off)
 			}
-			v, err := p.log.Read(0, 1)
+			v, err := p.Log().Read(0, 1)
 			if err != nil {
 				t.Fatal(err)
 			}

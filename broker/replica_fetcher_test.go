@@ -14,57 +14,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/config"
+	"github.com/tributary/tributary/broker/partition"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
-// TestBackoffAfterLeaderBehind: a leader that does not serve a partition
-// yet is asked again after 2 ms, doubling; other errors start at 50 ms;
-// both stop at 1 s.
-func TestBackoffAfterLeaderBehind(t *testing.T) {
-	behind := fmt.Errorf("%w: %w", errLeaderBehind, kerr.NotLeaderForPartition)
-	var d time.Duration
-	var got []time.Duration
-	for range 11 {
-		d = backoffAfter(d, behind)
-		got = append(got, d)
-	}
-	want := []time.Duration{2, 4, 8, 16, 32, 64, 128, 256, 512, 1000, 1000}
-	for i := range want {
-		if got[i] != want[i]*time.Millisecond {
-			t.Fatalf("behind back-offs %v, want %v ms", got, want)
-		}
-	}
-	if d := backoffAfter(0, kerr.OffsetOutOfRange); d != 50*time.Millisecond {
-		t.Fatalf("other errors start at %v, want 50ms", d)
-	}
-	if d := backoffAfter(0, nil); d != 50*time.Millisecond {
-		t.Fatalf("no progress starts at %v, want 50ms", d)
-	}
-	for _, c := range []int16{kerr.NotLeaderForPartition.Code, kerr.UnknownTopicOrPartition.Code, kerr.UnknownLeaderEpoch.Code} {
-		if !leaderBehind(c) {
-			t.Fatalf("code %d is not leader-behind", c)
-		}
-	}
-	if leaderBehind(kerr.FencedLeaderEpoch.Code) || leaderBehind(0) {
-		t.Fatal("FENCED_LEADER_EPOCH or no error counted as leader-behind")
-	}
-}
-
 // failingReplicaLog is a partition log whose replica appends fail while
 // failing names it ("<broker id>/<directory name>").
 type failingReplicaLog struct {
-	storageLog
+	partition.StorageLog
 	name    string
 	failing *atomic.Value
 }
 
-func (l failingReplicaLog) AppendReplica(batches []byte) (AppendResult, error) {
+func (l failingReplicaLog) AppendReplica(batches []byte) (partition.AppendResult, error) {
 	if l.failing.Load().(string) == l.name {
-		return AppendResult{}, errors.New("test: the disk refuses this partition")
+		return partition.AppendResult{}, errors.New("test: the disk refuses this partition")
 	}
-	return l.storageLog.AppendReplica(batches)
+	return l.StorageLog.AppendReplica(batches)
 }
 
 // TestFollowerErrorDelaysOnlyItsPartition: a follower whose copy of one
@@ -84,13 +52,13 @@ func TestFollowerErrorDelaysOnlyItsPartition(t *testing.T) {
 		connect := WithCoordinator(func(context.Context) (coord.Session, error) { return srv.Connect(memcoord.Config{}), nil })
 		wrap := func(b *Broker) {
 			inner := b.openLog
-			b.openLog = func(dir string, s config.LogSettings) (PartitionLog, error) {
+			b.openLog = func(dir string, s config.LogSettings) (partition.Log, error) {
 				l, err := inner(dir, s)
 				if err != nil || !strings.HasPrefix(filepath.Base(dir), topic) {
 					return l, err
 				}
 				name := fmt.Sprintf("%d/%s", id, filepath.Base(dir))
-				return failingReplicaLog{storageLog: l.(storageLog), name: name, failing: &failing}, nil
+				return failingReplicaLog{StorageLog: l.(partition.StorageLog), name: name, failing: &failing}, nil
 			}
 		}
 		bs = append(bs, newTestBroker(t, func(c *config.Config) { c.BrokerID = id }, connect, wrap))
@@ -114,7 +82,7 @@ func TestFollowerErrorDelaysOnlyItsPartition(t *testing.T) {
 		for i, b := range bs {
 			var led []int32
 			for p := int32(0); p < 4; p++ {
-				if r := b.replicaOf(topic, p); r != nil && r.leading() && r.isrSize() == 2 {
+				if r := b.partitions.Replica(topic, p); r != nil && r.Leading() && r.ISRSize() == 2 {
 					led = append(led, p)
 				}
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/config"
+	"github.com/tributary/tributary/broker/partition"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/testkit/testenv"
@@ -62,17 +63,17 @@ func (g *switchGate) wait() {
 // appendGatedLog is a partition log whose replica appends wait for a
 // switchGate on the broker gated names.
 type appendGatedLog struct {
-	storageLog
+	partition.StorageLog
 	broker int32
 	gated  *atomic.Int32
 	gate   *switchGate
 }
 
-func (l appendGatedLog) AppendReplica(batches []byte) (AppendResult, error) {
+func (l appendGatedLog) AppendReplica(batches []byte) (partition.AppendResult, error) {
 	if l.gated.Load() == l.broker {
 		l.gate.wait()
 	}
-	return l.storageLog.AppendReplica(batches)
+	return l.StorageLog.AppendReplica(batches)
 }
 
 // gatedStateSession holds the writes of partition state nodes whose path
@@ -122,12 +123,12 @@ func TestISRExpansionCountsJoiningFollower(t *testing.T) {
 		})
 		gateFollower := func(b *Broker) {
 			inner := b.openLog
-			b.openLog = func(dir string, s config.LogSettings) (PartitionLog, error) {
+			b.openLog = func(dir string, s config.LogSettings) (partition.Log, error) {
 				l, err := inner(dir, s)
 				if err != nil || !strings.HasPrefix(filepath.Base(dir), topic) {
 					return l, err
 				}
-				return appendGatedLog{storageLog: l.(storageLog), broker: id, gated: &gatedFollower, gate: appendGate}, nil
+				return appendGatedLog{StorageLog: l.(partition.StorageLog), broker: id, gated: &gatedFollower, gate: appendGate}, nil
 			}
 		}
 		bs = append(bs, newTestBroker(t, func(c *config.Config) {
@@ -151,7 +152,7 @@ func TestISRExpansionCountsJoiningFollower(t *testing.T) {
 	var leader, follower *testBroker
 	testenv.WaitFor(t, time.Minute, "a leader", func() (bool, string) {
 		for i, b := range bs {
-			if p := b.replicaOf(topic, 0); p != nil && p.leading() {
+			if p := b.partitions.Replica(topic, 0); p != nil && p.Leading() {
 				leader, follower = b, bs[1-i]
 				return true, ""
 			}
@@ -161,13 +162,11 @@ func TestISRExpansionCountsJoiningFollower(t *testing.T) {
 	gatedLeader.Store(leader.cfg.BrokerID)
 	gatedFollower.Store(follower.cfg.BrokerID)
 	isrOf := func() []int32 {
-		p := leader.replicaOf(topic, 0)
-		if p == nil || !p.leading() {
+		p := leader.partitions.Replica(topic, 0)
+		if p == nil || !p.Leading() {
 			return nil
 		}
-		p.rmu.Lock()
-		defer p.rmu.Unlock()
-		return append([]int32(nil), p.rs.isr...)
+		return p.ISR()
 	}
 	testenv.WaitFor(t, time.Minute, "both in sync", func() (bool, string) {
 		isr := isrOf()
@@ -204,9 +203,9 @@ func TestISRExpansionCountsJoiningFollower(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the leader never wrote an ISR with the follower")
 	}
-	fp := follower.replicaOf(topic, 0)
+	fp := follower.partitions.Replica(topic, 0)
 	testenv.WaitFor(t, time.Minute, "the follower has both records", func() (bool, string) {
-		return fp.log.EndOffset() == 2, fmt.Sprintf("end offset %d", fp.log.EndOffset())
+		return fp.Log().EndOffset() == 2, fmt.Sprintf("end offset %d", fp.Log().EndOffset())
 	})
 	appendGate.shut()
 	// The follower copies no more: a record acknowledged now would be on
@@ -214,7 +213,7 @@ func TestISRExpansionCountsJoiningFollower(t *testing.T) {
 	sp := produce(-1, 2*time.Second, "c")
 	if sp.ErrorCode == 0 {
 		t.Fatalf("acks=all produce acknowledged at offset %d while the follower joining the ISR lacks it (follower's end offset %d)",
-			sp.BaseOffset, fp.log.EndOffset())
+			sp.BaseOffset, fp.Log().EndOffset())
 	}
 	if sp.ErrorCode != kerr.RequestTimedOut.Code {
 		t.Fatalf("acks=all produce: %v, want REQUEST_TIMED_OUT", kerr.ErrorForCode(sp.ErrorCode))
@@ -224,8 +223,8 @@ func TestISRExpansionCountsJoiningFollower(t *testing.T) {
 	stateGate.release()
 	testenv.WaitFor(t, time.Minute, "both in sync with the record", func() (bool, string) {
 		isr := isrOf()
-		p := leader.replicaOf(topic, 0)
-		return len(isr) == 2 && p.highWatermark() == 3, fmt.Sprintf("ISR %v, high watermark %d", isr, p.highWatermark())
+		p := leader.partitions.Replica(topic, 0)
+		return len(isr) == 2 && p.HighWatermark() == 3, fmt.Sprintf("ISR %v, high watermark %d", isr, p.HighWatermark())
 	})
 	if sp := produce(-1, 10*time.Second, "d"); sp.ErrorCode != 0 || sp.BaseOffset != 3 {
 		t.Fatalf("acks=all produce after the expansion: %v at %d", kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)

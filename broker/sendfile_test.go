@@ -63,7 +63,7 @@ func TestFetchUsesSendfile(t *testing.T) {
 		kgo.ProducerBatchCompression(kgo.NoCompression())), topic, n, parts)
 	var stored int64
 	for p := range parts {
-		stored += b.partitionOf(topic, int32(p)).log.Size()
+		stored += b.partitions.Leader(topic, int32(p)).Log().Size()
 	}
 	if stored < 3<<20 {
 		t.Fatalf("only %d bytes stored; the test should move a few MB", stored)

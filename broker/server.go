@@ -40,7 +40,8 @@ var apiTable = map[int16]apiSpec{
 	int16(kmsg.InitProducerID):          {0, 4},
 	int16(kmsg.DescribeConfigs):         {0, 4},
 	int16(kmsg.IncrementalAlterConfigs): {0, 1},
-	// Replication (replica.go): followers find where their logs diverge.
+	// Replication (broker/partition): followers find where their logs
+	// diverge.
 	int16(kmsg.OffsetForLeaderEpoch): {0, 4},
 	// The group coordinator's APIs (groups.go, broker/group).
 	int16(kmsg.FindCoordinator): {0, 4},

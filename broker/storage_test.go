@@ -1,8 +1,12 @@
 package broker
 
-import "github.com/tributary/tributary/broker/config"
+import (
+	"github.com/tributary/tributary/broker/config"
+
+	"github.com/tributary/tributary/broker/partition"
+)
 
 // withMemLogs runs the broker over in-memory logs.
 func withMemLogs() Option {
-	return withLogOpener(func(string, config.LogSettings) (PartitionLog, error) { return newMemLog(), nil })
+	return withLogOpener(func(string, config.LogSettings) (partition.Log, error) { return newMemLog(), nil })
 }

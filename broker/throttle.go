@@ -1,11 +1,8 @@
 package broker
 
 import (
-	"slices"
 	"sync"
 	"time"
-
-	"github.com/tributary/tributary/broker/cluster"
 )
 
 // throttle.go is Kafka's replication throttle: the topic configs
@@ -106,32 +103,4 @@ func (t *replicationThrottle) bucket(leader bool) *rateBucket {
 		return &t.leader
 	}
 	return &t.follower
-}
-
-// leaderThrottled reports whether this leader throttles what it sends
-// follower for p: the topic names this broker's replica of p and the
-// follower is out of sync.
-func (b *Broker) leaderThrottled(p *partition, follower int32) bool {
-	tc := p.conf.Load()
-	if tc == nil || !tc.LeaderThrottled.Includes(p.index, b.cfg.BrokerID) {
-		return false
-	}
-	p.rmu.Lock()
-	defer p.rmu.Unlock()
-	return !slices.Contains(p.rs.isr, follower)
-}
-
-// followerThrottled reports whether this follower throttles its copying of
-// p: the topic names this broker's replica of p and the metadata has it
-// out of the ISR.
-func (b *Broker) followerThrottled(snap cluster.Snapshot, p *partition) bool {
-	tc := p.conf.Load()
-	if tc == nil || !tc.FollowerThrottled.Includes(p.index, b.cfg.BrokerID) {
-		return false
-	}
-	t, ok := snap.Topics[p.topic]
-	if !ok || int(p.index) >= len(t.Partitions) {
-		return false
-	}
-	return !slices.Contains(t.Partitions[p.index].ISR, b.cfg.BrokerID)
 }

@@ -45,7 +45,7 @@ func TestCreateTopicSurvivesLostAnswer(t *testing.T) {
 		if pending {
 			t.Fatalf("%s: the lossy write never happened", name)
 		}
-		if b.partitionOf(name, 0) == nil || b.partitionOf(name, 1) == nil {
+		if b.partitions.Leader(name, 0) == nil || b.partitions.Leader(name, 1) == nil {
 			t.Fatalf("%s: not served", name)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/broker/config"
+	"github.com/tributary/tributary/broker/partition"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/testkit/testenv"
@@ -236,19 +237,19 @@ func TestTopicRetentionOverride(t *testing.T) {
 			}
 		}
 	}
-	short, long := b.partitionOf("short", 0), b.partitionOf("long", 0)
-	for short.log.StartOffset() < 4 {
+	short, long := b.partitions.Leader("short", 0), b.partitions.Leader("long", 0)
+	for short.Log().StartOffset() < 4 {
 		select {
 		case <-ctx.Done():
-			t.Fatalf("retention.ms did not delete old segments: start offset %d", short.log.StartOffset())
+			t.Fatalf("retention.ms did not delete old segments: start offset %d", short.Log().StartOffset())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	if got := long.log.StartOffset(); got != 0 {
+	if got := long.Log().StartOffset(); got != 0 {
 		t.Errorf("topic on default retention lost data: start offset %d", got)
 	}
 	// What is left is the newest record, intact.
-	v, err := short.log.Read(4, 1<<20)
+	v, err := short.Log().Read(4, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,8 +320,8 @@ func TestTopicConfigChangeApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	for {
-		p := b.partitionOf("live", 0)
-		if p != nil && p.settings.SegmentBytes == 2000 && p.conf.Load().MaxMessageBytes == 1000 {
+		p := b.partitions.Leader("live", 0)
+		if p != nil && p.Settings().SegmentBytes == 2000 && p.Config().MaxMessageBytes == 1000 {
 			break
 		}
 		select {
@@ -336,7 +337,7 @@ func TestTopicConfigChangeApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	for off, want := range [][]byte{bytes.Repeat([]byte("x"), 3000), []byte("small")} {
-		v, err := b.partitionOf("live", 0).log.Read(int64(off), 1<<20)
+		v, err := b.partitions.Leader("live", 0).Log().Read(int64(off), 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -360,10 +361,10 @@ func TestIncrementalAlterTopicConfigs(t *testing.T) {
 		t.Fatalf("create: %v / %v", err, resp.Err)
 	}
 	id := b.metadata().Topics["alt"].ID
-	awaitConf := func(what string, cond func(p *partition) bool) {
+	awaitConf := func(what string, cond func(p *partition.Replica) bool) {
 		t.Helper()
 		for {
-			if p := b.partitionOf("alt", 0); p != nil && cond(p) {
+			if p := b.partitions.Leader("alt", 0); p != nil && cond(p) {
 				return
 			}
 			select {
@@ -393,8 +394,8 @@ func TestIncrementalAlterTopicConfigs(t *testing.T) {
 	); r.Err != nil {
 		t.Fatalf("alter: %v %s", r.Err, r.ErrMessage)
 	}
-	awaitConf("set", func(p *partition) bool {
-		return p.settings.SegmentBytes == 5000 && p.conf.Load().MaxMessageBytes == 1000 && p.settings.Retention == config.DefaultRetention
+	awaitConf("set", func(p *partition.Replica) bool {
+		return p.Settings().SegmentBytes == 5000 && p.Config().MaxMessageBytes == 1000 && p.Settings().Retention == config.DefaultRetention
 	})
 	if got := b.metadata().Topics["alt"].ID; got != id || id == "" {
 		t.Fatalf("topic id after alter %q, want %q", got, id)

@@ -49,14 +49,14 @@ func TestTopicConfigsOverZooKeeper(t *testing.T) {
 		t.Fatalf("alter: %v %+v", err, rs)
 	}
 	for _, b := range []*testBroker{b1, b2} {
-		p := b.partitionOf("zkconf", b.cfg.BrokerID-1)
-		for p == nil || p.conf.Load().MaxMessageBytes != 4242 || p.settings.SegmentBytes != 100000 {
+		p := b.partitions.Leader("zkconf", b.cfg.BrokerID-1)
+		for p == nil || p.Config().MaxMessageBytes != 4242 || p.Settings().SegmentBytes != 100000 {
 			select {
 			case <-ctx.Done():
 				t.Fatalf("broker %d did not apply the overrides", b.cfg.BrokerID)
 			case <-time.After(20 * time.Millisecond):
 			}
-			p = b.partitionOf("zkconf", b.cfg.BrokerID-1)
+			p = b.partitions.Leader("zkconf", b.cfg.BrokerID-1)
 		}
 	}
 	rcs, err := adm1.DescribeTopicConfigs(ctx, "zkconf")

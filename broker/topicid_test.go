@@ -80,7 +80,7 @@ func TestRecreatedTopicDropsStaleData(t *testing.T) {
 		t.Fatal(err)
 	}
 	firstID := b1.metadata().Topics["re"].ID
-	dir := b2.partitionOf("re", 1).dir
+	dir := b2.partitions.Leader("re", 1).Dir()
 	cl := newClient(t, b1.Addr(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(50*time.Millisecond))
 	produceValues(t, ctx, cl, "re", 0, "old-0")
 	produceValues(t, ctx, cl, "re", 1, "old-1a", "old-1b")
@@ -95,7 +95,7 @@ func TestRecreatedTopicDropsStaleData(t *testing.T) {
 	if err := b2.awaitServed(ctx, b2.topicReady("re")); err != nil {
 		t.Fatal(err)
 	}
-	if end := b2.partitionOf("re", 1).log.EndOffset(); end != 2 {
+	if end := b2.partitions.Leader("re", 1).Log().EndOffset(); end != 2 {
 		t.Fatalf("after a restart partition 1 ends at %d, want 2", end)
 	}
 
@@ -124,11 +124,11 @@ func TestRecreatedTopicDropsStaleData(t *testing.T) {
 	if secondID == firstID {
 		t.Fatal("the re-created topic has the old topic id")
 	}
-	p := b2.partitionOf("re", 1)
-	if p == nil || p.log.EndOffset() != 0 {
+	p := b2.partitions.Leader("re", 1)
+	if p == nil || p.Log().EndOffset() != 0 {
 		t.Fatalf("re-created partition 1 on broker 2: served %v, want empty", p != nil)
 	}
-	if onDisk, err := readPartitionTopicID(p.dir); err != nil || onDisk != secondID {
+	if onDisk, err := readPartitionTopicID(p.Dir()); err != nil || onDisk != secondID {
 		t.Fatalf("%s records %q (%v), want the new id %q", partitionMetadataFile, onDisk, err, secondID)
 	}
 	// A client that held the old topic fails it with UNKNOWN_TOPIC_ID once
@@ -141,10 +141,10 @@ func TestRecreatedTopicDropsStaleData(t *testing.T) {
 	if !slices.Equal(got[0], []string{"new-0"}) || !slices.Equal(got[1], []string{"new-1"}) {
 		t.Fatalf("consumed %v, want only the new records", got)
 	}
-	entries, _ := os.ReadDir(p.dir)
+	entries, _ := os.ReadDir(p.Dir())
 	for _, e := range entries {
 		if strings.HasSuffix(e.Name(), ".log") {
-			data, _ := os.ReadFile(filepath.Join(p.dir, e.Name()))
+			data, _ := os.ReadFile(filepath.Join(p.Dir(), e.Name()))
 			if strings.Contains(string(data), "old-1") {
 				t.Errorf("%s still holds the old topic's records", e.Name())
 			}
@@ -197,7 +197,7 @@ func TestTopicIDsOnTheWire(t *testing.T) {
 	if err != nil || len(cresp.Topics) != 1 || cresp.Topics[0].ErrorCode != 0 {
 		t.Fatalf("CreateTopics v7: %+v, %v", cresp, err)
 	}
-	onDisk, err := readPartitionTopicID(b.partitionOf("ids", 1).dir)
+	onDisk, err := readPartitionTopicID(b.partitions.Leader("ids", 1).Dir())
 	if err != nil || !cluster.ValidTopicID(onDisk) {
 		t.Fatalf("%s records %q, %v", partitionMetadataFile, onDisk, err)
 	}

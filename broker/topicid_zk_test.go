@@ -104,11 +104,11 @@ func TestTopicIDMigrationOverZooKeeper(t *testing.T) {
 		if err := b.awaitServed(ctx, b.topicReady("legacy")); err != nil {
 			t.Fatal(err)
 		}
-		p := b.partitionOf("legacy", int32(i))
+		p := b.partitions.Leader("legacy", int32(i))
 		if p == nil {
 			t.Fatalf("broker %d does not serve legacy/%d", b.cfg.BrokerID, i)
 		}
-		if onDisk, err := readPartitionTopicID(p.dir); err != nil || onDisk != oldID {
+		if onDisk, err := readPartitionTopicID(p.Dir()); err != nil || onDisk != oldID {
 			t.Errorf("broker %d: %s records %q (%v), want the migrated id %s", b.cfg.BrokerID, partitionMetadataFile, onDisk, err, oldID)
 		}
 		if got := b.metadata().Topics["legacy"]; got.ID != oldID || !maps.Equal(got.Configs, map[string]string{"retention.ms": "3600000"}) {
@@ -133,12 +133,12 @@ func TestTopicIDMigrationOverZooKeeper(t *testing.T) {
 		if err := b.awaitServed(ctx, b.topicReady("bykafka")); err != nil {
 			t.Fatal(err)
 		}
-		p := b.partitionOf("bykafka", 2-b.cfg.BrokerID)
-		if onDisk, err := readPartitionTopicID(p.dir); err != nil || onDisk != r.TopicID {
+		p := b.partitions.Leader("bykafka", 2-b.cfg.BrokerID)
+		if onDisk, err := readPartitionTopicID(p.Dir()); err != nil || onDisk != r.TopicID {
 			t.Errorf("broker %d: bykafka %s records %q (%v), want %s", b.cfg.BrokerID, partitionMetadataFile, onDisk, err, r.TopicID)
 		}
-		if p.settings.SegmentBytes != 1048576 {
-			t.Errorf("broker %d: bykafka segment.bytes %d", b.cfg.BrokerID, p.settings.SegmentBytes)
+		if p.Settings().SegmentBytes != 1048576 {
+			t.Errorf("broker %d: bykafka segment.bytes %d", b.cfg.BrokerID, p.Settings().SegmentBytes)
 		}
 	}
 	cl := newClient(t, b1.Addr(), kgo.SeedBrokers(b1.Addr(), b2.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -159,7 +159,7 @@ func TestTopicIDMigrationOverZooKeeper(t *testing.T) {
 	adm := kadm.NewClient(newClient(t, b2.Addr()))
 	testenv.WaitFor(t, time.Minute, "retention.ms applied by both brokers and described", func() (bool, string) {
 		for i, b := range brokers {
-			if p := b.partitionOf("legacy", int32(i)); p == nil || p.settings.Retention != 2*time.Hour {
+			if p := b.partitions.Leader("legacy", int32(i)); p == nil || p.Settings().Retention != 2*time.Hour {
 				return false, ""
 			}
 		}
@@ -187,7 +187,7 @@ func TestTopicIDMigrationOverZooKeeper(t *testing.T) {
 		}
 	}
 	testenv.WaitFor(t, time.Minute, topicConfigFile+" follows the alter", func() (bool, string) {
-		got, err := readTopicConfigFile(b1.partitionOf("legacy", 0).dir)
+		got, err := readTopicConfigFile(b1.partitions.Leader("legacy", 0).Dir())
 		return err == nil && maps.Equal(got, map[string]string{"retention.ms": "7200000"}), ""
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tributary/tributary/broker/config"
+	"github.com/tributary/tributary/broker/partition"
 	"github.com/tributary/tributary/internal/coord"
 	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/testkit/testenv"
@@ -38,12 +39,12 @@ func (g *markerGate) release() { g.once.Do(func() { close(g.open) }) }
 func (g *markerGate) option() Option {
 	return func(b *Broker) {
 		inner := b.openLog
-		b.openLog = func(dir string, s config.LogSettings) (PartitionLog, error) {
+		b.openLog = func(dir string, s config.LogSettings) (partition.Log, error) {
 			l, err := inner(dir, s)
 			if err != nil || !strings.HasPrefix(filepath.Base(dir), g.prefix) {
 				return l, err
 			}
-			return gatedLog{storageLog: l.(storageLog), gate: g}, nil
+			return gatedLog{StorageLog: l.(partition.StorageLog), gate: g}, nil
 		}
 	}
 }
@@ -51,11 +52,11 @@ func (g *markerGate) option() Option {
 // gatedLog is a partition log whose AppendReplica of batches holding a
 // control batch waits for its gate.
 type gatedLog struct {
-	storageLog
+	partition.StorageLog
 	gate *markerGate
 }
 
-func (l gatedLog) AppendReplica(batches []byte) (AppendResult, error) {
+func (l gatedLog) AppendReplica(batches []byte) (partition.AppendResult, error) {
 	for b := batches; len(b) >= 61; {
 		size := 12 + int(binary.BigEndian.Uint32(b[8:]))
 		if binary.BigEndian.Uint16(b[21:])&0x20 != 0 {
@@ -67,7 +68,7 @@ func (l gatedLog) AppendReplica(batches []byte) (AppendResult, error) {
 		}
 		b = b[size:]
 	}
-	return l.storageLog.AppendReplica(batches)
+	return l.StorageLog.AppendReplica(batches)
 }
 
 // committedEnd is ListOffsets latest with read_committed (the LSO) of
@@ -128,14 +129,12 @@ func TestTxnLSOWaitsForReplicatedMarker(t *testing.T) {
 	testenv.WaitFor(t, time.Minute, "every broker serves the topic with 3 in-sync replicas", func() (bool, string) {
 		leader = nil
 		for _, b := range bs {
-			p := b.replicaOf(topic, 0)
+			p := b.partitions.Replica(topic, 0)
 			if p == nil {
 				return false, fmt.Sprintf("broker %d has no replica", b.cfg.BrokerID)
 			}
-			if p.leading() {
-				p.rmu.Lock()
-				isr := len(p.rs.isr)
-				p.rmu.Unlock()
+			if p.Leading() {
+				isr := p.ISRSize()
 				if isr != 3 {
 					return false, fmt.Sprintf("ISR of %d", isr)
 				}
@@ -157,17 +156,17 @@ func TestTxnLSOWaitsForReplicatedMarker(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := leader.partitionOf(topic, 0)
+	p := leader.partitions.Leader(topic, 0)
 	testenv.WaitFor(t, time.Minute, "the records are replicated", func() (bool, string) {
-		return p.highWatermark() == 5, fmt.Sprintf("high watermark %d", p.highWatermark())
+		return p.HighWatermark() == 5, fmt.Sprintf("high watermark %d", p.HighWatermark())
 	})
 	ended := make(chan error, 1)
 	go func() { ended <- prod.EndTransaction(ctx, kgo.TryCommit) }()
 	testenv.WaitFor(t, time.Minute, "the COMMIT marker is in the leader's log", func() (bool, string) {
-		return p.log.EndOffset() == 6, fmt.Sprintf("end offset %d", p.log.EndOffset())
+		return p.Log().EndOffset() == 6, fmt.Sprintf("end offset %d", p.Log().EndOffset())
 	})
 
-	if hw := p.highWatermark(); hw != 5 {
+	if hw := p.HighWatermark(); hw != 5 {
 		t.Fatalf("high watermark %d with the marker at 5 held on the followers", hw)
 	}
 	conn := dialRaw(t, leader.Addr())

@@ -46,7 +46,7 @@ func (b *Broker) newTxnCoordinator() error {
 // transaction coordinator at their leader epoch and unloads the others.
 func (b *Broker) syncTxnPartitions() {
 	b.syncCoordinatorPartitions(txn.StateTopic, b.txns, func(p int32, l offsetsLog) {
-		b.txns.Load(p, l, l.p.leaderEpoch())
+		b.txns.Load(p, l, l.p.LeaderEpoch())
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tributary/tributary/broker/partition"
 	"github.com/tributary/tributary/broker/txn"
 )
 
@@ -83,11 +84,11 @@ type ongoingTxnLog interface {
 
 // needsTxnVerify reports whether p must verify a transactional batch of
 // pid before appending it.
-func (b *Broker) needsTxnVerify(p *partition, pid int64) bool {
-	if b.cfg.DisableTxnVerification || p.txnLog() == nil {
+func (b *Broker) needsTxnVerify(p *partition.Replica, pid int64) bool {
+	if b.cfg.DisableTxnVerification || p.TxnLog() == nil {
 		return false
 	}
-	l, ok := p.log.(ongoingTxnLog)
+	l, ok := p.Log().(ongoingTxnLog)
 	return ok && !l.OngoingTxn(pid)
 }
 

@@ -29,7 +29,7 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = fmt.Sprintf("ct-v%d", v), 2, 1
 		req.Topics = append(req.Topics, rt)
 		resp := c.roundTrip(req).(*kmsg.CreateTopicsResponse)
-		if resp.Topics[0].ErrorCode != 0 || len(b.lookup(rt.Topic).partitions) != 2 {
+		if resp.Topics[0].ErrorCode != 0 || len(b.replication.Slots(rt.Topic)) != 2 {
 			t.Fatalf("CreateTopics v%d: %+v", v, resp.Topics[0])
 		}
 		again := c.roundTrip(req).(*kmsg.CreateTopicsResponse)
@@ -193,7 +193,7 @@ func TestEveryAdvertisedVersion(t *testing.T) {
 			req.TopicNames = []string{name}
 		}
 		resp := c.roundTrip(req).(*kmsg.DeleteTopicsResponse)
-		if resp.Topics[0].ErrorCode != 0 || b.lookup(name) != nil {
+		if resp.Topics[0].ErrorCode != 0 || b.replication.Slots(name) != nil {
 			t.Fatalf("DeleteTopics v%d: error %d", v, resp.Topics[0].ErrorCode)
 		}
 		if got := c.roundTrip(req).(*kmsg.DeleteTopicsResponse).Topics[0].ErrorCode; got != kerr.UnknownTopicOrPartition.Code {

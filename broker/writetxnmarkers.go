@@ -11,6 +11,7 @@ import (
 	"github.com/tributary/tributary/broker/acl"
 	"github.com/tributary/tributary/broker/cluster"
 	"github.com/tributary/tributary/broker/group"
+	"github.com/tributary/tributary/broker/partition"
 )
 
 // markerTimeout bounds how long WriteTxnMarkers waits for the in-sync
@@ -22,7 +23,7 @@ const markerTimeout = 30 * time.Second
 // Topics[t].Partitions[i] once committed.
 type markerSlot struct {
 	m, t, i  int
-	p        *partition
+	p        *partition.Replica
 	end      int64
 	pid      int64
 	epoch    int16
@@ -50,7 +51,7 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, r *request) (reply, 
 	allowed := b.authorizeCluster(r, acl.OpClusterAction)
 	var snap *cluster.Snapshot
 	var slots []markerSlot
-	targets := map[*partition]int64{}
+	targets := map[*partition.Replica]int64{}
 	for mi, rm := range req.Markers {
 		sm := kmsg.NewWriteTxnMarkersResponseMarker()
 		sm.ProducerID = rm.ProducerID
@@ -60,7 +61,7 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, r *request) (reply, 
 			for pi, part := range rt.Partitions {
 				sp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				sp.Partition = part
-				p := b.partitionOf(rt.Topic, part)
+				p := b.partitions.Leader(rt.Topic, part)
 				switch {
 				case !allowed:
 					sp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
@@ -70,23 +71,23 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, r *request) (reply, 
 						snap = &s
 					}
 					sp.ErrorCode = unservedCode(*snap, rt.Topic, part)
-				case !p.leading():
+				case !p.Leading():
 					sp.ErrorCode = kerr.NotLeaderForPartition.Code
-				case p.txnLog() == nil:
+				case p.TxnLog() == nil:
 					sp.ErrorCode = kerr.UnsupportedForMessageFormat.Code
-				case p.isrSize() < int(p.conf.Load().MinInsyncReplicas):
+				case p.ISRSize() < int(p.Config().MinInsyncReplicas):
 					sp.ErrorCode = kerr.NotEnoughReplicas.Code
 				default:
 					b.txnGuards.markerWritten(rt.Topic, part, rm.ProducerID)
-					res, err := p.txnLog().AppendMarker(rm.ProducerID, rm.ProducerEpoch, rm.CoordinatorEpoch, rm.Committed, p.leaderEpoch())
+					res, err := p.TxnLog().AppendMarker(rm.ProducerID, rm.ProducerEpoch, rm.CoordinatorEpoch, rm.Committed, p.LeaderEpoch())
 					if err != nil {
-						sp.ErrorCode = storageErrorCode(err)
-						b.res.logs.log(slog.LevelWarn, "txn-marker-rejected", "transaction marker rejected", "topic", p.topic,
-							"partition", p.index, "producer_id", rm.ProducerID, "err", err)
+						sp.ErrorCode = partition.ErrorCode(err)
+						b.res.logs.log(slog.LevelWarn, "txn-marker-rejected", "transaction marker rejected", "topic", p.Topic(),
+							"partition", p.Partition(), "producer_id", rm.ProducerID, "err", err)
 						break
 					}
 					b.metrics.observeOffsets(p)
-					p.wake()
+					p.Wake()
 					end := res.LastOffset + 1
 					targets[p] = max(targets[p], end)
 					slots = append(slots, markerSlot{m: mi, t: ti, i: pi, p: p, end: end, pid: rm.ProducerID,
@@ -99,16 +100,16 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, r *request) (reply, 
 		resp.Markers = append(resp.Markers, sm)
 	}
 	if len(slots) > 0 {
-		b.waitCommitted(ctx, time.Now().Add(markerTimeout), targets)
+		b.partitions.WaitCommitted(ctx, time.Now().Add(markerTimeout), targets)
 	}
 	for _, s := range slots {
 		sp := &resp.Markers[s.m].Topics[s.t].Partitions[s.i]
 		switch {
-		case s.p.highWatermark() >= s.end:
+		case s.p.HighWatermark() >= s.end:
 			if s.offsets {
 				b.txnMarkerListener().TxnMarker(s.position, s.pid, s.epoch, s.commit)
 			}
-		case !s.p.leading():
+		case !s.p.Leading():
 			sp.ErrorCode = kerr.NotLeaderForPartition.Code
 		default:
 			sp.ErrorCode = kerr.RequestTimedOut.Code

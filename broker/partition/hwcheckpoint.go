@@ -1,4 +1,4 @@
-package broker
+package partition
 
 import (
 	"bufio"
@@ -27,10 +27,10 @@ const hwCheckpointInterval = 5 * time.Second
 
 // readHWCheckpoint reads a log directory's checkpoint; a missing file is
 // empty, a malformed one an error (the caller starts from zero).
-func readHWCheckpoint(dir string) (map[topicPart]int64, error) {
+func readHWCheckpoint(dir string) (map[TopicPartition]int64, error) {
 	data, err := os.ReadFile(filepath.Join(dir, hwCheckpointFile))
 	if errors.Is(err, fs.ErrNotExist) {
-		return map[topicPart]int64{}, nil
+		return map[TopicPartition]int64{}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -49,7 +49,7 @@ func readHWCheckpoint(dir string) (map[topicPart]int64, error) {
 	if err != nil || n < 0 {
 		return nil, bad("bad count")
 	}
-	out := make(map[topicPart]int64, n)
+	out := make(map[TopicPartition]int64, n)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		if len(f) != 3 {
@@ -60,7 +60,7 @@ func readHWCheckpoint(dir string) (map[topicPart]int64, error) {
 		if err1 != nil || err2 != nil {
 			return nil, bad("bad line " + strconv.Quote(sc.Text()))
 		}
-		out[topicPart{topic: f[0], p: int32(p)}] = hw
+		out[TopicPartition{Topic: f[0], Partition: int32(p)}] = hw
 	}
 	if len(out) != n {
 		return nil, bad(fmt.Sprintf("%d entries, header says %d", len(out), n))
@@ -69,21 +69,21 @@ func readHWCheckpoint(dir string) (map[topicPart]int64, error) {
 }
 
 // writeHWCheckpoint replaces a log directory's checkpoint atomically.
-func writeHWCheckpoint(dir string, hws map[topicPart]int64) error {
-	keys := make([]topicPart, 0, len(hws))
+func writeHWCheckpoint(dir string, hws map[TopicPartition]int64) error {
+	keys := make([]TopicPartition, 0, len(hws))
 	for k := range hws {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].topic != keys[j].topic {
-			return keys[i].topic < keys[j].topic
+		if keys[i].Topic != keys[j].Topic {
+			return keys[i].Topic < keys[j].Topic
 		}
-		return keys[i].p < keys[j].p
+		return keys[i].Partition < keys[j].Partition
 	})
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "0\n%d\n", len(keys))
 	for _, k := range keys {
-		fmt.Fprintf(&buf, "%s %d %d\n", k.topic, k.p, hws[k])
+		fmt.Fprintf(&buf, "%s %d %d\n", k.Topic, k.Partition, hws[k])
 	}
 	tmp := filepath.Join(dir, hwCheckpointFile+".tmp")
 	f, err := os.Create(tmp)
@@ -104,50 +104,52 @@ func writeHWCheckpoint(dir string, hws map[topicPart]int64) error {
 	return os.Rename(tmp, filepath.Join(dir, hwCheckpointFile))
 }
 
-// checkpointHighWatermarks writes every log directory's checkpoint from the
-// open replicas. Only one goroutine calls it at a time (the checkpointer,
-// then Close).
-func (b *Broker) checkpointHighWatermarks() {
-	byDir := map[string]map[topicPart]int64{}
-	for _, d := range b.cfg.LogDirs {
-		byDir[filepath.Clean(d)] = map[topicPart]int64{}
+// CheckpointHighWatermarks writes every log directory's checkpoint from
+// the open replicas. Only one goroutine calls it at a time (the
+// checkpointer, then the broker's Close).
+func (m *Manager) CheckpointHighWatermarks() {
+	byDir := map[string]map[TopicPartition]int64{}
+	for _, d := range m.d.LogDirs {
+		byDir[filepath.Clean(d)] = map[TopicPartition]int64{}
 	}
-	for _, p := range b.allPartitions() {
+	for _, p := range m.All() {
 		d := filepath.Dir(p.dir)
 		if byDir[d] == nil {
 			continue
 		}
-		byDir[d][topicPart{topic: p.topic, p: p.index}] = p.highWatermark()
+		byDir[d][TopicPartition{Topic: p.topic, Partition: p.index}] = p.HighWatermark()
 	}
 	for d, hws := range byDir {
 		if err := writeHWCheckpoint(d, hws); err != nil {
-			b.res.logs.log(slog.LevelWarn, "hw-checkpoint", "writing the high watermark checkpoint", "dir", d, "err", err)
+			m.d.RateLog(slog.LevelWarn, "hw-checkpoint", "writing the high watermark checkpoint", "dir", d, "err", err)
 		}
 	}
 }
 
-// runHWCheckpointer checkpoints every hwCheckpointInterval until shutdown.
-func (b *Broker) runHWCheckpointer() {
-	defer b.wg.Done()
+// RunHWCheckpointer checkpoints every hwCheckpointInterval until shutdown;
+// the caller has counted it in Deps.WG.
+func (m *Manager) RunHWCheckpointer() {
+	defer m.d.WG.Done()
 	t := time.NewTicker(hwCheckpointInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
-			b.checkpointHighWatermarks()
-		case <-b.shutdownCtx.Done():
+			m.CheckpointHighWatermarks()
+		case <-m.d.Shutdown.Done():
 			return
 		}
 	}
 }
 
-// loadHWCheckpoints reads every log directory's checkpoint at start.
-func (b *Broker) loadHWCheckpoints() map[topicPart]int64 {
-	out := map[topicPart]int64{}
-	for _, d := range b.cfg.LogDirs {
+// LoadHWCheckpoints reads every log directory's checkpoint at start; a
+// malformed one is logged and skipped (its replicas start from zero).
+func LoadHWCheckpoints(logDirs []string, logger *slog.Logger) map[TopicPartition]int64 {
+	out := map[TopicPartition]int64{}
+	for _, d := range logDirs {
 		hws, err := readHWCheckpoint(d)
 		if err != nil {
-			b.logger.Warn("ignoring the high watermark checkpoint; replicas start from zero", "err", err)
+			logger.Warn("ignoring the high watermark checkpoint; replicas start from zero", "err", err)
 			continue
 		}
 		for k, v := range hws {

@@ -1,4 +1,4 @@
-package broker
+package partition
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -13,9 +14,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tributary/tributary/broker/cluster"
 )
 
-// replica_fetcher.go is the follower's side of replication: one fetcher per
+// fetcher.go is the follower's side of replication: one fetcher per
 // leader broker copies the batches of every partition this broker follows
 // there, with Fetch requests carrying this broker's id as replica_id. A
 // partition that starts following a new leader epoch first asks the leader,
@@ -27,7 +30,7 @@ import (
 
 // followedPartition is a partition a fetcher copies.
 type followedPartition struct {
-	p     *partition
+	p     *Replica
 	epoch int32
 	// truncate is set when the leader epoch changed: the log must be
 	// reconciled with the leader's before fetching.
@@ -44,22 +47,22 @@ type followedPartition struct {
 
 // fetcherManager owns the fetchers, one per leader broker.
 type fetcherManager struct {
-	b  *Broker
+	d  *Deps
 	mu sync.Mutex
 	// byLeader holds the running fetchers; following maps a partition to
 	// the leader it is followed on.
 	byLeader  map[int32]*fetcher
-	following map[*partition]int32
+	following map[*Replica]int32
 	closed    bool
 }
 
-func newFetcherManager(b *Broker) *fetcherManager {
-	return &fetcherManager{b: b, byLeader: map[int32]*fetcher{}, following: map[*partition]int32{}}
+func newFetcherManager(d *Deps) *fetcherManager {
+	return &fetcherManager{d: d, byLeader: map[int32]*fetcher{}, following: map[*Replica]int32{}}
 }
 
 // follow makes p copy from leader under epoch; leader -1 (no leader yet)
 // stops copying until the metadata names one.
-func (m *fetcherManager) follow(p *partition, leader, epoch int32) {
+func (m *fetcherManager) follow(p *Replica, leader, epoch int32) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -68,16 +71,16 @@ func (m *fetcherManager) follow(p *partition, leader, epoch int32) {
 	if old, ok := m.following[p]; ok && old != leader {
 		m.removeLocked(p, old)
 	}
-	if leader < 0 || leader == m.b.cfg.BrokerID {
+	if leader < 0 || leader == m.d.BrokerID {
 		return
 	}
 	f := m.byLeader[leader]
 	if f == nil {
-		f = &fetcher{m: m, leader: leader, parts: map[*partition]*followedPartition{}, kick: make(chan struct{}, 1)}
-		ctx, cancel := context.WithCancel(m.b.shutdownCtx)
+		f = &fetcher{m: m, leader: leader, parts: map[*Replica]*followedPartition{}, kick: make(chan struct{}, 1)}
+		ctx, cancel := context.WithCancel(m.d.Shutdown)
 		f.cancel = cancel
 		m.byLeader[leader] = f
-		m.b.wg.Add(1)
+		m.d.WG.Add(1)
 		go f.run(ctx)
 	}
 	m.following[p] = leader
@@ -85,7 +88,7 @@ func (m *fetcherManager) follow(p *partition, leader, epoch int32) {
 }
 
 // unfollow stops copying p (it leads now, or is released).
-func (m *fetcherManager) unfollow(p *partition) {
+func (m *fetcherManager) unfollow(p *Replica) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old, ok := m.following[p]; ok {
@@ -93,7 +96,7 @@ func (m *fetcherManager) unfollow(p *partition) {
 	}
 }
 
-func (m *fetcherManager) removeLocked(p *partition, leader int32) {
+func (m *fetcherManager) removeLocked(p *Replica, leader int32) {
 	delete(m.following, p)
 	f := m.byLeader[leader]
 	if f == nil {
@@ -105,7 +108,7 @@ func (m *fetcherManager) removeLocked(p *partition, leader int32) {
 	}
 }
 
-// close stops every fetcher; Broker.Close waits for them through b.wg.
+// close stops every fetcher; the broker waits for them through Deps.WG.
 func (m *fetcherManager) close() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -114,7 +117,7 @@ func (m *fetcherManager) close() {
 		f.cancel()
 		delete(m.byLeader, id)
 	}
-	m.following = map[*partition]int32{}
+	m.following = map[*Replica]int32{}
 }
 
 // fetcher copies from one leader broker.
@@ -125,7 +128,7 @@ type fetcher struct {
 	kick   chan struct{}
 
 	mu    sync.Mutex
-	parts map[*partition]*followedPartition
+	parts map[*Replica]*followedPartition
 	// gen counts changes to parts that a Fetch must carry: a partition
 	// added or moved to another epoch.
 	gen uint64
@@ -139,7 +142,7 @@ type fetcher struct {
 	interrupt context.CancelFunc
 }
 
-func (f *fetcher) set(p *partition, epoch int32) {
+func (f *fetcher) set(p *Replica, epoch int32) {
 	f.mu.Lock()
 	fp := f.parts[p]
 	if fp == nil || fp.epoch != epoch {
@@ -157,7 +160,7 @@ func (f *fetcher) set(p *partition, epoch int32) {
 	}
 }
 
-func (f *fetcher) remove(p *partition) int {
+func (f *fetcher) remove(p *Replica) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.parts, p)
@@ -196,7 +199,7 @@ func (f *fetcher) interruptible(ctx context.Context, gen uint64) (fctx context.C
 }
 
 // truncated clears the truncate mark of p if it is still at epoch.
-func (f *fetcher) truncated(p *partition, epoch int32) {
+func (f *fetcher) truncated(p *Replica, epoch int32) {
 	f.mu.Lock()
 	if fp := f.parts[p]; fp != nil && fp.epoch == epoch {
 		fp.truncate = false
@@ -207,7 +210,7 @@ func (f *fetcher) truncated(p *partition, epoch int32) {
 // delayPartition backs p (at epoch) off after an error: from 2 ms while
 // the leader does not serve a new partition yet (errLeaderBehind), from
 // 50 ms otherwise, doubling up to 1 s.
-func (f *fetcher) delayPartition(p *partition, epoch int32, behind bool) {
+func (f *fetcher) delayPartition(p *Replica, epoch int32, behind bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fp := f.parts[p]
@@ -223,7 +226,7 @@ func (f *fetcher) delayPartition(p *partition, epoch int32, behind bool) {
 }
 
 // undelay clears p's back-off after an answer without error.
-func (f *fetcher) undelay(p *partition, epoch int32) {
+func (f *fetcher) undelay(p *Replica, epoch int32) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if fp := f.parts[p]; fp != nil && fp.epoch == epoch {
@@ -232,7 +235,7 @@ func (f *fetcher) undelay(p *partition, epoch int32) {
 }
 
 // retruncate marks p for truncation again (its log no longer lines up).
-func (f *fetcher) retruncate(p *partition, epoch int32) {
+func (f *fetcher) retruncate(p *Replica, epoch int32) {
 	f.mu.Lock()
 	if fp := f.parts[p]; fp != nil && fp.epoch == epoch {
 		fp.truncate = true
@@ -242,8 +245,8 @@ func (f *fetcher) retruncate(p *partition, epoch int32) {
 
 // run fetches until ctx ends. Errors back off from 50 ms up to 1 s.
 func (f *fetcher) run(ctx context.Context) {
-	b := f.m.b
-	defer b.wg.Done()
+	d := f.m.d
+	defer d.WG.Done()
 	var cl *kgo.Client
 	var addr string
 	defer func() {
@@ -272,15 +275,15 @@ func (f *fetcher) run(ctx context.Context) {
 		// The leader's address on the inter-broker listener comes from
 		// the metadata; a broker that came back on another port gets a
 		// new client.
-		br, ok := b.metadata().Broker(f.leader)
+		br, ok := d.Cluster.Metadata().Broker(f.leader)
 		if !ok {
 			backoff = nextBackoff(backoff)
 			continue
 		}
-		host, port, ok := b.endpointOf(br, b.interBroker)
+		host, port, ok := d.InterBroker.Endpoint(br)
 		if !ok {
-			b.res.logs.log(slog.LevelWarn, "replica-no-listener", "the leader has no inter-broker listener",
-				"leader", f.leader, "inter.broker.listener.name", b.interBroker)
+			d.RateLog(slog.LevelWarn, "replica-no-listener", "the leader has no inter-broker listener",
+				"leader", f.leader, "inter.broker.listener.name", d.InterBroker.Listener())
 			backoff = nextBackoff(backoff)
 			continue
 		}
@@ -289,20 +292,20 @@ func (f *fetcher) run(ctx context.Context) {
 				cl.Close()
 			}
 			var err error
-			cl, err = b.interBrokerClient(a, "tributary-replica-"+strconv.Itoa(int(b.cfg.BrokerID)))
+			cl, err = d.InterBroker.Client(a, "tributary-replica-"+strconv.Itoa(int(d.BrokerID)))
 			if err != nil {
-				b.res.logs.log(slog.LevelWarn, "replica-client", "replica fetcher client", "leader", f.leader, "err", err)
+				d.RateLog(slog.LevelWarn, "replica-client", "replica fetcher client", "leader", f.leader, "err", err)
 				backoff = nextBackoff(backoff)
 				continue
 			}
 			addr = a
-			b.logger.Info("replica fetcher connecting to the leader", "leader", f.leader, "addr", a,
-				"listener", b.interBroker)
+			d.Logger.Info("replica fetcher connecting to the leader", "leader", f.leader, "addr", a,
+				"listener", d.InterBroker.Listener())
 		}
 		leaderBroker := cl.SeedBrokers()[0]
 		if err := f.truncateAll(ctx, leaderBroker, parts); err != nil {
 			if !errors.Is(err, errLeaderBehind) {
-				b.res.logs.log(slog.LevelInfo, "replica-truncate-"+strconv.Itoa(int(f.leader)), "asking the leader for epoch end offsets", "leader", f.leader, "err", err)
+				d.RateLog(slog.LevelInfo, "replica-truncate-"+strconv.Itoa(int(f.leader)), "asking the leader for epoch end offsets", "leader", f.leader, "err", err)
 			}
 			backoff = backoffAfter(backoff, err)
 			continue
@@ -326,7 +329,7 @@ func (f *fetcher) run(ctx context.Context) {
 		}
 		if err != nil || !ok {
 			if err != nil && ctx.Err() == nil && !errors.Is(err, errLeaderBehind) {
-				b.res.logs.log(slog.LevelInfo, "replica-fetch-"+strconv.Itoa(int(f.leader)), "fetching from the leader", "leader", f.leader, "err", err)
+				d.RateLog(slog.LevelInfo, "replica-fetch-"+strconv.Itoa(int(f.leader)), "fetching from the leader", "leader", f.leader, "err", err)
 			}
 			backoff = backoffAfter(backoff, err)
 			continue
@@ -352,8 +355,8 @@ func nextBackoff(d time.Duration) time.Duration {
 var errLeaderBehind = errors.New("the leader does not serve the partition at our epoch yet")
 
 // newPartition reports whether p's log is empty and never had a record.
-func newPartition(p *partition) bool {
-	return p.log.EndOffset() == 0 && p.log.StartOffset() == 0
+func newPartition(p *Replica) bool {
+	return p.Log().EndOffset() == 0 && p.Log().StartOffset() == 0
 }
 
 // leaderBehind reports whether code is one of errLeaderBehind's.
@@ -380,9 +383,9 @@ func backoffAfter(d time.Duration, err error) time.Duration {
 
 // truncateAll reconciles the logs marked for truncation with the leader's.
 func (f *fetcher) truncateAll(ctx context.Context, leader *kgo.Broker, parts []followedPartition) error {
-	b := f.m.b
+	d := f.m.d
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
-	req.ReplicaID = b.cfg.BrokerID
+	req.ReplicaID = d.BrokerID
 	var todo []followedPartition
 	topics := map[string]int{}
 	now := time.Now()
@@ -391,18 +394,18 @@ func (f *fetcher) truncateAll(ctx context.Context, leader *kgo.Broker, parts []f
 			continue
 		}
 		todo = append(todo, fp)
-		i, ok := topics[fp.p.topic]
+		i, ok := topics[fp.p.Topic()]
 		if !ok {
 			i = len(req.Topics)
-			topics[fp.p.topic] = i
+			topics[fp.p.Topic()] = i
 			rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
-			rt.Topic = fp.p.topic
+			rt.Topic = fp.p.Topic()
 			req.Topics = append(req.Topics, rt)
 		}
 		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-		rp.Partition = fp.p.index
+		rp.Partition = fp.p.Partition()
 		rp.CurrentLeaderEpoch = fp.epoch
-		rp.LeaderEpoch = fp.p.log.LatestEpoch()
+		rp.LeaderEpoch = fp.p.Log().LatestEpoch()
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
 	if len(todo) == 0 {
@@ -423,7 +426,7 @@ func (f *fetcher) truncateAll(ctx context.Context, leader *kgo.Broker, parts []f
 	}
 	for _, fp := range todo {
 		p := fp.p
-		a, ok := answers[p.topic][p.index]
+		a, ok := answers[p.Topic()][p.Partition()]
 		if !ok {
 			continue
 		}
@@ -431,39 +434,37 @@ func (f *fetcher) truncateAll(ctx context.Context, leader *kgo.Broker, parts []f
 			// This partition alone waits: the others go on.
 			behind := leaderBehind(a.ErrorCode) && newPartition(p)
 			if !behind {
-				b.res.logs.log(slog.LevelInfo, "replica-truncate-"+strconv.Itoa(int(f.leader)), "asking the leader for epoch end offsets",
-					"topic", p.topic, "partition", p.index, "leader", f.leader, "err", kerr.ErrorForCode(a.ErrorCode))
+				d.RateLog(slog.LevelInfo, "replica-truncate-"+strconv.Itoa(int(f.leader)), "asking the leader for epoch end offsets",
+					"topic", p.Topic(), "partition", p.Partition(), "leader", f.leader, "err", kerr.ErrorForCode(a.ErrorCode))
 			}
 			f.delayPartition(p, fp.epoch, behind)
 			continue
 		}
-		leo := p.log.EndOffset()
+		leo := p.Log().EndOffset()
 		target := leo
 		switch {
-		case p.log.LatestEpoch() < 0:
+		case p.Log().LatestEpoch() < 0:
 			// Nothing to compare epochs with (an empty log, or one written
 			// before epochs were recorded): keep only what was committed.
-			target = min(leo, p.hw.Load())
+			target = min(leo, p.StoredHighWatermark())
 		case a.EndOffset < 0:
 			// The leader has no epoch as old as ours: keep the committed part.
-			target = min(leo, p.hw.Load())
+			target = min(leo, p.StoredHighWatermark())
 		default:
 			target = min(leo, a.EndOffset)
 		}
-		target = max(target, p.log.StartOffset())
+		target = max(target, p.Log().StartOffset())
 		if target < leo {
-			b.logger.Warn("truncating a follower's divergent tail", "topic", p.topic, "partition", p.index,
+			d.Logger.Warn("truncating a follower's divergent tail", "topic", p.Topic(), "partition", p.Partition(),
 				"from", leo, "to", target, "leader", f.leader, "leader_epoch", fp.epoch)
-			if err := p.log.TruncateTo(target); err != nil {
-				b.res.logs.log(slog.LevelWarn, "replica-truncate", "truncating a follower's log", "topic", p.topic, "partition", p.index, "err", err)
+			if err := p.Log().TruncateTo(target); err != nil {
+				d.RateLog(slog.LevelWarn, "replica-truncate", "truncating a follower's log", "topic", p.Topic(), "partition", p.Partition(), "err", err)
 				f.delayPartition(p, fp.epoch, false)
 				continue
 			}
-			b.metrics.truncations.Inc()
+			d.Metrics.Truncated()
 		}
-		if hw := p.hw.Load(); hw > target {
-			p.hw.Store(target)
-		}
+		p.LowerHighWatermark(target)
 		f.truncated(p, fp.epoch)
 		f.undelay(p, fp.epoch)
 	}
@@ -473,10 +474,10 @@ func (f *fetcher) truncateAll(ctx context.Context, leader *kgo.Broker, parts []f
 // fetchOnce sends one Fetch for every partition ready to fetch and appends
 // what comes back. It reports false when nothing could be fetched.
 func (f *fetcher) fetchOnce(ctx context.Context, leader *kgo.Broker, parts []followedPartition) (bool, error) {
-	b := f.m.b
-	rc := b.cfg.Replication
+	d := f.m.d
+	rc := d.Replication
 	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID = b.cfg.BrokerID
+	req.ReplicaID = d.BrokerID
 	req.MaxWaitMillis = int32(rc.FetchWaitMax / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = int32(rc.FetchResponseMaxBytes)
@@ -484,9 +485,9 @@ func (f *fetcher) fetchOnce(ctx context.Context, leader *kgo.Broker, parts []fol
 	byKey := map[string]map[int32]followedPartition{}
 	topics := map[string]int{}
 	n, held := 0, false
-	snap := b.metadata()
-	throttled := map[*partition]bool{}
-	allow := b.throttle.allowance(false)
+	snap := d.Cluster.Metadata()
+	throttled := map[*Replica]bool{}
+	allow := d.Throttle.Allowance()
 	now := time.Now()
 	var wake time.Time // the end of the earliest partition back-off
 	for _, fp := range parts {
@@ -500,7 +501,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, leader *kgo.Broker, parts []fol
 			continue
 		}
 		maxBytes := int32(rc.FetchMaxBytes)
-		if allow >= 0 && b.followerThrottled(snap, fp.p) {
+		if allow >= 0 && followerThrottled(snap, fp.p, d.BrokerID) {
 			// Over the follower throttle: left out of this fetch, as
 			// Kafka's fetcher does (throttle.go).
 			if allow == 0 {
@@ -511,28 +512,28 @@ func (f *fetcher) fetchOnce(ctx context.Context, leader *kgo.Broker, parts []fol
 			maxBytes = int32(min(int64(maxBytes), allow))
 		}
 		n++
-		i, ok := topics[fp.p.topic]
+		i, ok := topics[fp.p.Topic()]
 		if !ok {
 			i = len(req.Topics)
-			topics[fp.p.topic] = i
+			topics[fp.p.Topic()] = i
 			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic = fp.p.topic
+			rt.Topic = fp.p.Topic()
 			req.Topics = append(req.Topics, rt)
-			byKey[fp.p.topic] = map[int32]followedPartition{}
+			byKey[fp.p.Topic()] = map[int32]followedPartition{}
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = fp.p.index
-		rp.FetchOffset = fp.p.log.EndOffset()
-		rp.LogStartOffset = fp.p.log.StartOffset()
+		rp.Partition = fp.p.Partition()
+		rp.FetchOffset = fp.p.Log().EndOffset()
+		rp.LogStartOffset = fp.p.Log().StartOffset()
 		rp.PartitionMaxBytes = maxBytes
 		rp.CurrentLeaderEpoch = fp.epoch
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		byKey[fp.p.topic][fp.p.index] = fp
+		byKey[fp.p.Topic()][fp.p.Partition()] = fp
 	}
 	if n == 0 && (held || !wake.IsZero()) {
 		wait := time.Until(wake)
 		if held {
-			wait = b.throttle.wait(false)
+			wait = d.Throttle.Wait()
 			if !wake.IsZero() {
 				wait = min(wait, time.Until(wake))
 			}
@@ -563,7 +564,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, leader *kgo.Broker, parts []fol
 				continue
 			}
 			if throttled[fp.p] {
-				b.throttle.record(false, int64(len(rp.RecordBatches)))
+				d.Throttle.Record(int64(len(rp.RecordBatches)))
 			}
 			if f.applyFetched(fp, rp) {
 				if fp.delay > 0 {
@@ -586,7 +587,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, leader *kgo.Broker, parts []fol
 // the next fetch asks again.
 func (f *fetcher) learnLogStarts(ctx context.Context, leader *kgo.Broker, resp *kmsg.FetchResponse) {
 	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = f.m.b.cfg.BrokerID
+	req.ReplicaID = f.m.d.BrokerID
 	asked := false
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
@@ -639,19 +640,19 @@ func (f *fetcher) learnLogStarts(ctx context.Context, leader *kgo.Broker, resp *
 // applyFetched appends one partition's fetched batches. It reports false
 // on an error that calls for a back-off.
 func (f *fetcher) applyFetched(fp followedPartition, rp kmsg.FetchResponseTopicPartition) bool {
-	b := f.m.b
+	d := f.m.d
 	p := fp.p
 	switch err := kerr.ErrorForCode(rp.ErrorCode); {
 	case err == nil:
-	case errors.Is(err, kerr.OffsetOutOfRange) && rp.LogStartOffset > p.log.EndOffset():
+	case errors.Is(err, kerr.OffsetOutOfRange) && rp.LogStartOffset > p.Log().EndOffset():
 		// The leader's retention deleted what we would copy next: start
 		// over at its log start, as Kafka's truncateFullyAndStartAt.
-		b.logger.Warn("follower behind the leader's log start; starting over there", "topic", p.topic, "partition", p.index,
-			"log_end", p.log.EndOffset(), "leader_log_start", rp.LogStartOffset)
-		if err := p.log.TruncateFullyAndStartAt(rp.LogStartOffset); err != nil {
-			b.res.logs.log(slog.LevelWarn, "replica-restart", "restarting a follower's log", "topic", p.topic, "partition", p.index, "err", err)
+		d.Logger.Warn("follower behind the leader's log start; starting over there", "topic", p.Topic(), "partition", p.Partition(),
+			"log_end", p.Log().EndOffset(), "leader_log_start", rp.LogStartOffset)
+		if err := p.Log().TruncateFullyAndStartAt(rp.LogStartOffset); err != nil {
+			d.RateLog(slog.LevelWarn, "replica-restart", "restarting a follower's log", "topic", p.Topic(), "partition", p.Partition(), "err", err)
 		}
-		p.hw.Store(min(p.hw.Load(), p.log.EndOffset()))
+		p.LowerHighWatermark(p.Log().EndOffset())
 		return true // fetched again at once, from there
 	case errors.Is(err, kerr.OffsetOutOfRange):
 		// Our log end is past the leader's: reconcile again.
@@ -660,8 +661,8 @@ func (f *fetcher) applyFetched(fp followedPartition, rp kmsg.FetchResponseTopicP
 	default:
 		// Not (or no longer) the leader, or an epoch mismatch: the
 		// metadata will say more; retry after a back-off.
-		b.res.logs.log(slog.LevelInfo, "replica-fetch-code-"+strconv.Itoa(int(rp.ErrorCode)), "leader refused a replica fetch",
-			"topic", p.topic, "partition", p.index, "leader", f.leader, "err", err)
+		d.RateLog(slog.LevelInfo, "replica-fetch-code-"+strconv.Itoa(int(rp.ErrorCode)), "leader refused a replica fetch",
+			"topic", p.Topic(), "partition", p.Partition(), "leader", f.leader, "err", err)
 		return false
 	}
 	// Under f.mu, so that a partition removed from this fetcher (it
@@ -673,21 +674,29 @@ func (f *fetcher) applyFetched(fp followedPartition, rp kmsg.FetchResponseTopicP
 		return true
 	}
 	if data := wholeBatches(rp.RecordBatches); len(data) > 0 {
-		if _, err := p.log.AppendReplica(data); err != nil {
+		if _, err := p.Log().AppendReplica(data); err != nil {
 			f.mu.Unlock()
-			b.res.logs.log(slog.LevelWarn, "replica-append", "appending fetched batches", "topic", p.topic, "partition", p.index, "err", err)
+			d.RateLog(slog.LevelWarn, "replica-append", "appending fetched batches", "topic", p.Topic(), "partition", p.Partition(), "err", err)
 			f.retruncate(p, fp.epoch)
 			return false
 		}
-		b.metrics.observeOffsets(p)
+		d.Metrics.ObserveOffsets(p)
 	}
 	if rp.HighWatermark >= 0 {
-		p.hw.Store(min(rp.HighWatermark, p.log.EndOffset()))
+		p.FollowHighWatermark(rp.HighWatermark)
 	}
-	b.followLogStart(p, rp.LogStartOffset)
+	followLogStart(d, p, rp.LogStartOffset)
 	f.mu.Unlock()
 	return true
 }
+
+// The frame of a record batch (Kafka's magic-2 format): the length at
+// batchLengthOffset counts the bytes after baseOffset and itself.
+const (
+	batchLengthOffset  = 8
+	batchHeaderSize    = 61
+	batchOverheadNoLen = 12 // baseOffset + batchLength precede the counted bytes
+)
 
 // wholeBatches trims a trailing partial batch (a leader may cut a response
 // at its byte limit).
@@ -701,4 +710,35 @@ func wholeBatches(data []byte) []byte {
 		n += size
 	}
 	return data[:n]
+}
+
+// followerThrottled reports whether this follower throttles its copying of
+// p: the topic's follower.replication.throttled.replicas names this
+// broker's replica of p and the metadata has it out of the ISR.
+func followerThrottled(snap cluster.Snapshot, p *Replica, me int32) bool {
+	tc := p.Config()
+	if tc == nil || !tc.FollowerThrottled.Includes(p.Partition(), me) {
+		return false
+	}
+	t, ok := snap.Topics[p.Topic()]
+	if !ok || int(p.Partition()) >= len(t.Partitions) {
+		return false
+	}
+	return !slices.Contains(t.Partitions[p.Partition()].ISR, me)
+}
+
+// followLogStart moves a follower's log start up to its leader's (the
+// LogStartOffset of a fetch response), as far as its own log goes: records
+// the leader deleted are deleted on every replica.
+func followLogStart(d *Deps, p *Replica, leaderStart int64) {
+	if leaderStart <= p.Log().StartOffset() {
+		return
+	}
+	del, ok := p.Log().(RecordDeleter)
+	if !ok {
+		return
+	}
+	if _, err := del.DeleteRecordsBefore(min(leaderStart, p.Log().EndOffset())); err != nil {
+		d.RateLog(slog.LevelWarn, "replica-log-start", "following the leader's log start offset", "topic", p.Topic(), "partition", p.Partition(), "err", err)
+	}
 }
