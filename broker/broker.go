@@ -23,6 +23,7 @@ import (
 	"github.com/tributary/tributary/broker/partition"
 	"github.com/tributary/tributary/broker/txn"
 	"github.com/tributary/tributary/internal/coord"
+	"github.com/tributary/tributary/internal/coord/memcoord"
 	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/security"
 )
@@ -39,9 +40,11 @@ type Broker struct {
 	decompressor kgo.Decompressor
 
 	// connect opens coordination sessions; standalone marks the private
-	// in-process coordinator of the single-node mode.
+	// in-process coordinator of the single-node mode, whose tree ownCoord
+	// keeps in the first log dir (closed by Close).
 	connect    coord.SessionFactory
 	standalone bool
+	ownCoord   *memcoord.Server
 
 	mu     sync.RWMutex
 	closed bool
@@ -189,27 +192,37 @@ func New(cfg config.Config, logger *slog.Logger, reg prometheus.Registerer, opts
 	for _, o := range opts {
 		o(b)
 	}
-	b.chooseCoordinator()
-	if err := b.newGroupCoordinator(reg); err != nil {
+	if err := b.chooseCoordinator(); err != nil {
 		return nil, err
 	}
-	if err := b.newTxnCoordinator(); err != nil {
+	// From here a failure releases the in-process coordination's directory
+	// (its lock), so that the caller may try again.
+	fail := func(err error) (*Broker, error) {
+		if b.ownCoord != nil {
+			_ = b.ownCoord.Close()
+		}
 		return nil, err
+	}
+	if err := b.newGroupCoordinator(reg); err != nil {
+		return fail(err)
+	}
+	if err := b.newTxnCoordinator(); err != nil {
+		return fail(err)
 	}
 	b.shutdownCtx, b.shutdownCancel = context.WithCancel(context.Background())
 	for _, d := range cfg.LogDirs {
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, fmt.Errorf("broker: log.dirs: %w", err)
+			return fail(fmt.Errorf("broker: log.dirs: %w", err))
 		}
 	}
 	if b.pids, err = openProducerIDs(filepath.Join(cfg.LogDirs[0], producerIDFile)); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	if err := recoverLogDirMoves(cfg.LogDirs); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	if b.onDisk, err = scanLogDirs(cfg.LogDirs); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	b.throttle = newReplicationThrottle(time.Now)
 	b.logDirMoves = newLogDirMoves()
@@ -518,6 +531,11 @@ func (b *Broker) Close() error {
 			}
 		}
 		b.pids.close()
+		if b.ownCoord != nil {
+			if err := b.ownCoord.Close(); err != nil {
+				b.logger.Warn("closing the in-process coordination", "err", err)
+			}
+		}
 		if msrv != nil {
 			_ = msrv.Close()
 		}

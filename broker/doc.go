@@ -321,9 +321,12 @@
 // outright on an end of stream before a connection's first response (it
 // suspects TLS or SASL) but retries after a reset. Topic administration goes through the member
 // (the controller assigns and elects) and waits for the reconciler to serve
-// the result. A standalone broker registers the topics found on disk again
-// at start, since its coordinator starts empty (RestoreTopics does the same
-// for brokers of one process).
+// the result. A standalone broker keeps its coordination tree durably in
+// CoordinationDir of its first log dir (memcoord.Open), so its topics,
+// configs, ACLs, SCRAM credentials and quotas survive a restart; it
+// registers again the topics found on disk that the tree does not know (a
+// log dir from an older build), as RestoreTopics does for brokers of one
+// process.
 //
 // # Topic configs and identity
 //

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -27,10 +28,20 @@ func WithCoordinator(connect coord.SessionFactory) Option {
 	return func(b *Broker) { b.connect = connect }
 }
 
+// CoordinationDir is the directory, under the first of log.dirs, where a
+// broker without zookeeper.connect keeps its in-process coordination tree
+// (topics and their assignments and configs, ACLs, SCRAM credentials,
+// quotas, group offsets committed through ZooKeeper paths), so that a
+// restart finds them as a ZooKeeper would keep them. It is not a partition
+// directory (it has no -<partition> suffix).
+const CoordinationDir = "coordination"
+
 // chooseCoordinator sets b.connect from the configuration unless an option
 // set it: ZooKeeper when zookeeper.connect is given, else a memcoord server
-// private to this broker (the single-node mode).
-func (b *Broker) chooseCoordinator() {
+// private to this broker (the single-node mode), kept durably in
+// CoordinationDir of the first log dir. A second broker on the same log
+// dir fails here (memcoord.ErrLocked).
+func (b *Broker) chooseCoordinator() error {
 	switch {
 	case b.connect != nil:
 	case b.cfg.ZooKeeperConnect != "":
@@ -47,12 +58,16 @@ func (b *Broker) chooseCoordinator() {
 			return zkcoord.Connect(ctx, connect, zc)
 		}
 	default:
-		srv := memcoord.NewServer()
-		b.standalone = true
+		srv, err := memcoord.Open(filepath.Join(b.cfg.LogDirs[0], CoordinationDir))
+		if err != nil {
+			return fmt.Errorf("broker: in-process coordination (no zookeeper.connect): %w", err)
+		}
+		b.standalone, b.ownCoord = true, srv
 		b.connect = func(context.Context) (coord.Session, error) {
 			return srv.Connect(memcoord.Config{Logger: b.logger}), nil
 		}
 	}
+	return nil
 }
 
 // join registers the broker at its advertised address and brings the

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -201,5 +202,88 @@ func TestProducerIDsSurviveSingleNodeRestart(t *testing.T) {
 	third := initProducerID(t, again.Broker)
 	if first == second || third == first || third == second || third < second {
 		t.Fatalf("producer ids %d, %d before the restart and %d after: want distinct, increasing", first, second, third)
+	}
+}
+
+// TestStandaloneKeepsCoordinationAcrossRestart: a broker without
+// zookeeper.connect keeps its in-process coordination in the first log dir,
+// so what Kafka keeps in ZooKeeper survives a restart as it would there:
+// SCRAM credentials, topic config overrides and client quotas (they were
+// lost: the tree was in memory). A second broker on the same log dir is
+// refused while the first runs.
+func TestStandaloneKeepsCoordinationAcrossRestart(t *testing.T) {
+	b := newTestBroker(t, nil)
+	ctx := testenv.Context(t, time.Minute)
+	if err := b.CreateTopic(ctx, "keep", 2); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(newClient(t, b.Addr()))
+	if _, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "secret"}}); err != nil {
+		t.Fatalf("AlterUserSCRAMs: %v", err)
+	}
+	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: kmsg.StringPtr("3600000")}}, "keep"); err != nil {
+		t.Fatalf("AlterTopicConfigs: %v", err)
+	}
+	if _, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
+		Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: kmsg.StringPtr("app")}},
+		Ops:    []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 1048576}},
+	}}); err != nil {
+		t.Fatalf("AlterClientQuotas: %v", err)
+	}
+
+	cfg := b.cfg
+	if _, err := New(cfg, nil, nil); !errors.Is(err, memcoord.ErrLocked) {
+		t.Fatalf("a second broker on the same log dir: err %v, want memcoord.ErrLocked", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.LogDirs[0], CoordinationDir)); err != nil {
+		t.Fatalf("no coordination directory in the log dir: %v", err)
+	}
+
+	b2 := startTestBroker(t, cfg)
+	adm2 := kadm.NewClient(newClient(t, b2.Addr()))
+	users, err := adm2.DescribeUserSCRAMs(ctx)
+	if err != nil {
+		t.Fatalf("DescribeUserSCRAMs: %v", err)
+	}
+	if u, ok := users["alice"]; !ok || len(u.CredInfos) != 1 || u.CredInfos[0].Mechanism != kadm.ScramSha256 || u.CredInfos[0].Iterations != 4096 {
+		t.Fatalf("SCRAM users after restart: %+v", users)
+	}
+	rcs, err := adm2.DescribeTopicConfigs(ctx, "keep")
+	if err != nil {
+		t.Fatalf("DescribeTopicConfigs: %v", err)
+	}
+	rc, err := rcs.On("keep", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var retention string
+	for _, c := range rc.Configs {
+		if c.Key == "retention.ms" && c.Source == kmsg.ConfigSourceDynamicTopicConfig {
+			retention = c.MaybeValue()
+		}
+	}
+	if retention != "3600000" {
+		t.Fatalf("retention.ms override after restart: %q, want 3600000", retention)
+	}
+	quotas, err := adm2.DescribeClientQuotas(ctx, false, nil)
+	if err != nil {
+		t.Fatalf("DescribeClientQuotas: %v", err)
+	}
+	var rate float64
+	for _, q := range quotas {
+		for _, v := range q.Values {
+			if v.Key == "producer_byte_rate" {
+				rate = v.Value
+			}
+		}
+	}
+	if rate != 1048576 {
+		t.Fatalf("client quotas after restart: %+v", quotas)
+	}
+	if got := b2.Topics(); got["keep"] != 2 {
+		t.Fatalf("topics after restart: %v", got)
 	}
 }
