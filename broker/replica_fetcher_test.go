@@ -120,7 +120,11 @@ func TestFollowerErrorDelaysOnlyItsPartition(t *testing.T) {
 		slowest = max(slowest, d)
 	}
 	t.Logf("slowest acks=all to partition %d while partition %d fails on the follower: %v", good, bad, slowest)
-	if slowest > 400*time.Millisecond {
+	// With the whole fetcher backed off (the defect) an acks=all waits for
+	// the failing partition's back-off, whose ceiling is 1 s (2.11 s was
+	// measured); without it, a follower fetch away: milliseconds, 0.49 s
+	// seen at a load average of 16.
+	if slowest > 900*time.Millisecond {
 		t.Fatalf("acks=all to partition %d took %v while partition %d failed on the follower", good, slowest, bad)
 	}
 }

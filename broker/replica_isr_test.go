@@ -53,10 +53,27 @@ func (g *switchGate) release() {
 	}
 }
 
-func (g *switchGate) wait() {
+func (g *switchGate) wait() { g.hold(nil) }
+
+// hold waits while the gate is shut, first signalling entered (if not nil
+// and not full) when it does hold the caller: a write that passed an open
+// gate must not pass for a held one (the ISR shrink's write, before the
+// gate was shut, did, and the test went on before the expansion began).
+func (g *switchGate) hold(entered chan<- struct{}) {
 	g.mu.Lock()
 	ch := g.open
 	g.mu.Unlock()
+	select {
+	case <-ch:
+		return
+	default:
+	}
+	if entered != nil {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+	}
 	<-ch
 }
 
@@ -90,11 +107,7 @@ type gatedStateSession struct {
 
 func (s gatedStateSession) Set(ctx context.Context, path string, data []byte, version int32) (coord.Stat, error) {
 	if s.gated.Load() == s.broker && strings.Contains(path, s.match) && strings.HasSuffix(path, "/state") {
-		select {
-		case s.entered <- struct{}{}:
-		default:
-		}
-		s.gate.wait()
+		s.gate.hold(s.entered)
 	}
 	return s.Session.Set(ctx, path, data, version)
 }
