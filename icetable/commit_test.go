@@ -104,8 +104,8 @@ func TestLostCommitResponse(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := pyRead(t, cat, "lost")
-	if len(got.Rows) != 8 {
-		t.Fatalf("%d rows, want 8 (each once)", len(got.Rows))
+	if len(got.Rows) != 8 || got.Files != 2 {
+		t.Fatalf("%d rows in %d files, want 8 in 2 (each once)", len(got.Rows), got.Files)
 	}
 	for i, r := range got.Rows {
 		if r["a"] != float64(i*10) {

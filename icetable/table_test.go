@@ -203,3 +203,59 @@ func TestTypeChangeRefused(t *testing.T) {
 func contains(s, sub string) bool {
 	return len(sub) == 0 || (len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)))
 }
+
+// partitionHours returns, per data file of the table, its partition value
+// (hours since the epoch) and record count.
+func partitionHours(t *testing.T, tbl *Table) map[int32]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	scan := tbl.Iceberg().Scan()
+	tasks, err := scan.PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := tbl.Iceberg().Spec()
+	fid := spec.Field(0).FieldID
+	out := map[int32]int64{}
+	for _, task := range tasks {
+		h, ok := task.File.Partition()[fid].(int32)
+		if !ok {
+			t.Fatalf("file %s: partition %v", task.File.FilePath(), task.File.Partition())
+		}
+		out[h] += task.File.Count()
+	}
+	return out
+}
+
+func TestPartitionByHour(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		field, name string
+		hourOf      func(i int, kts time.Time) time.Time
+	}{
+		{"", "_kafka_timestamp_hour", func(_ int, kts time.Time) time.Time { return kts }},
+		{"tsu", "tsu_hour", func(i int, _ time.Time) time.Time {
+			return time.Date(2024, 5, 1, 22, 59, 0, 0, time.UTC).Add(time.Duration(i)*time.Second + 123456*time.Microsecond)
+		}},
+	} {
+		cat := newCatalog(t, func(c *Config) { c.PartitionField = tc.field })
+		tbl, err := cat.Table(ctx, "p", "p", mustSchema(t, typesSchema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := tbl.Iceberg().Spec()
+		if got := spec.Field(0).Name; got != tc.name {
+			t.Errorf("partition field %q, want %q", got, tc.name)
+		}
+		rows := appendTypes(t, tbl, 10, 4)
+		want := map[int32]int64{}
+		base := time.Date(2024, 5, 1, 22, 59, 0, 0, time.UTC)
+		for i := range rows {
+			kts := base.Add(time.Duration(i) * 20 * time.Minute)
+			want[int32(tc.hourOf(i, kts).Unix()/3600)]++
+		}
+		got := partitionHours(t, tbl)
+		jsonEqual(t, "records per hour "+tc.name, got, want)
+	}
+}
