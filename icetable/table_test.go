@@ -31,7 +31,12 @@ const typesSchema = `{"type":"record","name":"Event","namespace":"t","fields":[
  {"name":"recs","type":{"type":"array","items":"Inner"}},
  {"name":"mp","type":{"type":"map","values":"double"}},
  {"name":"opt","type":["null","string"],"default":null},
- {"name":"multi","type":["null","int","string"],"default":null}
+ {"name":"multi","type":["null","int","string"],"default":null},
+ {"name":"u","type":{"type":"string","logicalType":"uuid"}},
+ {"name":"dec38","type":{"type":"fixed","name":"Dec16","size":16,"logicalType":"decimal","precision":38,"scale":6}},
+ {"name":"ltm","type":{"type":"long","logicalType":"local-timestamp-millis"}},
+ {"name":"deep","type":["null",{"type":"record","name":"Deep","fields":[{"name":"x","type":"double"},{"name":"in","type":["null","Inner"],"default":null}]}],"default":null},
+ {"name":"mp_rec","type":{"type":"map","values":"Inner"}}
 ]}`
 
 func typesRecord(n int, base time.Time) (map[string]any, map[string]any) {
@@ -62,6 +67,11 @@ func typesRecord(n int, base time.Time) (map[string]any, map[string]any) {
 		"recs": []any{map[string]any{"a": int32(7), "c": nil}},
 		"mp":   map[string]any{"x": 1.5, "y": float64(n)},
 		"opt":  opt, "multi": multi,
+		"u":      "123e4567-e89b-12d3-a456-42661417400" + string(rune('0'+n%10)),
+		"dec38":  new(big.Rat).SetFrac(dec38(n), big.NewInt(1000000)),
+		"ltm":    int64(1700000000123 + n),
+		"deep":   deep(n),
+		"mp_rec": map[string]any{"k": map[string]any{"a": int32(n), "c": nil}},
 	}
 	want := map[string]any{
 		"b": n%2 == 0, "i": -n, "l": int64(n) << 40, "f": float32(n) + 0.5, "d": float64(n) / 3,
@@ -76,8 +86,43 @@ func typesRecord(n int, base time.Time) (map[string]any, map[string]any) {
 		"recs": []any{map[string]any{"a": 7, "c": nil}},
 		"mp":   map[string]any{"x": 1.5, "y": float64(n)},
 		"opt":  optWant, "multi": multiWant,
+		"u":      "123e4567-e89b-12d3-a456-42661417400" + string(rune('0'+n%10)),
+		"dec38":  new(big.Rat).SetFrac(dec38(n), big.NewInt(1000000)).FloatString(6),
+		"ltm":    tsString(time.UnixMilli(1700000000123+int64(n)), false),
+		"deep":   deepWant(n),
+		"mp_rec": map[string]any{"k": map[string]any{"a": n, "c": nil}},
 	}
 	return v, want
+}
+
+// dec38 is a 38-digit unscaled value, negative for odd n.
+func dec38(n int) *big.Int {
+	v, _ := new(big.Int).SetString("12345678901234567890123456789012345678", 10)
+	v.Sub(v, big.NewInt(int64(n)))
+	if n%2 == 1 {
+		v.Neg(v)
+	}
+	return v
+}
+
+func deep(n int) any {
+	switch n % 3 {
+	case 0:
+		return nil
+	case 1:
+		return map[string]any{"t.Deep": map[string]any{"x": 0.25, "in": nil}}
+	}
+	return map[string]any{"t.Deep": map[string]any{"x": -1.5, "in": map[string]any{"t.Inner": map[string]any{"a": int32(n), "c": map[string]any{"string": "d"}}}}}
+}
+
+func deepWant(n int) any {
+	switch n % 3 {
+	case 0:
+		return nil
+	case 1:
+		return map[string]any{"x": 0.25, "in": nil}
+	}
+	return map[string]any{"x": -1.5, "in": map[string]any{"a": n, "c": "d"}}
 }
 
 func hexed(m map[string]any) map[string]any {
