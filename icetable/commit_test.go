@@ -198,3 +198,28 @@ func TestCommittedAfterExpiry(t *testing.T) {
 		t.Errorf("committed %+v, want 0:22 1:12", c.Offsets)
 	}
 }
+
+func TestPromotionIntToLong(t *testing.T) {
+	cat := newCatalog(t, nil)
+	ctx := context.Background()
+	v1 := `{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}`
+	v2 := `{"type":"record","name":"R","fields":[{"name":"a","type":"long"}]}`
+	tbl, err := cat.Table(ctx, "pr", "pr", mustSchema(t, v1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := time.UnixMilli(1714600000000)
+	if err := tbl.Append(ctx, Batch{Records: []Record{{Partition: 0, Offset: 0, Timestamp: ts, Value: native(t, tbl.avro, map[string]any{"a": int32(-7)})}}, Offsets: map[int32]int64{0: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Evolve(ctx, mustSchema(t, v2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Append(ctx, Batch{Records: []Record{{Partition: 0, Offset: 1, Timestamp: ts, Value: native(t, tbl.avro, map[string]any{"a": int64(1) << 40})}}, Offsets: map[int32]int64{0: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	got := pyRead(t, cat, "pr")
+	jsonEqual(t, "rows", got.Rows, []map[string]any{
+		{"a": -7, "_kafka": kafkaMeta(0, 0, ts)}, {"a": int64(1) << 40, "_kafka": kafkaMeta(0, 1, ts)},
+	})
+}
