@@ -35,7 +35,7 @@ func newCatalog(t *testing.T, mod func(*Config)) *Catalog {
 	return cat
 }
 
-func mustSchema(t *testing.T, text string) *avro.Schema {
+func mustSchema(t testing.TB, text string) *avro.Schema {
 	t.Helper()
 	s, err := avro.Parse(text)
 	if err != nil {
@@ -46,7 +46,7 @@ func mustSchema(t *testing.T, text string) *avro.Schema {
 
 // native round-trips v through the schema's codec, so values are in the
 // exact form goavro decodes.
-func native(t *testing.T, s *avro.Schema, v map[string]any) any {
+func native(t testing.TB, s *avro.Schema, v map[string]any) any {
 	t.Helper()
 	bin, err := s.Codec().BinaryFromNative(nil, v)
 	if err != nil {
