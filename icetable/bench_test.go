@@ -31,7 +31,7 @@ func BenchmarkAppend(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	for n := 0; n < b.N; n++ {
-		batch := Batch{Offsets: map[int32]int64{0: int64(n+1) * per}, Origin: fmt.Sprint(n)}
+		batch := Batch{Offsets: map[int32]int64{0: int64(n+1) * per}, Origins: map[int32]string{0: fmt.Sprint(n)}}
 		for i := 0; i < per; i++ {
 			batch.Records = append(batch.Records, Record{Partition: 0, Offset: int64(n*per + i),
 				Timestamp: base.Add(time.Duration(n) * time.Hour), Value: values[i%len(values)]})

@@ -13,7 +13,7 @@ const simpleSchema = `{"type":"record","name":"R","fields":[{"name":"a","type":"
 
 func simpleBatch(t *testing.T, tbl *Table, p int32, from, n int64, origin string) Batch {
 	t.Helper()
-	b := Batch{Offsets: map[int32]int64{p: from + n}, Origin: origin}
+	b := Batch{Offsets: map[int32]int64{p: from + n}, Origins: map[int32]string{p: origin}}
 	for o := from; o < from+n; o++ {
 		b.Records = append(b.Records, Record{Partition: p, Offset: o, Timestamp: time.UnixMilli(1714600000000 + o*1000),
 			Value: native(t, tbl.avro, map[string]any{"a": o * 10})})
@@ -116,7 +116,7 @@ func TestLostCommitResponse(t *testing.T) {
 		t.Errorf("%d snapshots, want 2", n)
 	}
 	c, err := tbl.Committed(ctx)
-	if err != nil || c.Offsets[0] != 8 || c.Origin != "o2" {
+	if err != nil || c.Offsets[0] != 8 || c.Origins[0] != "o2" {
 		t.Errorf("committed %+v, %v; want 8, o2", c, err)
 	}
 }
@@ -158,7 +158,7 @@ func TestConcurrentCommitRetried(t *testing.T) {
 		t.Fatalf("%d rows, want 7", len(got.Rows))
 	}
 	c, err := tbl.Committed(ctx)
-	if err != nil || c.Offsets[0] != 3 || c.Offsets[1] != 4 || c.Origin != "us" {
+	if err != nil || c.Offsets[0] != 3 || c.Offsets[1] != 4 || c.Origins[0] != "us" || c.Origins[1] != "peer" {
 		t.Errorf("committed %+v, %v; want 0:3 1:4 origin us", c, err)
 	}
 	if n := len(tbl.Iceberg().Metadata().Snapshots()); n != 2 {

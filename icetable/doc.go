@@ -48,17 +48,19 @@
 // whose summary holds, besides Iceberg's own keys:
 //
 //	tributary.offsets.<partition>  next Kafka offset of that partition, decimal
-//	tributary.origin               the loader's origin high-water marks, opaque
+//	tributary.origin.<partition>   the loader's origin high-water marks of that
+//	                               partition (mirror de-duplication), opaque
 //	tributary.topic                the topic
 //
 // as Kafka Connect's Iceberg sink stores kafka.connect.offsets.<table>.<group>.
-// The same offsets and origin keys are set as table properties in the same
-// commit, so they survive expire_snapshots of our snapshots.
+// A snapshot names the partitions of its batch only. The same offsets and
+// origin keys are set as table properties in the same commit, so they
+// survive expire_snapshots of our snapshots.
 //
 // # Exactly once
 //
-// Committed reads, per partition, the offsets of the newest snapshot naming
-// it, walking from the current snapshot through its ancestors (a Spark
+// Committed reads, per partition, the offsets and origin marks of the
+// newest snapshot naming it, walking from the current snapshot through its ancestors (a Spark
 // rewrite_data_files snapshot in between names none and is walked through),
 // then the table properties for partitions whose snapshots were expired.
 // The loader resumes from those offsets: records before them are in the

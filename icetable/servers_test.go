@@ -131,7 +131,7 @@ func testHDFSAppend(t *testing.T, cat *Catalog) {
 		t.Errorf("scan: %d rows, sum %d; want 80, %d", rows, sum, 10*(49*50/2+29*30/2))
 	}
 	c, err := tbl.Committed(ctx)
-	if err != nil || c.Offsets[0] != 50 || c.Offsets[1] != 30 || c.Origin != "b" {
+	if err != nil || c.Offsets[0] != 50 || c.Offsets[1] != 30 || c.Origins[0] != "a" || c.Origins[1] != "b" {
 		t.Errorf("committed %+v, %v", c, err)
 	}
 }

@@ -26,8 +26,9 @@ const (
 	// OffsetKeyPrefix + "<partition>" is the next offset of that Kafka
 	// partition after the snapshot's data, in decimal.
 	OffsetKeyPrefix = "tributary.offsets."
-	// OriginKey is the loader's opaque origin high-water marks.
-	OriginKey = "tributary.origin"
+	// OriginKeyPrefix + "<partition>" is the loader's opaque state of that
+	// partition after the snapshot's data (its origin high-water marks).
+	OriginKeyPrefix = "tributary.origin."
 	// TopicKey is the topic the snapshot's records came from.
 	TopicKey = "tributary.topic"
 )
@@ -39,9 +40,10 @@ type Batch struct {
 	// Offsets is, per Kafka partition, the next offset to read after the
 	// batch; it must name every partition of Records.
 	Offsets map[int32]int64
-	// Origin is the loader's origin high-water marks after the batch,
-	// stored as given.
-	Origin string
+	// Origins is, per Kafka partition, the loader's origin high-water
+	// marks after the batch, stored as given; a partition without one
+	// keeps the one committed before.
+	Origins map[int32]string
 }
 
 // Committed is what the table holds for its topic.
@@ -49,8 +51,8 @@ type Committed struct {
 	// Offsets is the next offset per partition; a partition never
 	// committed is absent.
 	Offsets map[int32]int64
-	// Origin is the Origin of the latest Append.
-	Origin string
+	// Origins is the newest Origins entry per partition.
+	Origins map[int32]string
 	// SnapshotID is the snapshot Committed read from (0: empty table).
 	SnapshotID int64
 }
@@ -152,12 +154,17 @@ func (t *Table) Committed(ctx context.Context) (Committed, error) {
 }
 
 func committedIn(meta table.Metadata) (Committed, error) {
-	out := Committed{Offsets: map[int32]int64{}}
-	originSeen := false
+	out := Committed{Offsets: map[int32]int64{}, Origins: map[int32]string{}}
 	take := func(props iceberg.Properties) error {
 		for k, v := range props {
-			if k == OriginKey && !originSeen {
-				out.Origin, originSeen = v, true
+			if ps, ok := strings.CutPrefix(k, OriginKeyPrefix); ok {
+				p, err := strconv.ParseInt(ps, 10, 32)
+				if err != nil {
+					return fmt.Errorf("%w: key %s", ErrSummary, k)
+				}
+				if _, seen := out.Origins[int32(p)]; !seen {
+					out.Origins[int32(p)] = v
+				}
 				continue
 			}
 			ps, ok := strings.CutPrefix(k, OffsetKeyPrefix)
@@ -212,7 +219,7 @@ func landed(c Committed, b Batch) bool {
 
 // Append writes b's records as Parquet data files under the table's
 // location and commits them in one append snapshot whose summary holds
-// b.Offsets and b.Origin. A commit that conflicts with another writer's,
+// b.Offsets and b.Origins. A commit that conflicts with another writer's,
 // or whose outcome is unknown, is retried with the same data files after
 // reloading the table, unless the reloaded table shows it landed. A batch
 // without records commits nothing.
@@ -229,9 +236,15 @@ func (t *Table) Append(ctx context.Context, b Batch) error {
 	if err != nil {
 		return err
 	}
-	props := iceberg.Properties{TopicKey: t.topic, OriginKey: b.Origin}
+	props := iceberg.Properties{TopicKey: t.topic}
 	for p, o := range b.Offsets {
 		props[OffsetKeyPrefix+strconv.Itoa(int(p))] = strconv.FormatInt(o, 10)
+	}
+	for p, o := range b.Origins {
+		if _, ok := b.Offsets[p]; !ok {
+			return fmt.Errorf("%w: origin marks of partition %d, which the batch does not commit", ErrValue, p)
+		}
+		props[OriginKeyPrefix+strconv.Itoa(int(p))] = o
 	}
 	return t.commit(ctx, files, props, b)
 }

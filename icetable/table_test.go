@@ -3,6 +3,7 @@ package icetable
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/big"
 	"testing"
 	"time"
@@ -158,7 +159,10 @@ func appendTypes(t *testing.T, tbl *Table, n, per int) []map[string]any {
 		for p, o := range next {
 			batch.Offsets[p] = o
 		}
-		batch.Origin = "origin-" + time.Duration(len(wants)).String()
+		batch.Origins = map[int32]string{}
+		for p := range next {
+			batch.Origins[p] = fmt.Sprintf("origin-%d-%d", p, len(wants))
+		}
 		if err := tbl.Append(ctx, batch); err != nil {
 			t.Fatal(err)
 		}
@@ -214,8 +218,8 @@ func TestAppendTypesPyiceberg(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Offsets[0] != 5 || c.Offsets[1] != 5 || c.Origin != "origin-10ns" {
-		t.Errorf("committed %+v, want 5/5 and origin-10ns", c)
+	if c.Offsets[0] != 5 || c.Offsets[1] != 5 || c.Origins[0] != "origin-0-10" || c.Origins[1] != "origin-1-10" {
+		t.Errorf("committed %+v, want 5/5 and origin-*-10", c)
 	}
 	// Three appends, three snapshots.
 	if n := len(tbl.Iceberg().Metadata().Snapshots()); n != 3 {
