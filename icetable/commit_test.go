@@ -223,3 +223,49 @@ func TestPromotionIntToLong(t *testing.T) {
 		{"a": -7, "_kafka": kafkaMeta(0, 0, ts)}, {"a": int64(1) << 40, "_kafka": kafkaMeta(0, 1, ts)},
 	})
 }
+
+// When every attempt loses to another writer, Append gives up with
+// ErrCommit and none of its records is in the table.
+func TestRetriesExhausted(t *testing.T) {
+	cat := newCatalog(t, func(c *Config) { c.CommitRetries = 2 })
+	ctx := context.Background()
+	s := mustSchema(t, simpleSchema)
+	tbl, err := cat.Table(ctx, "ex", "ex", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := Open(ctx, cat.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	peer, err := other.Table(ctx, "ex", "ex", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var peerNext int64
+	tbl.beforeCommit = func(int) {
+		if err := peer.Append(ctx, simpleBatch(t, peer, 1, peerNext, 2, "peer")); err != nil {
+			t.Error(err)
+		}
+		peerNext += 2
+	}
+	err = tbl.Append(ctx, simpleBatch(t, tbl, 0, 0, 3, "us"))
+	if !errors.Is(err, ErrCommit) {
+		t.Fatalf("err %v, want ErrCommit", err)
+	}
+	if cat.Retries() != 2 {
+		t.Errorf("%d retries, want 2", cat.Retries())
+	}
+	c, err := tbl.Committed(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Offsets[0]; ok || c.Offsets[1] != peerNext {
+		t.Errorf("committed %+v, want only the peer's 1:%d", c.Offsets, peerNext)
+	}
+	rows, _ := scanCount(t, tbl)
+	if rows != peerNext {
+		t.Errorf("%d rows, want the peer's %d", rows, peerNext)
+	}
+}

@@ -16,8 +16,10 @@ var (
 	ErrTypeChange = errors.New("icetable: column type changed")
 	// ErrValue is a record value that does not match the table's schema.
 	ErrValue = errors.New("icetable: value does not match schema")
-	// ErrCommit is a commit that failed after every retry; nothing of the
-	// batch is in the table (Append checked) and the batch may be retried.
+	// ErrCommit is a commit that failed after every retry. The batch was
+	// not in the table when Append last looked, but an attempt still in
+	// flight in the catalog could land: read Committed again (as after a
+	// restart) before appending those records again.
 	ErrCommit = errors.New("icetable: commit failed")
 	// ErrSummary is a snapshot summary whose tributary.* values do not
 	// parse: the table was written by something else under our keys.

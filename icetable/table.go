@@ -306,6 +306,12 @@ func (t *Table) commit(ctx context.Context, files []iceberg.DataFile, props iceb
 			return nil
 		}
 	}
+	// The last attempt may have landed too.
+	if err := t.tbl.Refresh(ctx); err == nil {
+		if c, err := committedIn(t.tbl.Metadata()); err == nil && landed(c, b) {
+			return nil
+		}
+	}
 	return fmt.Errorf("%w: topic %s after %d retries: %w", ErrCommit, t.topic, t.cat.cfg.CommitRetries, last)
 }
 
