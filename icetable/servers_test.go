@@ -11,6 +11,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/catalog"
+
+	"github.com/tributary/tributary/internal/properties"
+	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
 func needEnv(t *testing.T, name string) string {
@@ -143,4 +146,35 @@ func TestHDFSWarehouseSQLCatalog(t *testing.T) {
 
 func TestHDFSWarehouseHiveCatalog(t *testing.T) {
 	testHDFSAppend(t, newHiveCatalog(t, hdfsWarehouse(t)))
+}
+
+// A Kerberized HDFS warehouse: the Kerberos keys, read from properties as
+// the loader reads them, reach the HDFS FileIO through the catalog.
+func TestKerberizedHDFSWarehouse(t *testing.T) {
+	k := testenv.SecureHDFS(t, "privacy")
+	p := properties.New(map[string]string{
+		"iceberg.catalog.type":         "sql",
+		"iceberg.catalog.uri":          filepath.Join(t.TempDir(), "catalog.db"),
+		"iceberg.catalog.warehouse":    "hdfs://" + k.Addr + "/tmp/" + uniqueName("icetable"),
+		"hdfs.authentication.kerberos": "true", "connect.hdfs.principal": k.ClientPrincipal,
+		"connect.hdfs.keytab": k.ClientKeytab, "krb5.conf": k.Krb5Conf,
+		"hdfs.namenode.principal":                 k.NameNodePrincipal,
+		"dfs.data.transfer.protection":            k.Protection,
+		"dfs.encrypt.data.transfer.cipher.suites": k.CipherSuites,
+	})
+	c := FromProperties(p)
+	if err := p.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if u := p.Unknown(); len(u) > 0 {
+		t.Fatalf("keys not read: %v", u)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cat, err := Open(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	testHDFSAppend(t, cat)
 }
