@@ -3,6 +3,8 @@ package icetable
 import (
 	"context"
 	"errors"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,6 +166,10 @@ func TestConcurrentCommitRetried(t *testing.T) {
 	if n := len(tbl.Iceberg().Metadata().Snapshots()); n != 2 {
 		t.Errorf("%d snapshots, want 2", n)
 	}
+	// The refused attempt's manifest list and manifest were removed.
+	if lists, manifests := metadataFiles(t, tbl); lists != 2 || manifests != 2 {
+		t.Errorf("%d manifest lists and %d manifests, want 2 and 2", lists, manifests)
+	}
 }
 
 // Committed finds the offsets of partitions whose snapshots were expired
@@ -268,4 +274,24 @@ func TestRetriesExhausted(t *testing.T) {
 	if rows != peerNext {
 		t.Errorf("%d rows, want the peer's %d", rows, peerNext)
 	}
+}
+
+// metadataFiles counts the manifest lists and manifests under the table's
+// metadata directory (a file:// warehouse).
+func metadataFiles(t *testing.T, tbl *Table) (lists, manifests int) {
+	t.Helper()
+	dir := strings.TrimPrefix(tbl.Iceberg().Location(), "file://") + "/metadata"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		switch {
+		case strings.HasPrefix(e.Name(), "snap-"):
+			lists++
+		case strings.HasSuffix(e.Name(), ".avro"):
+			manifests++
+		}
+	}
+	return lists, manifests
 }

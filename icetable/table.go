@@ -330,12 +330,21 @@ func (t *Table) attempt(ctx context.Context, n int, files []iceberg.DataFile, pr
 	if err != nil {
 		return err
 	}
+	staged, err := tx.StagedTable()
+	if err != nil {
+		return err
+	}
 	if t.beforeCommit != nil {
 		t.beforeCommit(n)
 	}
 	meta, loc, err := t.cat.cat.CommitTable(ctx, t.ident, tc.Requirements, tc.Updates)
 	if t.afterCommit != nil {
 		err = t.afterCommit(n, err)
+	}
+	if refused(err) {
+		// Refused for certain: the attempt's manifests are garbage (the
+		// data files are not: the next attempt commits them).
+		t.removeManifests(ctx, staged.CurrentSnapshot())
 	}
 	if err != nil {
 		return err
@@ -349,4 +358,33 @@ func withoutTopic(props iceberg.Properties) iceberg.Properties {
 	out := maps.Clone(props)
 	delete(out, TopicKey)
 	return out
+}
+
+// removeManifests deletes the manifest list of an uncommitted snapshot and
+// the manifests it added; failures only leave garbage for orphan removal.
+func (t *Table) removeManifests(ctx context.Context, snap *table.Snapshot) {
+	if snap == nil {
+		return
+	}
+	fs, err := t.tbl.FS(ctx)
+	if err != nil {
+		return
+	}
+	if ms, err := snap.Manifests(fs); err == nil {
+		for _, m := range ms {
+			if m.SnapshotID() == snap.SnapshotID {
+				fs.Remove(m.FilePath())
+			}
+		}
+	}
+	fs.Remove(snap.ManifestList)
+}
+
+// refused reports whether a commit error says the catalog refused the
+// commit, so that it certainly did not land: ErrCommitFailed (a lost
+// compare-and-swap) or a failed requirement, which iceberg-go's catalogs
+// return unwrapped, as "requirement failed: ...".
+func refused(err error) bool {
+	return err != nil && (errors.Is(err, table.ErrCommitFailed) ||
+		strings.Contains(strings.ToLower(err.Error()), "requirement failed:"))
 }
