@@ -295,3 +295,28 @@ func metadataFiles(t *testing.T, tbl *Table) (lists, manifests int) {
 	}
 	return lists, manifests
 }
+
+// A batch larger than one Arrow chunk is written whole in one snapshot.
+func TestLargeBatchChunked(t *testing.T) {
+	cat := newCatalog(t, nil)
+	ctx := context.Background()
+	tbl, err := cat.Table(ctx, "big", "big", mustSchema(t, simpleSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(writeChunk + writeChunk/2)
+	b := Batch{Offsets: map[int32]int64{0: n}}
+	for o := int64(0); o < n; o++ {
+		b.Records = append(b.Records, Record{Partition: 0, Offset: o, Timestamp: time.UnixMilli(1714600000000), Value: map[string]any{"a": o * 10}})
+	}
+	if err := tbl.Append(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	rows, sum := scanCount(t, tbl)
+	if rows != n || sum != 10*n*(n-1)/2 {
+		t.Errorf("%d rows, sum %d; want %d, %d", rows, sum, n, 10*n*(n-1)/2)
+	}
+	if k := len(tbl.Iceberg().Metadata().Snapshots()); k != 1 {
+		t.Errorf("%d snapshots, want 1", k)
+	}
+}

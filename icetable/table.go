@@ -249,28 +249,49 @@ func (t *Table) Append(ctx context.Context, b Batch) error {
 	return t.commit(ctx, files, props, b)
 }
 
+// writeChunk is the number of records per Arrow record batch: Append
+// converts a batch lazily, one chunk at a time, so a large batch is not
+// held in memory twice.
+const writeChunk = 1 << 16
+
 func (t *Table) write(ctx context.Context, records []Record) ([]iceberg.DataFile, error) {
 	sc := t.tbl.Schema()
 	asc, err := table.SchemaToArrowSchema(sc, nil, true, false)
 	if err != nil {
 		return nil, fmt.Errorf("icetable: arrow schema of topic %s: %w", t.topic, err)
 	}
-	rb := array.NewRecordBuilder(memory.DefaultAllocator, asc)
-	defer rb.Release()
 	w := rowWriter{schema: sc, avro: t.avro}
-	for _, r := range records {
-		if err := w.append(rb, r); err != nil {
-			return nil, fmt.Errorf("topic %s: %w", t.topic, err)
+	var convErr error
+	seq := func(yield func(arrow.RecordBatch, error) bool) {
+		for from := 0; from < len(records); from += writeChunk {
+			rb := array.NewRecordBuilder(memory.DefaultAllocator, asc)
+			for _, r := range records[from:min(from+writeChunk, len(records))] {
+				if err := w.append(rb, r); err != nil {
+					rb.Release()
+					convErr = fmt.Errorf("topic %s: %w", t.topic, err)
+					yield(nil, convErr)
+					return
+				}
+			}
+			rec := rb.NewRecordBatch()
+			rb.Release()
+			if !yield(rec, nil) {
+				return
+			}
 		}
 	}
-	rec := rb.NewRecordBatch()
-	seq := func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }
 	var files []iceberg.DataFile
 	for df, err := range table.WriteRecords(ctx, t.tbl, asc, iter.Seq2[arrow.RecordBatch, error](seq)) {
 		if err != nil {
+			if convErr != nil {
+				return nil, convErr
+			}
 			return nil, fmt.Errorf("icetable: write data files of topic %s: %w", t.topic, err)
 		}
 		files = append(files, df)
+	}
+	if convErr != nil {
+		return nil, convErr
 	}
 	return files, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"strings"
 	"testing"
 	"time"
 )
@@ -249,9 +250,7 @@ func TestTypeChangeRefused(t *testing.T) {
 	}
 }
 
-func contains(s, sub string) bool {
-	return len(sub) == 0 || (len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)))
-}
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 // partitionHours returns, per data file of the table, its partition value
 // (hours since the epoch) and record count.
@@ -306,5 +305,27 @@ func TestPartitionByHour(t *testing.T) {
 		}
 		got := partitionHours(t, tbl)
 		jsonEqual(t, "records per hour "+tc.name, got, want)
+	}
+}
+
+// A value that does not match the schema fails Append with ErrValue, and
+// nothing is committed.
+func TestBadValueRefused(t *testing.T) {
+	cat := newCatalog(t, nil)
+	ctx := context.Background()
+	tbl, err := cat.Table(ctx, "bad", "bad", mustSchema(t, `{"type":"record","name":"R","fields":[{"name":"a","type":"long"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := time.UnixMilli(1714600000000)
+	err = tbl.Append(ctx, Batch{Records: []Record{
+		{Partition: 0, Offset: 0, Timestamp: ts, Value: map[string]any{"a": int64(1)}},
+		{Partition: 0, Offset: 1, Timestamp: ts, Value: map[string]any{"a": "one"}},
+	}, Offsets: map[int32]int64{0: 2}})
+	if !errors.Is(err, ErrValue) || !strings.Contains(err.Error(), "field a") {
+		t.Fatalf("err %v, want ErrValue naming field a", err)
+	}
+	if s := tbl.Iceberg().CurrentSnapshot(); s != nil {
+		t.Errorf("snapshot %d committed", s.SnapshotID)
 	}
 }
