@@ -320,3 +320,43 @@ func TestLargeBatchChunked(t *testing.T) {
 		t.Errorf("%d snapshots, want 1", k)
 	}
 }
+
+// Two loaders evolving the same table to the same version at once end with
+// one new column.
+func TestConcurrentEvolution(t *testing.T) {
+	cat := newCatalog(t, nil)
+	ctx := context.Background()
+	v1 := mustSchema(t, simpleSchema)
+	v2 := mustSchema(t, `{"type":"record","name":"R","fields":[{"name":"a","type":"long"},{"name":"b","type":["null","string"],"default":null}]}`)
+	var tables [2]*Table
+	for i := range tables {
+		c, err := Open(ctx, cat.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if tables[i], err = c.Table(ctx, "ce", "ce", v1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, 2)
+	for _, tbl := range tables {
+		go func() { errs <- tbl.Evolve(ctx, v2) }()
+	}
+	for range tables {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	tbl, err := cat.Table(ctx, "ce", "ce", v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]int{}
+	for _, f := range tbl.Iceberg().Schema().Fields() {
+		names[f.Name]++
+	}
+	if names["b"] != 1 || len(names) != 3 {
+		t.Errorf("columns %v, want a, b, _kafka once each", names)
+	}
+}

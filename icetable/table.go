@@ -86,23 +86,34 @@ func (t *Table) Evolve(ctx context.Context, s *avro.Schema) error {
 }
 
 func (t *Table) evolve(ctx context.Context, want *iceberg.Schema) error {
-	cur := t.tbl.Schema()
-	if err := checkTypes(t.topic, cur, want); err != nil {
-		return err
+	var last error
+	for attempt := 0; attempt <= t.cat.cfg.CommitRetries; attempt++ {
+		if attempt > 0 {
+			// Another writer changed the table (perhaps the same evolution,
+			// by a peer loader): look again.
+			if err := t.tbl.Refresh(ctx); err != nil {
+				return fmt.Errorf("icetable: evolve table of topic %s: %w", t.topic, err)
+			}
+		}
+		cur := t.tbl.Schema()
+		if err := checkTypes(t.topic, cur, want); err != nil {
+			return err
+		}
+		if schemaCovers(cur, want) {
+			return nil
+		}
+		tx := t.tbl.NewTransaction()
+		if err := tx.UpdateSchema(true, false).UnionByNameWith(want).Commit(); err != nil {
+			return fmt.Errorf("icetable: evolve table of topic %s: %w", t.topic, err)
+		}
+		tbl, err := tx.Commit(ctx)
+		if err == nil {
+			t.tbl = tbl
+			return nil
+		}
+		last = err
 	}
-	if schemaCovers(cur, want) {
-		return nil
-	}
-	tx := t.tbl.NewTransaction()
-	if err := tx.UpdateSchema(true, false).UnionByNameWith(want).Commit(); err != nil {
-		return fmt.Errorf("icetable: evolve table of topic %s: %w", t.topic, err)
-	}
-	tbl, err := tx.Commit(ctx)
-	if err != nil {
-		return fmt.Errorf("icetable: evolve table of topic %s: %w", t.topic, err)
-	}
-	t.tbl = tbl
-	return nil
+	return fmt.Errorf("%w: evolve table of topic %s: %w", ErrCommit, t.topic, last)
 }
 
 // schemaCovers reports whether every field of want is in cur with the same
