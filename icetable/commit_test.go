@@ -128,20 +128,7 @@ func TestLostCommitResponse(t *testing.T) {
 func TestConcurrentCommitRetried(t *testing.T) {
 	cat := newCatalog(t, nil)
 	ctx := context.Background()
-	s := mustSchema(t, simpleSchema)
-	tbl, err := cat.Table(ctx, "conc", "conc", s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := Open(ctx, cat.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	peer, err := other.Table(ctx, "conc", "conc", s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl, peer := tableAndPeer(t, cat, "conc")
 	tbl.beforeCommit = func(n int) {
 		if n == 0 {
 			if err := peer.Append(ctx, simpleBatch(t, peer, 1, 0, 4, "peer")); err != nil {
@@ -235,20 +222,7 @@ func TestPromotionIntToLong(t *testing.T) {
 func TestRetriesExhausted(t *testing.T) {
 	cat := newCatalog(t, func(c *Config) { c.CommitRetries = 2 })
 	ctx := context.Background()
-	s := mustSchema(t, simpleSchema)
-	tbl, err := cat.Table(ctx, "ex", "ex", s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := Open(ctx, cat.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	peer, err := other.Table(ctx, "ex", "ex", s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl, peer := tableAndPeer(t, cat, "ex")
 	var peerNext int64
 	tbl.beforeCommit = func(int) {
 		if err := peer.Append(ctx, simpleBatch(t, peer, 1, peerNext, 2, "peer")); err != nil {
@@ -256,7 +230,7 @@ func TestRetriesExhausted(t *testing.T) {
 		}
 		peerNext += 2
 	}
-	err = tbl.Append(ctx, simpleBatch(t, tbl, 0, 0, 3, "us"))
+	err := tbl.Append(ctx, simpleBatch(t, tbl, 0, 0, 3, "us"))
 	if !errors.Is(err, ErrCommit) {
 		t.Fatalf("err %v, want ErrCommit", err)
 	}
@@ -359,4 +333,26 @@ func TestConcurrentEvolution(t *testing.T) {
 	if names["b"] != 1 || len(names) != 3 {
 		t.Errorf("columns %v, want a, b, _kafka once each", names)
 	}
+}
+
+// tableAndPeer opens table name of cat (simpleSchema) twice, the second
+// time through a catalog of its own: another writer.
+func tableAndPeer(t *testing.T, cat *Catalog, name string) (*Table, *Table) {
+	t.Helper()
+	ctx := context.Background()
+	s := mustSchema(t, simpleSchema)
+	tbl, err := cat.Table(ctx, name, name, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := Open(ctx, cat.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	peer, err := other.Table(ctx, name, name, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl, peer
 }
