@@ -90,7 +90,11 @@ func checkRows(t *testing.T, reader string, want []map[string]any, got icereader
 // value by value by Spark and by pyiceberg, with its snapshots (time
 // travel, summaries, Spark's procedures) and properties; and a table on
 // the test HDFS, which Spark reads (pyiceberg cannot here).
+//
+// It and TestSQLCatalog run side by side (t.Parallel): each waits mostly on
+// a Spark JVM's start of its own, in a namespace or catalog of its own.
 func TestHiveCatalog(t *testing.T) {
+	t.Parallel()
 	uri := testenv.HiveMetastore(t)
 	hdfs := testenv.HDFS(t)
 	dir := t.TempDir()

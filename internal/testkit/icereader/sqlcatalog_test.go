@@ -54,6 +54,7 @@ times.append(pa.Table.from_pylist([{"tm": datetime.time(23, 59, 59, 999999)}, {"
 // SQLite file (warehouse on file://), read back value by value by
 // pyiceberg and by Spark's JdbcCatalog on the same file.
 func TestSQLCatalog(t *testing.T) {
+	t.Parallel() // its own catalog file and Spark JVM: beside TestHiveCatalog
 	dir := t.TempDir()
 	cat := icereader.SQLCatalog("tributary", filepath.Join(dir, "catalog.db"), "file://"+filepath.Join(dir, "warehouse"))
 	var snapshot int64
