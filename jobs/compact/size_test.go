@@ -403,18 +403,18 @@ func compactSampleAs(t testing.TB, s sizeSample, codec, tsType string, compare b
 	return sum.BytesIn, sum.BytesOut
 }
 
-// sizeParallel: the three size tests of the full samples (each 50 to 80 s
-// of goavro, compaction and a pyarrow comparison under the race detector
-// on a busy machine) run as parallel tests, so that they take the
-// crashParallel slots the crash tests leave while those wait on their
-// child processes and NameNodes, instead of running before them.
-
 // TestCompactionCompresses: page views and a wide record come out of
 // compaction within their bound of their deflate Avro with the default
 // codec, and pyarrow reads every row back equal; snappy's figure is logged
 // beside it.
+//
+// It and the other two size tests of the full samples (each 30 to 80 s of
+// compaction and a pyarrow comparison under the race detector on a busy
+// machine) are parallel tests: they take the crashParallel slots beside
+// the crash tests, which mostly wait on child processes and NameNodes,
+// instead of running before them. Their figures do not depend on time.
 func TestCompactionCompresses(t *testing.T) {
-	t.Parallel() // sizeParallel: beside the crash tests, which mostly wait
+	t.Parallel() // beside the crash tests, which mostly wait
 	for _, c := range []struct {
 		s     sizeSample
 		bound float64
@@ -437,7 +437,7 @@ func TestCompactionCompresses(t *testing.T) {
 // wide record come back within INT64's bounds, pyarrow reading every row
 // back equal.
 func TestCompactionCompressesINT64(t *testing.T) {
-	t.Parallel() // sizeParallel: beside the crash tests, which mostly wait
+	t.Parallel() // beside the crash tests (see TestCompactionCompresses)
 	for _, c := range []struct {
 		s     sizeSample
 		bound float64
@@ -459,7 +459,7 @@ func TestCompactionCompressesINT64(t *testing.T) {
 // views sorted by user (larger: no bound) and a key of several columns,
 // the first nullable (nulls first), are checked the same way.
 func TestCompactionSortedCompresses(t *testing.T) {
-	t.Parallel() // sizeParallel: beside the crash tests, which mostly wait
+	t.Parallel() // beside the crash tests (see TestCompactionCompresses)
 	t.Run("requests", func(t *testing.T) {
 		in, out := compactSample(t, wideSample(30000), DefaultCodec, true, "user_id")
 		ratio := float64(out) / float64(in)
