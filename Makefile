@@ -64,7 +64,7 @@ test: deps build vet
 # shows every failure; a job's output is printed when it ends.
 TEST_JOBS  ?= 2
 TEST_FIRST := broker broker/clustertest jobs/compact pipeline/tablestest pipeline/soak loader \
-	pipeline ensemble mirror broker/kafkacompat broker/partlog pipeline/typematrix jobs cmd/tributary \
+	pipeline internal/testkit/icereader ensemble mirror broker/kafkacompat broker/partlog pipeline/typematrix jobs cmd/tributary \
 	internal/network jobs/tables
 test-unit:
 	@all=$$($(GO) list ./...) || exit 1; \

@@ -24,7 +24,14 @@ func testLogger(t *testing.T, buf *testproc.SyncBuffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
-func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }
+// demoParallel is how many of the parallel tests (the three demos: the
+// embedded one, the secure one and the denied mirror) run at once unless
+// -test.parallel is given: all three, not GOMAXPROCS, since each mostly
+// waits (its producers' rate, its audit windows closing, the scheduled
+// loader's runs), each on ports and directories of its own.
+const demoParallel = 3
+
+func TestMain(m *testing.M) { os.Exit(testproc.MainParallel(m, demoParallel)) }
 
 var summaryLine = regexp.MustCompile(`^pipeline: (\d+) produced, (\d+) mirrored, (\d+) loaded exactly once, audit complete in (\d+) of (\d+) closed windows$`)
 

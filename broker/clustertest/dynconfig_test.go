@@ -125,6 +125,7 @@ func TestDynamicBrokerConfigs(t *testing.T) {
 // TestReplicationThrottle: a follower catching up 20 MB with the leader and
 // follower replication throttles at 2 MB/s takes at least 0.7 x 10 s.
 func TestReplicationThrottle(t *testing.T) {
+	t.Parallel() // its own cluster; bounded from below only (the throttle)
 	c := newMemCluster(t, 3)
 	addrs := bootstrap(c, 3)
 	ctx := testenv.Context(t, 3*time.Minute)

@@ -119,6 +119,7 @@ func registryOffsets(t *testing.T, ctx context.Context, connect, group, topic st
 // broker comes back it leads the offsets partition again with a stale
 // log, and still serves the newest offsets.
 func TestGroupCoordinatorFailover(t *testing.T) {
+	t.Parallel() // its own processes and chroot, mostly waiting on the failover
 	connect := zktest.Chroot(t, zk(t), "groups")
 	c := newGroupCluster(t, connect)
 	ctx := testenv.Context(t, 5*time.Minute)

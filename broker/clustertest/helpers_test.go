@@ -28,8 +28,15 @@ const sessionTimeout = proccluster.DefaultSessionTimeout
 // waitTimeout bounds every wait for the cluster to converge.
 const waitTimeout = 60 * time.Second
 
+// clusterParallel is how many of the parallel tests run at once unless
+// -test.parallel is given: each has clusters and chroots of its own and
+// mostly waits on them (broker processes, failovers, rebalances), so more
+// than GOMAXPROCS. The tests that bound how long something takes (a
+// failover, an acks=all produce) or set the environment stay sequential.
+const clusterParallel = 4
+
 // TestMain removes the tributary binary the process clusters run.
-func TestMain(m *testing.M) { os.Exit(testproc.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(testproc.MainParallel(m, clusterParallel)) }
 
 // testCluster is a set of brokers with ids 1..n, whichever way they run.
 type testCluster interface {

@@ -100,6 +100,7 @@ func partitionBytes(t *testing.T, dir string) int64 {
 // offsets partition bounded once cleaned, and a coordinator move reads
 // back that partition fast (the figure is logged).
 func TestOffsetsTopicCompacted(t *testing.T) {
+	t.Parallel() // its own cluster and chroot; no bound on the figures it logs
 	commits := 3000
 	if os.Getenv("TRIBUTARY_FULL") == "1" {
 		commits = 100_000

@@ -448,6 +448,7 @@ func checkEveryReplica(t *testing.T, ctx context.Context, c *replCluster, topic 
 // replicas. No produce error reaches the application and every
 // acknowledged record is at its offset.
 func TestReplicationRollingRestart(t *testing.T) {
+	t.Parallel() // its own processes and chroot, mostly waiting on restarts
 	c := newReplCluster(t, 3, replicationProps(map[string]string{"default.replication.factor": "3"}))
 	ctx := testenv.Context(t, 10*time.Minute)
 	const topic, parts = "rolling", 3

@@ -49,6 +49,7 @@ func txnCoordinatorOf(t *testing.T, ctx context.Context, addrs []string, id stri
 // a worker, then the group coordinator. The output, read with
 // read_committed, holds every input record exactly once.
 func TestTxnEtlWithBrokerKills(t *testing.T) {
+	t.Parallel() // its own processes and chroot, mostly waiting on kills and rebalances
 	c := newProcCluster(t, zktest.Chroot(t, zk(t), "txn-etl"), 3, proccluster.Properties(map[string]string{
 		"offsets.topic.num.partitions":                                "6",
 		"offsets.topic.replication.factor":                            "3",

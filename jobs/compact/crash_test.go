@@ -1,13 +1,11 @@
 package compact
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,18 +19,11 @@ import (
 // crashParallel is how many of the crash tests (the local one, the HDFS
 // one and the two Kerberized ones) run at once unless -test.parallel is
 // given: they wait on child processes and NameNodes, not on the CPU, so
-// all four, not GOMAXPROCS.
+// all four, not GOMAXPROCS. The size tests (sizeParallel) are parallel
+// tests too: they take the slot of a crash test that ended.
 const crashParallel = 4
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		_ = flag.Set("test.parallel", strconv.Itoa(crashParallel))
-	}
-	os.Exit(testproc.Main(m))
-}
+func TestMain(m *testing.M) { os.Exit(testproc.MainParallel(m, crashParallel)) }
 
 // TestCrashAtEveryStepLocal and ...HDFS SIGKILL `tributary jobs compact`
 // at each of its file-system steps in turn (EnvCrashAt): readiness

@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,6 +66,25 @@ type sizeSample struct {
 	hours         int
 	// gen returns the records of hour h, in partition and offset order.
 	gen func(h int, start time.Time) []partRecord
+	// key, if set, names the sample's records (generator and size) so
+	// that writeSample encodes them once per test binary (sampleCache).
+	key string
+}
+
+// sampleCache holds the Avro files of the keyed samples: the generators
+// are seeded, so a sample's files hold the same records every time, and
+// encoding the request log's 60,000 rows with goavro takes 10 to 20 s
+// under the race detector on a busy machine (four size tests write it).
+var sampleCache struct {
+	sync.Mutex
+	files map[string][]sampleFile
+}
+
+// sampleFile is one Avro file of a sample: its hour and its name there.
+type sampleFile struct {
+	hour int
+	name string
+	data []byte
 }
 
 type partRecord struct {
@@ -77,7 +97,7 @@ type partRecord struct {
 // partitions like the pipeline's producer does.
 func pageViewSample(perHour int) sizeSample {
 	producers := []struct{ dc, id string }{{"dc1", "dc1-1f2e3d4c"}, {"dc1", "dc1-99aa0b1c"}, {"dc2", "dc2-5e6f7a8b"}, {"dc2", "dc2-0c0d0e0f"}}
-	return sizeSample{topic: "pageviews", schema: pageview.Schema, hours: 3, gen: func(h int, start time.Time) []partRecord {
+	return sizeSample{topic: "pageviews", schema: pageview.Schema, hours: 3, key: fmt.Sprint("pageviews/", perHour), gen: func(h int, start time.Time) []partRecord {
 		rng := rand.New(rand.NewPCG(uint64(h), 1))
 		byPart := make([][]partRecord, 6)
 		per := perHour / len(producers)
@@ -153,7 +173,7 @@ func wideSample(perHour int) sizeSample {
 		"Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Mobile Safari/537.36",
 		"okhttp/4.12.0",
 	}
-	return sizeSample{topic: "requests", schema: wideSchema, hours: 2, gen: func(h int, start time.Time) []partRecord {
+	return sizeSample{topic: "requests", schema: wideSchema, hours: 2, key: fmt.Sprint("requests/", perHour), gen: func(h int, start time.Time) []partRecord {
 		rng := rand.New(rand.NewPCG(uint64(h), 2))
 		byPart := make([][]partRecord, 4)
 		step := time.Hour / time.Duration(perHour)
@@ -247,16 +267,48 @@ func sortByTimestamp(recs []partRecord, field string) {
 // loaderBlockBytes) and returns the hours' directories.
 func writeSample(t testing.TB, fsys filesys.FS, base string, s sizeSample) []string {
 	t.Helper()
+	var dirs []string
+	for h := 0; h < s.hours; h++ {
+		dirs = append(dirs, hours.Dir(base, s.topic, hour0.Add(time.Duration(h)*time.Hour)))
+	}
+	for _, f := range encodeSampleOnce(t, s) {
+		if err := filesys.WriteFile(fsys, path.Join(dirs[f.hour], f.name), f.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dirs
+}
+
+// encodeSampleOnce returns encodeSample's files, from sampleCache for a
+// keyed sample encoded before.
+func encodeSampleOnce(t testing.TB, s sizeSample) []sampleFile {
+	t.Helper()
+	if s.key == "" {
+		return encodeSample(t, s)
+	}
+	sampleCache.Lock()
+	defer sampleCache.Unlock()
+	if f, ok := sampleCache.files[s.key]; ok {
+		return f
+	}
+	f := encodeSample(t, s)
+	if sampleCache.files == nil {
+		sampleCache.files = map[string][]sampleFile{}
+	}
+	sampleCache.files[s.key] = f
+	return f
+}
+
+// encodeSample encodes the sample's hours as the loader's Avro files.
+func encodeSample(t testing.TB, s sizeSample) []sampleFile {
+	t.Helper()
 	codec, err := goavro.NewCodec(s.schema)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dirs []string
+	var files []sampleFile
 	for h := 0; h < s.hours; h++ {
-		hs := hour0.Add(time.Duration(h) * time.Hour)
-		dir := hours.Dir(base, s.topic, hs)
-		dirs = append(dirs, dir)
-		recs := s.gen(h, hs)
+		recs := s.gen(h, hour0.Add(time.Duration(h)*time.Hour))
 		for i := 0; i < len(recs); {
 			part := recs[i].partition
 			var buf bytes.Buffer
@@ -285,12 +337,10 @@ func writeSample(t testing.TB, fsys filesys.FS, base string, s sizeSample) []str
 				}
 			}
 			name := hours.LoaderFile{Topic: s.topic, Partition: int32(part), First: first, Last: first + n - 1, SchemaID: 3, Format: hours.Avro}.Name()
-			if err := filesys.WriteFile(fsys, path.Join(dir, name), buf.Bytes()); err != nil {
-				t.Fatal(err)
-			}
+			files = append(files, sampleFile{hour: h, name: name, data: buf.Bytes()})
 		}
 	}
-	return dirs
+	return files
 }
 
 // compactSample compacts the sample with codec, sorted by sortBy if given,
@@ -357,7 +407,14 @@ func compactSampleAs(t testing.TB, s sizeSample, codec, tsType string, compare b
 // compaction within their bound of their deflate Avro with the default
 // codec, and pyarrow reads every row back equal; snappy's figure is logged
 // beside it.
+//
+// It and the other two size tests of the full samples (each 30 to 80 s of
+// compaction and a pyarrow comparison under the race detector on a busy
+// machine) are parallel tests: they take the crashParallel slots beside
+// the crash tests, which mostly wait on child processes and NameNodes,
+// instead of running before them. Their figures do not depend on time.
 func TestCompactionCompresses(t *testing.T) {
+	t.Parallel() // beside the crash tests, which mostly wait
 	for _, c := range []struct {
 		s     sizeSample
 		bound float64
@@ -380,6 +437,7 @@ func TestCompactionCompresses(t *testing.T) {
 // wide record come back within INT64's bounds, pyarrow reading every row
 // back equal.
 func TestCompactionCompressesINT64(t *testing.T) {
+	t.Parallel() // beside the crash tests (see TestCompactionCompresses)
 	for _, c := range []struct {
 		s     sizeSample
 		bound float64
@@ -401,6 +459,7 @@ func TestCompactionCompressesINT64(t *testing.T) {
 // views sorted by user (larger: no bound) and a key of several columns,
 // the first nullable (nulls first), are checked the same way.
 func TestCompactionSortedCompresses(t *testing.T) {
+	t.Parallel() // beside the crash tests (see TestCompactionCompresses)
 	t.Run("requests", func(t *testing.T) {
 		in, out := compactSample(t, wideSample(30000), DefaultCodec, true, "user_id")
 		ratio := float64(out) / float64(in)

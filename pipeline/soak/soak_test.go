@@ -2,7 +2,6 @@ package soak
 
 import (
 	"context"
-	"flag"
 	"os"
 	"strconv"
 	"strings"
@@ -17,15 +16,7 @@ import (
 // given: all three, not GOMAXPROCS (a soak waits more than it computes).
 const soakParallel = 3
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		_ = flag.Set("test.parallel", strconv.Itoa(soakParallel))
-	}
-	os.Exit(testproc.Main(m))
-}
+func TestMain(m *testing.M) { os.Exit(testproc.MainParallel(m, soakParallel)) }
 
 // envSeed replays a failed run's schedule: the seed is in its output.
 const envSeed = "SOAK_SEED"

@@ -85,21 +85,33 @@ func checkRows(t *testing.T, reader string, want []map[string]any, got icereader
 	}
 }
 
-// TestHiveCatalog: a table Spark writes through the Hive catalog on the
+// TestCatalogs runs the Hive and the SQL catalog's checks (testHiveCatalog,
+// testSQLCatalog) on one Spark session with both catalogs: a session's
+// start is a JVM's (12-30 s of CPU), the package's longest wait.
+func TestCatalogs(t *testing.T) {
+	uri := testenv.HiveMetastore(t)
+	hdfs := testenv.HDFS(t)
+	hiveDir, sqlDir := t.TempDir(), t.TempDir()
+	hive := icereader.HiveCatalog("hc", uri, "file://"+filepath.Join(hiveDir, "warehouse"))
+	// Spark's JdbcCatalog opens the SQLite file when a query first names
+	// the catalog: after pyiceberg made it.
+	sql := icereader.SQLCatalog("tributary", filepath.Join(sqlDir, "catalog.db"), "file://"+filepath.Join(sqlDir, "warehouse"))
+	began := time.Now()
+	s := icereader.NewSpark(t, hive, sql)
+	t.Logf("Spark %s started in %v", s.Version, time.Since(began))
+	t.Run("Hive", func(t *testing.T) { testHiveCatalog(t, s, hive, hiveDir, hdfs) })
+	t.Run("SQL", func(t *testing.T) { testSQLCatalog(t, s, sql) })
+}
+
+// testHiveCatalog: a table Spark writes through the Hive catalog on the
 // test metastore (partitioned by hours(ts), warehouse on file://), read
 // value by value by Spark and by pyiceberg, with its snapshots (time
 // travel, summaries, Spark's procedures) and properties; and a table on
-// the test HDFS, which Spark reads (pyiceberg cannot here).
-func TestHiveCatalog(t *testing.T) {
-	uri := testenv.HiveMetastore(t)
-	hdfs := testenv.HDFS(t)
-	dir := t.TempDir()
-	cat := icereader.HiveCatalog("hc", uri, "file://"+filepath.Join(dir, "warehouse"))
+// the test HDFS, which Spark reads (pyiceberg cannot here). cat is the
+// Hive catalog of s, its warehouse under dir.
+func testHiveCatalog(t *testing.T, s *icereader.Spark, cat icereader.Catalog, dir, hdfs string) {
 	db := icereader.Namespace(t, cat, "icereader")
 	table := db + ".t"
-	began := time.Now()
-	s := icereader.NewSpark(t, cat)
-	t.Logf("Spark %s started in %v", s.Version, time.Since(began))
 	t.Cleanup(func() {
 		// Its files on HDFS (Namespace's cleanup drops the rest).
 		if _, err := s.Query("DROP TABLE IF EXISTS hc." + db + ".h PURGE"); err != nil {

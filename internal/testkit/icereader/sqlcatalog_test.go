@@ -3,7 +3,6 @@ package icereader_test
 import (
 	"encoding/hex"
 	"math"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -50,12 +49,11 @@ times.append(pa.Table.from_pylist([{"tm": datetime.time(23, 59, 59, 999999)}, {"
     schema=times.schema().as_arrow()))
 `
 
-// TestSQLCatalog: a table pyiceberg writes through a SQL catalog on a
+// testSQLCatalog: a table pyiceberg writes through a SQL catalog on a
 // SQLite file (warehouse on file://), read back value by value by
-// pyiceberg and by Spark's JdbcCatalog on the same file.
-func TestSQLCatalog(t *testing.T) {
-	dir := t.TempDir()
-	cat := icereader.SQLCatalog("tributary", filepath.Join(dir, "catalog.db"), "file://"+filepath.Join(dir, "warehouse"))
+// pyiceberg and by Spark's JdbcCatalog on the same file. cat is the SQL
+// catalog of s.
+func testSQLCatalog(t *testing.T, s *icereader.Spark, cat icereader.Catalog) {
 	var snapshot int64
 	icereader.PyIcebergScript(t, cat, writeSQLTable, nil, &snapshot)
 
@@ -97,7 +95,7 @@ func TestSQLCatalog(t *testing.T) {
 	}
 
 	// Spark reads a UUID as a string.
-	got := icereader.ReadSpark(t, cat, "db.t")
+	got := s.SQL("SELECT * FROM " + cat.Name + ".db.t")
 	for _, r := range want {
 		if u, ok := r["u"].(icereader.UUID); ok {
 			r["u"] = string(u)

@@ -10,7 +10,8 @@
 // restarts on the same ports, is internal/testkit/proccluster's.
 //
 // A test binary that uses it calls Main from its TestMain, which removes the
-// built binary afterwards. Every process started here is killed when its
+// built binary afterwards (MainParallel also raises -test.parallel's
+// default, for packages whose parallel tests mostly wait). Every process started here is killed when its
 // test ends, and its output is logged if the test failed. Safe for use from
 // parallel tests.
 package testproc

@@ -3,11 +3,13 @@ package testproc
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -35,6 +37,19 @@ func Main(m *testing.M) int {
 		os.RemoveAll(binary.dir)
 	}
 	return code
+}
+
+// MainParallel is Main with -test.parallel n unless the command line gives
+// it: for packages whose parallel tests mostly wait (on child processes,
+// clusters, NameNodes), not compute, so more than GOMAXPROCS at once.
+func MainParallel(m *testing.M, n int) int {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(n))
+	}
+	return Main(m)
 }
 
 // Binary returns the path of a tributary binary built from this checkout,
