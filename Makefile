@@ -9,8 +9,8 @@ LDFLAGS   := -X main.version=$(VERSION)
 MODULE    := github.com/tributary/tributary
 # Packages with concurrency get the race detector (RACE_RE: the same, as a
 # pattern over import paths).
-RACE_PKGS := ./broker/... ./client/... ./internal/coord/... ./audit/... ./mirror/... ./loader/... ./jobs/... ./hours/... ./internal/filesys/...
-RACE_RE   := ^$(MODULE)/(broker|client|internal/coord|audit|mirror|loader|jobs|hours|internal/filesys)(/|$$)
+RACE_PKGS := ./broker/... ./client/... ./internal/coord/... ./audit/... ./mirror/... ./loader/... ./jobs/... ./hours/... ./internal/filesys/... ./icetable/...
+RACE_RE   := ^$(MODULE)/(broker|client|internal/coord|audit|mirror|loader|jobs|hours|internal/filesys|icetable)(/|$$)
 # Packages with ZooKeeper-ensemble tests (built without -race, see test-unit).
 ENSEMBLE_PKGS := ./broker/... ./client/... ./internal/coord/...
 TEST_TIMEOUT ?= 25m
@@ -47,8 +47,10 @@ build:
 deps:
 	bash scripts/install-deps.sh
 
+# The tests that run tributary processes use the binary build just made
+# (testproc.EnvBinary) rather than each linking one.
 test: deps build vet
-	bash scripts/with-servers.sh $(MAKE) --no-print-directory test-unit
+	TRIBUTARY_TEST_BINARY=$(CURDIR)/$(BIN) bash scripts/with-servers.sh $(MAKE) --no-print-directory test-unit
 
 # test-unit runs the Go tests; servers must already be running (see
 # with-servers.sh). RACE_PKGS run under the race detector; their
@@ -64,7 +66,7 @@ test: deps build vet
 # shows every failure; a job's output is printed when it ends.
 TEST_JOBS  ?= 2
 TEST_FIRST := broker broker/clustertest jobs/compact pipeline/tablestest pipeline/soak loader \
-	pipeline internal/testkit/icereader ensemble mirror broker/kafkacompat broker/partlog pipeline/typematrix jobs cmd/tributary \
+	pipeline icetable internal/testkit/icereader ensemble mirror broker/kafkacompat broker/partlog pipeline/typematrix jobs cmd/tributary \
 	internal/network jobs/tables
 test-unit:
 	@all=$$($(GO) list ./...) || exit 1; \

@@ -52,13 +52,26 @@ func MainParallel(m *testing.M, n int) int {
 	return Main(m)
 }
 
+// EnvBinary names a tributary binary built from this checkout that Binary
+// uses instead of building one: `make test` sets it to the bin/tributary
+// its build step has just made, so that the packages running processes do
+// not each link their own.
+const EnvBinary = "TRIBUTARY_TEST_BINARY"
+
 // Binary returns the path of a tributary binary built from this checkout,
-// once per test binary. It is built without the race detector: the child
-// processes are the system under test; the race detector watches the test
-// process.
+// once per test binary (or EnvBinary's). It is built without the race
+// detector: the child processes are the system under test; the race
+// detector watches the test process.
 func Binary(t testing.TB) string {
 	t.Helper()
 	binary.once.Do(func() {
+		if p := os.Getenv(EnvBinary); p != "" {
+			if _, err := os.Stat(p); err != nil {
+				binary.err = fmt.Errorf("%s=%s: %w (make build makes it)", EnvBinary, p, err)
+			}
+			binary.path = p
+			return
+		}
 		dir, err := os.MkdirTemp("", "tributary-testproc")
 		if err != nil {
 			binary.err = err
