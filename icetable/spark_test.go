@@ -14,8 +14,9 @@ import (
 // The pace and bounds of TestSparkRewriteWhileAppending. A loader commits
 // every few seconds; a writer committing much faster (every 300 ms) can
 // starve the rewrite's commit, which Spark retries with back-off for up to
-// 30 minutes. So the test appends every appendEvery, at most
-// appendsPerRound times while a round runs, then lets the round finish.
+// 30 minutes. So the test appends when a round starts and then every
+// appendEvery, at most appendsPerRound times a round, then lets the round
+// finish.
 const (
 	rewriteRounds   = 3
 	appendsPerRound = 3
@@ -104,10 +105,13 @@ func TestSparkRewriteWhileAppending(t *testing.T) {
 		case <-time.After(roundStartBound):
 			t.Fatalf("round %d: not started within %v", i+1, roundStartBound)
 		}
-		// Append while the round runs, a few times at a loader's pace.
+		// Append while the round runs, a few times at a loader's pace:
+		// at once (a short round is done before a paced append), then
+		// every appendEvery until the round ends.
 		var r rewriteRound
+		appendOne()
 		done := false
-		for k := 0; k < appendsPerRound && !done; k++ {
+		for k := 1; k < appendsPerRound && !done; k++ {
 			select {
 			case r = <-ended:
 				done = true
