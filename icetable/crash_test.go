@@ -90,11 +90,11 @@ func TestSIGKILL(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := pyRead(t, cat, "crash")
-			if len(got.Rows) != 30 {
-				t.Fatalf("%d rows, want 30", len(got.Rows))
+			if len(got) != 30 {
+				t.Fatalf("%d rows, want 30", len(got))
 			}
-			for i, r := range got.Rows {
-				if o := r["_kafka"].(map[string]any)["offset"]; o != float64(i) || r["a"] != float64(10*i) {
+			for i, r := range got {
+				if o := r["_kafka"].(map[string]any)["offset"]; o != int64(i) || r["a"] != int64(10*i) {
 					t.Fatalf("row %d: offset %v a %v", i, o, r["a"])
 				}
 			}

@@ -1,18 +1,16 @@
 package icetable
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
-	"fmt"
 	"math/big"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tributary/tributary/internal/testkit/icereader"
 	"github.com/tributary/tributary/schema/avro"
 )
 
@@ -59,74 +57,66 @@ func native(t testing.TB, s *avro.Schema, v map[string]any) any {
 	return out
 }
 
-type pyResult struct {
-	Rows  []map[string]any `json:"rows"`
-	IDs   map[string]int   `json:"ids"`
-	Files int              `json:"files"`
-}
-
-// pyRead reads table name of cat with pyiceberg, rows sorted by Kafka
-// partition and offset.
-func pyRead(t *testing.T, cat *Catalog, name string) pyResult {
-	t.Helper()
-	py := os.Getenv("TRIBUTARY_TEST_PYTHON")
-	if py == "" {
-		t.Fatal("TRIBUTARY_TEST_PYTHON is not set (source the test servers' env; scripts/install-deps.sh installs pyiceberg)")
-	}
+// readerCatalog is cat as icereader's readers open it.
+func readerCatalog(cat *Catalog) icereader.Catalog {
 	c := cat.cfg
-	args, _ := json.Marshal(map[string]string{"type": c.Type, "name": c.Name, "uri": strings.TrimPrefix(c.URI, "file://"),
-		"warehouse": c.Warehouse, "table": c.Namespace + "." + name})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, py, "testdata/read.py", string(args))
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("pyiceberg: %v\n%s", err, stderr.String())
+	if c.Type == CatalogHive {
+		return icereader.HiveCatalog(c.Name, c.URI, c.Warehouse)
 	}
-	var res pyResult
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("pyiceberg output: %v\n%s", err, out)
-	}
-	sort.Slice(res.Rows, func(i, j int) bool {
-		ki, kj := res.Rows[i]["_kafka"].(map[string]any), res.Rows[j]["_kafka"].(map[string]any)
-		if ki["partition"] != kj["partition"] {
-			return ki["partition"].(float64) < kj["partition"].(float64)
-		}
-		return ki["offset"].(float64) < kj["offset"].(float64)
-	})
-	return res
+	return icereader.SQLCatalog(c.Name, strings.TrimPrefix(c.URI, "file://"), c.Warehouse)
 }
 
-// tsString formats as read.py does.
-func tsString(tm time.Time, zoned bool) string {
-	s := tm.UTC().Format("2006-01-02T15:04:05.000000")
-	if zoned {
-		s += "Z"
-	}
-	return s
-}
-
-func decString(unscaled int64, scale int) string {
-	return new(big.Rat).SetFrac(big.NewInt(unscaled), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)).FloatString(scale)
-}
-
-// jsonEqual compares after a JSON round trip of want (numbers as float64).
-func jsonEqual(t *testing.T, what string, got, want any) {
+// pyRead reads table name of cat with pyiceberg (icereader.ReadPyIceberg),
+// rows sorted by Kafka partition and offset.
+func pyRead(t *testing.T, cat *Catalog, name string) []map[string]any {
 	t.Helper()
-	b, _ := json.Marshal(want)
-	var w any
-	json.Unmarshal(b, &w)
-	gb, _ := json.Marshal(got)
-	wb, _ := json.Marshal(w)
-	if string(gb) != string(wb) {
-		t.Errorf("%s:\n got %s\nwant %s", what, gb, wb)
+	rows := icereader.ReadPyIceberg(t, readerCatalog(cat), cat.cfg.Namespace+"."+name).Rows
+	for i, r := range rows {
+		if _, ok := r["_kafka"].(map[string]any); !ok {
+			t.Fatalf("row %d has no _kafka struct: %v", i, r)
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b map[string]any) int {
+		ka, kb := a["_kafka"].(map[string]any), b["_kafka"].(map[string]any)
+		return cmp.Or(cmp.Compare(ka["partition"].(int32), kb["partition"].(int32)),
+			cmp.Compare(ka["offset"].(int64), kb["offset"].(int64)))
+	})
+	return rows
+}
+
+// tableFactsScript gives pyiceberg's field ids of a table's top-level
+// columns and the number of data files its scan plans.
+const tableFactsScript = `
+t = catalog.load_table(input)
+result = {"ids": {f.name: f.field_id for f in t.schema().fields}, "files": len(list(t.scan().plan_files()))}
+`
+
+// pyTableFacts returns pyiceberg's field ids of table name's top-level
+// columns and the number of data files of its current snapshot.
+func pyTableFacts(t *testing.T, cat *Catalog, name string) (ids map[string]int, files int) {
+	t.Helper()
+	var out struct {
+		IDs   map[string]int `json:"ids"`
+		Files int            `json:"files"`
+	}
+	icereader.PyIcebergScript(t, readerCatalog(cat), tableFactsScript, cat.cfg.Namespace+"."+name, &out)
+	return out.IDs, out.Files
+}
+
+// diffRows fails t with the differences between the rows pyiceberg read and
+// the rows wanted, value by value.
+func diffRows(t *testing.T, want, got []map[string]any) {
+	t.Helper()
+	if d := icereader.DiffRows(want, got); d != "" {
+		t.Errorf("pyiceberg rows differ:\n%s", d)
 	}
 }
 
-func kafkaMeta(p int32, o int64, ts time.Time) map[string]any {
-	return map[string]any{"partition": p, "offset": o, "timestamp": tsString(ts, true)}
+func decString(unscaled int64, scale int) icereader.Decimal {
+	return icereader.Decimal(new(big.Rat).SetFrac(big.NewInt(unscaled), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)).FloatString(scale))
 }
 
-var _ = fmt.Sprintf
+// kafkaMeta is the _kafka struct of a record as the readers give it.
+func kafkaMeta(p int32, o int64, ts time.Time) map[string]any {
+	return map[string]any{"partition": p, "offset": o, "timestamp": icereader.InstantOf(ts)}
+}

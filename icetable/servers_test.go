@@ -3,7 +3,6 @@ package icetable
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,15 +15,6 @@ import (
 	"github.com/tributary/tributary/internal/testkit/testenv"
 )
 
-func needEnv(t *testing.T, name string) string {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		t.Fatalf("%s is not set: source the test servers' environment (scripts start them)", name)
-	}
-	return v
-}
-
 // uniqueName is a fresh lower-case name for databases and directories
 // shared with other tests on the same servers.
 func uniqueName(prefix string) string {
@@ -35,7 +25,7 @@ func uniqueName(prefix string) string {
 // of its own, dropped with its tables at the end.
 func newHiveCatalog(t *testing.T, warehouse string) *Catalog {
 	t.Helper()
-	uri := needEnv(t, "TRIBUTARY_TEST_HIVE_METASTORE")
+	uri := testenv.HiveMetastore(t)
 	ns := uniqueName("icetable")
 	cat := newCatalog(t, func(c *Config) {
 		c.Type, c.URI, c.Namespace, c.Warehouse = CatalogHive, uri, ns, warehouse
@@ -61,13 +51,7 @@ func TestHiveCatalogPyiceberg(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := appendTypes(t, tbl, 7, 3)
-	got := pyRead(t, cat, "events_types")
-	if len(got.Rows) != len(want) {
-		t.Fatalf("pyiceberg read %d rows, want %d", len(got.Rows), len(want))
-	}
-	for i := range want {
-		jsonEqual(t, "row", got.Rows[i], want[i])
-	}
+	diffRows(t, want, pyRead(t, cat, "events_types"))
 	// A second process (a restarted loader) resumes from the table.
 	again, err := Open(ctx, cat.cfg)
 	if err != nil {
@@ -110,7 +94,7 @@ func scanCount(t *testing.T, tbl *Table) (rows int64, sumA int64) {
 }
 
 func hdfsWarehouse(t *testing.T) string {
-	addr := needEnv(t, "TRIBUTARY_TEST_HDFS")
+	addr := testenv.HDFS(t)
 	return "hdfs://" + addr + "/tmp/" + uniqueName("icetable")
 }
 
