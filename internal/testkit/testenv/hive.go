@@ -220,11 +220,8 @@ func runPythonWith(t testing.TB, py, module, script string, input, output any, a
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, py, append([]string{"-c", script}, args...)...)
+	cmd := PythonCommand(ctx, py, append([]string{"-c", script}, args...)...)
 	cmd.Stdin = bytes.NewReader(in)
-	if java := java17(); java != "" {
-		cmd.Env = append(os.Environ(), "JAVA_HOME="+filepath.Dir(filepath.Dir(java)))
-	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()
@@ -241,6 +238,18 @@ func runPythonWith(t testing.TB, py, module, script string, input, output any, a
 		tail = tail[len(tail)-6000:]
 	}
 	t.Fatalf("%s: %v\nstdout: %s\nstderr (tail): %s", module, err, stdout.String(), tail)
+}
+
+// PythonCommand returns the command running the interpreter py with args,
+// with JAVA_HOME set to an OpenJDK 17 when one is found (PySpark starts its
+// JVM from it): the one way the readers start Python, for the runners here
+// and for long-lived sessions elsewhere (internal/testkit/icereader).
+func PythonCommand(ctx context.Context, py string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, py, args...)
+	if java := java17(); java != "" {
+		cmd.Env = append(os.Environ(), "JAVA_HOME="+filepath.Dir(filepath.Dir(java)))
+	}
+	return cmd
 }
 
 // java17 returns TRIBUTARY_JAVA or an OpenJDK 17 under /usr/lib/jvm (Spark
