@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
@@ -205,6 +206,12 @@ func (pl *partLoad) commitIceberg(ctx context.Context, m *Manifest) error {
 	if err := l.checkOwnership(pl.topic, pl.partition); err != nil {
 		return err
 	}
+	// One Append per table at a time in a process: the job's partitions of
+	// a topic would otherwise conflict on every commit (each conflict a
+	// retry with a reload of the table).
+	mu, _ := l.iceCommits.LoadOrStore(pl.topic, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
 	start := time.Now()
 	err = pl.ice.tbl.Append(ctx, icetable.Batch{Records: recs,
 		Offsets: map[int32]int64{pl.partition: m.NextOffset}, Origins: map[int32]string{pl.partition: string(state)}})

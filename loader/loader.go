@@ -55,6 +55,8 @@ type Loader struct {
 	layouts sync.Map
 	// ice is the catalog of table.format=iceberg (nil for Avro files).
 	ice *icetable.Catalog
+	// iceCommits holds a *sync.Mutex per topic: its Appends, one at a time.
+	iceCommits sync.Map
 }
 
 // New connects to the output file system, the cluster, the registry and,
