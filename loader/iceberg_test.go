@@ -18,6 +18,7 @@ import (
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/testkit/icereader"
 	"github.com/tributary/tributary/loader"
+	"github.com/tributary/tributary/mirror/origin"
 )
 
 // Two versions of a record of many types; v2 adds a field with a default.
@@ -326,6 +327,66 @@ func logSnapshots(t *testing.T, cat icereader.Catalog, table string) {
 		sort.Strings(keys)
 		t.Logf("snapshot %d (parent %d): %v", s.ID, s.ParentID, keys)
 	}
+}
+
+// TestIcebergMirrorReplay delivers source offsets twice, as a restarted
+// mirror does, within one load and across loads (the origin marks then
+// come back from the table's snapshot): pyiceberg reads each record once.
+func TestIcebergMirrorReplay(t *testing.T) {
+	c := newCluster(t)
+	d := iceData{topic: "icemirror", partitions: 2}
+	c.CreateTopic(t, d.topic, d.partitions)
+	mirrored := func(from, to int) []*kgo.Record {
+		var recs []*kgo.Record
+		for i := from; i < to; i++ {
+			val := d.value(i)
+			delete(val, "ref")
+			v, err := c.ser.Encode(context.Background(), d.topic+"-value", typesV1, val)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := int32(i) % d.partitions
+			recs = append(recs, &kgo.Record{Topic: d.topic, Partition: p, Value: v, Timestamp: d.ts(i),
+				Headers: []kgo.RecordHeader{{Key: origin.Header, Value: origin.Append(nil, "dc1", p, int64(i/int(d.partitions)))}}})
+		}
+		return recs
+	}
+	cfg, cat, _ := iceConfig(t, c, "icemirror", d.topic)
+	cfg.CommitRecords = 150
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	run := func() loader.Summary {
+		t.Helper()
+		l, err := loader.New(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		sum, err := l.Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	c.produce(t, mirrored(0, 600))
+	c.produce(t, mirrored(400, 700)) // replay inside the next load
+	if sum := run(); sum.Records != 700 || sum.Duplicates != 200 {
+		t.Fatalf("first run %+v, want 700 records and 200 duplicates", sum)
+	}
+	c.produce(t, mirrored(650, 1000)) // replay across loads
+	if sum := run(); sum.Records != 300 || sum.Duplicates != 50 {
+		t.Fatalf("second run %+v, want 300 records and 50 duplicates", sum)
+	}
+	got := readIce(t, cat, "default."+loader.TableName(d.topic)) // each id once
+	for i := 0; i < 1000; i++ {
+		if r := got[int64(i)]; r == nil || r["name"] != fmt.Sprintf("name-%d", i) {
+			t.Fatalf("record %d: %v", i, r)
+		}
+	}
+	if len(got) != 1000 {
+		t.Fatalf("table holds %d records, want 1000", len(got))
+	}
+	checkAudit(t, c, cfg.Name, map[string]int64{d.topic: 1000})
 }
 
 // TestIcebergConfig: table.format and the catalog keys are checked when the
