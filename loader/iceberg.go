@@ -50,6 +50,7 @@ type iceLoad struct {
 	cat   *icetable.Catalog
 	topic string
 	tbl   *icetable.Table
+	lock  func(topic string) func()
 	// reader is the newest writer schema seen (the highest registry id):
 	// the table's Avro schema, to which older writers' records are
 	// resolved (an added field gets its default).
@@ -62,11 +63,28 @@ type iceLoad struct {
 	ids     []schema.ID
 }
 
+// iceLock serialises a process's calls on a topic's table: one Append per
+// table at a time (the job's partitions of a topic would otherwise
+// conflict on every commit, each conflict a retry with a reload), and,
+// with a Hive catalog, every call (iceberg-go's Hive catalog shares one
+// Thrift connection that concurrent calls hang on). It returns the unlock.
+func (l *Loader) iceLock(topic string) func() {
+	key := topic
+	if l.cfg.Iceberg.Type == icetable.CatalogHive {
+		key = ""
+	}
+	mu, _ := l.iceCommits.LoadOrStore(key, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	return mu.(*sync.Mutex).Unlock
+}
+
 // recoverIceberg reads what the partition's table committed: the manifest
 // of the newest snapshot naming the partition (nil if none), and the
 // partition's iceLoad.
 func (l *Loader) recoverIceberg(ctx context.Context, topic string, p int32) (*iceLoad, *Manifest, error) {
-	il := &iceLoad{cat: l.ice, topic: topic, evolved: map[schema.ID]bool{}, resolved: map[schema.ID]*avro.Resolver{}}
+	il := &iceLoad{cat: l.ice, topic: topic, lock: l.iceLock, evolved: map[schema.ID]bool{}, resolved: map[schema.ID]*avro.Resolver{}}
+	unlock := l.iceLock(topic)
+	defer unlock()
 	ident := catalog.ToIdentifier(l.cfg.Iceberg.Namespace, TableName(topic))
 	if _, err := l.ice.Iceberg().LoadTable(ctx, ident); errors.Is(err, catalog.ErrNoSuchTable) {
 		return il, nil, nil
@@ -108,6 +126,8 @@ func (il *iceLoad) use(ctx context.Context, id schema.ID, s *avro.Schema) error 
 	if il.evolved[id] {
 		return nil
 	}
+	unlock := il.lock(il.topic)
+	defer unlock()
 	switch {
 	case il.tbl == nil:
 		tbl, err := il.cat.Table(ctx, il.topic, TableName(il.topic), s)
@@ -206,12 +226,8 @@ func (pl *partLoad) commitIceberg(ctx context.Context, m *Manifest) error {
 	if err := l.checkOwnership(pl.topic, pl.partition); err != nil {
 		return err
 	}
-	// One Append per table at a time in a process: the job's partitions of
-	// a topic would otherwise conflict on every commit (each conflict a
-	// retry with a reload of the table).
-	mu, _ := l.iceCommits.LoadOrStore(pl.topic, &sync.Mutex{})
-	mu.(*sync.Mutex).Lock()
-	defer mu.(*sync.Mutex).Unlock()
+	unlock := l.iceLock(pl.topic)
+	defer unlock()
 	start := time.Now()
 	err = pl.ice.tbl.Append(ctx, icetable.Batch{Records: recs,
 		Offsets: map[int32]int64{pl.partition: m.NextOffset}, Origins: map[int32]string{pl.partition: string(state)}})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -387,6 +388,66 @@ func TestIcebergMirrorReplay(t *testing.T) {
 		t.Fatalf("table holds %d records, want 1000", len(got))
 	}
 	checkAudit(t, c, cfg.Name, map[string]int64{d.topic: 1000})
+}
+
+// TestIcebergHiveSpark loads into Iceberg's Hive catalog on the test
+// metastore (warehouse on file://, which both readers can read) and
+// counts the records per hour with Spark: each hour holds exactly the
+// records produced in it, and the table is partitioned by those hours.
+func TestIcebergHiveSpark(t *testing.T) {
+	uri := os.Getenv("TRIBUTARY_TEST_HIVE_METASTORE")
+	if uri == "" {
+		t.Fatal("TRIBUTARY_TEST_HIVE_METASTORE is not set (source the test servers' environment)")
+	}
+	c := newCluster(t)
+	d := iceData{topic: "ice-hive", partitions: 3}
+	c.CreateTopic(t, d.topic, d.partitions)
+	const n = 1200 // 7 s apart: 2h20m, over three hours
+	c.produceIce(t, d, 0, n, nil)
+	want := map[int64]int64{}
+	for i := 0; i < n; i++ {
+		want[d.ts(i).Unix()/3600]++
+	}
+	cat := icereader.HiveCatalog("hc", uri, "file://"+filepath.Join(t.TempDir(), "warehouse"))
+	ns := icereader.Namespace(t, cat, "loadice")
+	cfg := baseConfig(c, "icehive", d.topic, "file://"+filepath.Join(t.TempDir(), "out"))
+	cfg.TableFormat = loader.FormatIceberg
+	cfg.Iceberg = icetable.Config{Type: icetable.CatalogHive, URI: uri, Warehouse: cat.Warehouse, Namespace: ns}
+	cfg.CommitRecords = 250
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	l, err := loader.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if sum, err := l.Run(ctx); err != nil || sum.Records != n {
+		t.Fatalf("run: %+v %v, want %d records", sum, err, n)
+	}
+	table := "hc." + ns + "." + loader.TableName(d.topic)
+	s := icereader.NewSpark(t, cat)
+	res := s.SQL("SELECT CAST(unix_timestamp(_kafka.timestamp) DIV 3600 AS BIGINT) AS h, count(*) AS n, count(DISTINCT id) AS ids FROM " +
+		table + " GROUP BY 1")
+	got := map[int64]int64{}
+	for _, r := range res.Rows {
+		h, cnt, ids := r["h"].(int64), r["n"].(int64), r["ids"].(int64)
+		if cnt != ids {
+			t.Errorf("hour %d: %d records of %d ids", h, cnt, ids)
+		}
+		got[h] = cnt
+	}
+	if len(got) != len(want) {
+		t.Errorf("Spark counted hours %v, want %v", got, want)
+	}
+	for h, w := range want {
+		if got[h] != w {
+			t.Errorf("hour %s: Spark counted %d records, want %d", time.Unix(h*3600, 0).UTC(), got[h], w)
+		}
+	}
+	parts := s.SQL("SELECT count(*) AS n FROM " + table + ".partitions")
+	if len(parts.Rows) != 1 || parts.Rows[0]["n"].(int64) != int64(len(want)) {
+		t.Errorf("partitions %v, want %d hours", parts.Rows, len(want))
+	}
 }
 
 // TestIcebergConfig: table.format and the catalog keys are checked when the
