@@ -143,6 +143,21 @@ func iceConfig(t *testing.T, c *cluster, job, topic string) (loader.Config, icer
 	return cfg, cat, filepath.Join(dir, "out")
 }
 
+// runInProcess runs the loader once in this process.
+func runInProcess(t *testing.T, ctx context.Context, cfg loader.Config) loader.Summary {
+	t.Helper()
+	l, err := loader.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	sum, err := l.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
+}
+
 // readIce reads the table with pyiceberg: its rows by id (each id once, or
 // the test fails) and the paths of the current snapshot's data files
 // (each once).
@@ -232,19 +247,7 @@ func TestIcebergLoad(t *testing.T) {
 	cfg.CommitRecords = 90 // several commits per partition
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	run := func() loader.Summary {
-		t.Helper()
-		l, err := loader.New(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		sum, err := l.Run(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sum
-	}
+	run := func() loader.Summary { t.Helper(); return runInProcess(t, ctx, cfg) }
 	if sum := run(); sum.Records != 400 || sum.Errors != 3 || sum.Partitions != 3 {
 		t.Fatalf("summary %+v, want 400 records and 3 errors over 3 partitions", sum)
 	}
@@ -356,19 +359,7 @@ func TestIcebergMirrorReplay(t *testing.T) {
 	cfg.CommitRecords = 150
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	run := func() loader.Summary {
-		t.Helper()
-		l, err := loader.New(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		sum, err := l.Run(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sum
-	}
+	run := func() loader.Summary { t.Helper(); return runInProcess(t, ctx, cfg) }
 	c.produce(t, mirrored(0, 600))
 	c.produce(t, mirrored(400, 700)) // replay inside the next load
 	if sum := run(); sum.Records != 700 || sum.Duplicates != 200 {
@@ -416,13 +407,8 @@ func TestIcebergHiveSpark(t *testing.T) {
 	cfg.CommitRecords = 250
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	l, err := loader.New(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	if sum, err := l.Run(ctx); err != nil || sum.Records != n {
-		t.Fatalf("run: %+v %v, want %d records", sum, err, n)
+	if sum := runInProcess(t, ctx, cfg); sum.Records != n {
+		t.Fatalf("run: %+v, want %d records", sum, n)
 	}
 	table := "hc." + ns + "." + loader.TableName(d.topic)
 	s := icereader.NewSpark(t, cat)
