@@ -106,7 +106,12 @@ func New(ctx context.Context, cfg Config) (*Loader, error) {
 		l.audit = &auditPublisher{cfg: cfg}
 	}
 	if cfg.TableFormat == FormatIceberg {
-		if l.ice, err = icetable.Open(ctx, cfg.Iceberg); err != nil {
+		// With its defaults filled in (the namespace names the tables).
+		if err := l.cfg.Iceberg.Validate(); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+		if l.ice, err = icetable.Open(ctx, l.cfg.Iceberg); err != nil {
 			l.Close()
 			return nil, fmt.Errorf("iceberg catalog: %w", err)
 		}
