@@ -13,6 +13,7 @@ import (
 
 	"github.com/tributary/tributary/client/serde"
 	"github.com/tributary/tributary/hours"
+	"github.com/tributary/tributary/icetable"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/internal/properties"
@@ -22,6 +23,14 @@ import (
 const (
 	ReadCommitted   = "read_committed"
 	ReadUncommitted = "read_uncommitted"
+)
+
+// The values of table.format.
+const (
+	// FormatAvro writes Avro container files under the output (the default).
+	FormatAvro = "avro"
+	// FormatIceberg commits to one Apache Iceberg table per topic (icetable).
+	FormatIceberg = "iceberg"
 )
 
 // Defaults.
@@ -150,6 +159,15 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer receives the loader's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
+	// TableFormat is `table.format`: FormatAvro (the default, container
+	// files under OutputURI) or FormatIceberg (one Iceberg table per topic,
+	// committed with the offsets; see doc.go). OutputURI still holds the
+	// job's state and the _errors files.
+	TableFormat string
+	// Iceberg is the catalog of FormatIceberg (the `iceberg.*` keys of
+	// icetable.Keys, Kafka Connect's Iceberg sink's names).
+	Iceberg icetable.Config
+
 	// CrashAt is a test hook (not a property): see CrashPoint. Zero is off.
 	CrashAt CrashPoint
 }
@@ -234,6 +252,39 @@ func (c Config) Validate() error {
 	if err := c.HDFS.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
+	return c.validateFormat()
+}
+
+// validateFormat checks table.format and, for iceberg, the catalog keys
+// and the keys that only shape Avro files.
+func (c Config) validateFormat() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	switch c.TableFormat {
+	case "", FormatAvro:
+		return nil
+	case FormatIceberg:
+	default:
+		return bad("table.format=%q: want %s or %s", c.TableFormat, FormatAvro, FormatIceberg)
+	}
+	// icetable defaults the type to sql; the loader asks for it, so that a
+	// job meant for a Hive catalog never writes a SQLite file by mistake.
+	if c.Iceberg.Type == "" {
+		return bad("iceberg.catalog.type is required with table.format=iceberg: want %s or %s", icetable.CatalogSQL, icetable.CatalogHive)
+	}
+	ic := c.Iceberg
+	if err := ic.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	switch {
+	case c.PathFormat != "":
+		return bad("path.format: not used with table.format=iceberg (tables are partitioned by iceberg.tables.default-partition-by)")
+	case c.PartitionDuration != 0 && c.PartitionDuration != time.Hour:
+		return bad("partition.duration.ms: not used with table.format=iceberg (tables are partitioned by hours)")
+	case c.StoreKeys || c.StoreHeaders || c.StoreCoordinates:
+		return bad("store.kafka.*: not used with table.format=iceberg (the _kafka column holds partition, offset and timestamp)")
+	}
 	return nil
 }
 
@@ -294,7 +345,8 @@ var Keys = slices.Concat(network.SecurityKeys, auditSecurityKeys, filesys.HDFSKe
 	"path.format", "timezone", "locale", "store.kafka.keys", "store.kafka.headers", "store.kafka.coordinates",
 	"zookeeper.connect", "zookeeper.session.timeout.ms", "scale.members", "scale.wait.ms",
 	"audit.enable", "audit.cluster", "audit.bootstrap.servers", "audit.topic", "audit.window.ms",
-})
+	"table.format",
+}, icetable.Keys)
 
 var auditSecurityKeys = func() []string {
 	out := make([]string, len(network.SecurityKeys))
@@ -344,6 +396,10 @@ func ConfigFromProperties(props map[string]string) (Config, []string, error) {
 	c.AuditBrokers = p.List("audit.bootstrap.servers")
 	c.AuditTopic = p.String("audit.topic")
 	c.AuditWindow = ms("audit.window.ms")
+	c.TableFormat = strings.ToLower(p.String("table.format"))
+	if c.TableFormat == FormatIceberg || slices.ContainsFunc(icetable.Keys, func(k string) bool { _, ok := props[k]; return ok }) {
+		c.Iceberg = icetable.FromProperties(p)
+	}
 	var secErr error
 	c.Security, secErr = network.SecurityFromProperties(p, "")
 	if slices.ContainsFunc(auditSecurityKeys, func(k string) bool { _, ok := props[k]; return ok }) {

@@ -1,5 +1,6 @@
 // Package loader loads Kafka topics into HDFS (or a local directory) as
-// Avro object container files, committing data and offsets together, so
+// Avro object container files, or into Apache Iceberg tables, committing
+// data and offsets together, so
 // that every record of the consumed range lands exactly once whatever
 // crashes in between (the paper's §4 load jobs; Camus, Gobblin,
 // kafka-connect-hdfs).
@@ -102,6 +103,67 @@
 // before they are moved into the output. Config.CrashAt (a test hook; the
 // command sets it from TRIBUTARY_LOADER_CRASH_AT=N[:K]) SIGKILLs the
 // process the K-th time it reaches step N.
+//
+// # Iceberg tables (table.format=iceberg)
+//
+// With table.format=iceberg (Config.TableFormat) each topic's records go
+// to an Apache Iceberg table (package icetable; the catalog is set by
+// Kafka Connect's Iceberg sink keys iceberg.catalog.type sql|hive,
+// iceberg.catalog.uri, iceberg.catalog.warehouse, ..., checked when the
+// job starts) named TableName(topic) in iceberg.namespace. output.uri
+// still holds the job's state (_loader/<job>/) and _errors. The table's
+// schema follows each record's writer schema (its Confluent frame): a
+// schema id not seen before evolves the table (Table.Evolve: added fields
+// become columns) before the record counts; a type change stops that
+// partition in front of the record with icetable.ErrTypeChange (naming
+// topic, field and both types), nothing of it committed, while the other
+// partitions load on, and the run fails naming it. A commit's records are
+// written with the newest writer schema seen, older ones resolved to it;
+// a column a record's writer lacks is null, as Iceberg reads a column
+// added after a data file. Bad records go to _errors as in the Avro mode.
+//
+// A commit with records has ONE commit point, the Iceberg catalog commit
+// (Table.Append: Parquet data files, then one snapshot). The commit's
+// manifest, the same Manifest as above (next offset, origin marks and
+// gaps, counts, the audit events, the _errors move), travels in that
+// snapshot as the partition's opaque state (tributary.origin.<p>, beside
+// tributary.offsets.<p>), so that data, offsets, origin marks and audit
+// events become visible together or not at all:
+//
+//  1. records are decoded into memory; the errors file is written under
+//     tmp/<run-id>/ and closed (steps 1-2);
+//  2. step 3, then Table.Append writes the data files and commits them
+//     with the manifest: the commit point. A crash at step 3, or inside
+//     Append once the data files are written and before the catalog
+//     takes the snapshot, leaves only unreferenced files (the data files
+//     in the warehouse, garbage for orphan-file removal; the errors file
+//     under tmp/, removed by recovery): the table's offset is the old one,
+//     so the records are read again and land once. A commit whose outcome
+//     is unknown is settled by icetable (it looks for its offsets before
+//     trying again);
+//  3. step 4, then the manifest is copied to manifests/<seq>.json: not a
+//     commit point, but what the published markers, pruning, States and
+//     CommittedThrough read. Then steps 5-8 as above: the errors move,
+//     the audit events, <seq>.published. A crash after the commit point
+//     is finished by recovery from the snapshot's manifest: the moves are
+//     redone and the events re-published (same IDs: the audit service
+//     counts them once) unless marked published, so the audit tier counts
+//     every committed record once, exactly as in the Avro mode.
+//
+// A commit without records (only bad records or duplicates, or a
+// watermark) changes no table (icetable commits no empty snapshot): its
+// commit point is the manifest's rename, as in the Avro mode. Recovery,
+// on taking a partition, reads the table's committed state
+// (Table.Committed: the newest snapshot naming the partition, or the table
+// properties) and the newest manifest file, takes the one with the higher
+// sequence number (the table's, copied into manifests/ if newer) and
+// continues as above. Records of one commit are held in memory until it
+// (commit.records bounds them).
+//
+// Metrics: tributary_loader_iceberg_commit_seconds times each Append, and
+// tributary_loader_iceberg_commit_retries_total counts commits tried again
+// after a concurrent writer (the job's other partitions, Spark's
+// maintenance) or an unknown outcome.
 //
 // # Exactly once across mirror duplicates
 //

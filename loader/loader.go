@@ -23,6 +23,7 @@ import (
 	"github.com/tributary/tributary/audit"
 	"github.com/tributary/tributary/client/serde"
 	"github.com/tributary/tributary/hours"
+	"github.com/tributary/tributary/icetable"
 	"github.com/tributary/tributary/internal/filesys"
 	"github.com/tributary/tributary/internal/network"
 	"github.com/tributary/tributary/schema"
@@ -52,6 +53,10 @@ type Loader struct {
 	columns *hours.Encoder
 	// layouts holds the topics whose partitioning marker was checked.
 	layouts sync.Map
+	// ice is the catalog of table.format=iceberg (nil for Avro files).
+	ice *icetable.Catalog
+	// iceCommits holds a *sync.Mutex per topic: its Appends, one at a time.
+	iceCommits sync.Map
 }
 
 // New connects to the output file system, the cluster, the registry and,
@@ -100,6 +105,18 @@ func New(ctx context.Context, cfg Config) (*Loader, error) {
 	if !cfg.AuditDisable {
 		l.audit = &auditPublisher{cfg: cfg}
 	}
+	if cfg.TableFormat == FormatIceberg {
+		// With its defaults filled in (the namespace names the tables).
+		if err := l.cfg.Iceberg.Validate(); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+		if l.ice, err = icetable.Open(ctx, l.cfg.Iceberg); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("iceberg catalog: %w", err)
+		}
+		l.metrics.registerIcebergRetries(l.ice.Retries)
+	}
 	if cfg.ZooKeeperConnect != "" {
 		if l.owners, err = connectOwners(ctx, cfg); err != nil {
 			l.Close()
@@ -129,6 +146,9 @@ func (l *Loader) Close() error {
 	}
 	if l.kcl != nil {
 		l.kcl.Close()
+	}
+	if l.ice != nil {
+		l.ice.Close()
 	}
 	if l.fsys != nil {
 		return l.fsys.Close()
@@ -419,6 +439,9 @@ func (l *Loader) load(ctx context.Context, parts []topicPartition, ends kadm.Lis
 // as it goes; commits of finished partitions run on goroutines counted in
 // commits, reporting failures on commitErrs.
 func (l *Loader) consume(ctx context.Context, cl *kgo.Client, pls map[topicPartition]*partLoad, commits *sync.WaitGroup, commitErrs chan error) error {
+	// Partitions stopped by a schema type change (table.format=iceberg):
+	// the others go on, and the run fails naming them at the end.
+	var blocked []error
 	for len(pls) > 0 {
 		select {
 		case err := <-commitErrs:
@@ -477,6 +500,15 @@ func (l *Loader) consume(ctx context.Context, cl *kgo.Client, pls map[topicParti
 			return err
 		}
 		for _, w := range work {
+			if w.blocked != nil {
+				delete(pls, w.tp)
+				cl.RemoveConsumePartitions(map[string][]int32{w.tp.topic: {w.tp.p}})
+				w.pl.abort()
+				l.log.Error("partition stopped: its table cannot take the schema; the next run starts again from its last commit",
+					"topic", w.tp.topic, "partition", w.tp.p, "err", w.blocked)
+				blocked = append(blocked, w.blocked)
+				continue
+			}
 			if !w.done {
 				continue
 			}
@@ -497,7 +529,7 @@ func (l *Loader) consume(ctx context.Context, cl *kgo.Client, pls map[topicParti
 			}(w.tp, w.pl)
 		}
 	}
-	return nil
+	return errors.Join(blocked...)
 }
 
 // fetchStall bounds a poll that returns nothing while partitions are still
@@ -516,12 +548,14 @@ func stalledAt(pls map[topicPartition]*partLoad) string {
 }
 
 // fetched is one partition's records of a poll; done is set once the
-// partition reached its end offset.
+// partition reached its end offset, blocked when its Iceberg table cannot
+// take a record's schema (icetable.ErrTypeChange).
 type fetched struct {
 	tp      topicPartition
 	pl      *partLoad
 	records []*kgo.Record
 	done    bool
+	blocked error
 }
 
 // loadFetched adds a partition's fetched records up to its end offset,
@@ -535,7 +569,12 @@ func (l *Loader) loadFetched(ctx context.Context, w *fetched) error {
 		if r.Attrs.IsControl() {
 			pl.skip(r)
 		} else if err := pl.add(ctx, r); err != nil {
-			return fmt.Errorf("%s/%d offset %d: %w", w.tp.topic, w.tp.p, r.Offset, err)
+			err = fmt.Errorf("%s/%d offset %d: %w", w.tp.topic, w.tp.p, r.Offset, err)
+			if errors.Is(err, icetable.ErrTypeChange) {
+				w.blocked = err
+				return nil
+			}
+			return err
 		}
 		if pl.next >= pl.end {
 			w.done = true

@@ -89,6 +89,9 @@ type partLoad struct {
 	dups     int64
 	windows  map[windowKey]*AuditEvent
 	uses     int64
+	// ice holds the records of the current commit in
+	// table.format=iceberg (nil for Avro files).
+	ice *iceLoad
 }
 
 func (pl *partLoad) dir() string {
@@ -106,7 +109,25 @@ func (l *Loader) recoverPartition(ctx context.Context, topic string, p int32) (*
 	if err := l.ensurePartitioning(topic); err != nil {
 		return nil, err
 	}
-	pl := &partLoad{l: l, topic: topic, partition: p, prev: m, end: -1}
+	pl := &partLoad{l: l, topic: topic, partition: p, end: -1}
+	if l.ice != nil {
+		// The table is the commit point of every commit with records; a
+		// manifest file is newer only for a commit without any (bad
+		// records, duplicates, a watermark), whose commit point is its
+		// rename as in the Avro mode.
+		il, im, err := l.recoverIceberg(ctx, topic, p)
+		if err != nil {
+			return nil, err
+		}
+		pl.ice = il
+		if im != nil && (m == nil || im.Seq > m.Seq) {
+			if err := l.writeManifestCopy(pl, im); err != nil {
+				return nil, err
+			}
+			m = im
+		}
+	}
+	pl.prev = m
 	if m != nil {
 		if err := l.applyMoves(m); err != nil {
 			return nil, err
@@ -148,6 +169,9 @@ func (pl *partLoad) reset() {
 	}
 	pl.records, pl.bytes, pl.errors, pl.dups = 0, 0, 0, 0
 	pl.windows = map[windowKey]*AuditEvent{}
+	if pl.ice != nil {
+		pl.ice.reset()
+	}
 }
 
 // pending reports whether the current commit consumed anything.
@@ -164,6 +188,14 @@ func (pl *partLoad) skip(r *kgo.Record) {
 
 // add loads one record (offset order).
 func (pl *partLoad) add(ctx context.Context, r *kgo.Record) error {
+	if pl.ice != nil {
+		// The table takes a new writer schema before anything of the
+		// record is counted, so that a type change stops the partition
+		// in front of the record.
+		if err := pl.useSchema(ctx, r); err != nil {
+			return err
+		}
+	}
 	if pl.first < 0 {
 		pl.first = r.Offset
 	}
@@ -191,6 +223,30 @@ func (pl *partLoad) add(ctx context.Context, r *kgo.Record) error {
 	if err := sc.parsed.Validate(payload); err != nil {
 		return pl.bad(r, fmt.Sprintf("does not decode with schema %d: %v", id, err))
 	}
+	if pl.ice != nil {
+		if reason, err := pl.ice.add(r, pl.partition, id, sc.parsed, payload); err != nil || reason != "" {
+			if err != nil {
+				return err
+			}
+			return pl.bad(r, reason)
+		}
+	} else if err := pl.write(r, id, sc, payload); err != nil {
+		return err
+	}
+	pl.records++
+	n := int64(len(r.Key) + len(r.Value))
+	pl.bytes += n
+	pl.maxTs = max(pl.maxTs, ts)
+	w := pl.window(ts)
+	w.Count++
+	w.Bytes += n
+	pl.l.progress.records.Add(1)
+	pl.l.progress.bytes.Add(n)
+	return nil
+}
+
+// write appends a validated record to its Avro data file.
+func (pl *partLoad) write(r *kgo.Record, id schema.ID, sc *writerSchema, payload []byte) error {
 	f, err := pl.file(bucketKey{hour: r.Timestamp.UTC().Truncate(pl.l.cfg.PartitionDuration).Unix(), id: id}, sc.text, r.Offset)
 	if err != nil {
 		return err
@@ -204,16 +260,22 @@ func (pl *partLoad) add(ctx context.Context, r *kgo.Record) error {
 		return fmt.Errorf("write %s: %w", f.tmp, err)
 	}
 	f.last = r.Offset
-	pl.records++
-	n := int64(len(r.Key) + len(r.Value))
-	pl.bytes += n
-	pl.maxTs = max(pl.maxTs, ts)
-	w := pl.window(ts)
-	w.Count++
-	w.Bytes += n
-	pl.l.progress.records.Add(1)
-	pl.l.progress.bytes.Add(n)
 	return nil
+}
+
+// useSchema evolves the partition's table to the writer schema of r, if
+// r is framed with a schema the registry has (other records are bad
+// records, which add writes).
+func (pl *partLoad) useSchema(ctx context.Context, r *kgo.Record) error {
+	id, _, err := schema.Parse(r.Value)
+	if err != nil {
+		return nil
+	}
+	sc, err := pl.l.schemas.get(ctx, id)
+	if err != nil || sc.bad != "" {
+		return err
+	}
+	return pl.ice.use(ctx, id, sc.parsed)
 }
 
 func (pl *partLoad) window(ts int64) *AuditEvent {
@@ -435,29 +497,13 @@ func (pl *partLoad) commit(ctx context.Context, reachedEnd bool) error {
 		m.Audit = append(m.Audit, e)
 	}
 	l.crash(StepFilesClosed)
-	body, err := json.MarshalIndent(m, "", " ")
-	if err != nil {
-		return err
-	}
-	tmp := path.Join(pl.runDir, "manifest-"+manifestName(m.Seq))
-	if err := filesys.WriteFile(l.fsys, tmp, body); err != nil {
-		return fmt.Errorf("write manifest %s: %w", tmp, err)
-	}
-	l.crash(StepManifestWritten)
-	if err := l.checkOwnership(pl.topic, pl.partition); err != nil {
-		return err
-	}
-	mdir := manifestsDir(l.base, l.cfg.Name, pl.topic, pl.partition)
-	if pl.prev == nil {
-		if err := l.fsys.MkdirAll(mdir); err != nil {
+	if pl.ice != nil && len(pl.ice.records) > 0 {
+		if err := pl.commitIceberg(ctx, m); err != nil {
 			return err
 		}
+	} else if err := pl.commitManifest(m); err != nil {
+		return err
 	}
-	// The commit point.
-	if err := l.fsys.Rename(tmp, path.Join(mdir, manifestName(m.Seq))); err != nil {
-		return fmt.Errorf("commit manifest %s: %w", path.Join(mdir, manifestName(m.Seq)), err)
-	}
-	l.crash(StepCommitted)
 	if err := l.applyMoves(m); err != nil {
 		return err
 	}
@@ -483,6 +529,37 @@ func (pl *partLoad) commit(ctx context.Context, reachedEnd bool) error {
 	l.progress.commit(CommitInfo{Topic: pl.topic, Partition: pl.partition, Seq: m.Seq, FirstOffset: m.FirstOffset,
 		NextOffset: m.NextOffset, Records: m.Records, Errors: m.Errors, Duplicates: m.Duplicates, Files: files, FileBytes: fileBytes})
 	pl.reset()
+	return nil
+}
+
+// commitManifest is the Avro mode's commit point (and the Iceberg mode's
+// for a commit without records): m written under the run's temporary
+// directory, then renamed to manifests/<seq>.json.
+func (pl *partLoad) commitManifest(m *Manifest) error {
+	l := pl.l
+	body, err := json.MarshalIndent(m, "", " ")
+	if err != nil {
+		return err
+	}
+	tmp := path.Join(pl.runDir, "manifest-"+manifestName(m.Seq))
+	if err := filesys.WriteFile(l.fsys, tmp, body); err != nil {
+		return fmt.Errorf("write manifest %s: %w", tmp, err)
+	}
+	l.crash(StepManifestWritten)
+	if err := l.checkOwnership(pl.topic, pl.partition); err != nil {
+		return err
+	}
+	mdir := manifestsDir(l.base, l.cfg.Name, pl.topic, pl.partition)
+	if pl.prev == nil {
+		if err := l.fsys.MkdirAll(mdir); err != nil {
+			return err
+		}
+	}
+	// The commit point.
+	if err := l.fsys.Rename(tmp, path.Join(mdir, manifestName(m.Seq))); err != nil {
+		return fmt.Errorf("commit manifest %s: %w", path.Join(mdir, manifestName(m.Seq)), err)
+	}
+	l.crash(StepCommitted)
 	return nil
 }
 

@@ -67,6 +67,10 @@ type metrics struct {
 	records, bytes, errors, duplicates, files, commits prometheus.Counter
 	fileBytes                                          prometheus.Counter
 	commitSeconds                                      prometheus.Histogram
+	// icebergCommitSeconds times Table.Append (data files and the catalog
+	// commit) in table.format=iceberg.
+	icebergCommitSeconds prometheus.Histogram
+	reg                  prometheus.Registerer
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -84,13 +88,27 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "tributary", Subsystem: "loader",
 			Name: "commit_seconds", Help: "Time to commit one partition (close files, manifest, moves, audit).",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}),
+		icebergCommitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "tributary", Subsystem: "loader",
+			Name: "iceberg_commit_seconds", Help: "Time of one Iceberg append of a partition's commit (Parquet data files and the catalog commit, retries included).",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}),
+		reg: reg,
 	}
 	if reg != nil {
-		for _, col := range []prometheus.Collector{m.records, m.bytes, m.errors, m.duplicates, m.files, m.fileBytes, m.commits, m.commitSeconds} {
+		for _, col := range []prometheus.Collector{m.records, m.bytes, m.errors, m.duplicates, m.files, m.fileBytes, m.commits, m.commitSeconds, m.icebergCommitSeconds} {
 			_ = reg.Register(col)
 		}
 	}
 	return m
+}
+
+// registerIcebergRetries exports the catalog's commit retry count.
+func (m *metrics) registerIcebergRetries(retries func() int64) {
+	if m.reg == nil {
+		return
+	}
+	_ = m.reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "tributary", Subsystem: "loader",
+		Name: "iceberg_commit_retries_total", Help: "Iceberg commits tried again (a concurrent writer committed first, or the outcome was unknown)."},
+		func() float64 { return float64(retries()) }))
 }
 
 func since(t time.Time) float64 { return time.Since(t).Seconds() }
