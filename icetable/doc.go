@@ -88,6 +88,9 @@
 //
 // # Concurrency
 //
-// A Catalog is safe for concurrent use. A Table is used by one goroutine at
+// A Catalog of type sql is safe for concurrent use. One of type hive is
+// not: iceberg-go's Hive catalog shares one Thrift client, and concurrent
+// calls through it were seen to hang, so its callers make one call at a
+// time (the loader does, per process). A Table is used by one goroutine at
 // a time; any number of processes may commit to the same table.
 package icetable
