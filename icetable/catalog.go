@@ -41,8 +41,7 @@ func Open(ctx context.Context, c Config) (*Catalog, error) {
 	out := &Catalog{cfg: c}
 	switch c.Type {
 	case CatalogSQL:
-		path := strings.TrimPrefix(c.URI, "file://")
-		abs, err := filepath.Abs(path)
+		abs, err := filepath.Abs(sqlitePath(c.URI))
 		if err != nil {
 			return nil, fmt.Errorf("%w: iceberg.catalog.uri=%q: %v", ErrInvalidConfig, c.URI, err)
 		}

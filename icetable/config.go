@@ -117,8 +117,8 @@ func (c *Config) Validate() error {
 		if c.URI == "" {
 			return fmt.Errorf("%w: iceberg.catalog.uri: a sql catalog needs its SQLite file", ErrInvalidConfig)
 		}
-		if strings.Contains(c.URI, "://") && !strings.HasPrefix(c.URI, "file://") {
-			return fmt.Errorf("%w: iceberg.catalog.uri=%q: a sql catalog is a SQLite file (a path or file:///path)", ErrInvalidConfig, c.URI)
+		if strings.Contains(c.URI, "://") && !strings.HasPrefix(c.URI, "file://") && !strings.HasPrefix(c.URI, "sqlite:///") {
+			return fmt.Errorf("%w: iceberg.catalog.uri=%q: a sql catalog is a SQLite file (a path, file:///path or pyiceberg's sqlite:///path)", ErrInvalidConfig, c.URI)
 		}
 	case CatalogHive:
 		if !strings.HasPrefix(c.URI, "thrift://") {
@@ -145,4 +145,15 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: iceberg.tables.default-partition-by: bad field name %q", ErrInvalidConfig, c.PartitionField)
 	}
 	return nil
+}
+
+// sqlitePath is the SQLite file of a sql catalog's iceberg.catalog.uri: a
+// path, file:///path, or sqlite:///path as pyiceberg's SqlCatalog writes it.
+func sqlitePath(uri string) string {
+	for _, prefix := range []string{"sqlite://", "file://"} {
+		if rest, ok := strings.CutPrefix(uri, prefix); ok {
+			return rest
+		}
+	}
+	return uri
 }

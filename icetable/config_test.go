@@ -57,3 +57,24 @@ func TestConfigValidateNamesKey(t *testing.T) {
 		}
 	}
 }
+
+// TestSQLCatalogURIForms: the SQLite file of a sql catalog may be given as
+// a path, file:///path or pyiceberg's sqlite:///path; other schemes are
+// refused naming the key.
+func TestSQLCatalogURIForms(t *testing.T) {
+	for uri, want := range map[string]string{
+		"/d/c.db": "/d/c.db", "file:///d/c.db": "/d/c.db", "sqlite:///d/c.db": "/d/c.db", "c.db": "c.db",
+	} {
+		c := Config{URI: uri, Warehouse: "file:///w"}
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s: %v", uri, err)
+		}
+		if got := sqlitePath(uri); got != want {
+			t.Errorf("sqlitePath(%q) = %q, want %q", uri, got, want)
+		}
+	}
+	c := Config{URI: "postgresql://h/db", Warehouse: "file:///w"}
+	if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "iceberg.catalog.uri") {
+		t.Errorf("postgresql uri: err %v", err)
+	}
+}
