@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -295,9 +296,18 @@ func (p *proc) running() bool {
 	}
 }
 
-// signal sends sig and waits (bounded) for the exit.
+// signal sends sig and waits (bounded) for the exit. A signal the mirror
+// handles (SIGTERM, SIGINT) waits first for its "mirror started" line,
+// logged once its handler is installed: sent sooner, Go's default action
+// kills the process (a restarted mirror with nothing left to copy was
+// SIGTERMed before it had started, and exited "signal: terminated").
 func (p *proc) signal(t *testing.T, sig syscall.Signal) error {
 	t.Helper()
+	if sig != syscall.SIGKILL {
+		testenv.WaitFor(t, 90*time.Second, "the mirror to start before "+sig.String(), func() (bool, string) {
+			return !p.running() || strings.Contains(p.out.String(), "mirror started"), lastLine(p.out.String())
+		})
+	}
 	_ = p.cmd.Process.Signal(sig)
 	select {
 	case err := <-p.exited:
@@ -350,4 +360,10 @@ func endOffsets(t testing.TB, c *cluster, topic string) map[int32]int64 {
 	out := map[int32]int64{}
 	listed.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
 	return out
+}
+
+// lastLine is the last line of out, for a wait's progress message.
+func lastLine(out string) string {
+	out = strings.TrimRight(out, "\n")
+	return out[strings.LastIndexByte(out, '\n')+1:]
 }
